@@ -1,0 +1,114 @@
+"""Command line: ``meanfield-pde run | cases | plot`` (DESIGN.md §4).
+
+User errors (bad case, bad --set, unreadable file) print one line naming
+the field and exit with status 2, without a traceback. A run that stops
+early (lost resolution, numerical fault, Ctrl-C) still writes its file and
+exits with status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import ConfigError
+
+EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
+
+
+def _cmd_cases(args) -> int:
+    from .cases import cases_dir, describe_cases
+    rows = describe_cases()
+    if not rows:
+        print(f"no cases found in {cases_dir()}")
+        return 1
+    width = max(len(name) for name, _ in rows)
+    for name, desc in rows:
+        print(f"{name:<{width}}  {desc}")
+    return 0
+
+
+def _output_path(args, config) -> Path:
+    if args.output:
+        return Path(args.output)
+    if config.output.path:
+        return Path(config.output.path)
+    return Path.cwd() / f"{config.name}.nc"
+
+
+def _check_writable(path: Path) -> None:
+    parent = path.resolve().parent
+    if path.is_dir():
+        raise ConfigError(f"--output {str(path)!r}: is a directory; give a file name ending in .nc")
+    if not parent.is_dir():
+        raise ConfigError(f"--output {str(path)!r}: folder {str(parent)!r} does not exist")
+    import os
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"--output {str(path)!r}: folder {str(parent)!r} is not writable")
+
+
+def _cmd_run(args) -> int:
+    from .cases import load_case
+    from .runner import run
+    config = load_case(args.case, args.set or [])
+    path = _output_path(args, config)
+    _check_writable(path)
+    ds = run(config, output=path, progress=None if not args.quiet else False)
+    status = ds.attrs["status"]
+    print(f"{config.name}: {status}; t = {float(ds.time[-1]):.6g}, {ds.sizes['time']} snapshots")
+    print(f"wrote {path}")
+    if config.output.plot and not args.no_plot:
+        from .plot import save_figure
+        fig = save_figure(ds, path.with_suffix(".png"))
+        print(f"wrote {fig}")
+    return 0 if status == "completed" else EXIT_STOPPED
+
+
+def _cmd_plot(args) -> int:
+    from .plot import save_figure
+    path = Path(args.file)
+    if not path.is_file():
+        raise ConfigError(f"plot: file {str(path)!r} does not exist")
+    times = [float(t) for t in args.times.split(",")] if args.times else None
+    try:
+        out = save_figure(path, args.output, times=times)
+    except ValueError as exc:
+        raise ConfigError(f"plot: {exc}") from None
+    print(f"wrote {out}")
+    return 0
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="meanfield-pde",
+                                description="Mean-field dynamics of self-attention on the sphere.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a case and write a netCDF file")
+    r.add_argument("case", help="a named case (see `meanfield-pde cases`) or a .toml file")
+    r.add_argument("--output", "-o", help="netCDF file (default: output.path or ./<case>.nc)")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a case key, e.g. --set model.beta=5 (repeatable)")
+    r.add_argument("--no-plot", action="store_true", help="do not write the figure next to the file")
+    r.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    r.set_defaults(func=_cmd_run)
+    c = sub.add_parser("cases", help="list the named cases")
+    c.set_defaults(func=_cmd_cases)
+    pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
+    pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
+    pl.add_argument("--output", "-o", help="PNG file (default: FILE with .png)")
+    pl.add_argument("--times", help="comma-separated times to show (nearest snapshots)")
+    pl.set_defaults(func=_cmd_plot)
+    return p
+
+
+def main(argv=None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"meanfield-pde: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

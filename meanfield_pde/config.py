@@ -1,0 +1,352 @@
+"""Case files (TOML) → a validated, immutable configuration.
+
+Every section is a frozen dataclass; its fields *are* the schema: the type
+annotation is the allowed type, ``metadata`` holds the allowed range or
+choices and a one-line doc. Validation happens entirely here, before any
+numerical work, and every error names the field, the value and what is
+allowed (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+import tomli_w
+
+from .errors import ConfigError
+from .kernels import BETA_MAX
+from .steppers.tableaus import DEFAULT_SCHEME, SCHEMES
+
+
+def _f(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False, hi_open=False,
+       choices=None, doc=""):
+    """A schema field: default, range [lo, hi] (or open ends), choices, doc."""
+    meta = dict(lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, choices=choices, doc=doc)
+    if isinstance(default, list):
+        return field(default_factory=lambda d=default: list(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """[model]: which mean-field equation (DESIGN.md §1)."""
+    kind: str = _f(choices=("SA", "USA"), doc="SA (softmax) or USA (unnormalised) attention")
+    beta: float = _f(lo=0.0, hi=BETA_MAX, doc="inverse temperature β")
+    nu: float = _f(0.0, lo=0.0, doc="noise ν (diffusion coefficient)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DomainConfig:
+    """[domain]: manifold and spectral resolution."""
+    manifold: str = _f("sphere", choices=("sphere",), doc="the manifold")
+    lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree cut-off L")
+    threads: int = _f(0, lo=0, hi=1024, doc="transform threads (0 = all cores)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerturbedUniform:
+    """[initial] type = "perturbed_uniform": f = (1 + δ)/4π with a random band-limited δ.
+
+    δ has independent Gaussian coefficients (seeded) on degrees
+    degree_min..degree_max, scaled so that its RMS over the sphere is
+    ``amplitude``.
+    """
+    type: str = _f("perturbed_uniform", choices=("perturbed_uniform",))
+    amplitude: float = _f(1e-3, lo=0.0, hi=0.5, lo_open=True, doc="RMS of δ relative to uniform")
+    degree_min: int = _f(1, lo=1, doc="lowest perturbed degree")
+    degree_max: int = _f(8, lo=1, doc="highest perturbed degree")
+    seed: int = _f(0, lo=0, doc="random seed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VonMisesFisher:
+    """[initial] type = "von_mises_fisher": Σ_k w_k vMF(μ_k, κ_k) (scipy.stats.vonmises_fisher)."""
+    type: str = _f("von_mises_fisher", choices=("von_mises_fisher",))
+    centres: list[list[float]] = _f(doc="mean directions μ_k (normalised to unit length)")
+    concentrations: list[float] = _f(lo=0.0, lo_open=True, doc="concentrations κ_k > 0")
+    weights: list[float] = _f([], lo=0.0, hi=1.0, doc="mixture weights (sum 1; default equal)")
+    seed: int = _f(0, lo=0, doc="random seed (unused by the PDE; kept for particles)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SphericalHarmonic:
+    """[initial] type = "spherical_harmonic": f = f̄ + a f̄_00-scaled Y_lm, i.e. f_lm = a f_00."""
+    type: str = _f("spherical_harmonic", choices=("spherical_harmonic",))
+    degree: int = _f(lo=1, doc="degree l of the perturbation")
+    order: int = _f(0, lo=0, doc="order m (0 <= m <= l)")
+    amplitude: float = _f(1e-3, lo=0.0, hi=0.5, lo_open=True,
+                          doc="coefficient relative to that of the uniform density")
+    seed: int = _f(0, lo=0, doc="unused; kept for a uniform interface")
+
+
+INITIAL_TYPES = {c.__dataclass_fields__["type"].default: c
+                 for c in (PerturbedUniform, VonMisesFisher, SphericalHarmonic)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeConfig:
+    """[time]: horizon and the IMEX stepping."""
+    t_end: float = _f(lo=0.0, doc="final time")
+    dt: float = _f(1e-2, lo=0.0, lo_open=True, doc="initial (or fixed) time step")
+    scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(SCHEMES)), doc="IMEX scheme")
+    adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
+    rtol: float = _f(1e-6, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                     doc="relative local error tolerance")
+    atol: float = _f(1e-12, lo=0.0, lo_open=True, doc="absolute local error tolerance")
+    cfl: float = _f(0.5, lo=0.0, hi=4.0, lo_open=True, doc="C in dt <= C π/(L max|V|)")
+    max_steps: int = _f(10_000_000, lo=1, doc="stop after this many accepted steps")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutputConfig:
+    """[output]: snapshots and file."""
+    every: float = _f(0.0, lo=0.0, doc="time between snapshots (0: 50 snapshots over the run)")
+    path: str = _f("", doc="output file (default: <case>.nc in the working directory)")
+    plot: bool = _f(True, doc="write a figure next to the file")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitorConfig:
+    """[monitor]: stop cleanly before a lost resolution spoils the solution."""
+    max_spectral_tail: float = _f(1e-7, lo=0.0, hi=1.0, lo_open=True,
+                                  doc="largest allowed fraction of L² energy above degree 2L/3")
+    negative_density: float = _f(1e-3, lo=0.0, doc="stop if min f < −negative_density · f̄")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegularisationConfig:
+    """[regularisation]: optional hyperviscosity (changes the PDE; off by default)."""
+    hyperviscosity: float = _f(0.0, lo=0.0, doc="damping rate η of degree L (1/time)")
+    hyperviscosity_order: int = _f(4, lo=1, hi=16, doc="exponent p of (l(l+1)/L(L+1))^p")
+
+
+SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
+            "output": OutputConfig, "monitor": MonitorConfig,
+            "regularisation": RegularisationConfig}
+REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """A whole validated case. Build it with :func:`from_dict` or :func:`load_case`."""
+    model: ModelConfig
+    domain: DomainConfig
+    initial: PerturbedUniform | VonMisesFisher | SphericalHarmonic
+    time: TimeConfig
+    output: OutputConfig = field(default_factory=OutputConfig)
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)
+    regularisation: RegularisationConfig = field(default_factory=RegularisationConfig)
+    description: str = ""
+    name: str = "case"
+
+    @property
+    def snapshot_interval(self) -> float:
+        return self.output.every if self.output.every > 0 else self.time.t_end / 50.0
+
+    def to_dict(self) -> dict:
+        """Plain nested dict (TOML-able); ``from_dict(c.to_dict())`` rebuilds c."""
+        d = {"description": self.description}
+        for name in SECTIONS:
+            d[name] = dataclasses.asdict(getattr(self, name))
+        return d
+
+    def to_toml(self) -> str:
+        """The resolved case as TOML text (stored in every output file)."""
+        return tomli_w.dumps(self.to_dict())
+
+
+# -- validation ------------------------------------------------------------------------------
+
+def _nearest(key: str, allowed) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _type_name(tp) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _check_scalar(path: str, value: Any, tp, meta: dict) -> Any:
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path} = {value!r}: must be true or false")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path} = {value!r}: must be an integer")
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path} = {value!r}: must be a number")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{path} = {value!r}: must be a finite number")
+    elif tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path} = {value!r}: must be a string")
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        raise ConfigError(f"{path} = {value!r}: must be one of {', '.join(map(repr, choices))}"
+                          + (_nearest(value, choices) if isinstance(value, str) else ""))
+    lo, hi = meta.get("lo"), meta.get("hi")
+    if lo is not None or hi is not None:
+        bad_lo = lo is not None and (value <= lo if meta["lo_open"] else value < lo)
+        bad_hi = hi is not None and (value >= hi if meta["hi_open"] else value > hi)
+        if bad_lo or bad_hi:
+            left = "(" if meta["lo_open"] else "["
+            right = ")" if meta["hi_open"] else "]"
+            lo_s = "-inf" if lo is None else f"{lo:g}"
+            hi_s = "inf" if hi is None else f"{hi:g}"
+            raise ConfigError(f"{path} = {value!r}: must be in {left}{lo_s}, {hi_s}{right}")
+    return value
+
+
+def _check_value(path: str, value: Any, tp, meta: dict) -> Any:
+    if typing.get_origin(tp) is list:
+        (inner,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise ConfigError(f"{path} = {value!r}: must be a list of {_type_name(inner)}")
+        return [_check_value(f"{path}[{i}]", v, inner, meta) for i, v in enumerate(value)]
+    return _check_scalar(path, value, tp, meta)
+
+
+def _build(cls, table: Any, path: str):
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{path}] must be a table of keys, got {table!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in table:
+        if key not in fields:
+            raise ConfigError(f"{path}.{key}: unknown key{_nearest(key, fields)}; "
+                              f"valid keys in [{path}]: {', '.join(fields)}")
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, f in fields.items():
+        if name in table:
+            kwargs[name] = _check_value(f"{path}.{name}", table[name], hints[name], f.metadata)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{path}.{name}: required key is missing ({f.metadata.get('doc', '')})")
+    return cls(**kwargs)
+
+
+def _build_initial(table: Any):
+    if not isinstance(table, dict) or "type" not in table:
+        raise ConfigError(f"initial.type: required key is missing; one of {', '.join(INITIAL_TYPES)}")
+    kind = table["type"]
+    if kind not in INITIAL_TYPES:
+        raise ConfigError(f"initial.type = {kind!r}: must be one of "
+                          f"{', '.join(map(repr, INITIAL_TYPES))}"
+                          + (_nearest(kind, INITIAL_TYPES) if isinstance(kind, str) else ""))
+    return _build(INITIAL_TYPES[kind], table, "initial")
+
+
+def _cross_checks(c: Config) -> None:
+    """Constraints between fields, each naming the field that must change."""
+    L, ini = c.domain.lmax, c.initial
+    if isinstance(ini, PerturbedUniform):
+        if ini.degree_min > ini.degree_max:
+            raise ConfigError(f"initial.degree_min = {ini.degree_min}: must be <= "
+                              f"initial.degree_max = {ini.degree_max}")
+        if ini.degree_max > L:
+            raise ConfigError(f"initial.degree_max = {ini.degree_max}: must be <= domain.lmax = {L}")
+    elif isinstance(ini, SphericalHarmonic):
+        if ini.degree > L:
+            raise ConfigError(f"initial.degree = {ini.degree}: must be <= domain.lmax = {L}")
+        if ini.order > ini.degree:
+            raise ConfigError(f"initial.order = {ini.order}: must be in [0, initial.degree = {ini.degree}]")
+    elif isinstance(ini, VonMisesFisher):
+        k = len(ini.centres)
+        if k == 0:
+            raise ConfigError("initial.centres = []: give at least one centre [x, y, z]")
+        for i, mu in enumerate(ini.centres):
+            if len(mu) != 3 or math.hypot(*mu) == 0.0:
+                raise ConfigError(f"initial.centres[{i}] = {mu}: must be a non-zero vector [x, y, z]")
+        if len(ini.concentrations) != k:
+            raise ConfigError(f"initial.concentrations has {len(ini.concentrations)} entries: "
+                              f"must have one per centre ({k})")
+        if ini.weights and len(ini.weights) != k:
+            raise ConfigError(f"initial.weights has {len(ini.weights)} entries: must have one per centre ({k})")
+        if ini.weights and abs(sum(ini.weights) - 1.0) > 1e-9:
+            raise ConfigError(f"initial.weights = {ini.weights}: must sum to 1 (sum is {sum(ini.weights):.12g})")
+    if c.time.t_end > 0 and c.output.every > c.time.t_end:
+        raise ConfigError(f"output.every = {c.output.every}: must be <= time.t_end = {c.time.t_end}")
+
+
+def from_dict(data: dict, name: str = "case") -> Config:
+    """Validate a nested dict (as read from TOML) into a :class:`Config`.
+
+    Raises
+    ------
+    ConfigError
+        Unknown section or key (with the nearest valid one), missing required
+        key, wrong type, non-finite number, value out of range, inconsistent
+        fields. Nothing is computed or written before this passes.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError("a case must be a TOML table")
+    for key in data:
+        if key not in SECTIONS and key != "description":
+            raise ConfigError(f"{key}: unknown section{_nearest(key, list(SECTIONS) + ['description'])}; "
+                              f"valid sections: {', '.join(SECTIONS)}")
+    for sec in REQUIRED_SECTIONS:
+        if sec not in data:
+            raise ConfigError(f"[{sec}]: required section is missing")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigError(f"description = {description!r}: must be a string")
+    parts = {sec: (_build_initial(data[sec]) if sec == "initial" else _build(cls, data[sec], sec))
+             for sec, cls in SECTIONS.items() if sec in data}
+    config = Config(description=description, name=name, **parts)
+    _cross_checks(config)
+    return config
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """'model.beta=5' → (['model', 'beta'], 5). The value is read as a TOML value
+    (numbers, booleans, lists, quoted strings); anything else is a bare string.
+
+    Raises
+    ------
+    ConfigError
+        If the item is not of the form key.sub=value.
+    """
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: must be of the form section.key=value")
+    key, raw = item.split("=", 1)
+    path = [p.strip() for p in key.strip().split(".")]
+    if len(path) not in (1, 2) or not all(path):
+        raise ConfigError(f"--set {item!r}: the key must be section.key (e.g. model.beta)")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return path, value
+
+
+def apply_overrides(data: dict, overrides) -> dict:
+    """A copy of ``data`` with overrides applied (a list of 'a.b=v' or a dict {'a.b': v})."""
+    import copy
+    out = copy.deepcopy(data)
+    items = overrides.items() if isinstance(overrides, dict) else (parse_override(s) for s in overrides)
+    for key, value in items:
+        path = key.split(".") if isinstance(key, str) else key
+        if len(path) == 1:
+            out[path[0]] = value
+            continue
+        section = out.setdefault(path[0], {})
+        if not isinstance(section, dict):
+            raise ConfigError(f"--set {'.'.join(path)}: {path[0]} is not a section")
+        section[path[1]] = value
+    return out
+
+
+def parse_toml(text: str, source: str) -> dict:
+    """TOML text → dict, with a ConfigError that names the file and line on a syntax error."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None

@@ -1,0 +1,147 @@
+"""The sphere S² on shtns: orthonormal spherical harmonics on a dealiased Gauss grid.
+
+Conventions (shtns ≥ 3.6.5, checked in tests/test_geometry.py):
+- coefficients f_lm for 0 <= m <= l <= L of a real field, orthonormal
+  (∫ |Y_lm|² dσ = 1), Condon–Shortley phase on, shtns index order;
+- grid arrays have shape (nlat, nphi), north pole first; θ is colatitude;
+- gradient components are (∂_θ, ∂_φ / sin θ), the θ component pointing south;
+- a tangent field v = ∇S − r̂×∇T has div v with coefficients −l(l+1) S_lm.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+
+import numpy as np
+
+from .base import Geometry
+
+
+def _import_shtns_quietly():
+    """Import shtns without its C build banner on stdout (it would pollute CLI output and pipes)."""
+    sys.stdout.flush()
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        import shtns
+        ctypes.CDLL(None).fflush(None)  # the banner may sit in C's stdio buffer
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    shtns.set_verbosity(0)
+    return shtns
+
+
+shtns = _import_shtns_quietly()
+
+
+@functools.lru_cache(maxsize=None)
+def _transform(lmax: int, nlat: int, nphi: int, threads: int) -> shtns.sht:
+    """One shtns plan per (L, grid, threads) per process: planning costs far more than a transform."""
+    sh = shtns.sht(lmax, lmax, 1, shtns.sht_orthonormal, threads)
+    # nl_order=2 is shtns's 3/2 rule: a product of two degree-L fields is
+    # integrated exactly, so the quadratic flux f ∇Φ is not aliased.
+    sh.set_grid(nlat, nphi, shtns.sht_gauss, 1e-10, 2)
+    return sh
+
+
+class Sphere(Geometry):
+    """S² with spherical-harmonic degree cut-off ``lmax`` on a Gauss grid.
+
+    Parameters
+    ----------
+    lmax : int
+        Highest degree L (>= 2).
+    nlat, nphi : int, optional
+        Grid size; 0 (default) lets shtns pick the dealiased grid
+        (nlat > 3L/2, nphi > 3L).
+    threads : int, optional
+        OpenMP threads of the transforms; 0 = all cores.
+
+    Attributes
+    ----------
+    lat, lon : ndarray
+        Latitude (degrees north, shape (nlat,), decreasing) and longitude
+        (degrees east, shape (nphi,)) of the grid.
+    order : ndarray of int, shape (ncoef,)
+        Order m of each coefficient.
+    """
+
+    manifold = "sphere"
+    area = 4.0 * np.pi
+
+    def __init__(self, lmax: int, nlat: int = 0, nphi: int = 0, threads: int = 0):
+        if lmax < 2:
+            raise ValueError(f"domain.lmax = {lmax}: must be >= 2 on the sphere")
+        self.lmax = int(lmax)
+        self.sh = _transform(self.lmax, nlat, nphi, threads)
+        sh = self.sh
+        self.nlat, self.nphi = sh.nlat, sh.nphi
+        self.degree = np.asarray(sh.l, dtype=np.int64)
+        self.order = np.asarray(sh.m, dtype=np.int64)
+        l = self.degree.astype(float)
+        self.laplacian = -l * (l + 1.0)
+        self.parseval_weight = np.where(self.order == 0, 1.0, 2.0)
+
+        cos_theta = np.asarray(sh.cos_theta)
+        sin_theta = np.sqrt(1.0 - cos_theta**2)
+        phi = 2.0 * np.pi * np.arange(self.nphi) / self.nphi
+        self.colatitude = np.arccos(cos_theta)
+        self.lat = 90.0 - np.degrees(self.colatitude)
+        self.lon = np.degrees(phi)
+        self.points = np.stack(np.broadcast_arrays(
+            sin_theta[:, None] * np.cos(phi)[None, :],
+            sin_theta[:, None] * np.sin(phi)[None, :],
+            cos_theta[:, None]), axis=-1)
+        half = np.asarray(sh.gauss_wts())  # northern half only, without 2π/nphi
+        full = np.concatenate([half, half[: self.nlat // 2][::-1]])
+        self.weights = np.broadcast_to((2.0 * np.pi / self.nphi) * full[:, None],
+                                       (self.nlat, self.nphi)).copy()
+
+    # -- transforms ---------------------------------------------------------
+    def analysis(self, grid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        out = self.zeros_coef() if out is None else out
+        self.sh.spat_to_SH(np.ascontiguousarray(grid, dtype=np.float64), out)
+        return out
+
+    def synthesis(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        out = np.empty((self.nlat, self.nphi)) if out is None else out
+        self.sh.SH_to_spat(coef, out)
+        return out
+
+    def gradient(self, coef: np.ndarray, out: tuple[np.ndarray, np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """(∂_θ g, ∂_φ g / sin θ) on the grid, each (nlat, nphi)."""
+        if out is None:
+            out = (np.empty((self.nlat, self.nphi)), np.empty((self.nlat, self.nphi)))
+        self.sh.SHsph_to_spat(coef, out[0], out[1])
+        return out
+
+    def divergence(self, components: tuple[np.ndarray, np.ndarray],
+                   out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of div v for v = (v_θ, v_φ) on the grid: −l(l+1) S_lm."""
+        spheroidal = self.zeros_coef() if out is None else out
+        toroidal = self.zeros_coef()
+        self.sh.spat_to_SHsphtor(np.ascontiguousarray(components[0]),
+                                 np.ascontiguousarray(components[1]), spheroidal, toroidal)
+        spheroidal *= self.laplacian
+        return spheroidal
+
+    def integrate(self, grid: np.ndarray) -> float:
+        return float(np.sum(self.weights * grid))
+
+    def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Values of the expansion at arbitrary unit vectors, points shape (..., 3)."""
+        pts = np.asarray(points, dtype=float).reshape(-1, 3)
+        cost = np.clip(pts[:, 2], -1.0, 1.0)
+        phi = np.arctan2(pts[:, 1], pts[:, 0])
+        vals = np.array([self.sh.SH_to_point(coef, c, p) for c, p in zip(cost, phi)])
+        return vals.reshape(np.shape(points)[:-1])
+
+    def index(self, l: int, m: int) -> int:
+        """Position of (l, m) in the coefficient array."""
+        return int(self.sh.idx(int(l), int(m)))

@@ -1,0 +1,97 @@
+"""Snapshots → xarray Dataset (DESIGN.md §4) → netCDF, written atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .diagnostics import DIAGNOSTIC_ATTRS
+from .geometry import Geometry
+
+COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
+                   "m >= 0 of a real field: f = sum_l [f_l0 Y_l0 + 2 Re sum_{m>0} f_lm Y_lm]; "
+                   "NaN where m > l")
+
+
+def software_versions() -> dict[str, str]:
+    """Versions of this package and the libraries that shape its numbers."""
+    out = {}
+    for name in ("meanfield_pde", "shtns", "numpy", "scipy", "xarray", "netCDF4"):
+        try:
+            out[f"version_{name}"] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[f"version_{name}"] = "unknown"
+    return out
+
+
+def coefficient_table(geometry: Geometry, coefs: np.ndarray) -> np.ndarray:
+    """(time, ncoef) complex → (time, L+1, L+1) complex indexed [l, m], NaN where m > l."""
+    L = geometry.lmax
+    table = np.full((len(coefs), L + 1, L + 1), np.nan + 1j * np.nan)
+    table[:, geometry.degree, geometry.order] = coefs
+    return table
+
+
+def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
+                         attrs: dict) -> xr.Dataset:
+    """Build the Dataset of a sphere run.
+
+    Parameters
+    ----------
+    geometry : Sphere
+    times : sequence of float, length nt
+    coefs : sequence of ndarray (ncoef,) complex
+    densities : sequence of ndarray (nlat, nphi)
+    diagnostics : sequence of dict name -> float
+    attrs : dict
+        Global attributes (model, beta, nu, status, case, ...).
+    """
+    table = coefficient_table(geometry, np.asarray(coefs))
+    L = geometry.lmax
+    ds = xr.Dataset(
+        {
+            "density": (("time", "lat", "lon"), np.asarray(densities, dtype=np.float64),
+                        dict(long_name="density f w.r.t. area (uniform = 1/4π)", units="1/sr")),
+            "coef_real": (("time", "l", "m"), table.real,
+                          dict(long_name="Re f_lm", convention=COEF_CONVENTION)),
+            "coef_imag": (("time", "l", "m"), table.imag,
+                          dict(long_name="Im f_lm", convention=COEF_CONVENTION)),
+        },
+        coords={
+            "time": ("time", np.asarray(times, dtype=np.float64), dict(long_name="time")),
+            "lat": ("lat", geometry.lat, dict(units="degrees_north", long_name="Gauss latitude")),
+            "lon": ("lon", geometry.lon, dict(units="degrees_east", long_name="longitude")),
+            "l": ("l", np.arange(L + 1), dict(long_name="spherical-harmonic degree")),
+            "m": ("m", np.arange(L + 1), dict(long_name="spherical-harmonic order")),
+        },
+    )
+    for name, meta in DIAGNOSTIC_ATTRS.items():
+        if diagnostics and name in diagnostics[0]:
+            ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64), meta)
+    ds.attrs.update({k: (int(v) if isinstance(v, bool) else v) for k, v in attrs.items()})
+    ds.attrs.update(software_versions())
+    return ds
+
+
+def write_netcdf(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Write with the default netCDF4 engine to a temporary file, then rename.
+
+    The rename is atomic, so an existing file at ``path`` is replaced only by
+    a complete new one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".nc.part", dir=path.parent)
+    os.close(fd)
+    try:
+        ds.to_netcdf(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path

@@ -1,0 +1,90 @@
+"""Funk–Hecke multipliers of the attention kernel e^{β⟨x,y⟩}.
+
+The kernel is zonal, so convolution with it is diagonal in the spectral
+basis (Funk–Hecke theorem; e.g. Atkinson & Han, *Spherical Harmonics and
+Approximations on the Unit Sphere*, Thm 2.22):
+
+    ∫ e^{β⟨x,y⟩} Y_lm(y) dσ(y) = λ_l Y_lm(x),
+    S²: λ_l = 2π ∫_{-1}^{1} e^{βt} P_l(t) dt = 4π i_l(β),  i_l(β) = √(π/2β) I_{l+1/2}(β)
+    S¹: λ_k = ∫_0^{2π} e^{β cos s} e^{iks} ds = 2π I_k(β).
+
+Everything is computed from the exponentially scaled Bessel function
+``scipy.special.ive`` (ive(ν, β) = e^{−β} I_ν(β)): the plain I_ν overflows
+near β ≈ 700 and loses relative precision at large order. The factor e^β is
+kept apart (``log_scale = β``) and multiplied in only where a model needs
+the unscaled value (USA).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ive
+
+BETA_MAX = 700.0  # e^β must stay finite in float64 (overflow at β ≈ 709.8)
+
+
+def _check_beta(beta: float) -> float:
+    beta = float(beta)
+    if not (0.0 <= beta <= BETA_MAX):
+        raise ValueError(f"model.beta = {beta}: must be in [0, {BETA_MAX:g}]")
+    return beta
+
+
+def scaled_multipliers(beta: float, lmax: int, manifold: str = "sphere") -> np.ndarray:
+    """e^{−β} λ_l for l = 0..lmax, shape (lmax+1,).
+
+    At β = 0 this is λ_l(0) = |S| δ_l0. Values below the smallest float
+    underflow to 0, which is their correct rounding.
+
+    Raises
+    ------
+    ValueError
+        If β is outside [0, 700] or the manifold is unknown.
+    """
+    beta = _check_beta(beta)
+    l = np.arange(lmax + 1, dtype=float)
+    if manifold == "sphere":
+        if beta == 0.0:
+            return np.where(l == 0, 4.0 * np.pi, 0.0)
+        return 4.0 * np.pi * np.sqrt(np.pi / (2.0 * beta)) * ive(l + 0.5, beta)
+    if manifold == "circle":
+        return 2.0 * np.pi * ive(l, beta)
+    raise ValueError(f"manifold = {manifold!r}: must be 'sphere' or 'circle'")
+
+
+def ratio_multipliers(beta: float, lmax: int, manifold: str = "sphere") -> np.ndarray:
+    """λ_l / λ_0, shape (lmax+1,): the kernel normalised to act as identity on constants.
+
+    This is all the SA model needs; it is free of the e^β factor.
+    """
+    s = scaled_multipliers(beta, lmax, manifold)
+    return s / s[0]
+
+
+def gradient_multipliers(beta: float, lmax: int, manifold: str = "sphere",
+                         normalise: bool = False) -> np.ndarray:
+    """λ_l / β (or λ_l / (β λ_0) if ``normalise``), shape (lmax+1,).
+
+    The velocity potential of USA is Φ/β and its gradient only sees l >= 1,
+    for which λ_l/β has a finite limit as β → 0:
+    S²: λ_1/β → 4π/3, λ_l/β → 0 for l >= 2; S¹: λ_1/β → π, λ_k/β → 0 for k >= 2.
+    The l = 0 entry never enters a gradient and is set to 0.
+
+    For β > 0 the unscaled value is e^β · (e^{−β} λ_l / β), a product of two
+    finite floats (β <= 700), so it never overflows.
+    """
+    beta = _check_beta(beta)
+    l = np.arange(lmax + 1)
+    if beta == 0.0:
+        first = {"sphere": 4.0 * np.pi / 3.0, "circle": np.pi}[manifold]
+        out = np.where(l == 1, first, 0.0)
+        return out / (4.0 * np.pi if manifold == "sphere" else 2.0 * np.pi) if normalise else out
+    s = scaled_multipliers(beta, lmax, manifold)
+    out = (s / s[0] if normalise else np.exp(beta) * s) / beta
+    out[0] = 0.0
+    return out
+
+
+def kernel_degree_cutoff(beta: float, eps: float = 1e-16) -> float:
+    """Degree beyond which λ_l/λ_0 < eps, from λ_l/λ_0 ≈ exp(−l(l+1)/2β) (≈ 8.6√β for 1e-16)."""
+    return float(np.sqrt(2.0 * beta * np.log(1.0 / eps)))

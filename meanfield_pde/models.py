@@ -1,0 +1,157 @@
+"""Right-hand sides of the mean-field equation of self-attention (SA and USA).
+
+    ∂_t f + div(f V[f]) = ν Δf − η (Δ/Δ_L)^p f                    (DESIGN.md §1)
+    Φ(x) = ∫ e^{β⟨x,y⟩} f(y) dσ(y)
+    USA: V = ∇Φ / β          SA: V = ∇Φ / (β Φ) = ∇ log Φ / β
+
+(Geshkovski, Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on
+Transformers", arXiv:2312.10794, eqs. (SA), (USA) and their continuity
+equations; noise as in Rigollet arXiv:2512.01868 §5 with ν = 1/κ.)
+
+The split for IMEX stepping: the nonlocal transport −div(f V) is explicit,
+the diagonal operator ν Δ − hyperviscosity is implicit. The anti-diffusive
+linearisation of the transport is deliberately *not* in the implicit part:
+1 − dt σ_l could vanish.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import NumericalFault
+from .geometry import Geometry
+from .kernels import gradient_multipliers, ratio_multipliers, scaled_multipliers
+
+MODEL_KINDS = ("SA", "USA")
+
+
+class MeanFieldModel:
+    """Spectral right-hand side of the SA/USA mean-field PDE on a geometry.
+
+    Parameters
+    ----------
+    geometry : Geometry
+        Sphere or circle; coefficients have shape (geometry.ncoef,).
+    kind : {"SA", "USA"}
+    beta : float
+        Inverse temperature β in [0, 700].
+    nu : float
+        Noise ν >= 0 (diffusion coefficient; Brownian motion √(2ν) dB).
+    hyperviscosity : float
+        Damping rate η >= 0 (1/time) of the highest degree L; degree l is
+        damped at rate η (l(l+1)/(L(L+1)))^p. Zero (default) is the exact PDE.
+    hyperviscosity_order : int
+        The exponent p >= 1.
+
+    Attributes
+    ----------
+    linear : ndarray, shape (ncoef,)
+        The diagonal implicit operator (ν Δ minus hyperviscosity).
+    max_speed : float
+        max |V| on the grid at the last transport evaluation (for the CFL bound).
+    min_density : float
+        min f on the grid at the last transport evaluation.
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind or out-of-range parameter.
+    """
+
+    def __init__(self, geometry: Geometry, kind: str, beta: float, nu: float = 0.0,
+                 hyperviscosity: float = 0.0, hyperviscosity_order: int = 4):
+        if kind not in MODEL_KINDS:
+            raise ValueError(f"model.kind = {kind!r}: must be one of {MODEL_KINDS}")
+        if not nu >= 0.0:
+            raise ValueError(f"model.nu = {nu}: must be >= 0")
+        if not hyperviscosity >= 0.0:
+            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be >= 0")
+        self.geometry, self.kind, self.beta, self.nu = geometry, kind, float(beta), float(nu)
+        g, lmax, man = geometry, geometry.lmax, geometry.manifold
+        deg = g.degree
+        # Multipliers broadcast to the coefficient layout once, so a right-hand
+        # side is a few multiplies and transforms with no loop over l or m.
+        self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"))[deg]
+        self._ratio = ratio_multipliers(beta, lmax, man)[deg]
+        self._energy_mult = self._energy_multipliers()[deg] * g.parseval_weight
+        lap = g.laplacian
+        self.linear = nu * lap
+        if hyperviscosity > 0.0:
+            lap_max = lmax * (lmax + 1.0) if man == "sphere" else float(lmax) ** 2
+            self.linear = self.linear - hyperviscosity * (-lap / lap_max) ** hyperviscosity_order
+        self.max_speed = 0.0
+        self.min_density = np.nan
+        self._tmp = g.zeros_coef()
+
+    # -- the explicit part ---------------------------------------------------
+    def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Tangent velocity V[f] on the grid (components as geometry.gradient)."""
+        np.multiply(self._grad_mult, coef, out=self._tmp)
+        v = self.geometry.gradient(self._tmp)
+        if self.kind == "SA":
+            np.multiply(self._ratio, coef, out=self._tmp)
+            phi = self.geometry.synthesis(self._tmp)  # Φ/λ_0 > 0 for any f >= 0
+            if not np.min(phi) > 0.0:
+                raise NumericalFault("kernel potential Φ is not positive: the density "
+                                     "has lost positivity (resolution lost)")
+            for comp in v:
+                comp /= phi
+        return v
+
+    def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density."""
+        f = self.geometry.synthesis(coef)
+        v = self.velocity(coef)
+        self.max_speed = float(np.sqrt(np.max(sum(c * c for c in v))))
+        self.min_density = float(np.min(f))
+        for comp in v:
+            comp *= f
+        out = self.geometry.divergence(v, out)
+        np.negative(out, out=out)
+        return out
+
+    def rhs(self, coef: np.ndarray) -> np.ndarray:
+        """The whole right-hand side −div(f V) + linear·f (for tests and diagnostics)."""
+        return self.transport(coef) + self.linear * coef
+
+    # -- linear theory ---------------------------------------------------------
+    def growth_rates(self) -> np.ndarray:
+        """σ_l about the uniform density, l = 0..L (DESIGN.md §1), from the same multipliers.
+
+        USA: σ_l = −Δ_l [λ_l/(β|S|) − ν];  SA: σ_l = −Δ_l [λ_l/(β λ_0) − ν],
+        with −Δ_l = l(l+1) (sphere) or k² (circle); hyperviscosity included.
+        """
+        g = self.geometry
+        l = np.arange(g.lmax + 1)
+        grad = gradient_multipliers(self.beta, g.lmax, g.manifold, normalise=(self.kind == "SA"))
+        if self.kind == "USA":
+            grad = grad / g.area
+        lin = np.zeros(g.lmax + 1)
+        lin[g.degree] = self.linear
+        eig = l * (l + 1.0) if g.manifold == "sphere" else l**2.0
+        return eig * grad + lin
+
+    # -- energies ----------------------------------------------------------------
+    def _energy_multipliers(self) -> np.ndarray:
+        """λ_l / (2β); at β = 0 the divergent constant l = 0 part is dropped (limit |m|²/2)."""
+        g = self.geometry
+        if self.beta == 0.0:
+            return 0.5 * gradient_multipliers(0.0, g.lmax, g.manifold)
+        return np.exp(self.beta) * scaled_multipliers(self.beta, g.lmax, g.manifold) / (2 * self.beta)
+
+    def energy(self, coef: np.ndarray) -> float:
+        """E_β[f] = (1/2β) ∬ e^{β⟨x,y⟩} f f dσ dσ = (1/2β) Σ_lm λ_l |f_lm|².
+
+        Attention increases it (DESIGN.md §1). At β = 0 the constant
+        λ_0 M²/(2β|S|) is dropped and the value is the limit |∫x f|²/2.
+        """
+        return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
+
+    def entropy(self, density: np.ndarray) -> float:
+        """∫ f log f dσ on the grid; points with f <= 0 contribute 0 (min_density shows them)."""
+        f = np.where(density > 0.0, density, 1.0)
+        return self.geometry.integrate(np.where(density > 0.0, f * np.log(f), 0.0))
+
+    def free_energy(self, coef: np.ndarray, density: np.ndarray) -> float:
+        """F = ν ∫ f log f dσ − E_β: non-increasing for noisy USA (Wasserstein gradient flow)."""
+        return self.nu * self.entropy(density) - self.energy(coef)

@@ -1,0 +1,118 @@
+"""The time loop: adaptive IMEX stepping with CFL bound, rejection, monitor and observers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .diagnostics import ResolutionMonitor
+from .errors import NumericalFault
+from .models import MeanFieldModel
+from .observers import Observer
+from .steppers import StepControl
+
+MAX_CONSECUTIVE_REJECTIONS = 25
+
+
+@dataclass
+class RunResult:
+    """How an integration ended.
+
+    Attributes
+    ----------
+    status : str
+        "completed" or "stopped: <reason>".
+    t : float
+        Time of the last good state.
+    coef : ndarray, shape (ncoef,)
+        The last good state.
+    steps, rejected : int
+        Accepted and rejected steps.
+    """
+
+    status: str
+    t: float
+    coef: np.ndarray
+    steps: int
+    rejected: int
+
+    @property
+    def completed(self) -> bool:
+        return self.status == "completed"
+
+
+def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end: float, *,
+              every: float, dt: float, cfl: float | None = 0.5,
+              monitor: ResolutionMonitor | None = None, observers: list[Observer] = (),
+              max_steps: int = 10_000_000) -> RunResult:
+    """Integrate from u0 at t = 0 to t_end, snapshots every ``every``.
+
+    Steps land exactly on output times. With adaptive control a step is
+    rejected (and retried smaller) if its error ratio exceeds 1, its result is
+    not finite or the model raises NumericalFault; after
+    MAX_CONSECUTIVE_REJECTIONS in a row the run stops. The CFL bound
+    dt <= cfl·π/(L max|V|) uses max|V| from the previous evaluation. After each
+    accepted step the monitor may stop the run; the state it rejected is
+    discarded, so the result (and the final snapshot) is the last good state.
+    A KeyboardInterrupt stops the run the same way.
+    """
+    L = model.geometry.lmax
+    t, u, steps, rejected, consecutive = 0.0, u0.copy(), 0, 0, 0
+    model.transport(u)  # sets max_speed for the first CFL bound
+    n_out, status = 1, "completed"
+    for obs in observers:
+        obs.snapshot(t, u)
+    eps = 1e-12 * max(t_end, 1.0)
+    try:
+        while t < t_end - eps:
+            if steps >= max_steps:
+                status = f"stopped: reached time.max_steps = {max_steps} at t = {t:.6g}"
+                break
+            t_out = min(n_out * every, t_end)
+            h = min(dt, t_out - t)
+            if control.adaptive and cfl and model.max_speed > 0:
+                h = min(h, cfl * math.pi / (L * model.max_speed))
+            fault = ""
+            try:
+                new, ratio = control.attempt(u, h)
+                if not np.all(np.isfinite(new)):
+                    ratio, fault = math.inf, "non-finite values in the density"
+            except NumericalFault as exc:
+                new, ratio, fault = None, math.inf, str(exc)
+            if ratio > 1.0:
+                rejected += 1
+                consecutive += 1
+                if not control.adaptive or consecutive > MAX_CONSECUTIVE_REJECTIONS:
+                    why = fault or f"error tolerance not met after {consecutive} retries"
+                    status = f"stopped: {why} at t = {t:.6g} (dt = {h:.3g})"
+                    break
+                dt = control.propose(h, ratio)
+                continue
+            reason = monitor.check(new) if monitor is not None else None
+            if reason:
+                status = f"stopped: {reason} at t = {t + h:.6g}"
+                break
+            consecutive = 0
+            proposal = control.propose(h, ratio)
+            # A step shortened to hit an output time or the CFL bound says
+            # nothing about the error-limited dt: keep the larger proposal.
+            dt = proposal if h == dt else max(dt, proposal)
+            t = t_out if h == t_out - t else t + h
+            u = new
+            steps += 1
+            for obs in observers:
+                obs.step(t, u)
+            if t >= t_out - eps:
+                for obs in observers:
+                    obs.snapshot(t, u)
+                n_out += 1
+    except KeyboardInterrupt:
+        status = f"stopped: interrupted by the user at t = {t:.6g}"
+    if status != "completed":
+        for obs in observers:
+            obs.snapshot(t, u)  # keep the last good state
+    for obs in observers:
+        obs.finish(status)
+    return RunResult(status, t, u, steps, rejected)

@@ -1,0 +1,133 @@
+"""IMEX Runge–Kutta schemes as Butcher tableaus in one registry (Dedalus style).
+
+A scheme advances u' = N(u) + L u with N explicit and L implicit (here L is
+diagonal, so each implicit stage is a division). Stage i:
+
+    (1 − dt a^I_ii L) U_i = u_n + dt Σ_{j<i} (a^E_ij N(U_j) + a^I_ij L U_j)
+    u_{n+1} = u_n + dt Σ_j (b^E_j N(U_j) + b^I_j L U_j)
+
+Sources:
+- ARS222, ARS443: Ascher, Ruuth & Spiteri, Appl. Numer. Math. 25 (1997)
+  151–167, §2.6 and §2.8 (their (2,2,2) and (4,4,3) schemes).
+- ARK324: Kennedy & Carpenter, Appl. Numer. Math. 44 (2003) 139–181,
+  ARK3(2)4L[2]SA, Table 1 (with the embedded order-2 weights b̂).
+The order conditions of each tableau are checked in tests/test_steppers.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction as F
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class IMEXTableau:
+    """An IMEX Runge–Kutta pair.
+
+    Attributes
+    ----------
+    name : str
+    order : int
+        Classical order of the coupled pair.
+    a_exp, a_imp : ndarray, shape (s, s)
+        Explicit (strictly lower) and implicit (lower, DIRK) stage matrices.
+    b_exp, b_imp : ndarray, shape (s,)
+        Weights of the solution.
+    c : ndarray, shape (s,)
+        Stage times (the same for both parts).
+    b_hat_exp, b_hat_imp : ndarray or None
+        Embedded weights of order ``embedded_order`` for the error estimate;
+        None when the scheme has none (the controller then uses step doubling).
+    """
+
+    name: str
+    order: int
+    a_exp: np.ndarray
+    a_imp: np.ndarray
+    b_exp: np.ndarray
+    b_imp: np.ndarray
+    c: np.ndarray
+    b_hat_exp: np.ndarray | None = None
+    b_hat_imp: np.ndarray | None = None
+    embedded_order: int | None = None
+    reference: str = ""
+
+    @property
+    def stages(self) -> int:
+        return len(self.c)
+
+    @property
+    def embedded(self) -> bool:
+        return self.b_hat_exp is not None
+
+
+def _arr(rows) -> np.ndarray:
+    return np.array([[float(x) for x in r] for r in rows]) if isinstance(rows[0], (list, tuple)) \
+        else np.array([float(x) for x in rows])
+
+
+def _ars222() -> IMEXTableau:
+    g = 1.0 - 1.0 / np.sqrt(2.0)
+    d = 1.0 - 1.0 / (2.0 * g)
+    a_imp = np.array([[0, 0, 0], [0, g, 0], [0, 1 - g, g]])
+    a_exp = np.array([[0, 0, 0], [g, 0, 0], [d, 1 - d, 0]])
+    return IMEXTableau("ARS222", 2, a_exp, a_imp, a_exp[-1].copy(), a_imp[-1].copy(),
+                       np.array([0.0, g, 1.0]),
+                       reference="Ascher, Ruuth & Spiteri 1997, (2,2,2) L-stable, stiffly accurate")
+
+
+def _ars443() -> IMEXTableau:
+    a_imp = _arr([[0, 0, 0, 0, 0],
+                  [0, F(1, 2), 0, 0, 0],
+                  [0, F(1, 6), F(1, 2), 0, 0],
+                  [0, F(-1, 2), F(1, 2), F(1, 2), 0],
+                  [0, F(3, 2), F(-3, 2), F(1, 2), F(1, 2)]])
+    a_exp = _arr([[0, 0, 0, 0, 0],
+                  [F(1, 2), 0, 0, 0, 0],
+                  [F(11, 18), F(1, 18), 0, 0, 0],
+                  [F(5, 6), F(-5, 6), F(1, 2), 0, 0],
+                  [F(1, 4), F(7, 4), F(3, 4), F(-7, 4), 0]])
+    c = _arr([0, F(1, 2), F(2, 3), F(1, 2), 1])
+    return IMEXTableau("ARS443", 3, a_exp, a_imp, a_exp[-1].copy(), a_imp[-1].copy(), c,
+                       reference="Ascher, Ruuth & Spiteri 1997, (4,4,3) L-stable, stiffly accurate")
+
+
+def _ark324() -> IMEXTableau:
+    g = F(1767732205903, 4055673282236)
+    a_exp = _arr([[0, 0, 0, 0],
+                  [F(1767732205903, 2027836641118), 0, 0, 0],
+                  [F(5535828885825, 10492691773637), F(788022342437, 10882634858940), 0, 0],
+                  [F(6485989280629, 16251701735622), F(-4246266847089, 9704473918619),
+                   F(10755448449292, 10357097424841), 0]])
+    b = [F(1471266399579, 7840856788654), F(-4482444167858, 7529755066697),
+         F(11266239266428, 11593286722821), g]
+    a_imp = _arr([[0, 0, 0, 0],
+                  [g, g, 0, 0],
+                  [F(2746238789719, 10658868560708), F(-640167445237, 6845629431997), g, 0],
+                  b])
+    b_hat = _arr([F(2756255671327, 12835298489170), F(-10771552573575, 22201958757719),
+                  F(9247589265047, 10645013368117), F(2193209047091, 5459859503100)])
+    c = _arr([0, F(1767732205903, 2027836641118), F(3, 5), 1])
+    return IMEXTableau("ARK324", 3, a_exp, a_imp, _arr(b), _arr(b), c,
+                       b_hat_exp=b_hat, b_hat_imp=b_hat.copy(), embedded_order=2,
+                       reference="Kennedy & Carpenter 2003, ARK3(2)4L[2]SA, embedded order 2")
+
+
+SCHEMES: dict[str, IMEXTableau] = {t.name: t for t in (_ars222(), _ars443(), _ark324())}
+DEFAULT_SCHEME = "ARK324"
+
+
+def get_scheme(name: str) -> IMEXTableau:
+    """The registered tableau called ``name``.
+
+    Raises
+    ------
+    ValueError
+        Naming the allowed schemes.
+    """
+    try:
+        return SCHEMES[name]
+    except KeyError:
+        raise ValueError(f"time.scheme = {name!r}: must be one of {sorted(SCHEMES)}") from None

@@ -1,0 +1,153 @@
+"""Tests of meanfield_pde.plot on small synthetic Datasets (no solver needed)."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from meanfield_pde import plot
+
+
+def _sphere_ds(nlat=24, nlon=48, lmax=7, times=(0.0, 1.0, 2.0)):
+    # Gauss latitudes (north first), as the solver's shtns grid has them.
+    x, _ = np.polynomial.legendre.leggauss(nlat)
+    lat = np.rad2deg(np.arcsin(x))[::-1]
+    lon = np.arange(nlon) * 360.0 / nlon
+    phi, lam = np.deg2rad(lat)[:, None], np.deg2rad(lon)[None, :]
+    # von Mises–Fisher-like blob centred at (30°N, 120°E), sharpening in time.
+    c0, c1 = np.deg2rad(30.0), np.deg2rad(120.0)
+    cosang = np.sin(phi) * np.sin(c0) + np.cos(phi) * np.cos(c0) * np.cos(lam - c1)
+    kappa = np.array([0.5, 2.0, 5.0])[: len(times)]
+    dens = np.exp(kappa[:, None, None] * cosang[None])
+    dens /= (4 * np.pi * dens.mean(axis=(1, 2)))[:, None, None]
+
+    l = np.arange(lmax + 1)
+    rng = np.random.default_rng(0)
+    nt = len(times)
+    amp = np.exp(-l[None, :, None] / (1.0 + kappa[:, None, None]))
+    cr = amp * rng.standard_normal((nt, lmax + 1, lmax + 1))
+    ci = amp * rng.standard_normal((nt, lmax + 1, lmax + 1))
+    ci[:, :, 0] = 0.0
+    invalid = l[None, :] > l[:, None]  # m > l
+    cr[:, invalid] = np.nan
+    ci[:, invalid] = np.nan
+
+    t = np.asarray(times, float)
+    series = {
+        "mass": 1.0 + 1e-13 * t,
+        "energy": 3.0 + 0.1 * t,
+        "free_energy": -3.0 - 0.05 * t,
+        "order_parameter": 0.1 + 0.3 * t,
+        "min_density": dens.min(axis=(1, 2)),
+        "spectral_tail": 1e-10 * np.exp(t),
+    }
+    return xr.Dataset(
+        {"density": (("time", "lat", "lon"), dens),
+         "coef_real": (("time", "l", "m"), cr),
+         "coef_imag": (("time", "l", "m"), ci),
+         **{k: ("time", v) for k, v in series.items()}},
+        coords={"time": t, "lat": lat, "lon": lon, "l": l, "m": l},
+        attrs={"model": "USA", "beta": 5.0, "nu": 0.01, "lmax": lmax,
+               "manifold": "sphere", "status": "completed", "case": "[model]\n"},
+    )
+
+
+def _circle_ds():
+    theta = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+    t = np.array([0.0, 0.5, 1.0])
+    dens = np.exp(np.outer([0.1, 1.0, 3.0], np.cos(3 * theta)))
+    dens /= (2 * np.pi * dens.mean(axis=1))[:, None]
+    k = np.arange(17)
+    coef = np.exp(-k[None, :] / np.array([1.0, 2.0, 3.0])[:, None])
+    return xr.Dataset(
+        {"density": (("time", "theta"), dens),
+         "coef_real": (("time", "k"), coef),
+         "coef_imag": (("time", "k"), 0.1 * coef),
+         "mass": ("time", np.ones(3)),
+         "energy": ("time", 1.0 + t),
+         "order_parameter": ("time", 0.01 * t),
+         "min_density": ("time", dens.min(axis=1)),
+         "spectral_tail": ("time", 1e-12 * np.ones(3))},
+        coords={"time": t, "theta": theta, "k": k},
+        attrs={"model": "SA", "beta": 5.0, "nu": 0.0, "lmax": 16,
+               "manifold": "circle", "status": "stopped: t_end"},
+    )
+
+
+def test_cell_edges_gauss_grid():
+    ds = _sphere_ds()
+    lat_e, lon_e = plot.cell_edges(ds.lat.values, ds.lon.values)
+    assert lat_e.shape == (25,) and lon_e.shape == (49,)
+    assert lat_e[0] == 90.0 and lat_e[-1] == -90.0
+    assert np.all(np.diff(lat_e) < 0) and np.all(np.diff(lon_e) > 0)
+    assert lon_e[-1] - lon_e[0] == pytest.approx(360.0)
+    # Every centre lies inside its cell.
+    assert np.all((ds.lat.values < lat_e[:-1]) & (ds.lat.values > lat_e[1:]))
+    assert np.all((ds.lon.values > lon_e[:-1]) & (ds.lon.values < lon_e[1:]))
+    # A south-first grid gets edges from -90 to 90.
+    lat_s, _ = plot.cell_edges(ds.lat.values[::-1], ds.lon.values)
+    assert lat_s[0] == -90.0 and lat_s[-1] == 90.0
+
+
+def test_orthographic_projection():
+    x, y, d = plot.orthographic(30.0, 120.0, 30.0, 120.0)
+    assert (x, y, d) == pytest.approx((0.0, 0.0, 1.0), abs=1e-12)
+    # 90° away (along a meridian, along the equator, at the pole): on the limb.
+    for lat, lon, lat0, lon0 in [(0, 0, 0, 90), (0, 210, 0, 120), (90, 0, 0, 45), (-60, 120, 30, 120)]:
+        x, y, d = plot.orthographic(lat, lon, lat0, lon0)
+        assert np.hypot(x, y) == pytest.approx(1.0) and d == pytest.approx(0.0, abs=1e-12)
+    # North is up and east is right at the centre; the antipode is hidden.
+    assert plot.orthographic(40.0, 120.0, 30.0, 120.0)[1] > 0
+    assert plot.orthographic(30.0, 130.0, 30.0, 120.0)[0] > 0
+    assert plot.orthographic(-30.0, 300.0, 30.0, 120.0)[2] == pytest.approx(-1.0)
+
+
+def test_plot_run_sphere_and_save(tmp_path):
+    ds = _sphere_ds()
+    fig = plot.plot_run(ds)
+    assert fig.axes[0].get_title() == "t = 0" and fig.axes[2].get_title() == "t = 2"
+    # 3 snapshots x (map + orthographic) + colorbar + 6 diagnostics + spectrum.
+    assert len(fig.axes) == 3 * 2 + 1 + 6 + 1
+    assert "USA" in fig.get_suptitle() and "completed" in fig.get_suptitle()
+    plot.plt.close(fig)
+
+    # Rendering dominates the test time: save once, from a netCDF path.
+    nc = tmp_path / "run.nc"
+    ds.to_netcdf(nc)
+    png = plot.save_figure(nc, times=[0.0, 2.0])
+    assert png == tmp_path / "run.png"
+    assert png.exists() and png.stat().st_size > 20_000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_nan_data_and_time_do_not_crash():
+    ds = _sphere_ds(times=(0.0, 1.0, 2.0))
+    ds["density"][1] = np.nan  # a snapshot that blew up
+    ds["coef_real"][1] = np.nan
+    ds["energy"][0] = np.nan
+    ds["spectral_tail"][:] = 0.0  # nothing positive for the log axis
+    ds = ds.assign_coords(time=[0.0, 1.0, np.nan])  # and a snapshot without a time
+    fig = plot.plot_run(ds)
+    assert len(fig.axes) == 2 * 2 + 1 + 6 + 1  # the NaN-time snapshot is skipped
+    fig.draw_without_rendering()  # layout and log axes run here; no PNG needed
+    plot.plt.close(fig)
+
+
+def test_circle_variant():
+    fig = plot.plot_run(_circle_ds(), n_times=2)
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 3  # two snapshots + the uniform reference
+    assert lines[0].get_xdata()[-1] == pytest.approx(2 * np.pi)  # closed curve
+    assert fig.axes[-1].get_yscale() == "log"  # power spectrum
+    plot.plt.close(fig)
+
+
+def test_errors():
+    ds = _sphere_ds()
+    with pytest.raises(ValueError, match="density"):
+        plot.plot_run(ds.drop_vars("density"))
+    with pytest.raises(ValueError, match=r"0 <= t <= 2"):
+        plot.plot_run(ds, times=[1.0, 5.0])
+    with pytest.raises(ValueError, match="outside"):
+        plot.plot_run(ds, times=-0.5)
+    with pytest.raises(ValueError, match="output"):
+        plot.save_figure(ds)  # in-memory Dataset: nowhere to put the PNG
