@@ -43,13 +43,13 @@ def case_path(case: str | os.PathLike) -> Path:
         If neither a file nor a named case (the message lists the names).
     """
     p = Path(case)
-    if p.suffix == ".toml" or p.exists():
-        if not p.is_file():
-            raise ConfigError(f"case file {str(p)!r} does not exist")
+    if p.is_file():
         return p
     named = cases_dir() / f"{case}.toml"
-    if named.is_file():
+    if p.suffix != ".toml" and named.is_file():
         return named
+    if p.suffix == ".toml" or p.exists():
+        raise ConfigError(f"case file {str(p)!r} does not exist")
     import difflib
     names = case_names()
     close = difflib.get_close_matches(str(case), names, n=1)

@@ -70,7 +70,11 @@ def _cmd_plot(args) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise ConfigError(f"plot: file {str(path)!r} does not exist")
-    times = [float(t) for t in args.times.split(",")] if args.times else None
+    try:
+        times = [float(t) for t in args.times.split(",")] if args.times else None
+    except ValueError:
+        raise ConfigError(f"plot --times {args.times!r}: must be comma-separated numbers, "
+                          "e.g. --times 0,1.5,10") from None
     try:
         out = save_figure(path, args.output, times=times)
     except ValueError as exc:

@@ -114,7 +114,7 @@ class OutputConfig:
 @dataclass(frozen=True, kw_only=True)
 class MonitorConfig:
     """[monitor]: stop cleanly before a lost resolution spoils the solution."""
-    max_spectral_tail: float = _f(1e-7, lo=0.0, hi=1.0, lo_open=True,
+    max_spectral_tail: float = _f(1e-6, lo=0.0, hi=1.0, lo_open=True,
                                   doc="largest allowed fraction of L² energy above degree 2L/3")
     negative_density: float = _f(1e-3, lo=0.0, doc="stop if min f < −negative_density · f̄")
 
@@ -164,7 +164,11 @@ class Config:
 # -- validation ------------------------------------------------------------------------------
 
 def _nearest(key: str, allowed) -> str:
-    close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.5)
+    allowed = list(allowed)
+    by_case = {a.lower(): a for a in allowed}
+    if key.lower() in by_case:  # 'usa' -> 'USA'
+        return f" (did you mean {by_case[key.lower()]!r}?)"
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -198,8 +202,8 @@ def _check_scalar(path: str, value: Any, tp, meta: dict) -> Any:
         bad_lo = lo is not None and (value <= lo if meta["lo_open"] else value < lo)
         bad_hi = hi is not None and (value >= hi if meta["hi_open"] else value > hi)
         if bad_lo or bad_hi:
-            left = "(" if meta["lo_open"] else "["
-            right = ")" if meta["hi_open"] else "]"
+            left = "(" if meta["lo_open"] or lo is None else "["
+            right = ")" if meta["hi_open"] or hi is None else "]"
             lo_s = "-inf" if lo is None else f"{lo:g}"
             hi_s = "inf" if hi is None else f"{hi:g}"
             raise ConfigError(f"{path} = {value!r}: must be in {left}{lo_s}, {hi_s}{right}")
@@ -234,7 +238,9 @@ def _build(cls, table: Any, path: str):
 
 
 def _build_initial(table: Any):
-    if not isinstance(table, dict) or "type" not in table:
+    if not isinstance(table, dict):
+        raise ConfigError(f"[initial] must be a table of keys, got {table!r}")
+    if "type" not in table:
         raise ConfigError(f"initial.type: required key is missing; one of {', '.join(INITIAL_TYPES)}")
     kind = table["type"]
     if kind not in INITIAL_TYPES:
@@ -333,7 +339,10 @@ def apply_overrides(data: dict, overrides) -> dict:
     out = copy.deepcopy(data)
     items = overrides.items() if isinstance(overrides, dict) else (parse_override(s) for s in overrides)
     for key, value in items:
-        path = key.split(".") if isinstance(key, str) else key
+        path = [p.strip() for p in key.split(".")] if isinstance(key, str) else key
+        if len(path) not in (1, 2) or not all(path):
+            raise ConfigError(f"override {'.'.join(path)!r}: the key must be section.key "
+                              "(e.g. model.beta)")
         if len(path) == 1:
             out[path[0]] = value
             continue

@@ -1,0 +1,149 @@
+"""Every named case runs from the CLI and shows what its comment says (acceptance 9).
+
+Long cases are shortened with --set; each claim is checked against DESIGN.md §1
+(growth rates σ_l, the critical noise ν_1 = i_1(β)/β, the Langevin state).
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import ndimage
+from scipy.optimize import brentq
+from scipy.special import spherical_in
+
+from meanfield_pde.cases import case_names
+
+F_BAR = 1 / (4 * np.pi)
+
+
+def run_case(tmp_path, name, *overrides):
+    out = tmp_path / f"{name}.nc"
+    cmd = [sys.executable, "-m", "meanfield_pde", "run", name, "--output", str(out), "--no-plot", "-q"]
+    for o in overrides:
+        cmd += ["--set", o]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 3), proc.stderr
+    ds = xr.open_dataset(out)
+    assert (proc.returncode == 0) == (ds.attrs["status"] == "completed")
+    for name_ in ("density", "coef_real", "coef_imag", "mass", "energy", "order_parameter",
+                  "min_density", "spectral_tail"):
+        assert not np.any(np.isnan(ds[name_].values)) or name_.startswith("coef")
+    return ds
+
+
+def power(ds, l):
+    """C_l(t) = Σ_m |f_lm|² over all orders."""
+    c = ds.coef_real.sel(l=l) ** 2 + ds.coef_imag.sel(l=l) ** 2
+    w = xr.where(ds.m == 0, 1.0, 2.0)
+    return (c * w).sum("m").values
+
+
+def rate(ds, l, t0, t1):
+    """Growth rate of the amplitude of degree l between two snapshot times."""
+    p = power(ds, l)
+    i0, i1 = (int(np.argmin(np.abs(ds.time.values - t))) for t in (t0, t1))
+    return 0.5 * np.log(p[i1] / p[i0]) / (ds.time.values[i1] - ds.time.values[i0])
+
+
+def sigma(kind, beta, nu, l):
+    r = spherical_in(l, beta) / beta
+    return l * (l + 1) * ((r if kind == "USA" else r / spherical_in(0, beta)) - nu)
+
+
+def count_clusters(density, threshold):
+    """Connected regions of the (lat, lon) grid where f > threshold, joined across lon = 0."""
+    labels, n = ndimage.label(density > threshold)
+    parent = list(range(n + 1))
+
+    def find(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    for row in labels:
+        if row[0] and row[-1]:
+            parent[find(row[0])] = find(row[-1])
+    return len({find(k) for k in range(1, n + 1)})
+
+
+def test_every_case_is_covered():
+    assert set(case_names()) == set(CHECKS)
+
+
+def check_beta5(tmp_path, name, kind, t0, t1):
+    ds = run_case(tmp_path, name)
+    assert ds.attrs["status"].startswith("stopped: resolution lost")
+    assert ds.time.values[-1] > t1
+    assert ds.min_density.min() > 0  # stopped before any negative density
+    # degrees >= 5 soon feel the quadratic coupling of the growing l = 2, 3 modes
+    rates = {l: rate(ds, l, t0, t1) for l in range(1, 5)}
+    for l in rates:
+        assert rates[l] == pytest.approx(sigma(kind, 5.0, 0.0, l), rel=0.02), (l, rates)
+    assert max(rates, key=rates.get) == 3  # l* = 3
+
+
+def check_sa_beta10_noisy(tmp_path):
+    ds = run_case(tmp_path, "sa_beta10_noisy", "time.t_end=60", "output.every=4")
+    assert ds.attrs["status"] == "completed"
+    late = ds.sel(time=slice(40, 60))
+    assert late.spectral_tail.max() < 1e-15 and late.min_density.min() > 0
+    e = late.energy.values
+    assert abs(e[-1] - e[0]) < 1e-3 * abs(e[0])  # metastable: barely moves
+    assert count_clusters(ds.density.values[-1], 3 * F_BAR) >= 3
+
+
+def check_vmf_merge(tmp_path):
+    ds = run_case(tmp_path, "vmf_two_clusters_merge")
+    kappa = 10.0
+    langevin = 1 / np.tanh(kappa) - 1 / kappa
+    assert ds.order_parameter.values[0] == pytest.approx(np.sqrt(0.5) * langevin, rel=1e-6)
+    assert ds.order_parameter.values[-1] > 0.97
+    assert count_clusters(ds.density.values[0], 3 * F_BAR) == 2
+    assert count_clusters(ds.density.values[-1], 3 * F_BAR) == 1
+    F = ds.free_energy.values
+    assert np.all(np.diff(F) <= 1e-12 * abs(F[0]))
+
+
+def check_below_nu1(tmp_path):
+    ds = run_case(tmp_path, "usa_beta1_below_nu1")
+    r = ds.order_parameter
+    growth = np.log(r.sel(time=20.0) / r.sel(time=0.0)) / 20.0
+    assert float(growth) == pytest.approx(sigma("USA", 1.0, 0.33, 1), rel=0.02)
+    assert float(r[-1]) > 0.4
+    assert abs(float(r[-1] - r.sel(time=150.0))) < 1e-4 * float(r[-1])  # stationary
+
+
+def check_above_nu1(tmp_path):
+    ds = run_case(tmp_path, "usa_beta1_above_nu1")
+    r = ds.order_parameter
+    decay = np.log(r.sel(time=100.0) / r.sel(time=0.0)) / 100.0
+    assert float(decay) == pytest.approx(sigma("USA", 1.0, 0.40, 1), rel=1e-3)
+    assert sigma("USA", 1.0, 0.40, 1) < 0
+
+
+def check_langevin(tmp_path):
+    """Acceptance 7: |m| = coth(|m|/ν) − ν/|m| to 1e-6 at ν = 0.2."""
+    ds = run_case(tmp_path, "langevin_beta0")
+    nu = 0.2
+    m = brentq(lambda m: 1 / np.tanh(m / nu) - nu / m - m, 1e-3, 1.0, xtol=1e-15)
+    assert float(ds.order_parameter[-1]) == pytest.approx(m, abs=1e-6)
+    assert float(ds.order_parameter[0]) < m - 0.3  # it started far away
+
+
+CHECKS = {
+    "sa_beta5_uniform": lambda p: check_beta5(p, "sa_beta5_uniform", "SA", 1.0, 6.0),
+    "usa_beta5_uniform": lambda p: check_beta5(p, "usa_beta5_uniform", "USA", 0.05, 0.4),
+    "sa_beta10_noisy": check_sa_beta10_noisy,
+    "vmf_two_clusters_merge": check_vmf_merge,
+    "usa_beta1_below_nu1": check_below_nu1,
+    "usa_beta1_above_nu1": check_above_nu1,
+    "langevin_beta0": check_langevin,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_case_claim(tmp_path, name):
+    CHECKS[name](tmp_path)

@@ -1,0 +1,225 @@
+"""The command line in a subprocess (``python -m meanfield_pde``), as users run it.
+
+Every subprocess is short: user errors stop before any numerical work and the
+one real run is a tiny case (L = 8, t_end = 0.2) shared by a module fixture.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from meanfield_pde.cases import describe_cases
+
+TINY = """\
+description = "tiny CLI test case"
+
+[model]
+kind = "SA"
+beta = 2.0
+
+[domain]
+lmax = 8
+
+[initial]
+type = "perturbed_uniform"
+degree_max = 4
+
+[time]
+t_end = 0.2
+
+[output]
+every = 0.1
+"""
+
+VARIABLES = ["density", "coef_real", "coef_imag", "mass", "energy", "order_parameter",
+             "min_density", "spectral_tail"]
+ATTRS = ["model", "beta", "nu", "lmax", "manifold", "status", "case"]
+
+
+def cli(*args, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-m", "meanfield_pde", *map(str, args)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_user_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Exit status 2, exactly one 'meanfield-pde: error: ...' line on stderr, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    line = lines[0]
+    assert line.startswith("meanfield-pde: error: "), line
+    for f in fragments:
+        assert f in line, f"{f!r} not in {line!r}"
+    return line
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    p = tmp_path / "tiny.toml"
+    p.write_text(TINY)
+    return p
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One real run of the tiny case with the default output path and plot."""
+    d = tmp_path_factory.mktemp("run")
+    (d / "tiny.toml").write_text(TINY)
+    proc = cli("run", "tiny.toml", "--quiet", cwd=d)
+    return d, proc
+
+
+# -- cases -------------------------------------------------------------------------------------
+
+def test_cases_lists_every_case_with_its_description(tmp_path):
+    proc = cli("cases", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = describe_cases()
+    assert rows
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == len(rows)
+    for line, (name, desc) in zip(lines, rows):
+        assert line.split()[0] == name
+        assert line.rstrip().endswith(desc)
+
+
+# -- user errors: exit 2, one line, nothing written -------------------------------------------
+
+@pytest.mark.parametrize("args,fragments", [
+    (["--set", "model.beta=-1"], ["model.beta", "[0, 700]"]),
+    (["--set", "model.betta=5"], ["model.betta", "did you mean 'beta'"]),
+    (["--set", "model.beta5"], ["model.beta5", "section.key=value"]),
+], ids=["out-of-range", "unknown-key", "no-equals"])
+def test_run_bad_set_is_a_clean_user_error(args, fragments, tiny, tmp_path):
+    proc = cli("run", tiny.name, *args, cwd=tmp_path)
+    assert_user_error(proc, *fragments)
+    assert list(tmp_path.rglob("*.nc")) == []
+    assert list(tmp_path.rglob("*.png")) == []
+
+
+def test_run_unknown_case_suggests_the_nearest(tmp_path):
+    name = describe_cases()[0][0]
+    typo = name[:-1] + "x"
+    proc = cli("run", typo, cwd=tmp_path)
+    assert_user_error(proc, typo, f"did you mean {name!r}")
+
+
+def test_run_into_a_missing_folder_fails_before_running(tiny, tmp_path):
+    proc = cli("run", tiny.name, "--output", "no/such/folder/out.nc", cwd=tmp_path)
+    assert_user_error(proc, "--output", "does not exist")
+    assert list(tmp_path.rglob("*.nc")) == []
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root can write into read-only folders")
+def test_run_into_an_unwritable_folder_fails_before_running(tiny, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        proc = cli("run", tiny.name, "--output", "ro/out.nc", cwd=tmp_path)
+        assert_user_error(proc, "--output", "not writable")
+    finally:
+        ro.chmod(0o700)
+    assert list(tmp_path.rglob("*.nc")) == []
+
+
+def test_run_output_is_a_folder(tiny, tmp_path):
+    (tmp_path / "out").mkdir()
+    proc = cli("run", tiny.name, "--output", "out", cwd=tmp_path)
+    assert_user_error(proc, "--output", "is a directory")
+    assert list(tmp_path.rglob("*.nc")) == []
+
+
+# -- a real (tiny) run -------------------------------------------------------------------------
+
+def test_run_exits_0_and_prints_the_path(tiny_run):
+    d, proc = tiny_run
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "completed" in proc.stdout
+    assert str(d / "tiny.nc") in proc.stdout
+    assert str(d / "tiny.png") in proc.stdout
+
+
+def test_run_writes_a_readable_dataset(tiny_run):
+    d, proc = tiny_run
+    assert proc.returncode == 0, proc.stderr
+    with xr.open_dataset(d / "tiny.nc") as ds:
+        for v in VARIABLES:
+            assert v in ds.data_vars, v
+            assert ds[v].dtype == np.float64, v
+        for a in ATTRS:
+            assert a in ds.attrs, a
+        assert ds.density.dims == ("time", "lat", "lon")
+        assert ds.coef_real.dims == ("time", "l", "m") == ds.coef_imag.dims
+        np.testing.assert_allclose(ds.time, [0.0, 0.1, 0.2], atol=1e-12)
+        assert ds.attrs["model"] == "SA"
+        assert float(ds.attrs["beta"]) == 2.0
+        assert float(ds.attrs["nu"]) == 0.0
+        assert int(ds.attrs["lmax"]) == 8
+        assert ds.attrs["manifold"] == "sphere"
+        assert ds.attrs["status"] == "completed"
+        assert "[model]" in ds.attrs["case"] and "beta = 2.0" in ds.attrs["case"]
+        # coefficients are NaN exactly where m > l
+        cr = ds.coef_real.isel(time=0).values
+        upper = np.triu(np.ones_like(cr, dtype=bool), k=1)
+        assert np.isnan(cr[upper]).all() and np.isfinite(cr[~upper]).all()
+        assert np.isfinite(ds.density.values).all()
+        np.testing.assert_allclose(ds.mass, 1.0, rtol=1e-10)
+
+
+def test_run_writes_the_figure_next_to_the_file(tiny_run):
+    d, proc = tiny_run
+    assert proc.returncode == 0, proc.stderr
+    png = d / "tiny.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_with_output_and_no_plot(tiny, tmp_path):
+    (tmp_path / "sub").mkdir()
+    proc = cli("run", tiny, "--output", "sub/x.nc", "--no-plot", "--quiet",
+               "--set", "model.kind=USA", "--set", "output.every=0.2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "sub/x.nc" in proc.stdout
+    assert (tmp_path / "sub" / "x.nc").is_file()
+    assert list(tmp_path.rglob("*.png")) == []
+    assert not (tmp_path / "tiny.nc").exists()
+    with xr.open_dataset(tmp_path / "sub" / "x.nc") as ds:
+        assert ds.attrs["model"] == "USA"
+        assert ds.sizes["time"] == 2
+
+
+# -- plot --------------------------------------------------------------------------------------
+
+def test_plot_writes_the_png(tiny_run, tmp_path):
+    d, proc = tiny_run
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "x.png"
+    proc = cli("plot", d / "tiny.nc", "--output", "x.png", "--times", "0,0.2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "x.png" in proc.stdout
+    assert out.is_file() and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_of_a_missing_file_is_a_user_error(tmp_path):
+    proc = cli("plot", "missing.nc", "--output", "x.png", cwd=tmp_path)
+    assert_user_error(proc, "missing.nc", "does not exist")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_bad_times_is_a_user_error(tiny_run, tmp_path):
+    d, _ = tiny_run
+    proc = cli("plot", d / "tiny.nc", "--output", "x.png", "--times", "0,abc", cwd=tmp_path)
+    assert_user_error(proc, "--times", "0,abc")
+    assert not (tmp_path / "x.png").exists()

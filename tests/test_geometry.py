@@ -1,0 +1,61 @@
+"""shtns conventions the models rely on (DESIGN.md §2), checked against closed forms."""
+
+import numpy as np
+import pytest
+
+from meanfield_pde.geometry import Sphere
+from meanfield_pde.geometry.sphere import _transform
+
+
+@pytest.fixture(scope="module")
+def sphere():
+    return Sphere(20)
+
+
+def test_grid_is_dealiased_gauss(sphere):
+    assert sphere.nlat > 1.5 * sphere.lmax and sphere.nphi > 3 * sphere.lmax
+    assert sphere.lat[0] > 0 > sphere.lat[-1]  # north first
+    assert sphere.integrate(np.ones((sphere.nlat, sphere.nphi))) == pytest.approx(4 * np.pi, rel=1e-14)
+
+
+def test_transform_cached_per_resolution():
+    assert Sphere(20).sh is Sphere(20).sh
+    assert Sphere(21).sh is not Sphere(20).sh
+    assert _transform.cache_info().currsize >= 2
+
+
+def test_quadrature_exact_for_products_of_degree_L(sphere):
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(sphere.ncoef) + 1j * rng.standard_normal(sphere.ncoef) for _ in range(2))
+    a[sphere.order == 0] = a[sphere.order == 0].real
+    b[sphere.order == 0] = b[sphere.order == 0].real
+    fa, fb = sphere.synthesis(a), sphere.synthesis(b)
+    assert sphere.integrate(fa * fb) == pytest.approx(sphere.inner(a, b), rel=1e-12)
+
+
+def test_orthonormal_y10_and_gradient(sphere):
+    c = sphere.zeros_coef()
+    c[sphere.index(1, 0)] = 1.0
+    z = sphere.points[..., 2]
+    np.testing.assert_allclose(sphere.synthesis(c), np.sqrt(3 / (4 * np.pi)) * z, atol=1e-14)
+    g_theta, g_phi = sphere.gradient(c)
+    sin_theta = np.sqrt(1 - z**2)
+    np.testing.assert_allclose(g_theta, -np.sqrt(3 / (4 * np.pi)) * sin_theta, atol=1e-14)
+    np.testing.assert_allclose(g_phi, 0.0, atol=1e-14)
+    assert sphere.mass(sphere.analysis(np.full((sphere.nlat, sphere.nphi), 1 / (4 * np.pi)))) \
+        == pytest.approx(1.0, rel=1e-14)
+
+
+def test_divergence_of_gradient_is_laplacian(sphere):
+    rng = np.random.default_rng(1)
+    c = rng.standard_normal(sphere.ncoef) + 1j * rng.standard_normal(sphere.ncoef)
+    c[sphere.order == 0] = c[sphere.order == 0].real
+    div = sphere.divergence(sphere.gradient(c))
+    np.testing.assert_allclose(div, -sphere.degree * (sphere.degree + 1) * c, atol=1e-11)
+
+
+def test_first_moment_of_a_linear_density(sphere):
+    """f = (1 + 3⟨a,x⟩)/4π has ∫ x f dσ = a."""
+    a = np.array([0.1, -0.2, 0.3])
+    f = (1 + 3 * sphere.points @ a) / (4 * np.pi)
+    np.testing.assert_allclose(sphere.first_moment(f), a, atol=1e-14)

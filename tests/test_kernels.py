@@ -1,0 +1,68 @@
+"""Funk–Hecke multipliers against an independent computation (acceptance 2)."""
+
+import mpmath
+import numpy as np
+import pytest
+
+from meanfield_pde.kernels import gradient_multipliers, ratio_multipliers, scaled_multipliers
+
+mpmath.mp.dps = 40
+
+
+def lambda_series(beta, l):
+    """e^{−β} · 2π ∫_{-1}^{1} e^{βt} P_l(t) dt from the power series of e^{βt}.
+
+    ∫ t^n P_l dt = 2^{l+1} n! ((n+l)/2)! / (((n−l)/2)! (n+l+1)!) for n >= l, n − l even
+    (Gradshteyn & Ryzhik 7.126.2); every term is positive, so no cancellation.
+    """
+    b = mpmath.mpf(beta)
+    total, n = mpmath.mpf(0), l
+    while True:
+        moment = (2 ** (l + 1) * mpmath.factorial(n) * mpmath.factorial((n + l) // 2)
+                  / (mpmath.factorial((n - l) // 2) * mpmath.factorial(n + l + 1)))
+        term = b**n / mpmath.factorial(n) * moment
+        total += term
+        if n > l + 10 and term < total * mpmath.mpf(10) ** (-35):
+            break
+        n += 2
+    return 2 * mpmath.pi * total * mpmath.exp(-b)
+
+
+@pytest.mark.parametrize("beta", [1e-6, 0.5, 5.0, 50.0, 500.0])
+def test_scaled_multipliers_match_series(beta):
+    ours = scaled_multipliers(beta, 60)
+    checked = 0
+    for l in range(61):
+        exact = lambda_series(beta, l)
+        if exact < mpmath.mpf("1e-290"):
+            continue
+        assert abs(ours[l] - float(exact)) <= 1e-12 * float(exact), (beta, l, ours[l], exact)
+        checked += 1
+    assert checked >= 40 if beta >= 0.5 else checked >= 30
+
+
+def test_no_overflow_up_to_beta_700():
+    for beta in (300.0, 699.0, 700.0):
+        g = gradient_multipliers(beta, 200)
+        assert np.all(np.isfinite(g)) and np.all(g[1:] > 0)
+        r = ratio_multipliers(beta, 200)
+        assert np.all(np.isfinite(r)) and r[0] == 1.0 and np.all(np.diff(r) < 0)
+
+
+def test_beta_to_zero_limit_of_lambda_over_beta():
+    """λ_1/β → 4π/3, λ_l/β → 0 (l >= 2) on S²; exact value at β = 0 equals the limit."""
+    at_zero = gradient_multipliers(0.0, 5)
+    assert at_zero[1] == pytest.approx(4 * np.pi / 3, rel=1e-15)
+    assert np.all(at_zero[2:] == 0.0)
+    small = gradient_multipliers(1e-9, 5)
+    assert small[1] == pytest.approx(4 * np.pi / 3, rel=1e-8)
+    assert np.all(small[2:] < 1e-8)
+    assert gradient_multipliers(0.0, 5, normalise=True)[1] == pytest.approx(1 / 3)
+
+
+def test_kernel_tail_estimate():
+    """λ_l/λ_0 ≈ exp(−l(l+1)/2β) for l ≪ β (DESIGN.md §1)."""
+    beta = 400.0
+    l = np.arange(0, 12)
+    r = ratio_multipliers(beta, 11)
+    np.testing.assert_allclose(np.log(r), -l * (l + 1) / (2 * beta), rtol=0.05, atol=1e-12)

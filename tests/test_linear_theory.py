@@ -1,0 +1,66 @@
+"""Growth rates about the uniform density (acceptance 3), against DESIGN.md §1:
+
+    σ_l^USA = l(l+1)[i_l(β)/β − ν],   σ_l^SA = l(l+1)[i_l(β)/(β i_0(β)) − ν]
+
+with i_l from scipy.special.spherical_in (independent of the ive-based kernels).
+"""
+
+import numpy as np
+import pytest
+from scipy.special import spherical_in
+
+from meanfield_pde.geometry import Sphere
+from meanfield_pde.models import MeanFieldModel
+from meanfield_pde.runner import build
+
+from conftest import make_config
+
+
+def sigma(kind, beta, nu, l):
+    i_l = spherical_in(l, beta)
+    rate = i_l / beta if kind == "USA" else i_l / (beta * spherical_in(0, beta))
+    return l * (l + 1) * (rate - nu)
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+@pytest.mark.parametrize("beta", [0.5, 5.0, 50.0])
+@pytest.mark.parametrize("nu", [0.0, 0.05])
+def test_rhs_linearisation_gives_sigma_l(kind, beta, nu):
+    g = Sphere(16)
+    model = MeanFieldModel(g, kind, beta, nu)
+    base = g.zeros_coef()
+    base[0] = 1 / np.sqrt(4 * np.pi)
+    eps = 1e-5 * base[0].real
+    for l in range(1, 11):
+        for m in (0, min(l, 2)):
+            d = g.zeros_coef()
+            d[g.index(l, m)] = eps
+            # central difference: the O(ε²) part of the right-hand side cancels
+            response = (model.rhs(base + d) - model.rhs(base - d)) / (2 * eps)
+            expected = sigma(kind, beta, nu, l)
+            assert response[g.index(l, m)].real == pytest.approx(expected, rel=1e-8, abs=1e-12), (l, m)
+            others = np.delete(response, g.index(l, m))
+            assert np.max(np.abs(others)) <= 1e-8 * max(abs(expected), 1e-3)
+
+
+@pytest.mark.parametrize("kind,beta,l,t_end", [("SA", 5.0, 3, 6.0), ("USA", 2.0, 2, 2.0)])
+def test_small_mode_grows_at_sigma_l(kind, beta, l, t_end):
+    """A Y_l0 perturbation of amplitude 1e-8 grows like e^{σ_l t} to 1e-5 relative."""
+    config = make_config(model={"kind": kind, "beta": beta},
+                         initial={"type": "spherical_harmonic", "degree": l, "amplitude": 1e-8},
+                         time={"t_end": t_end, "rtol": 1e-10, "atol": 1e-20},
+                         output={"every": t_end / 4})
+    from meanfield_pde import run
+    ds = run(config, progress=False)
+    assert ds.attrs["status"] == "completed"
+    a = ds.coef_real.sel(l=l, m=0).values
+    measured = np.log(a[-1] / a[0]) / t_end
+    assert measured == pytest.approx(sigma(kind, beta, 0.0, l), rel=1e-5)
+
+
+def test_model_growth_rates_method_matches_formula():
+    g = Sphere(12)
+    for kind in ("SA", "USA"):
+        model = MeanFieldModel(g, kind, 7.0, 0.01)
+        l = np.arange(1, 13)
+        np.testing.assert_allclose(model.growth_rates()[1:], sigma(kind, 7.0, 0.01, l), rtol=1e-12)
