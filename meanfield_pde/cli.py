@@ -38,14 +38,17 @@ def _output_path(args, config) -> Path:
 
 
 def _check_writable(path: Path) -> None:
-    parent = path.resolve().parent
+    """Fail before any work if the output cannot be written; missing folders are created later."""
+    import os
     if path.is_dir():
         raise ConfigError(f"--output {str(path)!r}: is a directory; give a file name ending in .nc")
-    if not parent.is_dir():
-        raise ConfigError(f"--output {str(path)!r}: folder {str(parent)!r} does not exist")
-    import os
-    if not os.access(parent, os.W_OK):
-        raise ConfigError(f"--output {str(path)!r}: folder {str(parent)!r} is not writable")
+    ancestor = path.resolve().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"--output {str(path)!r}: {str(ancestor)!r} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK):
+        raise ConfigError(f"--output {str(path)!r}: folder {str(ancestor)!r} is not writable")
 
 
 def _cmd_run(args) -> int:

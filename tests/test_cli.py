@@ -113,11 +113,17 @@ def test_run_unknown_case_suggests_the_nearest(tmp_path):
     assert_user_error(proc, typo, f"did you mean {name!r}")
 
 
-def test_run_into_a_missing_folder_fails_before_running(tiny, tmp_path):
-    proc = cli("run", tiny.name, "--output", "no/such/folder/out.nc", cwd=tmp_path)
-    assert_user_error(proc, "--output", "does not exist")
+def test_run_creates_missing_output_folders(tiny, tmp_path):
+    proc = cli("run", tiny.name, "--output", "new/folder/out.nc", "--no-plot", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "new" / "folder" / "out.nc").is_file()
+
+
+def test_run_below_a_file_fails_before_running(tiny, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    proc = cli("run", tiny.name, "--output", "afile/out.nc", cwd=tmp_path)
+    assert_user_error(proc, "--output", "is a file")
     assert list(tmp_path.rglob("*.nc")) == []
-    assert not (tmp_path / "no").exists()
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
