@@ -7,6 +7,27 @@ import pytest
 
 from meanfield_pde.config import from_dict
 
+TINY_TOML = """\
+description = "tiny test case"
+
+[model]
+kind = "SA"
+beta = 2.0
+
+[domain]
+lmax = 8
+
+[initial]
+type = "perturbed_uniform"
+degree_max = 4
+
+[time]
+t_end = 0.2
+
+[output]
+every = 0.1
+"""
+
 BASE = {
     "model": {"kind": "SA", "beta": 2.0, "nu": 0.0},
     "domain": {"lmax": 15},

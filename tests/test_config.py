@@ -24,26 +24,9 @@ from meanfield_pde.cases import case_names, cases_dir, describe_cases, load_case
 from meanfield_pde.config import (Config, PerturbedUniform, VonMisesFisher, apply_overrides,
                                   from_dict, parse_override)
 
-BASE_TOML = """\
-description = "tiny test case"
+from conftest import TINY_TOML
 
-[model]
-kind = "SA"
-beta = 2.0
-
-[domain]
-lmax = 8
-
-[initial]
-type = "perturbed_uniform"
-degree_max = 4
-
-[time]
-t_end = 0.2
-
-[output]
-every = 0.1
-"""
+BASE_TOML = TINY_TOML
 BASE = tomllib.loads(BASE_TOML)
 
 VMF = {"type": "von_mises_fisher", "centres": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
