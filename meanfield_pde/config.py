@@ -101,6 +101,9 @@ class TimeConfig:
     atol: float = _f(1e-12, lo=0.0, lo_open=True, doc="absolute local error tolerance")
     cfl: float = _f(0.5, lo=0.0, hi=4.0, lo_open=True, doc="C in dt <= C π/(L max|V|)")
     max_steps: int = _f(10_000_000, lo=1, doc="stop after this many accepted steps")
+    unit: str = _f("natural", choices=("natural", "backward_heat", "porous_medium"),
+                   doc="unit of t_end, dt and output.every: natural t, τ = t/β (SA) "
+                       "or τ = t λ_0/(2β) (USA), the times of the large-β limits")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -278,6 +281,10 @@ def _cross_checks(c: Config) -> None:
             raise ConfigError(f"initial.weights has {len(ini.weights)} entries: must have one per centre ({k})")
         if ini.weights and abs(sum(ini.weights) - 1.0) > 1e-9:
             raise ConfigError(f"initial.weights = {ini.weights}: must sum to 1 (sum is {sum(ini.weights):.12g})")
+    unit_model = {"backward_heat": "SA", "porous_medium": "USA"}.get(c.time.unit)
+    if unit_model and (c.model.kind != unit_model or c.model.beta == 0):
+        raise ConfigError(f"time.unit = {c.time.unit!r}: only for model.kind = {unit_model!r} "
+                          f"with model.beta > 0 (got {c.model.kind}, beta = {c.model.beta:g})")
     if c.time.t_end > 0 and c.output.every > c.time.t_end:
         raise ConfigError(f"output.every = {c.output.every}: must be <= time.t_end = {c.time.t_end}")
 

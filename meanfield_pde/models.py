@@ -102,7 +102,8 @@ class MeanFieldModel:
         """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density."""
         f = self.geometry.synthesis(coef)
         v = self.velocity(coef)
-        self.max_speed = float(np.sqrt(np.max(sum(c * c for c in v))))
+        # hypot, not sqrt of a sum of squares: USA speeds reach e^β/β ~ 1e300 at β = 700
+        self.max_speed = float(np.max(np.hypot(*v))) if len(v) == 2 else float(np.max(np.abs(v[0])))
         self.min_density = float(np.min(f))
         for comp in v:
             comp *= f

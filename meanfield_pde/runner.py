@@ -14,6 +14,7 @@ from .diagnostics import ResolutionMonitor
 from .errors import ConfigError
 from .geometry import Geometry, make_geometry
 from .initial import initial_density
+from .kernels import scaled_multipliers
 from .io import snapshots_to_dataset, write_netcdf
 from .models import MeanFieldModel
 from .observers import ProgressBar, SnapshotRecorder
@@ -56,6 +57,22 @@ def build(config: Config) -> Simulation:
     return Simulation(config, geometry, model, u0, control, monitor)
 
 
+def time_unit(config: Config) -> float:
+    """Natural time per unit of ``time.unit`` (DESIGN.md §1, large-β limits).
+
+    backward_heat: τ = t/β, so t = β τ (SA → backward heat).
+    porous_medium: τ = t λ_0/(2β), so t = 2β/λ_0 · τ = β² τ/(2π sinh β) (USA → porous medium),
+    computed from e^{−β}λ_0 so it does not underflow at β = 700.
+    """
+    beta = config.model.beta
+    if config.time.unit == "backward_heat":
+        return beta
+    if config.time.unit == "porous_medium":
+        scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold)[0]
+        return 2.0 * beta * np.exp(-beta) / scaled_l0
+    return 1.0
+
+
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None,
         ) -> xr.Dataset:
     """Run a validated case and return its Dataset (DESIGN.md §4); write it if ``output``.
@@ -76,11 +93,12 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     """
     sim = build(config)
     recorder = SnapshotRecorder(sim.model)
-    bar = ProgressBar(config.time.t_end, config.name, progress)
+    bar = ProgressBar(time_unit(config) * config.time.t_end, config.name, progress)
+    unit = time_unit(config)
     start = _time.perf_counter()
     result: RunResult = integrate(
-        sim.model, sim.control, sim.initial, config.time.t_end,
-        every=config.snapshot_interval, dt=config.time.dt, cfl=config.time.cfl,
+        sim.model, sim.control, sim.initial, unit * config.time.t_end,
+        every=unit * config.snapshot_interval, dt=unit * config.time.dt, cfl=config.time.cfl,
         monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps)
     attrs = {
         "model": config.model.kind, "beta": config.model.beta, "nu": config.model.nu,
@@ -94,6 +112,9 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     }
     ds = snapshots_to_dataset(sim.geometry, recorder.times, recorder.coefs, recorder.densities,
                               recorder.diagnostics, attrs)
+    if unit != 1.0:
+        ds = ds.assign_coords(tau=("time", ds.time.values / unit, dict(
+            long_name=f"time in the {config.time.unit} unit (t = tau * {unit:.17g})")))
     if output is not None:
         write_netcdf(ds, output)
     return ds

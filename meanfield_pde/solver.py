@@ -64,7 +64,7 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     n_out, status = 1, "completed"
     for obs in observers:
         obs.snapshot(t, u)
-    eps = 1e-12 * max(t_end, 1.0)
+    eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
     try:
         while t < t_end - eps:
             if steps >= max_steps:
@@ -74,6 +74,9 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
             h = min(dt, t_out - t)
             if control.adaptive and cfl and model.max_speed > 0:
                 h = min(h, cfl * math.pi / (L * model.max_speed))
+            if not h > 0.0:
+                status = f"stopped: time step underflow (dt = {h:.3g}) at t = {t:.6g}"
+                break
             fault = ""
             try:
                 new, ratio = control.attempt(u, h)

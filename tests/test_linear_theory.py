@@ -5,6 +5,7 @@
 with i_l from scipy.special.spherical_in (independent of the ive-based kernels).
 """
 
+import mpmath
 import numpy as np
 import pytest
 from scipy.special import spherical_in
@@ -64,3 +65,27 @@ def test_model_growth_rates_method_matches_formula():
         model = MeanFieldModel(g, kind, 7.0, 0.01)
         l = np.arange(1, 13)
         np.testing.assert_allclose(model.growth_rates()[1:], sigma(kind, 7.0, 0.01, l), rtol=1e-12)
+
+
+@pytest.mark.parametrize("beta", [50.0, 700.0])
+def test_large_beta_usa_in_porous_medium_time(beta):
+    """USA rates grow like e^β/β²; in τ = t λ_0/(2β) they are O(1): σ_l τ-rate
+    = σ_l · 2β/λ_0 → l(l+1)/2π (porous medium −Δ(f²) about 1/4π) as β → ∞."""
+    from meanfield_pde import run
+    l, t_end = 2, 1.0
+    config = make_config(model={"kind": "USA", "beta": beta},
+                         initial={"type": "spherical_harmonic", "degree": l, "amplitude": 1e-8},
+                         time={"t_end": t_end, "dt": 1e-3, "unit": "porous_medium", "rtol": 1e-10,
+                               "atol": 1e-20},
+                         output={"every": t_end / 2})
+    ds = run(config, progress=False)
+    assert ds.attrs["status"] == "completed"
+    a = ds.coef_real.sel(l=l, m=0).values
+    measured = np.log(a[-1] / a[0]) / float(ds.tau[-1])
+    # exact: σ_l · 2β/λ_0 = l(l+1)/(2π) · i_l(β)/i_0(β), ratio from mpmath (no overflow)
+    ratio = float(mpmath.besseli(l + 0.5, beta) / mpmath.besseli(0.5, beta))
+    assert measured == pytest.approx(l * (l + 1) / (2 * np.pi) * ratio, rel=1e-5)
+    unit = float(ds.time[-1] / ds.tau[-1])
+    assert unit == pytest.approx(float(2 * beta / (4 * mpmath.pi * mpmath.sinh(beta) / beta)), rel=1e-12)
+    # and the porous-medium limit l(l+1)/2π is approached with error ~ l(l+1)/2β
+    assert measured == pytest.approx(l * (l + 1) / (2 * np.pi), rel=l * (l + 1) / beta)
