@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, RunStoppedWarning
 
 EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
 
@@ -37,29 +38,18 @@ def _output_path(args, config) -> Path:
     return Path.cwd() / f"{config.name}.nc"
 
 
-def _check_writable(path: Path) -> None:
-    """Fail before any work if the output cannot be written; missing folders are created later."""
-    import os
-    if path.is_dir():
-        raise ConfigError(f"--output {str(path)!r}: is a directory; give a file name ending in .nc")
-    ancestor = path.resolve().parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ConfigError(f"--output {str(path)!r}: {str(ancestor)!r} is a file, not a folder")
-    if not os.access(ancestor, os.W_OK):
-        raise ConfigError(f"--output {str(path)!r}: folder {str(ancestor)!r} is not writable")
-
-
 def _cmd_run(args) -> int:
     from .cases import load_case
+    from .io import check_output_path
     from .runner import run
     config = load_case(args.case, args.set or [])
-    path = _output_path(args, config)
-    _check_writable(path)
-    ds = run(config, output=path, progress=None if not args.quiet else False)
+    path = check_output_path(_output_path(args, config))
+    with warnings.catch_warnings():  # the status line below says it already
+        warnings.simplefilter("ignore", RunStoppedWarning)
+        ds = run(config, output=path, progress=None if not args.quiet else False)
     status = ds.attrs["status"]
-    print(f"{config.name}: {status}; t = {float(ds.time[-1]):.6g}, {ds.sizes['time']} snapshots")
+    print(f"{config.name}: {status}")
+    print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
     print(f"wrote {path}")
     if config.output.plot and not args.no_plot:
         from .plot import save_figure
@@ -78,8 +68,18 @@ def _cmd_plot(args) -> int:
     except ValueError:
         raise ConfigError(f"plot --times {args.times!r}: must be comma-separated numbers, "
                           "e.g. --times 0,1.5,10") from None
+    import xarray as xr
     try:
-        out = save_figure(path, args.output, times=times)
+        ds = xr.open_dataset(path)
+    except (ValueError, OSError):
+        raise ConfigError(f"plot: {str(path)!r} is not a readable netCDF file") from None
+    output = Path(args.output) if args.output else path.with_suffix(".png")
+    if output.suffix.lower() != ".png":
+        raise ConfigError(f"plot --output {str(output)!r}: the file name must end in .png")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with ds:
+            out = save_figure(ds, output, times=times)
     except ValueError as exc:
         raise ConfigError(f"plot: {exc}") from None
     print(f"wrote {out}")
@@ -89,6 +89,8 @@ def _cmd_plot(args) -> int:
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a case and write a netCDF file")
     r.add_argument("case", help="a named case (see `meanfield-pde cases`) or a .toml file")
@@ -103,7 +105,7 @@ def make_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
     pl.add_argument("--output", "-o", help="PNG file (default: FILE with .png)")
-    pl.add_argument("--times", help="comma-separated times to show (nearest snapshots)")
+    pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")
     pl.set_defaults(func=_cmd_plot)
     return p
 

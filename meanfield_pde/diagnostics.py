@@ -74,9 +74,9 @@ class ResolutionMonitor:
         tail = spectral_tail(self.geometry, coef)
         if tail > self.max_spectral_tail:
             return (f"resolution lost: spectral tail {tail:.2e} > {self.max_spectral_tail:.0e} "
-                    f"at lmax = {self.geometry.lmax} (raise domain.lmax, add noise or hyperviscosity)")
+                    f"at lmax = {self.geometry.lmax}")
         fmin = float(np.min(self.geometry.synthesis(coef)))
         if fmin < self.floor:
             return (f"resolution lost: density went negative (min f = {fmin:.2e}) "
-                    f"at lmax = {self.geometry.lmax} (raise domain.lmax, add noise or hyperviscosity)")
+                    f"at lmax = {self.geometry.lmax}")
         return None

@@ -13,3 +13,11 @@ class NumericalFault(ArithmeticError):
 
     The solver turns it into a clean stop that keeps the last good state.
     """
+
+
+class RunStoppedWarning(RuntimeWarning):
+    """A run ended before t_end (lost resolution, numerical fault, interruption).
+
+    ``ds.attrs['status']`` holds the reason; the Dataset holds everything
+    computed up to the last good state.
+    """

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from .config import PerturbedUniform, SphericalHarmonic, VonMisesFisher
+from .errors import ConfigError
 from .geometry import Geometry
 
 
@@ -76,7 +77,14 @@ def von_mises_fisher(geometry: Geometry, centres, concentrations, weights=None) 
     """
     grid = von_mises_fisher_pdf(geometry.points, centres, concentrations, weights)
     coef = geometry.analysis(grid)
-    return coef / geometry.mass(coef)
+    mass = geometry.mass(coef)
+    if not abs(mass - 1.0) < 1e-3:
+        # a cluster narrower than the grid spacing: quadrature misses its mass
+        need = int(np.ceil(5.3 * np.sqrt(max(concentrations))))  # exp(−L²/2κ) ≈ 1e-6
+        raise ConfigError(f"initial.concentrations = {list(concentrations)}: too concentrated for "
+                          f"domain.lmax = {geometry.lmax} (the grid sees mass {mass:.3g}); "
+                          f"use domain.lmax >= {need} or smaller concentrations")
+    return coef / mass
 
 
 def initial_density(geometry: Geometry, spec) -> np.ndarray:

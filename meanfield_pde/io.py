@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from .diagnostics import DIAGNOSTIC_ATTRS
+from .errors import ConfigError
 from .geometry import Geometry
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
@@ -78,18 +79,54 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
     return ds
 
 
+def check_output_path(path: str | os.PathLike) -> Path:
+    """Refuse an output path that cannot or must not receive a netCDF file, before any work.
+
+    Raises
+    ------
+    ConfigError
+        If the name does not end in .nc, names an existing folder or a
+        special file (a device such as /dev/null: the atomic rename would
+        replace it), lies below a file, or its folder is not writable.
+    """
+    path = Path(path)
+    if path.suffix != ".nc":
+        raise ConfigError(f"output {str(path)!r}: the file name must end in .nc")
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"output {str(path)!r}: exists and is not a regular file")
+    ancestor = path.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"output {str(path)!r}: {str(ancestor)!r} is a file, not a folder")
+    try:  # os.access says yes to root even where writing fails (/proc)
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"output {str(path)!r}: cannot write in {str(ancestor)!r} ({exc.strerror})") from None
+    return path
+
+
 def write_netcdf(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write with the default netCDF4 engine to a temporary file, then rename.
 
     The rename is atomic, so an existing file at ``path`` is replaced only by
-    a complete new one.
+    a complete new one. The file gets the usual permissions (0666 less the umask).
+
+    Raises
+    ------
+    ConfigError
+        From :func:`check_output_path`.
     """
-    path = Path(path)
+    path = check_output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".nc.part", dir=path.parent)
     os.close(fd)
     try:
         ds.to_netcdf(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time as _time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,11 +12,11 @@ import xarray as xr
 
 from .config import Config
 from .diagnostics import ResolutionMonitor
-from .errors import ConfigError
+from .errors import ConfigError, RunStoppedWarning
 from .geometry import Geometry, make_geometry
 from .initial import initial_density
 from .kernels import scaled_multipliers
-from .io import snapshots_to_dataset, write_netcdf
+from .io import check_output_path, snapshots_to_dataset, write_netcdf
 from .models import MeanFieldModel
 from .observers import ProgressBar, SnapshotRecorder
 from .solver import RunResult, integrate
@@ -50,7 +51,8 @@ def build(config: Config) -> Simulation:
     monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
     reason = monitor.check(u0)
     if reason:
-        raise ConfigError(f"initial: the initial density is not resolved: {reason}")
+        raise ConfigError(f"initial: the initial density is not resolved: {reason}; raise "
+                          "domain.lmax or make the initial density smoother")
     stepper = IMEXRungeKutta(get_scheme(config.time.scheme), model.transport, model.linear)
     norm = lambda c: np.sqrt(max(geometry.inner(c, c), 0.0))  # noqa: E731  L²(S) norm
     control = StepControl(stepper, norm, config.time.rtol, config.time.atol, config.time.adaptive)
@@ -91,6 +93,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     xarray.Dataset
         ``ds.attrs['status']`` is "completed" or "stopped: <reason>".
     """
+    if output is not None:
+        check_output_path(output)
     sim = build(config)
     recorder = SnapshotRecorder(sim.model)
     bar = ProgressBar(time_unit(config) * config.time.t_end, config.name, progress)
@@ -117,4 +121,6 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
             long_name=f"time in the {config.time.unit} unit (t = tau * {unit:.17g})")))
     if output is not None:
         write_netcdf(ds, output)
+    if not result.completed:
+        warnings.warn(f"{config.name}: {result.status}", RunStoppedWarning, stacklevel=2)
     return ds

@@ -95,7 +95,8 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
                 continue
             reason = monitor.check(new) if monitor is not None else None
             if reason:
-                status = f"stopped: {reason} at t = {t + h:.6g}"
+                status = (f"stopped: {reason} at t = {t + h:.6g}; the last good state (t = {t:.6g}) "
+                          "is kept (raise domain.lmax, add noise or hyperviscosity)")
                 break
             consecutive = 0
             proposal = control.propose(h, ratio)

@@ -105,7 +105,7 @@ def test_run_creates_missing_output_folders(tiny, tmp_path):
 def test_run_below_a_file_fails_before_running(tiny, tmp_path):
     (tmp_path / "afile").write_text("x")
     proc = cli("run", tiny.name, "--output", "afile/out.nc", cwd=tmp_path)
-    assert_user_error(proc, "--output", "is a file")
+    assert_user_error(proc, "output '", "is a file")
     assert list(tmp_path.rglob("*.nc")) == []
 
 
@@ -117,17 +117,51 @@ def test_run_into_an_unwritable_folder_fails_before_running(tiny, tmp_path):
     ro.chmod(0o500)
     try:
         proc = cli("run", tiny.name, "--output", "ro/out.nc", cwd=tmp_path)
-        assert_user_error(proc, "--output", "not writable")
+        assert_user_error(proc, "output '", "cannot write")
     finally:
         ro.chmod(0o700)
     assert list(tmp_path.rglob("*.nc")) == []
 
 
 def test_run_output_is_a_folder(tiny, tmp_path):
-    (tmp_path / "out").mkdir()
-    proc = cli("run", tiny.name, "--output", "out", cwd=tmp_path)
-    assert_user_error(proc, "--output", "is a directory")
-    assert list(tmp_path.rglob("*.nc")) == []
+    (tmp_path / "out.nc").mkdir()
+    proc = cli("run", tiny.name, "--output", "out.nc", cwd=tmp_path)
+    assert_user_error(proc, "output '", "not a regular file")
+    assert (tmp_path / "out.nc").is_dir()
+
+
+def test_run_never_replaces_a_special_file(tiny, tmp_path):
+    """An existing device or FIFO (think /dev/null) must not be renamed over."""
+    fifo = tmp_path / "pipe.nc"
+    os.mkfifo(fifo)
+    proc = cli("run", tiny.name, "--output", "pipe.nc", cwd=tmp_path)
+    assert_user_error(proc, "output '", "not a regular file")
+    assert fifo.is_fifo()
+
+
+@pytest.mark.parametrize("name", ["fig.png", "out", "dir/"])
+def test_run_output_must_be_a_nc_file(tiny, tmp_path, name):
+    proc = cli("run", tiny.name, "--output", name, cwd=tmp_path)
+    assert_user_error(proc, "output '", "must end in .nc")
+    assert list(tmp_path.iterdir()) == [tiny]
+
+
+def test_output_file_is_readable_by_others(tiny_run):
+    d, _ = tiny_run
+    assert (d / "tiny.nc").stat().st_mode & 0o044 == 0o044  # umask 022 in the test env
+
+
+def test_run_with_every_above_t_end_keeps_first_and_last(tiny, tmp_path):
+    proc = cli("run", tiny.name, "--set", "output.every=5", "--no-plot", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with xr.open_dataset(tmp_path / "tiny.nc") as ds:
+        np.testing.assert_allclose(ds.time.values, [0.0, 0.2])
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "--version"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and "meanfield-pde 0." in proc.stdout
 
 
 # -- a real (tiny) run -------------------------------------------------------------------------
@@ -201,6 +235,19 @@ def test_plot_writes_the_png(tiny_run, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "x.png" in proc.stdout
     assert out.is_file() and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_of_a_file_that_is_not_netcdf(tmp_path):
+    (tmp_path / "notes.nc").write_text("hello")
+    proc = cli("plot", "notes.nc", cwd=tmp_path)
+    assert_user_error(proc, "notes.nc", "not a readable netCDF file")
+
+
+def test_plot_creates_missing_folders(tiny_run, tmp_path):
+    d, _ = tiny_run
+    proc = cli("plot", d / "tiny.nc", "--output", "figs/new/x.png", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "figs" / "new" / "x.png").is_file()
 
 
 def test_plot_of_a_missing_file_is_a_user_error(tmp_path):

@@ -181,7 +181,6 @@ BAD = [
      ["initial.degree", "domain.lmax = 8"]),
     ("sh-order-above-degree", "dict", with_(initial=dict(SH, order=3)),
      ["initial.order", "initial.degree = 2"]),
-    ("every-above-t_end", "set", ["output.every=0.5"], ["output.every", "time.t_end = 0.2"]),
     # -- override syntax -----------------------------------------------------------------------
     ("set-no-equals", "set", ["model.beta5"], ["model.beta5", "section.key=value"]),
     ("set-three-part-key", "set", ["model.beta.x=1"], ["model.beta.x", "section.key"]),

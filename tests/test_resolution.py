@@ -8,7 +8,9 @@ run stops earlier with a clear status and a clean, readable file.
 import numpy as np
 import xarray as xr
 
-from meanfield_pde import run
+import pytest
+
+from meanfield_pde import RunStoppedWarning, run
 
 from conftest import make_config
 
@@ -19,7 +21,8 @@ def test_noise_free_sa_stops_cleanly_before_blow_up(tmp_path):
                                   "seed": 0},
                          time={"t_end": 12.0, "dt": 0.05}, output={"every": 0.5})
     path = tmp_path / "sa10.nc"
-    ds = run(config, output=path, progress=False)
+    with pytest.warns(RunStoppedWarning, match="resolution lost"):
+        ds = run(config, output=path, progress=False)
     status = ds.attrs["status"]
     assert status.startswith("stopped: resolution lost"), status
     with xr.open_dataset(path) as saved:
