@@ -129,9 +129,25 @@ class RegularisationConfig:
     hyperviscosity_order: int = _f(4, lo=1, hi=16, doc="exponent p of (l(l+1)/L(L+1))^p")
 
 
+@dataclass(frozen=True, kw_only=True)
+class LimitConfig:
+    """[limit]: compare the PDE with its large-β limit (SA → backward heat, USA → porous medium).
+
+    Used by ``meanfield-pde limits CASE``: for each β the PDE and the limit
+    models of the given orders run to rescaled time τ from the case's initial
+    density; their distance on degrees l <= ``degrees`` is reported against β
+    with the fitted slope (DESIGN.md §1: −1 for order 0, −2 for order 1).
+    """
+    betas: list[float] = _f([25.0, 50.0, 100.0, 200.0, 400.0], lo=0.0, hi=BETA_MAX, lo_open=True,
+                            doc="inverse temperatures of the sweep")
+    orders: list[int] = _f([0, 1], lo=0, hi=1, doc="orders of the limit models (0 and/or 1)")
+    tau: float = _f(0.05, lo=0.0, lo_open=True, doc="rescaled time of the comparison")
+    degrees: int = _f(6, lo=1, doc="compare on degrees l <= degrees")
+
+
 SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
             "output": OutputConfig, "monitor": MonitorConfig,
-            "regularisation": RegularisationConfig}
+            "regularisation": RegularisationConfig, "limit": LimitConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
 
 
@@ -145,6 +161,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     monitor: MonitorConfig = field(default_factory=MonitorConfig)
     regularisation: RegularisationConfig = field(default_factory=RegularisationConfig)
+    limit: LimitConfig = field(default_factory=LimitConfig)
     description: str = ""
     name: str = "case"
 
