@@ -39,6 +39,9 @@ class ModelConfig:
     kind: str = _f(choices=("SA", "USA"), doc="SA (softmax) or USA (unnormalised) attention")
     beta: float = _f(lo=0.0, hi=BETA_MAX, doc="inverse temperature β")
     nu: float = _f(0.0, lo=0.0, doc="noise ν (diffusion coefficient)")
+    equation: str = _f("mean_field", choices=("mean_field", "limit0", "limit1"),
+                       doc="the mean-field PDE, or its large-β limit of order 0 or 1 "
+                           "(SA: backward heat, USA: porous medium; DESIGN.md §1)")
 
 
 @dataclass(frozen=True, kw_only=True)
