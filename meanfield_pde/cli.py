@@ -86,6 +86,28 @@ def _cmd_plot(args) -> int:
     return 0
 
 
+def _cmd_compare(args) -> int:
+    import xarray as xr
+
+    from .compare import compare
+    from .io import check_output_path, write_netcdf
+    output = check_output_path(args.output)
+    runs = []
+    for name in (args.a, args.b):
+        try:
+            runs.append(xr.open_dataset(name))
+        except (ValueError, OSError):
+            raise ConfigError(f"compare: {name!r} is not a readable netCDF file") from None
+    result = compare(*runs, degrees=args.degrees)
+    write_netcdf(result, output)
+    d = result.l2_distance.values
+    print(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
+          f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
+          f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
+    print(f"wrote {output}")
+    return 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
@@ -102,6 +124,12 @@ def make_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("cases", help="list the named cases")
     c.set_defaults(func=_cmd_cases)
+    cmp = sub.add_parser("compare", help="distances between two runs at their common times")
+    cmp.add_argument("a", help="first run (.nc)")
+    cmp.add_argument("b", help="second run (.nc)")
+    cmp.add_argument("--output", "-o", required=True, help="netCDF file for the comparison")
+    cmp.add_argument("--degrees", type=int, help="compare degrees l <= DEGREES only")
+    cmp.set_defaults(func=_cmd_compare)
     pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
     pl.add_argument("--output", "-o", help="PNG file (default: FILE with .png)")
