@@ -145,6 +145,9 @@ def main(argv=None) -> int:
     except ConfigError as exc:
         print(f"meanfield-pde: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:  # output piped into e.g. `head`: not an error of the run
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

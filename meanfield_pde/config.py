@@ -47,8 +47,8 @@ class ModelConfig:
 @dataclass(frozen=True, kw_only=True)
 class DomainConfig:
     """[domain]: manifold and spectral resolution."""
-    manifold: str = _f("sphere", choices=("sphere",), doc="the manifold")
-    lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree cut-off L")
+    manifold: str = _f("sphere", choices=("sphere", "circle"), doc="the manifold (circle: d = 2, Kuramoto)")
+    lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree (circle: wavenumber) cut-off L")
     threads: int = _f(0, lo=0, hi=1024, doc="transform threads (0 = all cores)")
 
 
@@ -289,13 +289,17 @@ def _cross_checks(c: Config) -> None:
             raise ConfigError(f"initial.degree = {ini.degree}: must be <= domain.lmax = {L}")
         if ini.order > ini.degree:
             raise ConfigError(f"initial.order = {ini.order}: must be in [0, initial.degree = {ini.degree}]")
+        if c.domain.manifold == "circle" and ini.order != 0:
+            raise ConfigError(f"initial.order = {ini.order}: must be 0 on the circle (degree is the wavenumber)")
     elif isinstance(ini, VonMisesFisher):
         k = len(ini.centres)
         if k == 0:
             raise ConfigError("initial.centres = []: give at least one centre [x, y, z]")
+        dim, shape = (3, "[x, y, z]") if c.domain.manifold == "sphere" else (2, "[x, y]")
         for i, mu in enumerate(ini.centres):
-            if len(mu) != 3 or math.hypot(*mu) == 0.0:
-                raise ConfigError(f"initial.centres[{i}] = {mu}: must be a non-zero vector [x, y, z]")
+            if len(mu) != dim or math.hypot(*mu) == 0.0:
+                raise ConfigError(f"initial.centres[{i}] = {mu}: must be a non-zero vector {shape} "
+                                  f"on the {c.domain.manifold}")
         if len(ini.concentrations) != k:
             raise ConfigError(f"initial.concentrations has {len(ini.concentrations)} entries: "
                               f"must have one per centre ({k})")

@@ -30,13 +30,11 @@ def perturbed_uniform(geometry: Geometry, amplitude: float, degree_min: int, deg
     """
     coef = uniform(geometry)
     sel = np.flatnonzero((geometry.degree >= degree_min) & (geometry.degree <= degree_max))
-    order = getattr(geometry, "order", geometry.degree * 0)
-    sel = sel[np.lexsort((order[sel], geometry.degree[sel]))]
+    sel = sel[np.lexsort((geometry.order[sel], geometry.degree[sel]))]
     rng = np.random.default_rng(seed)
     draws = rng.standard_normal((sel.size, 2))
     delta = geometry.zeros_coef()
-    # m = 0 coefficients of a real field are real.
-    delta[sel] = draws[:, 0] + 1j * np.where(order[sel] == 0, 0.0, draws[:, 1])
+    delta[sel] = draws[:, 0] + 1j * np.where(geometry.real_coefficient[sel], 0.0, draws[:, 1])
     rms = np.sqrt(geometry.inner(delta, delta) / geometry.area)
     if rms > 0:
         coef += delta * (amplitude / rms) / geometry.area

@@ -17,6 +17,8 @@ from .geometry import Geometry
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
                    "m >= 0 of a real field: f = sum_l [f_l0 Y_l0 + 2 Re sum_{m>0} f_lm Y_lm]; "
                    "NaN where m > l")
+CIRCLE_CONVENTION = ("orthonormal Fourier modes e_k = exp(i k theta)/sqrt(2 pi), k >= 0 of a real "
+                     "field: f = f_0 e_0 + 2 Re sum_{k>0} f_k e_k")
 
 
 def software_versions() -> dict[str, str]:
@@ -38,39 +40,53 @@ def coefficient_table(geometry: Geometry, coefs: np.ndarray) -> np.ndarray:
     return table
 
 
+def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
+    """Variables density/coef_* and coordinates of one manifold (DESIGN.md §4)."""
+    L = geometry.lmax
+    if geometry.manifold == "circle":
+        coef_dims, table = ("time", "k"), np.asarray(coefs)
+        coords = {"theta": ("theta", geometry.theta, dict(units="radian", long_name="angle θ")),
+                  "k": ("k", np.arange(L + 1), dict(long_name="Fourier wavenumber"))}
+        grid_dims = ("time", "theta")
+        convention = CIRCLE_CONVENTION
+        density_name = "density f w.r.t. arc length (uniform = 1/2π)"
+    else:
+        coef_dims, table = ("time", "l", "m"), coefficient_table(geometry, np.asarray(coefs))
+        coords = {"lat": ("lat", geometry.lat, dict(units="degrees_north", long_name="Gauss latitude")),
+                  "lon": ("lon", geometry.lon, dict(units="degrees_east", long_name="longitude")),
+                  "l": ("l", np.arange(L + 1), dict(long_name="spherical-harmonic degree")),
+                  "m": ("m", np.arange(L + 1), dict(long_name="spherical-harmonic order"))}
+        grid_dims = ("time", "lat", "lon")
+        convention = COEF_CONVENTION
+        density_name = "density f w.r.t. area (uniform = 1/4π)"
+    variables = {
+        "coef_real": (coef_dims, table.real, dict(long_name="real part of the coefficients",
+                                                  convention=convention)),
+        "coef_imag": (coef_dims, table.imag, dict(long_name="imaginary part of the coefficients",
+                                                  convention=convention)),
+    }
+    return variables, coords, grid_dims, density_name
+
+
 def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
                          attrs: dict) -> xr.Dataset:
-    """Build the Dataset of a sphere run.
+    """Build the Dataset of a run (DESIGN.md §4).
 
     Parameters
     ----------
-    geometry : Sphere
+    geometry : Sphere or Circle
     times : sequence of float, length nt
     coefs : sequence of ndarray (ncoef,) complex
-    densities : sequence of ndarray (nlat, nphi)
+    densities : sequence of grid arrays ((nlat, nphi) on S², (N,) on S¹)
     diagnostics : sequence of dict name -> float
     attrs : dict
         Global attributes (model, beta, nu, status, case, ...).
     """
-    table = coefficient_table(geometry, np.asarray(coefs))
-    L = geometry.lmax
-    ds = xr.Dataset(
-        {
-            "density": (("time", "lat", "lon"), np.asarray(densities, dtype=np.float64),
-                        dict(long_name="density f w.r.t. area (uniform = 1/4π)", units="1/sr")),
-            "coef_real": (("time", "l", "m"), table.real,
-                          dict(long_name="Re f_lm", convention=COEF_CONVENTION)),
-            "coef_imag": (("time", "l", "m"), table.imag,
-                          dict(long_name="Im f_lm", convention=COEF_CONVENTION)),
-        },
-        coords={
-            "time": ("time", np.asarray(times, dtype=np.float64), dict(long_name="time")),
-            "lat": ("lat", geometry.lat, dict(units="degrees_north", long_name="Gauss latitude")),
-            "lon": ("lon", geometry.lon, dict(units="degrees_east", long_name="longitude")),
-            "l": ("l", np.arange(L + 1), dict(long_name="spherical-harmonic degree")),
-            "m": ("m", np.arange(L + 1), dict(long_name="spherical-harmonic order")),
-        },
-    )
+    variables, coords, grid_dims, density_name = _layout(geometry, coefs)
+    variables["density"] = (grid_dims, np.asarray(densities, dtype=np.float64),
+                            dict(long_name=density_name))
+    coords["time"] = ("time", np.asarray(times, dtype=np.float64), dict(long_name="time"))
+    ds = xr.Dataset(variables, coords=coords)
     for name, meta in DIAGNOSTIC_ATTRS.items():
         if diagnostics and name in diagnostics[0]:
             ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64), meta)

@@ -1,9 +1,10 @@
-"""Manifolds behind one interface: the sphere S² (shtns) and, later, the circle S¹."""
+"""Manifolds behind one interface: the sphere S² (shtns) and the circle S¹ (FFT)."""
 
 from .base import Geometry
+from .circle import Circle
 from .sphere import Sphere
 
-__all__ = ["Geometry", "Sphere", "make_geometry"]
+__all__ = ["Geometry", "Sphere", "Circle", "make_geometry"]
 
 
 def make_geometry(manifold: str, lmax: int, threads: int = 0) -> Geometry:
@@ -16,4 +17,6 @@ def make_geometry(manifold: str, lmax: int, threads: int = 0) -> Geometry:
     """
     if manifold == "sphere":
         return Sphere(lmax, threads=threads)
-    raise ValueError(f"domain.manifold = {manifold!r}: supported manifolds are 'sphere'")
+    if manifold == "circle":
+        return Circle(lmax)
+    raise ValueError(f"domain.manifold = {manifold!r}: supported manifolds are 'sphere', 'circle'")

@@ -25,6 +25,8 @@ class Geometry(ABC):
     laplacian : ndarray of float, shape (ncoef,)
         Eigenvalue of the Laplace–Beltrami operator on each basis function
         (−l(l+1) on S², −k² on S¹).
+    order : ndarray of int, shape (ncoef,)
+        Order m of each coefficient (0 on the circle).
     parseval_weight : ndarray of float, shape (ncoef,)
         1 for m = 0 and 2 for m > 0: only m >= 0 is stored for a real field,
         so ∫ f g dσ = Σ parseval_weight · Re(f_lm conj(g_lm)).
@@ -41,6 +43,11 @@ class Geometry(ABC):
     area: float
     points: np.ndarray
     manifold: str
+
+    @property
+    def real_coefficient(self) -> np.ndarray:
+        """True where a real field's coefficient must be real (m = 0 on S², k = 0 on S¹)."""
+        return self.order == 0 if self.manifold == "sphere" else self.degree == 0
 
     @property
     def ncoef(self) -> int:

@@ -1,0 +1,96 @@
+"""The circle S¹ (d = 2, the Kuramoto case) in Fourier modes, behind the Geometry interface.
+
+Conventions (the circle analogue of the sphere's orthonormal harmonics):
+- basis e_k(θ) = e^{ikθ}/√(2π), orthonormal on [0, 2π); a real field is
+  f = f_0 e_0 + 2 Re Σ_{k>0} f_k e_k, and only k = 0..K is stored;
+- grid θ_j = 2πj/N with N > 3K (the 3/2 rule: quadratic products are exact);
+- the gradient is ∂_θ (one component), the divergence of a tangent field v is ∂_θ v.
+Transforms are numpy's real FFTs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Geometry
+
+
+class Circle(Geometry):
+    """S¹ with wavenumber cut-off ``lmax`` (= K) on an equispaced dealiased grid.
+
+    Parameters
+    ----------
+    lmax : int
+        Highest wavenumber K (>= 2).
+    npoints : int, optional
+        Grid size N; default the smallest even N > 3K.
+
+    Attributes
+    ----------
+    theta : ndarray, shape (N,)
+        Grid angles in radians.
+    """
+
+    manifold = "circle"
+    area = 2.0 * np.pi
+
+    def __init__(self, lmax: int, npoints: int = 0, threads: int = 0):
+        if lmax < 2:
+            raise ValueError(f"domain.lmax = {lmax}: must be >= 2 on the circle")
+        self.lmax = int(lmax)
+        n = npoints or 2 * ((3 * self.lmax) // 2 + 1)
+        if n <= 3 * self.lmax:
+            raise ValueError(f"npoints = {n}: must exceed 3*lmax = {3 * self.lmax} (dealiasing)")
+        self.npoints = n
+        self.degree = np.arange(self.lmax + 1)
+        self.order = np.zeros_like(self.degree)
+        self.laplacian = -(self.degree.astype(float) ** 2)
+        self.parseval_weight = np.where(self.degree == 0, 1.0, 2.0)
+        self.theta = 2.0 * np.pi * np.arange(n) / n
+        self.points = np.stack([np.cos(self.theta), np.sin(self.theta)], axis=-1)
+        self._ik = 1j * self.degree
+        self._to_coef = np.sqrt(2.0 * np.pi) / n    # f_k = √(2π)/N · rfft(f)_k
+        self._to_grid = n / np.sqrt(2.0 * np.pi)    # f_j = N/√(2π) · irfft(c)_j
+
+    def analysis(self, grid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        coef = np.fft.rfft(grid)[: self.lmax + 1] * self._to_coef
+        coef[0] = coef[0].real
+        if out is None:
+            return coef
+        out[:] = coef
+        return out
+
+    def synthesis(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        grid = np.fft.irfft(coef, n=self.npoints) * self._to_grid
+        if out is None:
+            return grid
+        out[:] = grid
+        return out
+
+    def gradient(self, coef: np.ndarray, out=None) -> tuple[np.ndarray]:
+        """(∂_θ g,) on the grid."""
+        return (self.synthesis(self._ik * coef, None if out is None else out[0]),)
+
+    def divergence(self, components: tuple[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of ∂_θ v."""
+        coef = self._ik * self.analysis(components[0])
+        if out is None:
+            return coef
+        out[:] = coef
+        return out
+
+    def integrate(self, grid: np.ndarray) -> float:
+        return float(np.sum(grid) * (2.0 * np.pi / self.npoints))
+
+    def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Values at arbitrary points given as unit vectors (..., 2)."""
+        th = np.arctan2(points[..., 1], points[..., 0])
+        k = self.degree
+        waves = np.exp(1j * np.multiply.outer(th, k))
+        return (waves @ (self.parseval_weight * coef)).real / np.sqrt(2.0 * np.pi)
+
+    def index(self, l: int, m: int = 0) -> int:
+        """Position of wavenumber k = l (m must be 0 on the circle)."""
+        if m != 0:
+            raise ValueError(f"order m = {m}: the circle has only m = 0")
+        return int(l)
