@@ -75,13 +75,45 @@ def gradient_multipliers(beta: float, lmax: int, manifold: str = "sphere",
     """
     beta = _check_beta(beta)
     l = np.arange(lmax + 1)
-    if beta == 0.0:
-        first = {"sphere": 4.0 * np.pi / 3.0, "circle": np.pi}[manifold]
-        out = np.where(l == 1, first, 0.0)
-        return out / (4.0 * np.pi if manifold == "sphere" else 2.0 * np.pi) if normalise else out
+    if beta < SMALL_BETA:
+        out = _small_beta_gradient_multipliers(beta, l, manifold)
+        if normalise:  # λ_0 = 4π(1 + β²/6) on S², 2π(1 + β²/4) on S¹
+            out /= 4.0 * np.pi * (1 + beta**2 / 6) if manifold == "sphere" else 2.0 * np.pi * (1 + beta**2 / 4)
+        return out
     s = scaled_multipliers(beta, lmax, manifold)
     out = (s / s[0] if normalise else np.exp(beta) * s) / beta
     out[0] = 0.0
+    return out
+
+
+SMALL_BETA = 1e-6  # below: two terms of the power series are exact to double precision
+
+
+def _small_beta_gradient_multipliers(beta: float, l: np.ndarray, manifold: str) -> np.ndarray:
+    """λ_l/β from the series of the Bessel functions, for 0 <= β < SMALL_BETA.
+
+    S²: λ_l = 4π i_l(β), i_l(β) = β^l/(2l+1)!! · (1 + β²/(2(2l+3)) + O(β⁴));
+    S¹: λ_k = 2π I_k(β),  I_k(β) = (β/2)^k/k! · (1 + β²/(4(k+1)) + O(β⁴))
+    (Abramowitz & Stegun 10.2.5 and 9.6.10). The ive route underflows for
+    β ≲ 1e-200 although λ_1/β stays near 4π/3 (resp. π). Entry l = 0 is 0.
+    """
+    from scipy.special import gammaln
+    if manifold not in ("sphere", "circle"):
+        raise ValueError(f"manifold = {manifold!r}: must be 'sphere' or 'circle'")
+    lf = l.astype(float)
+    with np.errstate(divide="ignore"):
+        log_beta = np.log(beta) if beta > 0 else -np.inf
+    if manifold == "sphere":
+        # (2l+1)!! = 2^{l+1} Γ(l + 3/2)/√π
+        log_lead = np.log(4.0 * np.pi) - ((lf + 1) * np.log(2.0) + gammaln(lf + 1.5) - 0.5 * np.log(np.pi))
+        correction = 1.0 + beta**2 / (2.0 * (2.0 * lf + 3.0))
+        log_power = (lf - 1.0) * log_beta if beta > 0 else np.where(lf == 1, 0.0, -np.inf)
+    else:
+        log_lead = np.log(2.0 * np.pi) - lf * np.log(2.0) - gammaln(lf + 1.0)
+        correction = 1.0 + beta**2 / (4.0 * (lf + 1.0))
+        log_power = (lf - 1.0) * log_beta if beta > 0 else np.where(lf == 1, 0.0, -np.inf)
+    out = np.exp(log_lead + np.where(lf == 1, 0.0, log_power)) * correction
+    out[l == 0] = 0.0
     return out
 
 

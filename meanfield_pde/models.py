@@ -21,6 +21,7 @@ import numpy as np
 from .errors import NumericalFault
 from .geometry import Geometry
 from .kernels import gradient_multipliers, ratio_multipliers, scaled_multipliers
+from .linear import growth_rates
 
 MODEL_KINDS = ("SA", "USA")
 
@@ -117,20 +118,12 @@ class MeanFieldModel:
 
     # -- linear theory ---------------------------------------------------------
     def growth_rates(self) -> np.ndarray:
-        """σ_l about the uniform density, l = 0..L (DESIGN.md §1), from the same multipliers.
-
-        USA: σ_l = −Δ_l [λ_l/(β|S|) − ν];  SA: σ_l = −Δ_l [λ_l/(β λ_0) − ν],
-        with −Δ_l = l(l+1) (sphere) or k² (circle); hyperviscosity included.
-        """
+        """σ_l about the uniform density, l = 0..L (:func:`meanfield_pde.linear.growth_rates`),
+        with this model's implicit part (noise, hyperviscosity) included."""
         g = self.geometry
-        l = np.arange(g.lmax + 1)
-        grad = gradient_multipliers(self.beta, g.lmax, g.manifold, normalise=(self.kind == "SA"))
-        if self.kind == "USA":
-            grad = grad / g.area
         lin = np.zeros(g.lmax + 1)
         lin[g.degree] = self.linear
-        eig = l * (l + 1.0) if g.manifold == "sphere" else l**2.0
-        return eig * grad + lin
+        return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold) + lin
 
     # -- energies ----------------------------------------------------------------
     def _energy_multipliers(self) -> np.ndarray:

@@ -66,3 +66,14 @@ def test_kernel_tail_estimate():
     l = np.arange(0, 12)
     r = ratio_multipliers(beta, 11)
     np.testing.assert_allclose(np.log(r), -l * (l + 1) / (2 * beta), rtol=0.05, atol=1e-12)
+
+
+@pytest.mark.parametrize("manifold", ["sphere", "circle"])
+@pytest.mark.parametrize("normalise", [False, True])
+def test_small_beta_series_is_continuous_and_does_not_underflow(manifold, normalise):
+    from meanfield_pde.kernels import SMALL_BETA
+    below = gradient_multipliers(SMALL_BETA * (1 - 1e-12), 6, manifold, normalise)
+    above = gradient_multipliers(SMALL_BETA * (1 + 1e-12), 6, manifold, normalise)
+    np.testing.assert_allclose(below[1:4], above[1:4], rtol=1e-11)
+    tiny = gradient_multipliers(1e-250, 3, manifold, normalise)
+    np.testing.assert_allclose(tiny[1], gradient_multipliers(0.0, 3, manifold, normalise)[1], rtol=1e-15)
