@@ -12,6 +12,7 @@ from scipy.special import iv
 
 from meanfield_pde import run
 from meanfield_pde.geometry import Circle
+from meanfield_pde.linear import fastest_mode, predicted_cluster_positions
 from meanfield_pde.models import MeanFieldModel
 
 from conftest import make_config
@@ -91,6 +92,10 @@ def test_circle_usa_forms_k_star_clusters_at_predicted_angles(tmp_path, name, k_
     assert abs(f0) < 1e-15  # started from uniform + a tiny perturbation
     angles = cluster_angles(ds.density.values[-1], ds.theta.values, 3 / (2 * np.pi))
     assert len(angles) == k_star
-    predicted = (2 * np.pi * np.arange(k_star) - np.angle(f0)) / k_star % (2 * np.pi)
+    # μ̂_k = ∫ f e^{−ikθ} dθ = √(2π) f_k with the orthonormal circle coefficients
+    predicted = predicted_cluster_positions(np.sqrt(2 * np.pi) * f0, k_star)
+    np.testing.assert_allclose(np.sort(predicted),
+                               np.sort((2 * np.pi * np.arange(k_star) - np.angle(f0)) / k_star % (2 * np.pi)))
+    assert fastest_mode("USA", float(ds.attrs["beta"]), manifold="circle") == k_star
     gap = np.abs((angles[:, None] - predicted[None, :] + np.pi) % (2 * np.pi) - np.pi).min(axis=1)
     assert np.all(gap < 2 * np.pi / (8 * k_star)), (angles, predicted)
