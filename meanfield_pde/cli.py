@@ -108,6 +108,40 @@ def _cmd_compare(args) -> int:
     return 0
 
 
+def _cmd_limits(args) -> int:
+    from .cases import load_case
+    from .io import check_output_path, write_netcdf
+    from .limit_sweep import check_sweep_config, limit_sweep, save_limit_figure
+    config = load_case(args.case, args.set or [])
+    check_sweep_config(config)
+    path = check_output_path(Path(args.output) if args.output else Path.cwd() / f"{config.name}_limits.nc")
+    lim = config.limit
+    print(f"{config.name}: {config.model.kind} PDE versus its large-beta limit, orders "
+          f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
+          f"lmax = {config.domain.lmax}")
+    ds = limit_sweep(config, log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
+    write_netcdf(ds, path)
+    print(f"{'beta':>8}  {'order':>5}  {'distance':>12}  {'relative':>12}  {'amplification':>13}")
+    for b in ds.beta.values:
+        for o in ds.order.values:
+            d = ds.sel(beta=b, order=o)
+            print(f"{b:8g}  {int(o):5d}  {float(d.distance):12.4e}  {float(d.relative_distance):12.4e}  "
+                  f"{float(d.amplification):13.3e}")
+    for o in ds.order.values:
+        print(f"order {int(o)}: fitted slope {float(ds.slope.sel(order=o)):+.3f} "
+              f"(expected {float(ds.expected_slope.sel(order=o)):+g})")
+    print(f"wrote {path}")
+    if not args.no_plot:
+        print(f"wrote {save_limit_figure(ds, path.with_suffix('.png'))}")
+    if not ds.attrs["completed"]:
+        bad = [f"beta = {float(b):g} {str(r)}: {str(ds.status.sel(beta=b, run=r).values)}"
+               for b in ds.beta.values for r in ds.run.values
+               if str(ds.status.sel(beta=b, run=r).values) != "completed"]
+        print("some runs stopped early (their distances are NaN): " + "; ".join(bad))
+        return EXIT_STOPPED
+    return 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
@@ -135,6 +169,16 @@ def make_parser() -> argparse.ArgumentParser:
     pl.add_argument("--output", "-o", help="PNG file (default: FILE with .png)")
     pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")
     pl.set_defaults(func=_cmd_plot)
+    li = sub.add_parser("limits", help="PDE versus its large-beta limits: distance against beta "
+                                       "and its fitted slope ([limit] section of the case)")
+    li.add_argument("case", help="a named case (e.g. sa_backward_heat) or a .toml file")
+    li.add_argument("--output", "-o", help="netCDF file (default: ./<case>_limits.nc); "
+                                           "a figure .png is written next to it")
+    li.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a case key, e.g. --set limit.betas=[25,100] (repeatable)")
+    li.add_argument("--no-plot", action="store_true", help="do not write the figure")
+    li.add_argument("--quiet", "-q", action="store_true", help="no line per finished run")
+    li.set_defaults(func=_cmd_limits)
     return p
 
 

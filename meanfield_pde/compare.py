@@ -30,6 +30,31 @@ def degree_power(coef: xr.DataArray) -> xr.DataArray:
     return p * xr.where(p.l == 0, 1.0, 2.0)
 
 
+def on_common_time_axis(ds_a: xr.Dataset, ds_b: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset]:
+    """Put both runs on the same time unit.
+
+    A limit run's time is τ (attribute time_unit = "backward_heat" or
+    "porous_medium"); a PDE run with time.unit set to that unit carries a
+    ``tau`` coordinate (attribute tau_unit). That run is then compared on τ.
+
+    Raises
+    ------
+    ConfigError
+        If the time units differ and cannot be matched.
+    """
+    ua, ub = ds_a.attrs.get("time_unit", "natural"), ds_b.attrs.get("time_unit", "natural")
+    if ua == ub:
+        return ds_a, ds_b
+    def on_tau(ds):
+        return ds.swap_dims(time="tau").drop_vars("time").rename(tau="time")
+    if "tau" in ds_a.coords and ds_a.attrs.get("tau_unit") == ub:
+        return on_tau(ds_a), ds_b
+    if "tau" in ds_b.coords and ds_b.attrs.get("tau_unit") == ua:
+        return ds_a, on_tau(ds_b)
+    raise ConfigError(f"compare: run A has time in unit {ua!r}, run B in {ub!r}; run the PDE with "
+                      "time.unit set to the limit's unit to compare with a limit run")
+
+
 def common_times(ds_a: xr.Dataset, ds_b: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
     """Indices (ia, ib) of snapshots present in both runs (times equal to TIME_TOLERANCE).
 
@@ -82,6 +107,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None) -> x
     if ds_a.attrs.get("manifold") != ds_b.attrs.get("manifold"):
         raise ConfigError(f"compare: runs on different manifolds ({ds_a.attrs.get('manifold')} "
                           f"and {ds_b.attrs.get('manifold')})")
+    ds_a, ds_b = on_common_time_axis(ds_a, ds_b)
     ia, ib = common_times(ds_a, ds_b)
     ca, cb = _coefficients(ds_a).isel(time=ia), _coefficients(ds_b).isel(time=ib)
     top = min(int(ca.l.max()), int(cb.l.max()))

@@ -17,6 +17,8 @@ from .geometry import Geometry, make_geometry
 from .initial import initial_density
 from .kernels import scaled_multipliers
 from .io import check_output_path, snapshots_to_dataset, write_netcdf
+from .limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
+                     make_limit_model)
 from .models import MeanFieldModel
 from .observers import ProgressBar, SnapshotRecorder
 from .solver import RunResult, integrate
@@ -29,7 +31,7 @@ class Simulation:
 
     config: Config
     geometry: Geometry
-    model: MeanFieldModel
+    model: MeanFieldModel | LimitModel
     initial: np.ndarray
     control: StepControl
     monitor: ResolutionMonitor
@@ -42,12 +44,21 @@ def build(config: Config) -> Simulation:
     ------
     ConfigError
         If the initial density is not resolved at domain.lmax (spectral tail
-        or negativity beyond the [monitor] limits).
+        or negativity beyond the [monitor] limits), or a large-beta limit
+        (model.equation = "limit0" | "limit1") is asked with noise, with a
+        time.unit other than "natural" (its time is tau) or hyperviscosity.
     """
-    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
     m, reg = config.model, config.regularisation
-    model = MeanFieldModel(geometry, m.kind, m.beta, m.nu, reg.hyperviscosity, reg.hyperviscosity_order)
+    check_limit_config(config)  # model.equation; limits: time in tau (time.unit = "natural"), no noise
+    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+    if m.equation == "mean_field":
+        model = MeanFieldModel(geometry, m.kind, m.beta, m.nu, reg.hyperviscosity,
+                               reg.hyperviscosity_order)
+    else:
+        model = make_limit_model(geometry, m.kind, m.beta, LIMIT_EQUATIONS[m.equation])
     u0 = initial_density(geometry, config.initial)
+    if m.equation != "mean_field":
+        check_initial_density(model, u0)
     monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
     reason = monitor.check(u0)
     if reason:
@@ -59,14 +70,21 @@ def build(config: Config) -> Simulation:
     return Simulation(config, geometry, model, u0, control, monitor)
 
 
+EQUATION_TITLES = {"mean_field": "mean-field PDE", "limit0": "large-beta limit (order 0)",
+                   "limit1": "large-beta limit (order 1)"}
+
+
 def time_unit(config: Config) -> float:
     """Natural time per unit of ``time.unit`` (DESIGN.md §1, large-β limits).
 
+    Limit models (model.equation = "limit0" | "limit1") run in τ: factor 1.
     backward_heat: τ = t/β, so t = β τ (SA → backward heat).
     porous_medium: τ = t λ_0/(2β), so t = 2β/λ_0 · τ = β² τ/(2π sinh β) (USA → porous medium),
     computed from e^{−β}λ_0 so it does not underflow at β = 700.
     """
     beta = config.model.beta
+    if config.model.equation != "mean_field":
+        return 1.0  # a limit model's own time is τ already
     if config.time.unit == "backward_heat":
         return beta
     if config.time.unit == "porous_medium":
@@ -97,8 +115,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         check_output_path(output)
     sim = build(config)
     recorder = SnapshotRecorder(sim.model)
-    bar = ProgressBar(time_unit(config) * config.time.t_end, config.name, progress)
     unit = time_unit(config)
+    bar = ProgressBar(unit * config.time.t_end, config.name, progress)
     start = _time.perf_counter()
     result: RunResult = integrate(
         sim.model, sim.control, sim.initial, unit * config.time.t_end,
@@ -111,14 +129,19 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         "description": config.description, "scheme": config.time.scheme,
         "adaptive": config.time.adaptive, "steps": result.steps,
         "rejected_steps": result.rejected, "wall_time_s": _time.perf_counter() - start,
-        "title": f"{config.model.kind} mean-field PDE on the {config.domain.manifold}, "
-                 f"beta = {config.model.beta:g}, nu = {config.model.nu:g}",
+        "equation": config.model.equation,
+        # the unit of the time coordinate: limit models run in their τ
+        "time_unit": "natural" if config.model.equation == "mean_field" else
+                     {"SA": "backward_heat", "USA": "porous_medium"}[config.model.kind],
+        "title": f"{config.model.kind} {EQUATION_TITLES[config.model.equation]} on the "
+                 f"{config.domain.manifold}, beta = {config.model.beta:g}, nu = {config.model.nu:g}",
     }
     ds = snapshots_to_dataset(sim.geometry, recorder.times, recorder.coefs, recorder.densities,
                               recorder.diagnostics, attrs)
     if unit != 1.0:
         ds = ds.assign_coords(tau=("time", ds.time.values / unit, dict(
             long_name=f"time in the {config.time.unit} unit (t = tau * {unit:.17g})")))
+        ds.attrs["tau_unit"] = config.time.unit
     if output is not None:
         write_netcdf(ds, output)
     if not result.completed:

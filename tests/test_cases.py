@@ -74,6 +74,8 @@ CHECKED_ELSEWHERE = {
     "kuramoto_noisy_beta0": "test_circle.py::test_noisy_kuramoto_pitchfork_state",
     "circle_usa_beta5": "test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles",
     "circle_usa_beta7": "test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles",
+    "sa_backward_heat": "test_limits.py::test_cli_limits_sa_backward_heat",
+    "usa_porous_medium": "test_limits.py::test_usa_porous_medium_slopes",
 }
 
 

@@ -91,7 +91,7 @@ def test_run_bad_set_is_a_clean_user_error(args, fragments, tiny, tmp_path):
 
 def test_run_unknown_case_suggests_the_nearest(tmp_path):
     name = describe_cases()[0][0]
-    typo = name[:-1] + "x"
+    typo = name[:2] + name[3:]  # a dropped letter: one clear nearest name
     proc = cli("run", typo, cwd=tmp_path)
     assert_user_error(proc, typo, f"did you mean {name!r}")
 

@@ -59,3 +59,15 @@ def test_compare_cli(runs):
     bad = subprocess.run([sys.executable, "-m", "meanfield_pde", "compare", "a.nc", "missing.nc",
                           "--output", "x.nc"], cwd=d, capture_output=True, text=True)
     assert bad.returncode == 2 and "missing.nc" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_pde_and_limit_runs_compare_on_tau(tmp_path):
+    """A PDE run with time.unit = the limit's unit and a limit run are compared on τ."""
+    from meanfield_pde import load_case
+    pde = run(load_case("sa_backward_heat", ["limit.tau=0.02", "time.t_end=0.02", "output.every=0.01"]),
+              progress=False)
+    lim = run(load_case("sa_backward_heat", ["model.equation=limit1", "time.t_end=0.02",
+                                             "output.every=0.01"]), progress=False)
+    result = compare(pde, lim, degrees=6)
+    np.testing.assert_allclose(result.time.values, [0.0, 0.01, 0.02], atol=1e-15)
+    assert 0 < float(result.relative_l2_distance[-1]) < 1e-3  # order-1 limit at β = 100
