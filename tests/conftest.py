@@ -56,3 +56,20 @@ def config_factory():
 def fitted_slope(x, y):
     """Least-squares slope of log y against log x."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def linear_response(model, l, m=0, eps_rel=1e-5):
+    """Column (l, m) of the Jacobian of model.rhs at the uniform density, by central differences.
+
+    The O(ε²) part of the right-hand side cancels; returns the whole response
+    (ncoef,) and the index of (l, m), so callers check the diagonal entry
+    (the growth rate) and that nothing else responds.
+    """
+    g = model.geometry
+    base = g.zeros_coef()
+    base[0] = 1 / np.sqrt(g.area)
+    eps = eps_rel * base[0].real
+    i = g.index(l, m)
+    d = g.zeros_coef()
+    d[i] = eps
+    return (model.rhs(base + d) - model.rhs(base - d)) / (2 * eps), i
