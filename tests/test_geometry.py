@@ -59,3 +59,24 @@ def test_first_moment_of_a_linear_density(sphere):
     a = np.array([0.1, -0.2, 0.3])
     f = (1 + 3 * sphere.points @ a) / (4 * np.pi)
     np.testing.assert_allclose(sphere.first_moment(f), a, atol=1e-14)
+
+
+def test_basis_matches_shtns_synthesis_and_empirical_coefficients(sphere):
+    """scipy's sph_harm_y has the shtns convention: evaluation at the grid equals synthesis,
+    and the quadrature-weighted 'empirical' coefficients of the grid equal the analysis."""
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal(sphere.ncoef) + 1j * rng.standard_normal(sphere.ncoef)
+    c[sphere.order == 0] = c[sphere.order == 0].real
+    pts = sphere.points.reshape(-1, 3)
+    np.testing.assert_allclose(sphere.evaluate(c, pts), sphere.synthesis(c).ravel(), atol=1e-12)
+    f = sphere.synthesis(c).ravel()
+    w = sphere.weights.ravel()
+    weighted = (sphere.basis(pts).conj() * (w * f)[:, None]).sum(axis=0)
+    np.testing.assert_allclose(weighted, c, atol=1e-12)
+    x = rng.standard_normal((500, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    emp = sphere.empirical_coefficients(x)
+    assert sphere.mass(emp) == pytest.approx(1.0, rel=1e-14)
+    m = x.mean(axis=0)  # first moment from the l = 1 coefficients: ∫ x dμ = (1/n) Σ x_i
+    z = emp[sphere.index(1, 0)].real * np.sqrt(4 * np.pi / 3)
+    assert z == pytest.approx(m[2], rel=1e-12)

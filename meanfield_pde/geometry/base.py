@@ -76,6 +76,38 @@ class Geometry(ABC):
     def integrate(self, grid: np.ndarray) -> float:
         """∫ g dσ by the grid quadrature (exact for band-limited products)."""
 
+    @abstractmethod
+    def basis(self, points: np.ndarray) -> np.ndarray:
+        """Basis functions at unit vectors: shape (npoints, ncoef), complex (Y_lm(x) or e_k(θ))."""
+
+    # points per block in evaluate/empirical_coefficients: bounds the (block, ncoef) basis array
+    POINT_BLOCK = 2048
+
+    def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Values of the real field with coefficients ``coef`` at unit vectors ``points`` (..., dim).
+
+        f(x) = Re Σ parseval_weight · f_lm Y_lm(x) (the m < 0 half is the conjugate).
+        """
+        pts = np.asarray(points, dtype=float)
+        flat = pts.reshape(-1, pts.shape[-1])
+        wc = self.parseval_weight * coef
+        out = np.concatenate([(self.basis(flat[i:i + self.POINT_BLOCK]) @ wc).real
+                              for i in range(0, len(flat), self.POINT_BLOCK)] or [np.zeros(0)])
+        return out.reshape(pts.shape[:-1])
+
+    def empirical_coefficients(self, points: np.ndarray) -> np.ndarray:
+        """Coefficients of the empirical measure (1/n) Σ δ_{x_i}: f_lm = (1/n) Σ_i conj(Y_lm(x_i)).
+
+        As a "density" it has mass 1 and the same normalisation as PDE
+        coefficients (it is the projection of the measure on degrees <= L).
+        points : (n, dim) unit vectors.
+        """
+        pts = np.asarray(points, dtype=float)
+        total = self.zeros_coef()
+        for i in range(0, len(pts), self.POINT_BLOCK):
+            total += self.basis(pts[i:i + self.POINT_BLOCK]).conj().sum(axis=0)
+        return total / len(pts)
+
     def mass(self, coef: np.ndarray) -> float:
         """∫ f dσ from the l = 0 coefficient (exact, no quadrature)."""
         return float(np.sqrt(self.area) * coef[0].real)

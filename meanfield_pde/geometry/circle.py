@@ -82,12 +82,11 @@ class Circle(Geometry):
     def integrate(self, grid: np.ndarray) -> float:
         return float(np.sum(grid) * (2.0 * np.pi / self.npoints))
 
-    def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Values at arbitrary points given as unit vectors (..., 2)."""
-        th = np.arctan2(points[..., 1], points[..., 0])
-        k = self.degree
-        waves = np.exp(1j * np.multiply.outer(th, k))
-        return (waves @ (self.parseval_weight * coef)).real / np.sqrt(2.0 * np.pi)
+    def basis(self, points: np.ndarray) -> np.ndarray:
+        """e_k(θ) = e^{ikθ}/√(2π) at unit vectors (n, 2): shape (n, K+1)."""
+        pts = np.asarray(points, dtype=float)
+        theta = np.arctan2(pts[:, 1], pts[:, 0])
+        return np.exp(1j * np.multiply.outer(theta, self.degree)) / np.sqrt(2.0 * np.pi)
 
     def index(self, l: int, m: int = 0) -> int:
         """Position of wavenumber k = l (m must be 0 on the circle)."""

@@ -134,13 +134,14 @@ class Sphere(Geometry):
     def integrate(self, grid: np.ndarray) -> float:
         return float(np.sum(self.weights * grid))
 
-    def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Values of the expansion at arbitrary unit vectors, points shape (..., 3)."""
-        pts = np.asarray(points, dtype=float).reshape(-1, 3)
-        cost = np.clip(pts[:, 2], -1.0, 1.0)
+    def basis(self, points: np.ndarray) -> np.ndarray:
+        """Y_lm(x) at unit vectors x (n, 3): shape (n, ncoef), orthonormal with the
+        Condon–Shortley phase (scipy.special.sph_harm_y: the shtns convention, checked in tests)."""
+        from scipy.special import sph_harm_y
+        pts = np.asarray(points, dtype=float)
+        theta = np.arccos(np.clip(pts[:, 2], -1.0, 1.0))
         phi = np.arctan2(pts[:, 1], pts[:, 0])
-        vals = np.array([self.sh.SH_to_point(coef, c, p) for c, p in zip(cost, phi)])
-        return vals.reshape(np.shape(points)[:-1])
+        return sph_harm_y(self.degree[None, :], self.order[None, :], theta[:, None], phi[:, None])
 
     def index(self, l: int, m: int) -> int:
         """Position of (l, m) in the coefficient array."""
