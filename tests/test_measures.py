@@ -1,0 +1,31 @@
+"""Particle clouds ↔ densities: sampling reproduces the density's moments; smoothing is e^{sΔ}."""
+
+import numpy as np
+import pytest
+
+from meanfield_pde.geometry import Circle, Sphere
+from meanfield_pde.initial import von_mises_fisher
+from meanfield_pde.measures import density_from_particles, sample_density
+
+
+@pytest.mark.parametrize("geometry,centres", [(Sphere(12), [[0, 0, 1], [1, 0, 0]]),
+                                              (Circle(24), [[0, 1], [1, 0]])])
+def test_samples_of_a_pde_density_have_its_coefficients(geometry, centres):
+    coef = von_mises_fisher(geometry, centres, [4.0, 2.0], [0.7, 0.3])
+    n = 10_000
+    x = sample_density(geometry, coef, n, seed=1)
+    emp = geometry.empirical_coefficients(x)
+    low = geometry.degree <= 3
+    # each empirical coefficient is a mean of n bounded terms: error ~ |Y|/√n
+    bound = 5 * np.sqrt((2 * 3 + 1) / geometry.area) / np.sqrt(n)
+    assert np.max(np.abs(emp[low] - coef[low])) < bound
+
+
+def test_smoothing_is_the_heat_semigroup_and_keeps_mass():
+    g = Sphere(16)
+    x = sample_density(g, von_mises_fisher(g, [[0, 0, 1]], [3.0]), 5000, seed=2)
+    raw = density_from_particles(g, x, 0.0)
+    smooth = density_from_particles(g, x, 0.05)
+    np.testing.assert_allclose(smooth, raw * np.exp(-0.05 * g.degree * (g.degree + 1)))
+    assert g.mass(smooth) == pytest.approx(1.0, rel=1e-13)
+    assert np.min(g.synthesis(smooth)) > 0  # heat smoothing of a cloud is positive here
