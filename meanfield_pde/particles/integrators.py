@@ -1,0 +1,220 @@
+"""One-step integrators for token dynamics on the sphere S^{d−1}.
+
+Every step maps positions x (n, d) with unit rows to new unit rows; the
+velocity field is a callable ``field(x) -> (n, d)`` returning tangent
+vectors (e.g. ``functools.partial(dynamics.velocity, kind=..., beta=...)``).
+
+Deterministic schemes (ν = 0):
+
+* ``"heun"``  — projected Heun (explicit trapezoidal RK2), order 2;
+* ``"rk4"``   — projected classical Runge–Kutta, order 4;
+* ``"lie_midpoint"`` — Lie-group explicit midpoint (Runge–Kutta–Munthe-Kaas
+  of order 2) with the exact SO(d) action, order 2.
+
+The projection methods integrate the ambient ODE ẋ = P⊥_x A(x) in R^d (whose
+flow leaves the unit sphere invariant) with a standard Runge–Kutta method
+and then project, x ← x/|x|; projection onto the invariant manifold keeps
+the order of the underlying method (Hairer, Lubich & Wanner, *Geometric
+Numerical Integration*, 2nd ed., §IV.4, Theorem 4.2 and Algorithm 4.2).
+The Lie-group method moves points only by rotations (HLW §IV.8; Munthe-Kaas
+1998/1999), so it stays on the sphere in exact arithmetic.
+
+Stochastic scheme (ν >= 0):
+
+* ``"euler_maruyama"`` — geodesic Euler–Maruyama,
+  x ← exp_x( h v(x) + √(2νh) P⊥_x ξ ), ξ ~ N(0, I_d): strong order 1/2,
+  weak order 1 (a geodesic random walk with drift; its generator is
+  v·∇ + ν Δ_S up to O(h)). At ν = 0 it is the geodesic Euler method, order 1.
+
+All steps finish with x ← x/|x| row by row: for the projection methods this
+is the method; for the others it only removes floating-point drift (the
+exact maps are norm preserving), so |x_i| = 1 holds to ~1e-16 at every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+Field = Callable[[np.ndarray], np.ndarray]
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise inner products ⟨a_i, b_i⟩ as a column (n, 1)."""
+    return np.einsum("ij,ij->i", a, b)[:, None]
+
+
+def _norm(a: np.ndarray) -> np.ndarray:
+    """Row norms |a_i| as a column (n, 1)."""
+    return np.sqrt(_dot(a, a))
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    """x_i / |x_i| row by row (the projection onto S^{d−1}); shape (n, d) kept."""
+    return x / _norm(x)
+
+
+def sphere_exp(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Riemannian exponential map exp_x(w) = cos|w| x + sin|w| w/|w| on S^{d−1}.
+
+    Written as cos|w| x + sinc(|w|/π) w, which is smooth at w = 0.
+
+    Parameters
+    ----------
+    x : ndarray (n, d), unit rows.
+    w : ndarray (n, d), tangent vectors at x (⟨x_i, w_i⟩ = 0).
+
+    Returns
+    -------
+    ndarray (n, d): the points reached along the great circles (unit rows up
+    to round-off), i.e. the geodesic of length |w_i| leaving x_i along w_i.
+    """
+    r = _norm(w)
+    return np.cos(r) * x + np.sinc(r / np.pi) * w
+
+
+def rotate(x: np.ndarray, y: np.ndarray, w: np.ndarray, h: float) -> np.ndarray:
+    """exp(h Ω) x with Ω = w yᵀ − y wᵀ ∈ so(d), applied row by row.
+
+    For unit y and w ⊥ y, Ω rotates the plane span{y, w} (taking y towards
+    w) at angular speed |w| and fixes its orthogonal complement, so with
+    θ = h|w|, a = ⟨y, x⟩, b = ⟨w, x⟩:
+
+        exp(hΩ) x = x + (cos θ − 1) a y − (1 − cos θ) b w/|w|²
+                      + (sin θ/|w|) (a w − b y),
+
+    evaluated with sinc so that w = 0 is regular. Ω y = w, so Ω is the
+    Lie-algebra element whose action at y is the velocity w.
+
+    Parameters
+    ----------
+    x, y, w : ndarray (n, d); y unit, w tangent at y.
+    h : float, the step (time).
+
+    Returns
+    -------
+    ndarray (n, d), with the norms of x (rotations are isometries).
+    """
+    r = _norm(w)
+    theta = h * r
+    s = h * np.sinc(theta / np.pi)  # sin θ / |w|
+    c = 0.5 * h * h * np.sinc(theta / (2.0 * np.pi)) ** 2  # (1 − cos θ) / |w|²
+    one_minus_cos = 2.0 * np.sin(0.5 * theta) ** 2
+    a, b = _dot(y, x), _dot(w, x)
+    return x - one_minus_cos * a * y - c * b * w + s * (a * w - b * y)
+
+
+# -- deterministic ----------------------------------------------------------------
+def heun_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
+    """Projected Heun step (explicit trapezoidal rule), order 2.
+
+    k1 = v(x), k2 = v(x + h k1), x ← π(x + h (k1 + k2)/2) with π(x) = x/|x|.
+    The intermediate stage is off the sphere: ``field`` is evaluated on its
+    ambient extension (the formula of :func:`dynamics.velocity` applies to
+    any x). Projection method, HLW §IV.4 (order of the underlying RK kept).
+
+    Parameters
+    ----------
+    x : ndarray (n, d), unit rows;  h : float > 0, step (time);
+    field : callable (n, d) -> (n, d), the velocity.
+
+    Returns
+    -------
+    ndarray (n, d), unit rows.
+    """
+    k1 = field(x)
+    k2 = field(x + h * k1)
+    return normalise(x + (0.5 * h) * (k1 + k2))
+
+
+def rk4_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
+    """Projected classical Runge–Kutta step, order 4.
+
+    Classical RK4 on the ambient ODE ẋ = v(x) in R^d, then x ← x/|x|
+    (standard projection method, HLW §IV.4 Algorithm 4.2; the projection
+    perturbs the RK result by O(h^5) locally, so the order stays 4).
+
+    Parameters and returns as :func:`heun_step`.
+    """
+    k1 = field(x)
+    k2 = field(x + (0.5 * h) * k1)
+    k3 = field(x + (0.5 * h) * k2)
+    k4 = field(x + h * k3)
+    return normalise(x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
+
+
+def lie_midpoint_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
+    """Lie-group explicit midpoint step (RKMK order 2), order 2.
+
+    SO(d) acts on the sphere; the ODE is ẋ = Ω(x) x with
+    Ω(x) = v(x) xᵀ − x v(x)ᵀ. The Runge–Kutta–Munthe-Kaas method built on
+    the explicit midpoint rule (no dexp⁻¹ correction is needed at order 2):
+
+        y = exp(h/2 Ω(x)) x = exp_x(h v(x)/2)      (geodesic half step)
+        x ← exp(h Ω(y)) x                           (rotation, :func:`rotate`)
+
+    Only rotations are applied, so every stage lies on the sphere
+    (HLW §IV.8.2; H. Munthe-Kaas, BIT 38 (1998) 92–111).
+
+    Parameters and returns as :func:`heun_step`.
+    """
+    y = sphere_exp(x, (0.5 * h) * field(x))
+    return normalise(rotate(x, normalise(y), field(y), h))
+
+
+# -- stochastic -------------------------------------------------------------------
+def euler_maruyama_step(x: np.ndarray, h: float, field: Field, nu: float,
+                        xi: np.ndarray) -> np.ndarray:
+    """Geodesic Euler–Maruyama step for dx = v(x) dt + √(2ν) dB (B Brownian on the sphere).
+
+    x ← exp_x( h v(x) + √(2νh) P⊥_x ξ ), ξ ~ N(0, I_d) given by the caller.
+    Strong order 1/2, weak order 1; at ν = 0 the geodesic Euler method
+    (order 1). The tangent Gaussian P⊥_x ξ has covariance P⊥_x, so the
+    random part is a geodesic random walk with generator ν Δ_S + O(h).
+
+    Parameters
+    ----------
+    x : ndarray (n, d), unit rows;  h : float > 0, step (time);
+    field : callable, the drift velocity;  nu : float >= 0, noise level (1/time);
+    xi : ndarray (n, d), standard normal draws (ignored if nu = 0).
+
+    Returns
+    -------
+    ndarray (n, d), unit rows.
+    """
+    w = h * field(x)
+    if nu > 0.0:
+        noise = xi - _dot(x, xi) * x
+        w += np.sqrt(2.0 * nu * h) * noise
+    return normalise(sphere_exp(x, w))
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A registered integrator: name, step function, order, stochastic or not.
+
+    ``order`` is the (strong) order of convergence; for the stochastic scheme
+    it is 1/2 with noise and ``deterministic_order`` (1) without.
+    """
+
+    name: str
+    step: Callable
+    order: float
+    stochastic: bool
+    deterministic_order: float
+    description: str
+
+
+SCHEMES = {
+    "heun": Scheme("heun", heun_step, 2.0, False, 2.0,
+                   "projected Heun (RK2) in R^d + x/|x|, HLW §IV.4"),
+    "rk4": Scheme("rk4", rk4_step, 4.0, False, 4.0,
+                  "projected classical RK4 in R^d + x/|x|, HLW §IV.4"),
+    "lie_midpoint": Scheme("lie_midpoint", lie_midpoint_step, 2.0, False, 2.0,
+                           "Lie-group (RKMK) explicit midpoint with SO(d) rotations"),
+    "euler_maruyama": Scheme("euler_maruyama", euler_maruyama_step, 0.5, True, 1.0,
+                             "geodesic Euler-Maruyama, strong order 1/2 (order 1 at nu = 0)"),
+}
+"""Integrators by name (the ``scheme`` argument of :func:`simulate`)."""

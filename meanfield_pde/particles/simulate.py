@@ -1,0 +1,222 @@
+"""Run a particle (token) simulation of SA/USA, with or without noise.
+
+    dx_i = v_i(x) dt + √(2ν) dB_i   on S^{d−1},  v from :mod:`.dynamics`
+
+(DESIGN.md §1; Geshkovski, Letrouit, Polyanskiy & Rigollet, arXiv:2312.10794)
+with a one-step method from :mod:`.integrators`, recording snapshots of the
+positions, the order parameter |m| = |(1/n) Σ x_i| and the empirical
+interaction energy E = (1/(2β n²)) Σ_ij e^{β⟨x_i,x_j⟩}.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field as dc_field
+from functools import partial
+
+import numpy as np
+
+from ..errors import ConfigError
+from .dynamics import _check_beta, _check_chunk, _check_kind, energy, order_parameter, velocity
+from .integrators import SCHEMES
+
+UNIT_TOL = 1e-10
+"""Allowed deviation of |x_i| from 1 in the initial positions."""
+
+
+@dataclass
+class ParticleRun:
+    """Result of :func:`simulate`.
+
+    Attributes
+    ----------
+    times : ndarray (nt,)
+        Snapshot times (time unit of the particle ODE), from 0 to t_end.
+    positions : ndarray (nt, n, d) or None
+        Token positions at the snapshots (unit rows); None if not stored.
+    order_parameter : ndarray (nt,)
+        |(1/n) Σ_i x_i| at the snapshots, in [0, 1].
+    energy : ndarray (nt,)
+        E = (1/(2β n²)) Σ_ij e^{β⟨x_i,x_j⟩} at the snapshots (the empirical
+        E_β, the convention of MeanFieldModel.energy; |m|²/2 at β = 0).
+    kind, beta, nu, dt, scheme, seed :
+        The arguments of the run (dt is the largest step taken).
+    steps : int
+        Number of steps taken.
+    final : ndarray (n, d)
+        Positions at t_end (kept also when ``positions`` is not stored).
+    attrs : dict
+        Free-form metadata, copied to the Dataset attributes.
+    """
+
+    times: np.ndarray
+    positions: np.ndarray | None
+    order_parameter: np.ndarray
+    energy: np.ndarray
+    kind: str
+    beta: float
+    nu: float
+    dt: float
+    scheme: str
+    seed: int
+    steps: int = 0
+    final: np.ndarray | None = None
+    attrs: dict = dc_field(default_factory=dict)
+
+    def __getitem__(self, key):
+        """Dict-style access, ``run["times"]`` equals ``run.times``."""
+        return getattr(self, key)
+
+    def to_dataset(self):
+        """The run as an xarray.Dataset (dims time, token, dim)."""
+        import xarray as xr
+
+        data = {"order_parameter": ("time", self.order_parameter),
+                "energy": ("time", self.energy)}
+        if self.positions is not None:
+            data["positions"] = (("time", "token", "dim"), self.positions)
+        attrs = {"kind": self.kind, "beta": self.beta, "nu": self.nu, "dt": self.dt,
+                 "scheme": self.scheme, "seed": self.seed, "steps": self.steps, **self.attrs}
+        return xr.Dataset(data, coords={"time": self.times}, attrs=attrs)
+
+
+def _check_positive(name: str, value, allow_zero: bool) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {value!r}: must be a real number") from None
+    ok = value >= 0.0 if allow_zero else value > 0.0
+    if not (ok and math.isfinite(value)):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"{name} = {value}: must be finite and {bound}")
+    return value
+
+
+def _check_positions(x0) -> np.ndarray:
+    x = np.array(x0, dtype=float)  # a copy: the caller's array is never touched
+    if x.ndim != 2:
+        raise ConfigError(f"x0: shape {x.shape}: must be (n, d) with n >= 2, d >= 2")
+    n, d = x.shape
+    if n < 2:
+        raise ConfigError(f"x0: n = {n} tokens: must be >= 2")
+    if d < 2:
+        raise ConfigError(f"x0: dimension d = {d}: must be >= 2")
+    if not np.all(np.isfinite(x)):
+        raise ConfigError("x0: positions must be finite")
+    dev = float(np.max(np.abs(np.linalg.norm(x, axis=1) - 1.0)))
+    if not dev <= UNIT_TOL:
+        raise ConfigError(f"x0: rows must be unit vectors to {UNIT_TOL:g} (max ||x_i| - 1| = {dev:.3g})")
+    return x
+
+
+def snapshot_times(t_end: float, every: float) -> np.ndarray:
+    """0, every, 2·every, ... up to t_end, with t_end itself always last.
+
+    A multiple of ``every`` within 1e-9·every of t_end is taken as t_end.
+    """
+    k = int(math.floor(t_end / every + 1e-9))
+    times = every * np.arange(k + 1, dtype=float)
+    if abs(t_end - times[-1]) <= 1e-9 * every:
+        times[-1] = t_end
+    else:
+        times = np.append(times, t_end)
+    return times
+
+
+def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, every: float,
+             scheme: str = "rk4", seed: int = 0, *, chunk_rows: int | None = None,
+             store_positions: bool = True) -> ParticleRun:
+    """Integrate the SA/USA particle system from x0 and record snapshots.
+
+    Between consecutive snapshot times t_k < t_{k+1} (multiples of ``every``
+    and t_end) the method takes m = ⌈(t_{k+1} − t_k)/dt⌉ equal steps, so the
+    step is ``dt`` exactly when ``every`` is a multiple of it and never
+    larger than ``dt``.
+
+    Parameters
+    ----------
+    x0 : array_like, shape (n, d)
+        Initial tokens, n >= 2, d >= 2, unit rows to 1e-10. Not modified.
+    kind : {"SA", "USA"}
+    beta : float in [0, 700]
+        Inverse temperature (dimensionless).
+    nu : float >= 0
+        Noise level ν (1/time): dx = v dt + √(2ν) dB on the sphere.
+    t_end : float >= 0
+        Final time.
+    dt : float > 0
+        Largest time step.
+    every : float > 0
+        Snapshot interval (time).
+    scheme : {"rk4", "heun", "lie_midpoint", "euler_maruyama"}
+        Integrator (:data:`integrators.SCHEMES`). The deterministic schemes
+        need nu = 0; nu > 0 needs "euler_maruyama".
+    seed : int >= 0
+        Seed of the numpy Generator (PCG64) drawing the noise; the same seed
+        gives a bit-identical trajectory. Unused when nu = 0.
+    chunk_rows : int >= 1 or None, keyword-only
+        Gram-matrix rows per chunk (:func:`dynamics.velocity`).
+    store_positions : bool, keyword-only
+        If False only the diagnostics and the final state are kept
+        (``positions`` is then None).
+
+    Returns
+    -------
+    ParticleRun
+        times (nt,), positions (nt, n, d), order_parameter (nt,), energy (nt,),
+        final (n, d) and the run's parameters; also indexable like a dict.
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        Any argument out of range, checked before any work: x0 shape or
+        non-unit rows, kind, beta outside [0, 700], nu < 0, t_end < 0,
+        dt <= 0, every <= 0, unknown scheme, a deterministic scheme with
+        nu > 0, seed not an integer >= 0, chunk_rows.
+    """
+    x = _check_positions(x0)
+    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    nu = _check_positive("nu", nu, allow_zero=True)
+    t_end = _check_positive("t_end", t_end, allow_zero=True)
+    dt = _check_positive("dt", dt, allow_zero=False)
+    every = _check_positive("every", every, allow_zero=False)
+    if scheme not in SCHEMES:
+        raise ConfigError(f"scheme = {scheme!r}: must be one of {tuple(SCHEMES)}")
+    spec = SCHEMES[scheme]
+    if nu > 0.0 and not spec.stochastic:
+        stoch = tuple(k for k, s in SCHEMES.items() if s.stochastic)
+        raise ConfigError(f"scheme = {scheme!r} is deterministic: nu = {nu} > 0 needs one of {stoch}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed = {seed!r}: must be an integer >= 0")
+
+    field = partial(velocity, kind=kind, beta=beta, chunk_rows=chunk_rows)
+    rng = np.random.default_rng(int(seed))
+    times = snapshot_times(t_end, every)
+    nt, (n, d) = times.size, x.shape
+    positions = np.empty((nt, n, d)) if store_positions else None
+    op, en = np.empty(nt), np.empty(nt)
+
+    def record(k, state):
+        if positions is not None:
+            positions[k] = state
+        op[k] = order_parameter(state)
+        en[k] = energy(state, beta, chunk_rows=chunk_rows)
+
+    record(0, x)
+    steps = 0
+    for k in range(1, nt):
+        span = times[k] - times[k - 1]
+        m = max(1, math.ceil(span / dt - 1e-9))
+        h = span / m
+        for _ in range(m):
+            if spec.stochastic:
+                xi = rng.standard_normal((n, d)) if nu > 0.0 else None
+                x = spec.step(x, h, field, nu, xi)
+            else:
+                x = spec.step(x, h, field)
+        steps += m
+        record(k, x)
+    run = ParticleRun(times=times, positions=positions, order_parameter=op, energy=en,
+                      kind=kind, beta=beta, nu=nu, dt=dt, scheme=scheme, seed=int(seed),
+                      steps=steps, final=x)
+    return run
