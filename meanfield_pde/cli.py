@@ -41,9 +41,21 @@ def _output_path(args, config) -> Path:
 def _cmd_run(args) -> int:
     from .cases import load_case
     from .io import check_output_path
+    from .particle_runner import run_particles
     from .runner import run
     config = load_case(args.case, args.set or [])
     path = check_output_path(_output_path(args, config))
+    if config.particles.mode == "particles":
+        ds = run_particles(config, output=path)
+        print(f"{config.name}: {config.particles.n} particles, {ds.sizes['time']} snapshots to "
+              f"t = {float(ds.time[-1]):.6g}")
+        print(f"wrote {path}")
+        if config.output.plot and not args.no_plot:
+            from .plot import save_figure
+            print(f"wrote {save_figure(ds, path.with_suffix('.png'))}")
+        return 0
+    if config.particles.mode == "compare":
+        return _run_comparison(config, path, args)
     with warnings.catch_warnings():  # the status line below says it already
         warnings.simplefilter("ignore", RunStoppedWarning)
         ds = run(config, output=path, progress=None if not args.quiet else False)
@@ -55,6 +67,32 @@ def _cmd_run(args) -> int:
         from .plot import save_figure
         fig = save_figure(ds, path.with_suffix(".png"))
         print(f"wrote {fig}")
+    return 0 if status == "completed" else EXIT_STOPPED
+
+
+def _run_comparison(config, path: Path, args) -> int:
+    from .particle_runner import comparison_paths, run_comparison
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunStoppedWarning)
+        out = run_comparison(config, path)
+    paths = comparison_paths(path)
+    status = out["pde"].attrs["status"]
+    c = out["compare"]
+    print(f"{config.name}: PDE {status}; {config.particles.n} particles")
+    for name in ("pde", "particles", "compare"):
+        print(f"wrote {paths[name]}")
+    d = c.l2_distance.values
+    line = f"L2 distance PDE - particles: {d[0]:.3e} at t = 0, {d[-1]:.3e} at t = {float(c.time[-1]):g}"
+    if "expected_statistical_l2" in c:
+        line += f" (sampling level {float(c.expected_statistical_l2[-1]):.3e})"
+    print(line)
+    if config.output.plot and not args.no_plot:
+        try:
+            from .plot_compare import save_comparison_figure
+        except ImportError:
+            save_comparison_figure = None
+        if save_comparison_figure is not None:
+            print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'])}")
     return 0 if status == "completed" else EXIT_STOPPED
 
 
@@ -98,7 +136,8 @@ def _cmd_compare(args) -> int:
             runs.append(xr.open_dataset(name))
         except (ValueError, OSError):
             raise ConfigError(f"compare: {name!r} is not a readable netCDF file") from None
-    result = compare(*runs, degrees=args.degrees)
+    result = compare(*runs, degrees=args.degrees, smoothing=args.smoothing,
+                     n_projections=args.projections)
     write_netcdf(result, output)
     d = result.l2_distance.values
     print(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
@@ -163,6 +202,9 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.add_argument("b", help="second run (.nc)")
     cmp.add_argument("--output", "-o", required=True, help="netCDF file for the comparison")
     cmp.add_argument("--degrees", type=int, help="compare degrees l <= DEGREES only")
+    cmp.add_argument("--smoothing", type=float, help="heat-kernel time s applied to both runs first")
+    cmp.add_argument("--projections", type=int, default=200,
+                     help="great circles of the sliced Wasserstein distance (particle runs; 0: skip)")
     cmp.set_defaults(func=_cmd_compare)
     pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")

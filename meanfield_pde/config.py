@@ -148,9 +148,26 @@ class LimitConfig:
     degrees: int = _f(6, lo=1, doc="compare on degrees l <= degrees")
 
 
+@dataclass(frozen=True, kw_only=True)
+class ParticlesConfig:
+    """[particles]: the token system with the same model and initial law as the PDE.
+
+    mode = "off" runs the PDE only; "particles" runs only the n tokens;
+    "compare" runs both and compares them (distances and a figure).
+    """
+    mode: str = _f("off", choices=("off", "particles", "compare"), doc="what `run` computes")
+    n: int = _f(1000, lo=2, hi=10_000_000, doc="number of tokens")
+    scheme: str = _f("auto", choices=("auto", "heun", "rk4", "lie_midpoint", "euler_maruyama"),
+                     doc="integrator (auto: rk4 without noise, euler_maruyama with noise)")
+    dt: float = _f(0.0, lo=0.0, doc="time step (0: time.dt)")
+    seed: int = _f(0, lo=0, doc="seed of the initial sample and the noise")
+    smoothing: float = _f(0.01, lo=0.0, doc="heat-kernel time s of the stored density e^{sΔ}μ_n")
+
+
 SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
             "output": OutputConfig, "monitor": MonitorConfig,
-            "regularisation": RegularisationConfig, "limit": LimitConfig}
+            "regularisation": RegularisationConfig, "limit": LimitConfig,
+            "particles": ParticlesConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
 
 
@@ -165,6 +182,7 @@ class Config:
     monitor: MonitorConfig = field(default_factory=MonitorConfig)
     regularisation: RegularisationConfig = field(default_factory=RegularisationConfig)
     limit: LimitConfig = field(default_factory=LimitConfig)
+    particles: ParticlesConfig = field(default_factory=ParticlesConfig)
     description: str = ""
     name: str = "case"
 
@@ -307,6 +325,14 @@ def _cross_checks(c: Config) -> None:
             raise ConfigError(f"initial.weights has {len(ini.weights)} entries: must have one per centre ({k})")
         if ini.weights and abs(sum(ini.weights) - 1.0) > 1e-9:
             raise ConfigError(f"initial.weights = {ini.weights}: must sum to 1 (sum is {sum(ini.weights):.12g})")
+    if c.particles.mode != "off":
+        if c.model.equation != "mean_field":
+            raise ConfigError(f"particles.mode = {c.particles.mode!r}: needs model.equation = 'mean_field'")
+        if c.time.unit != "natural":
+            raise ConfigError(f"particles.mode = {c.particles.mode!r}: needs time.unit = 'natural'")
+        if c.particles.scheme not in ("auto", "euler_maruyama") and c.model.nu > 0:
+            raise ConfigError(f"particles.scheme = {c.particles.scheme!r}: with model.nu > 0 use "
+                              "'euler_maruyama' (or 'auto')")
     unit_model = {"backward_heat": "SA", "porous_medium": "USA"}.get(c.time.unit)
     if unit_model and (c.model.kind != unit_model or c.model.beta == 0):
         raise ConfigError(f"time.unit = {c.time.unit!r}: only for model.kind = {unit_model!r} "

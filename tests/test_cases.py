@@ -76,6 +76,9 @@ CHECKED_ELSEWHERE = {
     "circle_usa_beta7": "test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles",
     "sa_backward_heat": "test_limits.py::test_cli_limits_sa_backward_heat",
     "usa_porous_medium": "test_limits.py::test_usa_porous_medium_slopes",
+    "particles_usa_beta4_vmf": "test_particle_cases.py::test_usa_beta4_merge_agrees_within_sampling_error",
+    "particles_sa_beta5_uniform": "test_particle_cases.py::test_sa_beta5_uniform_sampling_noise_grows_at_sigma_l_star",
+    "particles_sa_noisy": "test_particle_cases.py::test_noisy_sa_agrees_within_sampling_error",
 }
 
 

