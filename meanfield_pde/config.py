@@ -162,6 +162,8 @@ class ParticlesConfig:
     dt: float = _f(0.0, lo=0.0, doc="time step (0: time.dt)")
     seed: int = _f(0, lo=0, doc="seed of the initial sample and the noise")
     smoothing: float = _f(0.01, lo=0.0, doc="heat-kernel time s of the stored density e^{sΔ}μ_n")
+    projections: int = _f(200, lo=0, hi=100_000,
+                          doc="great circles of the sliced Wasserstein distance in mode compare (0: skip)")
 
 
 SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,

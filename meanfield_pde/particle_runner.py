@@ -110,9 +110,7 @@ def run_comparison(config: Config, output: str | Path) -> dict[str, xr.Dataset]:
     pde_config = dataclasses.replace(config, particles=dataclasses.replace(config.particles, mode="off"))
     pde = run(pde_config, output=paths["pde"])
     particles = run_particles(config, output=paths["particles"])
-    try:
-        result = compare(pde, particles, smoothing=config.particles.smoothing)
-    except TypeError:  # compare without the particle extensions
-        result = compare(pde, particles)
+    result = compare(pde, particles, smoothing=config.particles.smoothing,
+                     n_projections=config.particles.projections, seed=config.particles.seed)
     write_netcdf(result, paths["compare"])
     return {"pde": pde, "particles": particles, "compare": result}

@@ -13,7 +13,8 @@ from meanfield_pde.linear import growth_rates
 
 
 def run_cli(tmp_path, case, *overrides):
-    cmd = [sys.executable, "-m", "meanfield_pde", "run", case, "--output", str(tmp_path / "r.nc"), "-q"]
+    cmd = [sys.executable, "-m", "meanfield_pde", "run", case, "--output", str(tmp_path / "r.nc"), "-q",
+           "--set", "particles.projections=20"]  # fewer great circles: a fast, coarser Wasserstein
     for o in overrides:
         cmd += ["--set", o]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
