@@ -48,6 +48,8 @@ SA −(1/2β)Δ², USA −(f̄/β)Δ². Linear rates about f̄ (``growth_rates``
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from .errors import ConfigError, NumericalFault
@@ -81,7 +83,7 @@ def backward_heat_exact(coef: np.ndarray, tau: float, geometry: Geometry) -> np.
     return np.asarray(coef) * np.exp(-geometry.laplacian * float(tau))
 
 
-class LimitModel:
+class LimitModel(ABC):
     """Common part of the limit models: the interface of :class:`~meanfield_pde.models.MeanFieldModel`.
 
     The time loop (:func:`meanfield_pde.solver.integrate`), observers,
@@ -134,17 +136,17 @@ class LimitModel:
         return f"{LIMIT_NAMES[self.kind]}, order {self.order}"
 
     # -- the explicit part (subclasses) ----------------------------------------------------
+    @abstractmethod
     def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of the explicit part of ∂_τ f, shape (ncoef,). Sets max_speed, min_density."""
-        raise NotImplementedError
 
     def rhs(self, coef: np.ndarray) -> np.ndarray:
         """The whole right-hand side ∂_τ f = transport + linear·f (for tests and diagnostics)."""
         return self.transport(coef) + self.linear * coef
 
+    @abstractmethod
     def growth_rates(self) -> np.ndarray:
         """Linear rates (1/τ) about the uniform density, per degree l = 0..L (formulas above)."""
-        raise NotImplementedError
 
     def _speed(self, v: tuple[np.ndarray, ...]) -> float:
         return float(np.max(np.hypot(*v))) if len(v) == 2 else float(np.max(np.abs(v[0])))

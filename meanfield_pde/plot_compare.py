@@ -42,13 +42,7 @@ def _map_smoothing(runs, comparison):
     particle run's own ``smoothing`` attribute, else 0 (particles then drawn as points)."""
     candidates = [comparison.attrs.get("smoothing", 0.0)]
     candidates += [ds.attrs.get("smoothing", 0.0) for ds in runs if is_particle_run(ds)]
-    for s in candidates:
-        try:
-            if float(s) > 0:
-                return float(s)
-        except (TypeError, ValueError):
-            pass
-    return 0.0
+    return next((float(s) for s in candidates if float(s) > 0), 0.0)
 
 
 def _snapshot(ds, i, manifold, smoothing):
