@@ -17,8 +17,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from .cases import case_names, describe_cases, load_case
 from .config import Config, from_dict
 from .errors import ConfigError, NumericalFault, RunStoppedWarning
-from .runner import build, run
+from .runner import build, resume, run
 
 __version__ = "0.1.0"
-__all__ = ["load_case", "case_names", "describe_cases", "Config", "from_dict", "run", "build",
+__all__ = ["load_case", "case_names", "describe_cases", "Config", "from_dict", "run", "resume", "build",
            "ConfigError", "NumericalFault", "RunStoppedWarning"]

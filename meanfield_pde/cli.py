@@ -2,8 +2,9 @@
 
 User errors (bad case, bad --set, unreadable file) print one line naming
 the field and exit with status 2, without a traceback. A run that stops
-early (lost resolution, numerical fault, Ctrl-C) still writes its file and
-exits with status 3.
+early (lost resolution, numerical fault, Ctrl-C, SIGTERM) keeps its file,
+which is written snapshot by snapshot, and exits with status 3; ``run
+--resume FILE`` continues it.
 """
 
 from __future__ import annotations
@@ -40,33 +41,52 @@ def _output_path(args, config) -> Path:
 
 def _cmd_run(args) -> int:
     from .cases import load_case
-    from .io import check_output_path
     from .particle_runner import run_particles
+    from .runfile import check_new_output
     from .runner import run
+    if args.resume:
+        return _resume(args)
+    if args.case is None:
+        raise ConfigError("run: give a CASE (a named case or a .toml file), or --resume FILE.nc")
     config = load_case(args.case, args.set or [])
-    path = check_output_path(_output_path(args, config))
-    if config.particles.mode == "particles":
-        ds = run_particles(config, output=path)
-        print(f"{config.name}: {config.particles.n} particles, {ds.sizes['time']} snapshots to "
-              f"t = {float(ds.time[-1]):.6g}")
-        print(f"wrote {path}")
-        if config.output.plot and not args.no_plot:
-            from .plot import save_figure
-            print(f"wrote {save_figure(ds, path.with_suffix('.png'))}")
-        return 0
+    path = check_new_output(_output_path(args, config), args.overwrite)
     if config.particles.mode == "compare":
         return _run_comparison(config, path, args)
+    progress = None if not args.quiet else False
     with warnings.catch_warnings():  # the status line below says it already
         warnings.simplefilter("ignore", RunStoppedWarning)
-        ds = run(config, output=path, progress=None if not args.quiet else False)
+        if config.particles.mode == "particles":
+            ds = run_particles(config, output=path, overwrite=args.overwrite)
+        else:
+            ds = run(config, output=path, progress=progress, overwrite=args.overwrite)
+    return _report(config.name, ds, path, args)
+
+
+def _resume(args) -> int:
+    from .resume import resume_overrides
+    from .runner import resume
+    if args.case is not None or args.output or args.overwrite:
+        raise ConfigError("run --resume FILE.nc: takes no CASE, --output or --overwrite "
+                          "(the case is stored in the file, which is continued in place)")
+    t_end = resume_overrides(args.set)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunStoppedWarning)
+        ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end)
+    return _report(str(ds.attrs.get("case_name", "run")), ds, Path(args.resume), args)
+
+
+def _report(name: str, ds, path: Path, args) -> int:
+    """Status, snapshots and files of a finished run; its figure; the exit status."""
     status = ds.attrs["status"]
-    print(f"{config.name}: {status}")
+    what = f"{ds.attrs['n']} particles" if ds.attrs.get("equation") == "particles" else "PDE"
+    print(f"{name} ({what}): {status}")
     print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
     print(f"wrote {path}")
-    if config.output.plot and not args.no_plot:
-        from .plot import save_figure
-        fig = save_figure(ds, path.with_suffix(".png"))
-        print(f"wrote {fig}")
+    if ds.attrs.get("case") and not args.no_plot:
+        from .config import from_dict, parse_toml
+        if from_dict(parse_toml(ds.attrs["case"], str(path))).output.plot:
+            from .plot import save_figure
+            print(f"wrote {save_figure(ds, path.with_suffix('.png'))}")
     return 0 if status == "completed" else EXIT_STOPPED
 
 
@@ -74,7 +94,7 @@ def _run_comparison(config, path: Path, args) -> int:
     from .particle_runner import comparison_paths, run_comparison
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
-        out = run_comparison(config, path)
+        out = run_comparison(config, path, overwrite=args.overwrite)
     paths = comparison_paths(path)
     status = out["pde"].attrs["status"]
     c = out["compare"]
@@ -188,8 +208,14 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a case and write a netCDF file")
-    r.add_argument("case", help="a named case (see `meanfield-pde cases`) or a .toml file")
-    r.add_argument("--output", "-o", help="netCDF file (default: output.path or ./<case>.nc)")
+    r.add_argument("case", nargs="?", help="a named case (see `meanfield-pde cases`) or a .toml file")
+    r.add_argument("--output", "-o", help="netCDF file (default: output.path or ./<case>.nc), "
+                                          "written snapshot by snapshot")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output file (only once the new run has ended)")
+    r.add_argument("--resume", metavar="FILE.nc",
+                   help="continue an interrupted run from its file (no CASE; --set time.t_end=T "
+                        "extends a completed run)")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a case key, e.g. --set model.beta=5 (repeatable)")
     r.add_argument("--no-plot", action="store_true", help="do not write the figure next to the file")
@@ -231,6 +257,9 @@ def main(argv=None) -> int:
     except ConfigError as exc:
         print(f"meanfield-pde: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except KeyboardInterrupt:  # outside a time loop (which stops cleanly and writes its file)
+        print("meanfield-pde: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # output piped into e.g. `head`: not an error of the run
         sys.stderr.close()
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -22,13 +23,21 @@ CIRCLE_CONVENTION = ("orthonormal Fourier modes e_k = exp(i k theta)/sqrt(2 pi),
 
 
 def software_versions() -> dict[str, str]:
-    """Versions of this package and the libraries that shape its numbers."""
+    """Versions of this package, of the libraries that shape its numbers and of the platform.
+
+    With the case (its seeds included) these determine a run's numbers
+    bit for bit on one machine (tests/test_reliability.py checks reruns).
+    """
     out = {}
-    for name in ("meanfield_pde", "shtns", "numpy", "scipy", "xarray", "netCDF4"):
+    for name in ("meanfield_pde", "shtns", "numpy", "scipy", "xarray", "netCDF4", "pot"):
         try:
             out[f"version_{name}"] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[f"version_{name}"] = "unknown"
+    import netCDF4
+    out["version_netcdf_c"] = netCDF4.__netcdf4libversion__
+    out["version_python"] = platform.python_version()
+    out["platform"] = platform.platform()
     return out
 
 
@@ -38,6 +47,16 @@ def coefficient_table(geometry: Geometry, coefs: np.ndarray) -> np.ndarray:
     table = np.full((len(coefs), L + 1, L + 1), np.nan + 1j * np.nan)
     table[:, geometry.degree, geometry.order] = coefs
     return table
+
+
+def coefficients_from_table(geometry: Geometry, table: np.ndarray) -> np.ndarray:
+    """One snapshot's stored coefficients ((L+1, L+1) [l, m] on S², (L+1,) on S¹) → (ncoef,) complex.
+
+    The inverse of :func:`coefficient_table` (exact: the file holds the float64 values).
+    """
+    if geometry.manifold == "circle":
+        return np.array(table, dtype=complex)
+    return np.array(table[geometry.degree, geometry.order], dtype=complex)
 
 
 def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
@@ -91,7 +110,6 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
         if diagnostics and name in diagnostics[0]:
             ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64), meta)
     ds.attrs.update({k: (int(v) if isinstance(v, bool) else v) for k, v in attrs.items()})
-    ds.attrs.update(software_versions())
     return ds
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .diagnostics import snapshot_diagnostics
+from .io import snapshots_to_dataset
 from .models import MeanFieldModel
 
 
@@ -24,32 +25,45 @@ class Observer:
 
 
 class SnapshotRecorder(Observer):
-    """Keeps, per snapshot, the time, the coefficients, the grid density and the diagnostics."""
+    """Turns each snapshot into a one-time Dataset (DESIGN.md §4) and appends it to a sink.
 
-    def __init__(self, model: MeanFieldModel):
+    Parameters
+    ----------
+    model : MeanFieldModel or LimitModel
+    sink : RunFile or MemoryRun (anything with ``append(record)``)
+    tau_unit : (name, factor) or None
+        Adds the coordinate tau = t/factor of a run in a large-β time unit.
+    """
+
+    def __init__(self, model: MeanFieldModel, sink, tau_unit: tuple[str, float] | None = None):
         self.model = model
-        self.times: list[float] = []
-        self.coefs: list[np.ndarray] = []
-        self.densities: list[np.ndarray] = []
-        self.diagnostics: list[dict] = []
+        self.sink = sink
+        self.tau_unit = tau_unit
+        self.last_time: float | None = None
 
     def snapshot(self, t: float, coef: np.ndarray) -> None:
-        if self.times and t <= self.times[-1]:
+        if self.last_time is not None and t <= self.last_time:
             return  # the final state may coincide with the last output time
         density = self.model.geometry.synthesis(coef)
-        self.times.append(float(t))
-        self.coefs.append(coef.copy())
-        self.densities.append(density)
-        self.diagnostics.append(snapshot_diagnostics(self.model, coef, density))
+        diagnostics = snapshot_diagnostics(self.model, coef, density)
+        record = snapshots_to_dataset(self.model.geometry, [t], [coef], [density], [diagnostics], {})
+        if self.tau_unit is not None:
+            name, factor = self.tau_unit
+            record = record.assign_coords(tau=("time", [t / factor], dict(
+                long_name=f"time in the {name} unit (t = tau * {factor:.17g})")))
+        self.sink.append(record)
+        self.last_time = float(t)
 
 
 class ProgressBar(Observer):
     """tqdm bar over model time; shown on a terminal only (disable=None), never in logs."""
 
-    def __init__(self, t_end: float, description: str = "", enabled: bool | None = None):
-        self.bar = tqdm(total=t_end, desc=description, unit="t", disable=None if enabled is None
-                        else not enabled, bar_format="{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
-        self.t = 0.0
+    def __init__(self, t_end: float, description: str = "", enabled: bool | None = None,
+                 start: float = 0.0):
+        self.bar = tqdm(total=t_end, initial=start, desc=description, unit="t",
+                        disable=None if enabled is None else not enabled,
+                        bar_format="{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
+        self.t = start
 
     def step(self, t: float, coef: np.ndarray) -> None:
         self.bar.update(t - self.t)

@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import dataclasses
 import time as _time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from .config import Config, VonMisesFisher
-from .errors import ConfigError
+from .errors import ConfigError, RunStoppedWarning
 from .geometry import make_geometry
 from .initial import initial_density
-from .io import check_output_path, snapshots_to_dataset, write_netcdf
+from .io import snapshots_to_dataset, software_versions, write_netcdf
 from .measures import sample_density
 from .particles import simulate
+from .particles.simulate import snapshot_times
+from .resume import resume_point
+from .runfile import MemoryRun, RunFile, check_new_output
+from .signals import stop_on_signals
 from .particles.sampling import von_mises_fisher_mixture
 
 
@@ -44,47 +49,90 @@ def particle_scheme(config: Config) -> str:
     return s
 
 
-def run_particles(config: Config, output: str | Path | None = None) -> xr.Dataset:
-    """Run the token system of a case; return (and write) its Dataset.
+def particle_attributes(config: Config) -> dict:
+    """Global attributes of a particle run known at its start (end-of-run counters as placeholders)."""
+    p, m = config.particles, config.model
+    return {
+        "kind": "particles", "model": m.kind, "beta": m.beta, "nu": m.nu,
+        "lmax": config.domain.lmax, "manifold": config.domain.manifold,
+        "case": config.to_toml(), "case_name": config.name, "description": config.description,
+        "n": p.n, "scheme": particle_scheme(config), "dt": p.dt or config.time.dt, "seed": p.seed,
+        "smoothing": p.smoothing, "equation": "particles", "time_unit": "natural",
+        "title": f"{m.kind} particles (n = {p.n}) on the {config.domain.manifold}, "
+                 f"beta = {m.beta:g}, nu = {m.nu:g}",
+        **software_versions(), "steps": 0, "wall_time_s": 0.0,
+    }
+
+
+def particle_record(geometry, smoothing: float, t: float, x: np.ndarray, order: float,
+                    energy: float) -> xr.Dataset:
+    """One snapshot of a particle run as a one-time Dataset with the PDE's names (module doc)."""
+    coef = geometry.empirical_coefficients(x)
+    density = geometry.synthesis(coef * np.exp(smoothing * geometry.laplacian))
+    diagnostics = {"mass": geometry.mass(coef), "energy": float(energy), "order_parameter": float(order)}
+    ds = snapshots_to_dataset(geometry, [t], [coef], [density], [diagnostics], {})
+    ds["density"].attrs["long_name"] = (f"empirical measure smoothed by the heat kernel e^(s Laplacian), "
+                                        f"s = {smoothing:g}")
+    ds["coef_real"].attrs["long_name"] = "Re of the empirical coefficients (1/n) sum_i conj(Y_lm(x_i))"
+    ds["coef_imag"].attrs["long_name"] = "Im of the empirical coefficients (1/n) sum_i conj(Y_lm(x_i))"
+    ds["positions"] = (("time", "particle", "xyz"), x[None].copy(),
+                       dict(long_name="token positions (unit vectors)"))
+    return ds
+
+
+def run_particles(config: Config, output: str | Path | None = None, *, overwrite: bool = False
+                  ) -> xr.Dataset:
+    """Run the token system of a case; return (and write, snapshot by snapshot) its Dataset.
+
+    The file is appended and synced at every snapshot like a PDE run's
+    (:class:`meanfield_pde.runfile.RunFile`); continue an interrupted run
+    with :func:`resume_particles`.
 
     Raises
     ------
     ConfigError
-        For a bad output path, or an initial law that cannot be sampled.
+        For a bad output path, an existing output without ``overwrite``, or
+        an initial law that cannot be sampled; before anything is written.
     """
-    if output is not None:
-        check_output_path(output)
+    sink = RunFile(output, overwrite=overwrite, attrs=particle_attributes(config)) \
+        if output is not None else MemoryRun(particle_attributes(config))
     geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
-    x0 = initial_particles(config, geometry)
+    return _advance_particles(config, geometry, sink, initial_particles(config, geometry), 0)
+
+
+def resume_particles(path: str | Path, t_end: float | None = None) -> xr.Dataset:
+    """Continue an interrupted particle run file (bit for bit: noise streams per snapshot interval).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`meanfield_pde.resume.resume_point`.
+    """
+    config, ds, k = resume_point(path, t_end)
+    x0 = ds.positions.values[k].copy()
+    t0 = float(ds.time.values[k])
+    ds.close()
+    start = int(np.argmin(np.abs(snapshot_times(config.time.t_end, config.snapshot_interval) - t0)))
+    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+    return _advance_particles(config, geometry, RunFile.reopen(path), x0, start)
+
+
+def _advance_particles(config: Config, geometry, sink, x0: np.ndarray, start: int) -> xr.Dataset:
     p, m = config.particles, config.model
-    dt = p.dt or config.time.dt
-    start = _time.perf_counter()
-    res = simulate(x0, m.kind, m.beta, m.nu, config.time.t_end, dt, config.snapshot_interval,
-                   scheme=particle_scheme(config), seed=p.seed)
-    coefs = [geometry.empirical_coefficients(x) for x in res.positions]
-    smoothing = np.exp(p.smoothing * geometry.laplacian)
-    densities = [geometry.synthesis(c * smoothing) for c in coefs]
-    diagnostics = [{"mass": geometry.mass(c), "energy": float(e), "order_parameter": float(r)}
-                   for c, e, r in zip(coefs, res.energy, res.order_parameter)]
-    attrs = {
-        "kind": "particles", "model": m.kind, "beta": m.beta, "nu": m.nu,
-        "lmax": config.domain.lmax, "manifold": config.domain.manifold, "status": "completed",
-        "case": config.to_toml(), "case_name": config.name, "description": config.description,
-        "n": p.n, "scheme": particle_scheme(config), "dt": dt, "seed": p.seed,
-        "smoothing": p.smoothing, "steps": res.steps, "equation": "particles", "time_unit": "natural",
-        "wall_time_s": _time.perf_counter() - start,
-        "title": f"{m.kind} particles (n = {p.n}) on the {config.domain.manifold}, "
-                 f"beta = {m.beta:g}, nu = {m.nu:g}",
-    }
-    ds = snapshots_to_dataset(geometry, res.times, coefs, densities, diagnostics, attrs)
-    ds["density"].attrs["long_name"] = (f"empirical measure smoothed by the heat kernel e^(s Laplacian), "
-                                        f"s = {p.smoothing:g}")
-    ds["coef_real"].attrs["long_name"] = "Re of the empirical coefficients (1/n) sum_i conj(Y_lm(x_i))"
-    ds["coef_imag"].attrs["long_name"] = "Im of the empirical coefficients (1/n) sum_i conj(Y_lm(x_i))"
-    ds["positions"] = (("time", "particle", "xyz"), np.asarray(res.positions),
-                       dict(long_name="token positions (unit vectors)"))
-    if output is not None:
-        write_netcdf(ds, output)
+    begin = _time.perf_counter()
+    append = lambda t, x, order, energy: sink.append(  # noqa: E731
+        particle_record(geometry, p.smoothing, t, x, order, energy))
+    with stop_on_signals():
+        res = simulate(x0, m.kind, m.beta, m.nu, config.time.t_end, p.dt or config.time.dt,
+                       config.snapshot_interval, scheme=particle_scheme(config), seed=p.seed,
+                       store_positions=False, start=start, on_snapshot=append)
+    before = sink.attrs
+    done = sink.finish(res.status, {"steps": int(before.get("steps", 0)) + res.steps,
+                                    "wall_time_s": float(before.get("wall_time_s", 0.0))
+                                    + _time.perf_counter() - begin})
+    ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)
+    if res.status != "completed":
+        warnings.warn(f"{config.name}: {res.status}", RunStoppedWarning, stacklevel=3)
     return ds
 
 
@@ -95,21 +143,28 @@ def comparison_paths(output: Path) -> dict[str, Path]:
             "compare": Path(f"{stem}_compare.nc"), "figure": Path(f"{stem}_compare.png")}
 
 
-def run_comparison(config: Config, output: str | Path) -> dict[str, xr.Dataset]:
+def run_comparison(config: Config, output: str | Path, *, overwrite: bool = False
+                   ) -> dict[str, xr.Dataset]:
     """PDE and particles from the same initial law, and their comparison (all written).
 
     Returns {"pde": ..., "particles": ..., "compare": ...} Datasets; the
     comparison uses the heat smoothing of [particles] smoothing for its L²
     distance (see :func:`meanfield_pde.compare.compare`).
+
+    Raises
+    ------
+    ConfigError
+        A bad path or, without ``overwrite``, an existing one; checked for
+        all three files before anything runs.
     """
     from .compare import compare
     from .runner import run
     paths = comparison_paths(Path(output))
     for path in (paths["pde"], paths["particles"], paths["compare"]):
-        check_output_path(path)
+        check_new_output(path, overwrite)
     pde_config = dataclasses.replace(config, particles=dataclasses.replace(config.particles, mode="off"))
-    pde = run(pde_config, output=paths["pde"])
-    particles = run_particles(config, output=paths["particles"])
+    pde = run(pde_config, output=paths["pde"], overwrite=overwrite)
+    particles = run_particles(config, output=paths["particles"], overwrite=overwrite)
     result = compare(pde, particles, smoothing=config.particles.smoothing,
                      n_projections=config.particles.projections, seed=config.particles.seed)
     write_netcdf(result, paths["compare"])

@@ -16,11 +16,14 @@ from .errors import ConfigError, RunStoppedWarning
 from .geometry import Geometry, make_geometry
 from .initial import initial_density
 from .kernels import scaled_multipliers
-from .io import check_output_path, snapshots_to_dataset, write_netcdf
+from .io import coefficients_from_table, software_versions
 from .limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
                      make_limit_model)
 from .models import MeanFieldModel
 from .observers import ProgressBar, SnapshotRecorder
+from .resume import resume_point
+from .runfile import MemoryRun, RunFile
+from .signals import stop_on_signals
 from .solver import RunResult, integrate
 from .steppers import IMEXRungeKutta, StepControl, get_scheme
 
@@ -93,8 +96,29 @@ def time_unit(config: Config) -> float:
     return 1.0
 
 
-def run(config: Config, output: str | Path | None = None, progress: bool | None = None,
-        ) -> xr.Dataset:
+def run_attributes(config: Config) -> dict:
+    """Global attributes known before a PDE run starts (DESIGN.md §4), with placeholders
+    for the end-of-run counters (steps, rejected_steps, wall_time_s)."""
+    m = config.model
+    return {
+        "model": m.kind, "beta": m.beta, "nu": m.nu,
+        "lmax": config.domain.lmax, "manifold": config.domain.manifold,
+        "case": config.to_toml(), "case_name": config.name,
+        "description": config.description, "scheme": config.time.scheme,
+        "adaptive": config.time.adaptive, "equation": m.equation,
+        # the unit of the time coordinate: limit models run in their τ
+        "time_unit": "natural" if m.equation == "mean_field" else
+                     {"SA": "backward_heat", "USA": "porous_medium"}[m.kind],
+        "title": f"{m.kind} {EQUATION_TITLES[m.equation]} on the "
+                 f"{config.domain.manifold}, beta = {m.beta:g}, nu = {m.nu:g}",
+        **({"tau_unit": config.time.unit} if time_unit(config) != 1.0 else {}),
+        **software_versions(),
+        "steps": 0, "rejected_steps": 0, "wall_time_s": 0.0,
+    }
+
+
+def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
+        overwrite: bool = False) -> xr.Dataset:
     """Run a validated case and return its Dataset (DESIGN.md §4); write it if ``output``.
 
     Parameters
@@ -102,48 +126,83 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     config : Config
         From :func:`meanfield_pde.load_case` or :func:`meanfield_pde.config.from_dict`.
     output : path, optional
-        netCDF file to write (atomically, also when the run stops early).
+        netCDF file, appended and synced at every snapshot
+        (:class:`meanfield_pde.runfile.RunFile`), so an interrupted or killed
+        run keeps everything computed; continue it with :func:`resume`.
     progress : bool or None
         Progress bar; None shows it only on a terminal.
+    overwrite : bool, keyword-only
+        Replace an existing ``output`` (only once the new run has ended).
 
     Returns
     -------
     xarray.Dataset
-        ``ds.attrs['status']`` is "completed" or "stopped: <reason>".
+        ``ds.attrs['status']`` is "completed" or "stopped: <reason>"
+        (a RunStoppedWarning is issued for the latter).
+
+    Raises
+    ------
+    ConfigError
+        Bad output path, an existing output without ``overwrite``, or an
+        unresolved initial density; raised before anything is written.
     """
-    if output is not None:
-        check_output_path(output)
+    sink = RunFile(output, overwrite=overwrite, attrs=run_attributes(config)) if output is not None \
+        else MemoryRun(run_attributes(config))
     sim = build(config)
-    recorder = SnapshotRecorder(sim.model)
+    return _advance(sim, sink, sim.initial, 0.0, progress)
+
+
+def resume(path: str | Path, progress: bool | None = None, t_end: float | None = None) -> xr.Dataset:
+    """Continue the PDE run stored in ``path`` (interrupted, killed or stopped) to its t_end.
+
+    The run restarts from the last snapshot at a regular output time (the
+    snapshot files are the checkpoints) and appends to the same file. With
+    a fixed step the result equals the uninterrupted run bit for bit; with
+    adaptive steps, to the step tolerance. A particle run file is handed to
+    :func:`meanfield_pde.particle_runner.resume_particles` (bit for bit too).
+
+    Parameters
+    ----------
+    path : path of a file written by :func:`run` / ``meanfield-pde run``
+    t_end : float, optional
+        A new final time (to extend a completed run); must exceed the file's.
+
+    Raises
+    ------
+    ConfigError
+        Not a run file of this tool, a completed run without a larger t_end,
+        or a run with no regular snapshot to restart from.
+    """
+    config, ds, k = resume_point(path, t_end, unit=time_unit)
+    if ds.attrs.get("equation") == "particles":
+        ds.close()
+        from .particle_runner import resume_particles
+        return resume_particles(path, t_end)
+    sim = build(config)
+    u0 = coefficients_from_table(sim.geometry, ds.coef_real.values[k] + 1j * ds.coef_imag.values[k])
+    t0 = float(ds.time.values[k])
+    ds.close()
+    return _advance(sim, RunFile.reopen(path), u0, t0, progress)
+
+
+def _advance(sim: Simulation, sink, u0: np.ndarray, t0: float, progress: bool | None) -> xr.Dataset:
+    """Integrate from (t0, u0) into ``sink``; record the end-of-run attributes; return the Dataset."""
+    config = sim.config
     unit = time_unit(config)
-    bar = ProgressBar(unit * config.time.t_end, config.name, progress)
+    recorder = SnapshotRecorder(sim.model, sink, tau_unit=(config.time.unit, unit) if unit != 1.0 else None)
+    bar = ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)
     start = _time.perf_counter()
-    result: RunResult = integrate(
-        sim.model, sim.control, sim.initial, unit * config.time.t_end,
-        every=unit * config.snapshot_interval, dt=unit * config.time.dt, cfl=config.time.cfl,
-        monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps)
-    attrs = {
-        "model": config.model.kind, "beta": config.model.beta, "nu": config.model.nu,
-        "lmax": config.domain.lmax, "manifold": config.domain.manifold,
-        "status": result.status, "case": config.to_toml(), "case_name": config.name,
-        "description": config.description, "scheme": config.time.scheme,
-        "adaptive": config.time.adaptive, "steps": result.steps,
-        "rejected_steps": result.rejected, "wall_time_s": _time.perf_counter() - start,
-        "equation": config.model.equation,
-        # the unit of the time coordinate: limit models run in their τ
-        "time_unit": "natural" if config.model.equation == "mean_field" else
-                     {"SA": "backward_heat", "USA": "porous_medium"}[config.model.kind],
-        "title": f"{config.model.kind} {EQUATION_TITLES[config.model.equation]} on the "
-                 f"{config.domain.manifold}, beta = {config.model.beta:g}, nu = {config.model.nu:g}",
-    }
-    ds = snapshots_to_dataset(sim.geometry, recorder.times, recorder.coefs, recorder.densities,
-                              recorder.diagnostics, attrs)
-    if unit != 1.0:
-        ds = ds.assign_coords(tau=("time", ds.time.values / unit, dict(
-            long_name=f"time in the {config.time.unit} unit (t = tau * {unit:.17g})")))
-        ds.attrs["tau_unit"] = config.time.unit
-    if output is not None:
-        write_netcdf(ds, output)
+    with stop_on_signals():
+        result: RunResult = integrate(
+            sim.model, sim.control, u0, unit * config.time.t_end,
+            every=unit * config.snapshot_interval, dt=unit * config.time.dt, cfl=config.time.cfl,
+            monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps, t0=t0)
+    before = sink.attrs  # counters of earlier sessions of a resumed run
+    end = {"steps": int(before.get("steps", 0)) + result.steps,
+           "rejected_steps": int(before.get("rejected_steps", 0)) + result.rejected,
+           "wall_time_s": float(before.get("wall_time_s", 0.0)) + _time.perf_counter() - start}
+    done = sink.finish(result.status, end)
+    ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)
     if not result.completed:
-        warnings.warn(f"{config.name}: {result.status}", RunStoppedWarning, stacklevel=2)
+        warnings.warn(f"{config.name}: {result.status}", RunStoppedWarning, stacklevel=3)
     return ds

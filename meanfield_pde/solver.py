@@ -9,6 +9,7 @@ import numpy as np
 
 from .diagnostics import ResolutionMonitor
 from .errors import NumericalFault
+from .signals import interruption
 from .models import MeanFieldModel
 from .observers import Observer
 from .steppers import StepControl
@@ -43,11 +44,21 @@ class RunResult:
         return self.status == "completed"
 
 
+def next_output_index(t0: float, every: float) -> int:
+    """n such that n·every is the first output time after t0 (t0 itself an output time or not)."""
+    k = t0 / every
+    return int(round(k)) + 1 if abs(k - round(k)) <= 1e-9 * max(1.0, k) else math.ceil(k)
+
+
 def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end: float, *,
               every: float, dt: float, cfl: float | None = 0.5,
               monitor: ResolutionMonitor | None = None, observers: list[Observer] = (),
-              max_steps: int = 10_000_000) -> RunResult:
-    """Integrate from u0 at t = 0 to t_end, snapshots every ``every``.
+              max_steps: int = 10_000_000, t0: float = 0.0) -> RunResult:
+    """Integrate from u0 at t0 to t_end, snapshots at the multiples of ``every``.
+
+    A run resumed from a snapshot at t0 > 0 (``--resume``) does not record
+    t0 again and takes exactly the steps the uninterrupted run took after t0
+    when dt is fixed, so its results agree bit for bit.
 
     Steps land exactly on output times. With adaptive control a step is
     rejected (and retried smaller) if its error ratio exceeds 1, its result is
@@ -56,14 +67,16 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     dt <= cfl·π/(L max|V|) uses max|V| from the previous evaluation. After each
     accepted step the monitor may stop the run; the state it rejected is
     discarded, so the result (and the final snapshot) is the last good state.
-    A KeyboardInterrupt stops the run the same way.
+    A KeyboardInterrupt (SIGINT, or SIGTERM through
+    :func:`meanfield_pde.signals.stop_on_signals`) stops the run the same way.
     """
     L = model.geometry.lmax
-    t, u, steps, rejected, consecutive = 0.0, u0.copy(), 0, 0, 0
+    t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
     model.transport(u)  # sets max_speed for the first CFL bound
-    n_out, status = 1, "completed"
-    for obs in observers:
-        obs.snapshot(t, u)
+    n_out, status = next_output_index(t0, every), "completed"
+    if t0 == 0.0:
+        for obs in observers:
+            obs.snapshot(t, u)
     eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
     try:
         while t < t_end - eps:
@@ -112,8 +125,8 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
                 for obs in observers:
                     obs.snapshot(t, u)
                 n_out += 1
-    except KeyboardInterrupt:
-        status = f"stopped: interrupted by the user at t = {t:.6g}"
+    except KeyboardInterrupt as exc:
+        status = f"stopped: {interruption(exc)} at t = {t:.6g}"
     if status != "completed":
         for obs in observers:
             obs.snapshot(t, u)  # keep the last good state

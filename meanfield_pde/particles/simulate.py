@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field as dc_field
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..signals import interruption
 from .dynamics import _check_beta, _check_chunk, _check_kind, energy, order_parameter, velocity
 from .integrators import SCHEMES
 
@@ -43,6 +45,9 @@ class ParticleRun:
         The arguments of the run (dt is the largest step taken).
     steps : int
         Number of steps taken.
+    status : str
+        "completed", or "stopped: <reason>" (interruption, non-finite
+        positions); the snapshots then end with the last good state.
     final : ndarray (n, d)
         Positions at t_end (kept also when ``positions`` is not stored).
     attrs : dict
@@ -60,6 +65,7 @@ class ParticleRun:
     scheme: str
     seed: int
     steps: int = 0
+    status: str = "completed"
     final: np.ndarray | None = None
     attrs: dict = dc_field(default_factory=dict)
 
@@ -123,9 +129,21 @@ def snapshot_times(t_end: float, every: float) -> np.ndarray:
     return times
 
 
+def interval_rng(seed: int, k: int) -> np.random.Generator:
+    """The noise generator of snapshot interval k (from t_{k−1} to t_k), PCG64 seeded by (seed, k).
+
+    One stream per interval makes the noise after snapshot k a function of
+    (seed, k) alone, so a run resumed from snapshot k draws the same noise
+    as the uninterrupted run.
+    """
+    return np.random.default_rng([int(seed), int(k)])
+
+
 def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, every: float,
              scheme: str = "rk4", seed: int = 0, *, chunk_rows: int | None = None,
-             store_positions: bool = True) -> ParticleRun:
+             store_positions: bool = True, start: int = 0,
+             on_snapshot: Callable[[float, np.ndarray, float, float], None] | None = None,
+             ) -> ParticleRun:
     """Integrate the SA/USA particle system from x0 and record snapshots.
 
     Between consecutive snapshot times t_k < t_{k+1} (multiples of ``every``
@@ -159,6 +177,18 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     store_positions : bool, keyword-only
         If False only the diagnostics and the final state are kept
         (``positions`` is then None).
+    start : int >= 0, keyword-only
+        Index of the snapshot time x0 is at (``--resume``): the run goes on
+        from t = snapshot_times(t_end, every)[start] exactly as the run from
+        t = 0 did, noise included (:func:`interval_rng`). Snapshots before
+        ``start`` are left out of the result.
+    on_snapshot : callable (t, positions, order_parameter, energy), keyword-only
+        Called at every recorded snapshot (e.g. to append it to a file).
+
+    A KeyboardInterrupt (SIGINT, SIGTERM via
+    :func:`meanfield_pde.signals.stop_on_signals`) or non-finite positions
+    stop the run early: the last good state is recorded and ``status``
+    says why.
 
     Returns
     -------
@@ -190,33 +220,47 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         raise ConfigError(f"seed = {seed!r}: must be an integer >= 0")
 
     field = partial(velocity, kind=kind, beta=beta, chunk_rows=chunk_rows)
-    rng = np.random.default_rng(int(seed))
-    times = snapshot_times(t_end, every)
-    nt, (n, d) = times.size, x.shape
-    positions = np.empty((nt, n, d)) if store_positions else None
-    op, en = np.empty(nt), np.empty(nt)
+    grid = snapshot_times(t_end, every)
+    if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start < grid.size:
+        raise ConfigError(f"start = {start!r}: must be a snapshot index in [0, {grid.size - 1}]")
+    n, d = x.shape
+    times, positions, op, en = [], [], [], []
 
-    def record(k, state):
-        if positions is not None:
-            positions[k] = state
-        op[k] = order_parameter(state)
-        en[k] = energy(state, beta, chunk_rows=chunk_rows)
+    def record(t, state):
+        times.append(t)
+        if store_positions:
+            positions.append(state.copy())
+        op.append(order_parameter(state))
+        en.append(energy(state, beta, chunk_rows=chunk_rows))
+        if on_snapshot is not None:
+            on_snapshot(t, state, op[-1], en[-1])
 
-    record(0, x)
-    steps = 0
-    for k in range(1, nt):
-        span = times[k] - times[k - 1]
-        m = max(1, math.ceil(span / dt - 1e-9))
-        h = span / m
-        for _ in range(m):
-            if spec.stochastic:
-                xi = rng.standard_normal((n, d)) if nu > 0.0 else None
-                x = spec.step(x, h, field, nu, xi)
-            else:
-                x = spec.step(x, h, field)
-        steps += m
-        record(k, x)
-    run = ParticleRun(times=times, positions=positions, order_parameter=op, energy=en,
-                      kind=kind, beta=beta, nu=nu, dt=dt, scheme=scheme, seed=int(seed),
-                      steps=steps, final=x)
-    return run
+    record(float(grid[start]), x)
+    steps, status, t = 0, "completed", float(grid[start])
+    try:
+        for k in range(start + 1, grid.size):
+            span = grid[k] - grid[k - 1]
+            m = max(1, math.ceil(span / dt - 1e-9))
+            h = span / m
+            rng = interval_rng(seed, k)
+            for j in range(m):
+                if spec.stochastic:
+                    xi = rng.standard_normal((n, d)) if nu > 0.0 else None
+                    new = spec.step(x, h, field, nu, xi)
+                else:
+                    new = spec.step(x, h, field)
+                if not np.all(np.isfinite(new)):
+                    raise FloatingPointError(f"non-finite positions at t = {grid[k - 1] + (j + 1) * h:.6g}")
+                x, t = new, float(grid[k - 1] + (j + 1) * h)
+                steps += 1
+            t = float(grid[k])
+            record(t, x)
+    except KeyboardInterrupt as exc:
+        status = f"stopped: {interruption(exc)} at t = {t:.6g}"
+    except FloatingPointError as exc:
+        status = f"stopped: {exc} (reduce dt); the last good state (t = {t:.6g}) is kept"
+    if status != "completed" and t > times[-1]:
+        record(t, x)
+    return ParticleRun(times=np.array(times), positions=np.array(positions) if store_positions else None,
+                       order_parameter=np.array(op), energy=np.array(en), kind=kind, beta=beta,
+                       nu=nu, dt=dt, scheme=scheme, seed=int(seed), steps=steps, status=status, final=x)
