@@ -20,7 +20,7 @@ from typing import Any
 import tomli_w
 
 from .errors import ConfigError
-from .kernels import BETA_MAX
+from .kernels import BETA_MAX, kernel_truncation_error, resolving_lmax
 from .steppers.tableaus import DEFAULT_SCHEME, SCHEMES
 
 
@@ -50,6 +50,9 @@ class DomainConfig:
     manifold: str = _f("sphere", choices=("sphere", "circle"), doc="the manifold (circle: d = 2, Kuramoto)")
     lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree (circle: wavenumber) cut-off L")
     threads: int = _f(0, lo=0, hi=1024, doc="transform threads (0 = all cores)")
+    kernel_tol: float = _f(1e-2, lo=0.0, hi=1.0, lo_open=True,
+                           doc="largest relative L² error of the kernel e^{β⟨x,y⟩} cut at lmax "
+                               "(1 = no check: large-β limit studies)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -335,6 +338,13 @@ def _cross_checks(c: Config) -> None:
         if c.particles.scheme not in ("auto", "euler_maruyama") and c.model.nu > 0:
             raise ConfigError(f"particles.scheme = {c.particles.scheme!r}: with model.nu > 0 use "
                               "'euler_maruyama' (or 'auto')")
+    d = c.domain
+    if d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold) > d.kernel_tol:
+        need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold)
+        raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
+                          f"needs lmax >= {need} for domain.kernel_tol = {d.kernel_tol:g} (relative error "
+                          f"{kernel_truncation_error(c.model.beta, d.lmax, d.manifold):.2g} at {d.lmax}); "
+                          "raise lmax, or set domain.kernel_tol = 1 for large-beta limit studies")
     unit_model = {"backward_heat": "SA", "porous_medium": "USA"}.get(c.time.unit)
     if unit_model and (c.model.kind != unit_model or c.model.beta == 0):
         raise ConfigError(f"time.unit = {c.time.unit!r}: only for model.kind = {unit_model!r} "

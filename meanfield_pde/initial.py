@@ -85,12 +85,32 @@ def von_mises_fisher(geometry: Geometry, centres, concentrations, weights=None) 
     return coef / mass
 
 
+def _nonnegative(geometry: Geometry, coef: np.ndarray, spec) -> np.ndarray:
+    """A band-limited perturbation of the uniform density must stay a density on the grid."""
+    fmin = float(np.min(geometry.synthesis(coef)))
+    if fmin < 0.0:
+        raise ConfigError(f"initial.amplitude = {spec.amplitude:g}: the initial density is negative "
+                          f"(min f = {fmin:.3g} on the grid, uniform = {1 / geometry.area:.3g}); "
+                          "lower initial.amplitude")
+    return coef
+
+
 def initial_density(geometry: Geometry, spec) -> np.ndarray:
-    """Coefficients of the initial density described by a validated [initial] section."""
+    """Coefficients of the initial density described by a validated [initial] section.
+
+    Raises
+    ------
+    ConfigError
+        A perturbed-uniform or spherical-harmonic density that is negative
+        somewhere on the grid (amplitude too large), or a vMF mixture too
+        concentrated for domain.lmax.
+    """
     if isinstance(spec, PerturbedUniform):
-        return perturbed_uniform(geometry, spec.amplitude, spec.degree_min, spec.degree_max, spec.seed)
+        return _nonnegative(geometry, perturbed_uniform(geometry, spec.amplitude, spec.degree_min,
+                                                        spec.degree_max, spec.seed), spec)
     if isinstance(spec, SphericalHarmonic):
-        return spherical_harmonic(geometry, spec.degree, spec.order, spec.amplitude)
+        return _nonnegative(geometry, spherical_harmonic(geometry, spec.degree, spec.order,
+                                                         spec.amplitude), spec)
     if isinstance(spec, VonMisesFisher):
         return von_mises_fisher(geometry, spec.centres, spec.concentrations, spec.weights)
     raise TypeError(f"unknown initial specification {spec!r}")

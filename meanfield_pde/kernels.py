@@ -17,6 +17,8 @@ the unscaled value (USA).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import ive
 
@@ -120,3 +122,29 @@ def _small_beta_gradient_multipliers(beta: float, l: np.ndarray, manifold: str) 
 def kernel_degree_cutoff(beta: float, eps: float = 1e-16) -> float:
     """Degree beyond which λ_l/λ_0 < eps, from λ_l/λ_0 ≈ exp(−l(l+1)/2β) (≈ 8.6√β for 1e-16)."""
     return float(np.sqrt(2.0 * beta * np.log(1.0 / eps)))
+
+
+def kernel_truncation_error(beta: float, lmax: int, manifold: str = "sphere") -> float:
+    """Relative L² error of the kernel e^{β⟨x,·⟩} cut at degree (wavenumber) lmax.
+
+    By Funk–Hecke the kernel is Σ_l λ_l Σ_m Y_lm(x) conj(Y_lm(y)), so its
+    squared L²(S) norm in y is Σ_l (2l+1)/|S| · λ_l² on S² and
+    Σ_k λ_k²/(2π) over k ∈ ℤ on S¹ (λ_{−k} = λ_k); the error is the part with
+    l > lmax relative to the whole, in [0, 1). It is small only when
+    lmax ≳ √(2β ln(1/ε)): the structures the kernel makes (width ~ β^{−1/2})
+    need that resolution.
+    """
+    tail = int(lmax + 40 + 12 * math.sqrt(max(beta, 1.0)))  # λ_l decays like e^{−l²/2β} past √β
+    lam = scaled_multipliers(beta, tail, manifold)
+    l = np.arange(tail + 1)
+    power = (2 * l + 1) * lam**2 if manifold == "sphere" else np.where(l == 0, 1.0, 2.0) * lam**2
+    total = power.sum()
+    return float(math.sqrt(power[lmax + 1:].sum() / total)) if total > 0 else 0.0
+
+
+def resolving_lmax(beta: float, tol: float, manifold: str = "sphere") -> int:
+    """The smallest lmax with :func:`kernel_truncation_error` <= tol (tol in (0, 1])."""
+    L = 1
+    while kernel_truncation_error(beta, L, manifold) > tol:
+        L += 1
+    return L

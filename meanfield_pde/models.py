@@ -92,7 +92,10 @@ class MeanFieldModel:
         if self.kind == "SA":
             np.multiply(self._ratio, coef, out=self._tmp)
             phi = self.geometry.synthesis(self._tmp)  # Φ/λ_0 > 0 for any f >= 0
-            if not np.min(phi) > 0.0:
+            low = np.min(phi)
+            if np.isnan(low):
+                raise NumericalFault("non-finite values in the density")
+            if not low > 0.0:
                 raise NumericalFault("kernel potential Φ is not positive: the density "
                                      "has lost positivity (resolution lost)")
             for comp in v:

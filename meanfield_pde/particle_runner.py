@@ -127,7 +127,8 @@ def _advance_particles(config: Config, geometry, sink, x0: np.ndarray, start: in
                        config.snapshot_interval, scheme=particle_scheme(config), seed=p.seed,
                        store_positions=False, start=start, on_snapshot=append)
     before = sink.attrs
-    done = sink.finish(res.status, {"steps": int(before.get("steps", 0)) + res.steps,
+    done = sink.finish(res.status, {"case": config.to_toml(),  # a resumed run may have a new t_end
+                                    "steps": int(before.get("steps", 0)) + res.steps,
                                     "wall_time_s": float(before.get("wall_time_s", 0.0))
                                     + _time.perf_counter() - begin})
     ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)

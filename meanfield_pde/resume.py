@@ -24,6 +24,8 @@ RESUMABLE_KEYS = ("time.t_end",)
 
 def _regular(t: float, every: float, t_end: float) -> bool:
     """t is an output time n·every (to the solver's own rounding) or t_end."""
+    if not every > 0.0:
+        return t == 0.0
     k = t / every
     return abs(k - round(k)) <= 1e-9 * max(1.0, k) or math.isclose(t, t_end, rel_tol=1e-12)
 
@@ -70,13 +72,13 @@ def resume_point(path: str | Path, t_end: float | None = None,
             data.setdefault("time", {})["t_end"] = t_end
         config = from_dict(data, name=name)
         times = ds.time.values / unit(config)  # in the case's time unit
+        if t_end is not None and not t_end > times[-1]:
+            raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
+                              "to extend a run")
         if ds.attrs["status"] == "completed" and config.time.t_end <= times[-1]:
             raise ConfigError(f"--resume {str(path)!r}: the run is completed (t_end = {times[-1]:g}); "
                               "to extend it give a larger time.t_end, e.g. --set time.t_end="
                               f"{2 * times[-1]:g}")
-        if t_end is not None and not t_end > times[-1]:
-            raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
-                              "to extend a run")
         every = config.snapshot_interval
         regular = [i for i, t in enumerate(times) if _regular(float(t), every, stored.time.t_end)]
         if not regular:

@@ -28,7 +28,6 @@ import xarray as xr
 
 from .errors import ConfigError
 from .io import check_output_path
-from .signals import deferred
 
 FORMAT = "NETCDF3_64BIT_OFFSET"
 RUNNING = "running"
@@ -109,21 +108,17 @@ class RunFile:
         return _NOTE.format(path=self.path).ljust(NOTE_SIZE)
 
     def append(self, record: xr.Dataset) -> None:
-        """Add one snapshot (a Dataset with time of length 1) and sync it to disk.
-
-        SIGINT/SIGTERM wait until the record is on disk (:func:`signals.deferred`).
-        """
-        with deferred():
-            if self.nc is None:
-                self._create(record)
-            else:
-                i = self.count
-                for name, var in record.variables.items():
-                    if "time" in var.dims and name != "time":
-                        self.nc.variables[name][i, ...] = var.values[0]
-                self.nc.variables["time"][i] = record["time"].values[0]
-                self.nc.sync()
-            self.count += 1
+        """Add one snapshot (a Dataset with time of length 1) and sync it to disk."""
+        if self.nc is None:
+            self._create(record)
+        else:
+            i = self.count
+            for name, var in record.variables.items():
+                if "time" in var.dims and name != "time":
+                    self.nc.variables[name][i, ...] = var.values[0]
+            self.nc.variables["time"][i] = record["time"].values[0]  # last: the record is complete
+            self.nc.sync()
+        self.count += 1
 
     def _create(self, record: xr.Dataset) -> None:
         """First snapshot: written by xarray (CF encoding) to a temporary file, then renamed,
@@ -153,13 +148,12 @@ class RunFile:
         """
         if self.nc is None:
             raise RuntimeError("RunFile.finish before any snapshot was appended")
-        with deferred():
-            self.nc.delncattr("running_note")  # frees the reserved header space first
-            self.nc.setncatts({k: _attr(v) for k, v in {**(attrs or {}), "status": status}.items()})
-            self.nc.close()
-            self.nc = None
-            if self.target != self.path:
-                os.replace(self.target, self.path)
+        self.nc.delncattr("running_note")  # frees the reserved header space first
+        self.nc.setncatts({k: _attr(v) for k, v in {**(attrs or {}), "status": status}.items()})
+        self.nc.close()
+        self.nc = None
+        if self.target != self.path:
+            os.replace(self.target, self.path)
         return self.path
 
     def close(self) -> None:

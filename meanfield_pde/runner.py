@@ -198,7 +198,8 @@ def _advance(sim: Simulation, sink, u0: np.ndarray, t0: float, progress: bool | 
             every=unit * config.snapshot_interval, dt=unit * config.time.dt, cfl=config.time.cfl,
             monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps, t0=t0)
     before = sink.attrs  # counters of earlier sessions of a resumed run
-    end = {"steps": int(before.get("steps", 0)) + result.steps,
+    end = {"case": config.to_toml(),  # a resumed run may have a new t_end
+           "steps": int(before.get("steps", 0)) + result.steps,
            "rejected_steps": int(before.get("rejected_steps", 0)) + result.rejected,
            "wall_time_s": float(before.get("wall_time_s", 0.0)) + _time.perf_counter() - start}
     done = sink.finish(result.status, end)

@@ -1,12 +1,12 @@
-"""Stopping cleanly on SIGINT and SIGTERM, and never in the middle of a file write.
+"""Stopping cleanly on SIGINT and SIGTERM, between steps, never in the middle of a write.
 
-SIGINT already raises KeyboardInterrupt in Python; :func:`stop_on_signals`
-makes SIGTERM (what `kill`, batch schedulers and timeouts send) do the same,
-so the time loops stop with status "stopped: interrupted (SIGTERM) ..." and
-keep everything computed. :func:`deferred` holds both signals back while a
-snapshot is being written, so that a record is either complete or absent.
-SIGKILL cannot be caught; the run file is safe against it by its format
-(:mod:`meanfield_pde.runfile`).
+Within :func:`stop_on_signals` the first SIGINT (Ctrl-C) or SIGTERM (what
+`kill`, batch schedulers and timeouts send) only records a stop request;
+the time loops call :func:`check` between steps, which raises
+:class:`Interrupted` (a KeyboardInterrupt) there, so they stop with status
+"stopped: interrupted (SIGINT) at t = ..." and keep every snapshot. A
+second signal interrupts at once (the default behaviour). SIGKILL cannot be
+caught; the run file survives it by its format (:mod:`meanfield_pde.runfile`).
 """
 
 from __future__ import annotations
@@ -15,43 +15,41 @@ import contextlib
 import signal
 import threading
 
+_requested: list[str] = []  # names of the signals received inside stop_on_signals
+
 
 class Interrupted(KeyboardInterrupt):
-    """Raised in the main thread when SIGTERM arrives (argument: the signal name)."""
+    """A stop request honoured between steps (argument: the signal name)."""
 
 
 def interruption(exc: KeyboardInterrupt) -> str:
-    """A status fragment for an interruption: 'interrupted (SIGTERM)' or 'interrupted (SIGINT)'."""
+    """A status fragment: 'interrupted (SIGTERM)', or 'interrupted (SIGINT)' for a plain Ctrl-C."""
     name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
     return f"interrupted ({name})"
 
 
-def _raise(signum, frame):
-    raise Interrupted(signal.Signals(signum).name)
+def check() -> None:
+    """Raise :class:`Interrupted` if a stop was requested (called by the time loops between steps)."""
+    if _requested:
+        raise Interrupted(_requested[0])
+
+
+def _request(signum, frame):
+    if _requested:  # second signal: stop now
+        raise Interrupted(signal.Signals(signum).name)
+    _requested.append(signal.Signals(signum).name)
 
 
 @contextlib.contextmanager
 def stop_on_signals():
-    """Within this block SIGTERM raises :class:`Interrupted` (a KeyboardInterrupt)."""
+    """SIGINT and SIGTERM become stop requests for the duration (main thread only, else a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise)
+    previous = {s: signal.signal(s, _request) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def deferred():
-    """Block SIGINT and SIGTERM for the duration (delivered right after); main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    mask = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _requested.clear()

@@ -9,7 +9,7 @@ import numpy as np
 
 from .diagnostics import ResolutionMonitor
 from .errors import NumericalFault
-from .signals import interruption
+from .signals import check as check_stop_request, interruption
 from .models import MeanFieldModel
 from .observers import Observer
 from .steppers import StepControl
@@ -46,6 +46,8 @@ class RunResult:
 
 def next_output_index(t0: float, every: float) -> int:
     """n such that n·every is the first output time after t0 (t0 itself an output time or not)."""
+    if not every > 0.0:  # t_end = 0: the initial state is the only snapshot
+        return 1
     k = t0 / every
     return int(round(k)) + 1 if abs(k - round(k)) <= 1e-9 * max(1.0, k) else math.ceil(k)
 
@@ -67,8 +69,9 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     dt <= cfl·π/(L max|V|) uses max|V| from the previous evaluation. After each
     accepted step the monitor may stop the run; the state it rejected is
     discarded, so the result (and the final snapshot) is the last good state.
-    A KeyboardInterrupt (SIGINT, or SIGTERM through
-    :func:`meanfield_pde.signals.stop_on_signals`) stops the run the same way.
+    A KeyboardInterrupt, or a SIGINT/SIGTERM stop request
+    (:func:`meanfield_pde.signals.stop_on_signals`, honoured between steps),
+    stops the run the same way.
     """
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
@@ -80,6 +83,7 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
     try:
         while t < t_end - eps:
+            check_stop_request()
             if steps >= max_steps:
                 status = f"stopped: reached time.max_steps = {max_steps} at t = {t:.6g}"
                 break

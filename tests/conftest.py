@@ -1,6 +1,10 @@
 """Shared helpers: small cases built in code."""
 
 import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,6 +39,25 @@ BASE = {
     "time": {"t_end": 1.0, "dt": 0.01},
     "output": {"every": 0.1, "plot": False},
 }
+
+
+def cli(*args, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-m", "meanfield_pde", *map(str, args)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_user_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Exit status 2, exactly one 'meanfield-pde: error: ...' line on stderr, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    line = lines[0]
+    assert line.startswith("meanfield-pde: error: "), line
+    for f in fragments:
+        assert f in line, f"{f!r} not in {line!r}"
+    return line
 
 
 def make_config(**sections):

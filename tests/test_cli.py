@@ -17,32 +17,13 @@ import xarray as xr
 
 from meanfield_pde.cases import describe_cases
 
-from conftest import TINY_TOML
+from conftest import TINY_TOML, assert_user_error, cli
 
 TINY = TINY_TOML
 
 VARIABLES = ["density", "coef_real", "coef_imag", "mass", "energy", "order_parameter",
              "min_density", "spectral_tail"]
 ATTRS = ["model", "beta", "nu", "lmax", "manifold", "status", "case"]
-
-
-def cli(*args, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, MPLBACKEND="Agg")
-    return subprocess.run([sys.executable, "-m", "meanfield_pde", *map(str, args)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def assert_user_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
-    """Exit status 2, exactly one 'meanfield-pde: error: ...' line on stderr, no traceback."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    line = lines[0]
-    assert line.startswith("meanfield-pde: error: "), line
-    for f in fragments:
-        assert f in line, f"{f!r} not in {line!r}"
-    return line
 
 
 @pytest.fixture

@@ -197,6 +197,10 @@ BAD = [
                                                        "did you mean 'sa_beta5_uniform'",
                                                        "named cases"]),
     ("missing-toml-file", "case", "no_such_file.toml", ["no_such_file.toml", "does not exist"]),
+    ("lmax-too-small-for-beta", "set", ["model.beta=100", "domain.lmax=20", "initial.degree_max=4"],
+     ["domain.lmax = 20", "model.beta = 100", "lmax >= 30", "domain.kernel_tol"]),
+    ("kernel-tol-zero", "set", ["domain.kernel_tol=0"], ["domain.kernel_tol", "(0"]),
+    ("kernel-tol-above-one", "set", ["domain.kernel_tol=2"], ["domain.kernel_tol", "1]"]),
     ("not-a-dict", "dict", ["model"], ["TOML table"]),
 ]
 
@@ -277,7 +281,7 @@ def test_int_for_float_is_converted():
 
 
 def test_boundary_values_are_valid():
-    c = from_dict(with_(model__beta=700.0, domain__lmax=2, initial__degree_max=2,
+    c = from_dict(with_(model__beta=700.0, domain__lmax=2, domain__kernel_tol=1.0, initial__degree_max=2,
                         time__t_end=0.0, output__every=0.0, time__rtol=0.999))
     assert c.model.beta == 700.0 and c.domain.lmax == 2
     assert from_dict(with_(model__beta=0)).model.beta == 0.0
@@ -391,7 +395,7 @@ finite = dict(allow_nan=False, allow_infinity=False)
        t_end=st.floats(0.0, 1e6, **finite))
 def test_random_valid_model_and_domain_build(kind, beta, nu, lmax, degree_max, t_end):
     data = with_(model={"kind": kind, "beta": beta, "nu": nu},
-                 domain={"manifold": "sphere", "lmax": lmax},
+                 domain={"manifold": "sphere", "lmax": lmax, "kernel_tol": 1.0},
                  initial__degree_max=min(degree_max, lmax),
                  time__t_end=t_end, output__every=0.0)
     c = from_dict(data)
@@ -415,3 +419,22 @@ def test_named_case_not_shadowed_by_a_folder_of_the_same_name(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     (tmp_path / name).mkdir()
     assert load_case(name).name == name
+
+
+@settings(max_examples=30, deadline=None)
+@given(beta=st.floats(0.0, 700.0, **finite), lmax=st.integers(2, 120),
+       tol=st.sampled_from([1e-1, 1e-2, 1e-4]))
+def test_kernel_resolution_check_accepts_exactly_from_the_resolving_lmax(beta, lmax, tol):
+    """lmax is accepted iff the kernel cut at lmax has relative L² error <= kernel_tol, and the
+    suggested lmax is the smallest such (the error itself is checked in test_kernels.py)."""
+    from meanfield_pde.kernels import kernel_truncation_error, resolving_lmax
+    need = resolving_lmax(beta, tol)
+    data = with_(model__beta=beta, domain__lmax=lmax, domain__kernel_tol=tol,
+                 initial__degree_max=min(2, lmax))
+    if lmax >= need:
+        assert from_dict(data).domain.lmax == lmax
+    else:
+        with pytest.raises(ConfigError, match=rf"domain.lmax = {lmax}: too small .* lmax >= {need}"):
+            from_dict(data)
+    assert kernel_truncation_error(beta, need, "sphere") <= tol
+    assert need == 1 or kernel_truncation_error(beta, need - 1, "sphere") > tol

@@ -77,3 +77,25 @@ def test_small_beta_series_is_continuous_and_does_not_underflow(manifold, normal
     np.testing.assert_allclose(below[1:4], above[1:4], rtol=1e-11)
     tiny = gradient_multipliers(1e-250, 3, manifold, normalise)
     np.testing.assert_allclose(tiny[1], gradient_multipliers(0.0, 3, manifold, normalise)[1], rtol=1e-15)
+
+
+@pytest.mark.parametrize("manifold", ["sphere", "circle"])
+@pytest.mark.parametrize("beta", [0.3, 5.0, 80.0, 650.0])
+def test_kernel_truncation_error_against_closed_forms(manifold, beta):
+    """The squared L² norm of e^{β⟨x,·⟩} is known in closed form: 4π sinh(2β)/(2β) on S²,
+    2π I_0(2β) on S¹. Parseval on the truncation: error² = 1 − (Σ_{l≤L} power)/norm²."""
+    from scipy.special import ive
+
+    from meanfield_pde.kernels import kernel_truncation_error
+    L = 40
+    lam = scaled_multipliers(beta, L, manifold)  # e^{−β} λ_l
+    l = np.arange(L + 1)
+    if manifold == "sphere":
+        head = np.sum((2 * l + 1) / (4 * np.pi) * lam**2)
+        norm2 = 4 * np.pi * (1 - np.exp(-4 * beta)) / (4 * beta)  # e^{−2β} · 4π sinh(2β)/(2β)
+    else:
+        head = np.sum(np.where(l == 0, 1.0, 2.0) * lam**2) / (2 * np.pi)
+        norm2 = 2 * np.pi * ive(0, 2 * beta)  # e^{−2β} · 2π I_0(2β)
+    # squared: the closed form loses digits (1 − head/norm2) when the error is tiny
+    assert kernel_truncation_error(beta, L, manifold) ** 2 == pytest.approx(1.0 - head / norm2,
+                                                                            rel=1e-9, abs=1e-13)

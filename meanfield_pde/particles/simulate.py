@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 
 from ..errors import ConfigError
-from ..signals import interruption
+from ..signals import check as check_stop_request, interruption
 from .dynamics import _check_beta, _check_chunk, _check_kind, energy, order_parameter, velocity
 from .integrators import SCHEMES
 
@@ -183,7 +183,8 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         t = 0 did, noise included (:func:`interval_rng`). Snapshots before
         ``start`` are left out of the result.
     on_snapshot : callable (t, positions, order_parameter, energy), keyword-only
-        Called at every recorded snapshot (e.g. to append it to a file).
+        Called at every recorded snapshot (e.g. to append it to a file),
+        except the starting one of a resumed run (``start`` > 0).
 
     A KeyboardInterrupt (SIGINT, SIGTERM via
     :func:`meanfield_pde.signals.stop_on_signals`) or non-finite positions
@@ -226,16 +227,16 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     n, d = x.shape
     times, positions, op, en = [], [], [], []
 
-    def record(t, state):
+    def record(t, state, notify=True):
         times.append(t)
         if store_positions:
             positions.append(state.copy())
         op.append(order_parameter(state))
         en.append(energy(state, beta, chunk_rows=chunk_rows))
-        if on_snapshot is not None:
+        if on_snapshot is not None and notify:
             on_snapshot(t, state, op[-1], en[-1])
 
-    record(float(grid[start]), x)
+    record(float(grid[start]), x, notify=start == 0)  # a resumed run's start is on file already
     steps, status, t = 0, "completed", float(grid[start])
     try:
         for k in range(start + 1, grid.size):
@@ -244,6 +245,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
             h = span / m
             rng = interval_rng(seed, k)
             for j in range(m):
+                check_stop_request()
                 if spec.stochastic:
                     xi = rng.standard_normal((n, d)) if nu > 0.0 else None
                     new = spec.step(x, h, field, nu, xi)
