@@ -45,6 +45,8 @@ def _cmd_run(args) -> int:
     from .runner import run
     config = load_case(args.case, args.set or [])
     path = check_output_path(_output_path(args, config))
+    if config.transformer.study != "off":
+        return _run_study(config, path, args)
     if config.particles.mode == "particles":
         ds = run_particles(config, output=path)
         print(f"{config.name}: {config.particles.n} particles, {ds.sizes['time']} snapshots to "
@@ -68,6 +70,21 @@ def _cmd_run(args) -> int:
         fig = save_figure(ds, path.with_suffix(".png"))
         print(f"wrote {fig}")
     return 0 if status == "completed" else EXIT_STOPPED
+
+
+def _run_study(config, path: Path, args) -> int:
+    from .io import write_netcdf
+    from .transformer_study import run_study, summary_lines
+    ds = run_study(config)
+    write_netcdf(ds, path)
+    print(f"{config.name}: {config.transformer.study} study")
+    print("\n".join(summary_lines(ds)))
+    print(f"wrote {path}")
+    if config.output.plot and not args.no_plot:
+        from .transformer_plot import plot_study
+        plot_study(ds).savefig(path.with_suffix(".png"), dpi=110)
+        print(f"wrote {path.with_suffix('.png')}")
+    return 0
 
 
 def _run_comparison(config, path: Path, args) -> int:
