@@ -59,17 +59,20 @@ def _check_n(n):
 
 
 def critical_gamma(rho):
-    """γ_c = 1/(1−ρ), the critical line of arXiv:2512.01868 Thm 7 (ρ in (0, 1))."""
+    """γ_c = 1/(1−ρ), the critical line of arXiv:2512.01868 Thm 7 (ρ in (0, 1); ConfigError otherwise)."""
     return 1.0 / (1.0 - _check_rho(rho))
 
 
 def beta_n(gamma, n):
-    """β_n = γ log n (arXiv:2510.05554 critical scaling)."""
+    """β_n = γ log n (arXiv:2510.05554 critical scaling); ConfigError for γ < 0 or n not an integer >= 2."""
     return _check_gamma(gamma) * np.log(_check_n(n))
 
 
 def one_layer_gap(rho, gamma, n):
     """1 − ⟨θ_i, θ_j⟩ after one layer at β = γ log n, exact for finite n (module formula).
+
+    Setting of Rigollet arXiv:2512.01868 Thm 7 / arXiv:2510.05554; the formula
+    is derived in the module docstring (no cancellation for tiny gaps).
 
     Parameters
     ----------
@@ -86,8 +89,8 @@ def one_layer_gap(rho, gamma, n):
     ConfigError
         rho outside (0, 1), gamma < 0, n not an integer >= 2.
     """
-    rho, gamma, n = _check_rho(rho), _check_gamma(gamma), _check_n(n)
-    return _gap(rho, gamma * np.log(n), n)
+    rho, n = _check_rho(rho), _check_n(n)
+    return _gap(rho, beta_n(gamma, n), n)
 
 
 def _gap(rho, beta, n):
@@ -99,14 +102,21 @@ def _gap(rho, beta, n):
 
 
 def one_layer_inner_product(rho, gamma, n):
-    """⟨θ_i, θ_j⟩ after one attention layer at β = γ log n, exact (1 − :func:`one_layer_gap`)."""
+    """⟨θ_i, θ_j⟩ after one attention layer at β = γ log n, exact (1 − :func:`one_layer_gap`).
+
+    The finite-n quantity whose limit is Rigollet arXiv:2512.01868 Thm 7;
+    arguments, shapes and errors as :func:`one_layer_gap`.
+    """
     return 1.0 - one_layer_gap(rho, gamma, n)
 
 
 def one_layer_radius(rho, gamma, n):
-    """r_i = |ATT(x_i)| = √N / D, exact (module formula); same arguments as :func:`one_layer_gap`."""
-    rho, gamma, n = _check_rho(rho), _check_gamma(gamma), _check_n(n)
-    beta = gamma * np.log(n)
+    """r_i = |ATT(x_i)| = √N / D, exact (module formula; arXiv:2512.01868 §6 ATT(x_i) = r_i θ_i).
+
+    Same arguments, shapes and errors as :func:`one_layer_gap`.
+    """
+    rho, n = _check_rho(rho), _check_n(n)
+    beta = beta_n(gamma, n)
     e = np.exp(-beta * (1.0 - rho))
     one_minus_e = -np.expm1(-beta * (1.0 - rho))
     c = 1.0 + (n - 1.0) * rho
@@ -118,6 +128,11 @@ def limit_inner_product(rho, gamma, rtol: float = 1e-12):
 
     1 if γ < 1/(1−ρ), 4ρ/(1+3ρ) if γ = 1/(1−ρ) (within relative ``rtol``),
     ρ if γ > 1/(1−ρ). Broadcasts over rho and gamma.
+
+    Raises
+    ------
+    ConfigError
+        rho outside (0, 1) or gamma < 0.
     """
     rho, gamma = np.broadcast_arrays(_check_rho(rho), _check_gamma(gamma))
     gc = 1.0 / (1.0 - rho)
@@ -126,6 +141,24 @@ def limit_inner_product(rho, gamma, rtol: float = 1e-12):
 
 
 # -- direct computation on explicit tokens -------------------------------------------------
+def _check_tokens(x, rows=None):
+    """x as a float (n, d) array or sparse matrix with n >= 2; rows as valid indices."""
+    if not sp.issparse(x):
+        x = np.asarray(x, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
+        raise ConfigError(f"x: shape {x.shape}: must be (n, d) with n >= 2, d >= 2")
+    data = x.data if sp.issparse(x) else x
+    if not np.all(np.isfinite(data)):
+        raise ConfigError("x: tokens must be finite")
+    if rows is None:
+        return x, None
+    rows = np.asarray(rows)
+    if rows.ndim != 1 or rows.size < 1 or rows.dtype.kind not in "iu" or rows.min() < 0 \
+            or rows.max() >= x.shape[0]:
+        raise ConfigError(f"rows: must be a non-empty list of token indices in [0, {x.shape[0] - 1}]")
+    return x, rows
+
+
 def equiangular_tokens(n: int, rho: float, *, dim: int | None = None, seed=None):
     """x_i = √ρ e_0 + √(1−ρ) u_i with u_i orthonormal ⊥ e_0, shape (n, d).
 
@@ -177,16 +210,29 @@ def near_equiangular_tokens(n: int, rho: float, dim: int, seed=0) -> np.ndarray:
 def attention_rows(x, beta: float, rows=None, chunk: int = 256) -> np.ndarray:
     """ATT(x_i) = Σ_j A_ij x_j for the tokens i in ``rows`` (all if None), computed directly.
 
-    x : ndarray or scipy.sparse matrix (n, d), the tokens (rows);
-    beta : float >= 0;  rows : index array (default all);  chunk : rows per block.
-    Softmax with the row maximum subtracted; O(len(rows)·n) memory per chunk.
+    The attention layer of arXiv:2510.05554 eq. (1.1) with Q = K = V = I:
+    A_ij = e^{β⟨x_i,x_j⟩}/Σ_k e^{β⟨x_i,x_k⟩}, softmax with the row maximum
+    subtracted, O(chunk·n) memory.
+
+    Parameters
+    ----------
+    x : ndarray or scipy.sparse matrix (n, d), the tokens (rows), n >= 2;
+    beta : float in [0, 700];  rows : token indices (default all);  chunk : rows per block.
 
     Returns
     -------
     ndarray (len(rows), d).
+
+    Raises
+    ------
+    ConfigError
+        x not a finite (n, d) array, beta out of range, rows not valid indices.
     """
+    from .particles.dynamics import _check_beta
+    beta = _check_beta(beta)
+    x, rows = _check_tokens(x, rows)
     n = x.shape[0]
-    rows = np.arange(n) if rows is None else np.asarray(rows)
+    rows = np.arange(n) if rows is None else rows
     xt = x.T.tocsr() if sp.issparse(x) else x.T
     out = np.empty((rows.size, x.shape[1]))
     for start in range(0, rows.size, chunk):
@@ -205,6 +251,9 @@ def attention_rows(x, beta: float, rows=None, chunk: int = 256) -> np.ndarray:
 def direct_inner_products(x, gamma: float, rows=None) -> np.ndarray:
     """⟨θ_i, θ_j⟩ (i < j among ``rows``) after one layer at β = γ log n, by direct computation.
 
+    The quantity of Rigollet arXiv:2512.01868 Thm 7 computed from explicit
+    tokens with :func:`attention_rows` (compare :func:`one_layer_inner_product`).
+
     Parameters
     ----------
     x : (n, d) tokens (dense or sparse);  gamma : float >= 0;
@@ -213,10 +262,18 @@ def direct_inner_products(x, gamma: float, rows=None) -> np.ndarray:
     Returns
     -------
     ndarray (m(m−1)/2,) of the pairwise cosines of the outputs.
+
+    Raises
+    ------
+    ConfigError
+        Bad tokens, rows (at least 2 needed) or gamma.
     """
+    x, rows = _check_tokens(x, rows)
     n = x.shape[0]
     gamma = float(_check_gamma(gamma))
-    rows = np.arange(min(n, 64)) if rows is None else np.asarray(rows)
+    rows = np.arange(min(n, 64)) if rows is None else rows
+    if rows.size < 2:
+        raise ConfigError("rows: give at least 2 tokens to compare")
     y = attention_rows(x, gamma * math.log(n), rows)
     theta = y / np.linalg.norm(y, axis=1, keepdims=True)
     iu = np.triu_indices(rows.size, 1)
@@ -226,7 +283,23 @@ def direct_inner_products(x, gamma: float, rows=None) -> np.ndarray:
 def deep_equiangular(rho0: float, gamma: float, n: int, layers: int) -> np.ndarray:
     """ρ_0, ρ_1, ..., ρ_L of L layers x ← ATT(x)/|ATT(x)| at β = γ log n (exact map, module docstring).
 
-    Returns an array (layers + 1,). Raises ConfigError for bad arguments.
+    The deep version of arXiv:2510.05554 / Rigollet arXiv:2512.01868 §6: the
+    output of a layer is again equiangular, so the layers iterate
+    ρ ↦ 1 − :func:`one_layer_gap`. Below the critical line it collapses
+    (ρ_L → 1), above it (n → ∞) every layer is the identity.
+
+    Parameters
+    ----------
+    rho0 : float in (0, 1);  gamma : float >= 0;  n : integer >= 2;  layers : int >= 0.
+
+    Returns
+    -------
+    ndarray (layers + 1,).
+
+    Raises
+    ------
+    ConfigError
+        Any argument out of range.
     """
     if isinstance(layers, bool) or int(layers) != layers or layers < 0:
         raise ConfigError(f"layers = {layers!r}: must be an integer >= 0")
@@ -242,8 +315,13 @@ def deep_equiangular(rho0: float, gamma: float, n: int, layers: int) -> np.ndarr
 def deep_direct(x, gamma: float, layers: int) -> np.ndarray:
     """Mean ⟨θ_i, θ_j⟩ over pairs after each of L layers x ← ATT(x)/|ATT(x)|, on explicit tokens.
 
-    x : dense (n, d) unit tokens (n <= a few thousand). Returns (layers + 1,).
+    The direct counterpart of :func:`deep_equiangular` (arXiv:2510.05554, deep attention).
+    x : (n, d) unit tokens (dense or sparse; n up to a few thousand: O(n²) per layer).
+    Returns (layers + 1,). Raises ConfigError for bad tokens, gamma or layers.
     """
+    x, _ = _check_tokens(x)
+    if isinstance(layers, bool) or int(layers) != layers or layers < 0:
+        raise ConfigError(f"layers = {layers!r}: must be an integer >= 0")
     x = np.asarray(x.toarray() if sp.issparse(x) else x, dtype=float)
     n = x.shape[0]
     beta = float(_check_gamma(gamma)) * math.log(n)

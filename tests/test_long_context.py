@@ -96,6 +96,10 @@ def test_deep_layers_collapse_or_not():
     (lambda: equiangular_tokens(5000, 0.5, seed=1), "2000"),
     (lambda: near_equiangular_tokens(10, 0.5, 2), "dim"),
     (lambda: deep_equiangular(0.5, 1.0, 10, -1), "layers"),
+    (lambda: direct_inner_products(equiangular_tokens(10, 0.5), 1.0, rows=[0, 10]), "rows"),
+    (lambda: direct_inner_products(equiangular_tokens(10, 0.5), 1.0, rows=[3]), "rows"),
+    (lambda: direct_inner_products(np.ones(5), 1.0), "x: shape"),
+    (lambda: deep_direct(equiangular_tokens(10, 0.5), 1.0, 1.5), "layers"),
 ])
 def test_bad_arguments_name_the_field(call, match):
     with pytest.raises(ConfigError, match=match):

@@ -15,7 +15,7 @@ import pytest
 from meanfield_pde.equiangular import solve_equiangular
 from meanfield_pde.errors import ConfigError
 from meanfield_pde.normalisation import (ASYMPTOTIC_LAWS, SCHEMES, Scheme, attention_moments,
-                                         fitted_rate, get_scheme, layers, register_scheme,
+                                         collapse_clock, fitted_rate, get_scheme, layers, register_scheme,
                                          simulate, solve_scheme_equiangular)
 from meanfield_pde.particles import attention
 from meanfield_pde.particles.sampling import equiangular, uniform_sphere
@@ -73,6 +73,25 @@ def test_fitted_rates_over_the_last_decade(name, kind, t_end, expected):
     slope = fitted_rate(run, kind)
     assert slope == pytest.approx(expected, rel=0.05), slope
     assert run.gap[-1] > 0  # resolved in log(1−ρ), not underflowed
+
+
+@pytest.mark.parametrize("name, clock", [
+    ("post_ln", lambda t: t),
+    ("ngpt", lambda t: t),
+    ("pre_ln", lambda t: np.log1p(t)),
+    ("peri_ln", lambda t: np.log1p(t)),
+    ("sqrt_scaling", lambda t: 2 * (np.sqrt(1 + t) - 1)),
+    ("mix_ln", lambda t: np.where(t < 1, t, 1 + np.log(np.maximum(t, 1)))),
+])
+def test_collapse_clock_closed_forms_and_gap_asymptotics(name, clock):
+    # tau(t) = int dt/s at the collapsed state: closed forms, and 1-rho ~ C e^{-2 tau}
+    t_end = 15.0 if name in ("post_ln", "ngpt") else 1e4
+    t = np.concatenate([[0.0], np.geomspace(0.01, t_end / 2, 60), [t_end]])
+    tau = collapse_clock(scheme(name), t)
+    assert np.allclose(tau, clock(t), rtol=1e-9, atol=1e-11)
+    run = solve_scheme_equiangular(scheme(name), 0.2, 1.0, 16, t)
+    c = np.log(run.gap) + 2 * tau                   # -> log C (power laws: O(1/t) corrections)
+    assert abs(c[-1] - c[-2]) < 1e-3
 
 
 def test_ngpt_rate_scales_with_alpha():

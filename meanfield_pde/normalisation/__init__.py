@@ -9,10 +9,10 @@ the discrete layers), :mod:`.equiangular` (the (ρ, r) ODEs and asymptotic rates
 """
 
 from .dynamics import TokenRun, layers, simulate, velocity
-from .equiangular import (ASYMPTOTIC_LAWS, EquiangularRun, attention_moments, fitted_rate,
-                          solve_scheme_equiangular)
+from .equiangular import (ASYMPTOTIC_LAWS, EquiangularRun, attention_moments, collapse_clock,
+                          fitted_rate, solve_scheme_equiangular)
 from .schemes import SCHEMES, Scheme, get_scheme, register_scheme
 
 __all__ = ["Scheme", "SCHEMES", "get_scheme", "register_scheme", "simulate", "layers", "velocity",
            "TokenRun", "solve_scheme_equiangular", "EquiangularRun", "attention_moments",
-           "fitted_rate", "ASYMPTOTIC_LAWS"]
+           "fitted_rate", "collapse_clock", "ASYMPTOTIC_LAWS"]

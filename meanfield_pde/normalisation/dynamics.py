@@ -101,10 +101,40 @@ class TokenRun:
         return (theta @ theta.transpose(0, 2, 1))[:, iu[0], iu[1]]
 
 
-def _segments(t_eval: np.ndarray, breaks) -> list[float]:
-    """[0, b1, b2, ..., t_end]: the intervals on which the laws are smooth."""
-    t_end = float(t_eval[-1])
-    return [0.0] + [b for b in sorted(breaks) if 0.0 < b < t_end] + [t_end]
+def solve_piecewise(rhs, y0, t, breaks=(), *, rtol: float = 1e-12, atol: float = 1e-14) -> np.ndarray:
+    """Integrate y' = rhs(t, y) with ``solve_ivp`` (DOP853), restarting at the ``breaks``.
+
+    On each interval [a, b] between breaks the right-hand side is evaluated at
+    times clamped to [a, b) so a law that jumps at b is not seen early.
+
+    Parameters
+    ----------
+    rhs : callable (t, y) -> dy/dt (1-D arrays);  y0 : initial state (1-D) at t = 0;
+    t : increasing times >= 0 (already checked);  breaks : jump times;
+    rtol, atol : solve_ivp tolerances.
+
+    Returns
+    -------
+    ndarray (len(t), len(y0)): the state at the times t.
+    """
+    t = np.asarray(t, dtype=float)
+    edges = [0.0] + [b for b in sorted(breaks) if 0.0 < b < t[-1]] + [float(t[-1])]
+    out = np.empty((t.size, np.size(y0)))
+    state = np.asarray(y0, dtype=float)
+    for a, b in zip(edges[:-1], edges[1:]):
+        inside = (t >= a) & (t <= b)
+        if b == a:
+            out[inside] = state
+            continue
+        hi = float(np.nextafter(b, a))
+        ts = np.union1d(t[inside], [b])
+        sol = solve_ivp(lambda tt, y: rhs(min(max(tt, a), hi), y), (a, b), state, method="DOP853",
+                        rtol=rtol, atol=atol, t_eval=ts)
+        if not sol.success:  # pragma: no cover - smooth, bounded right-hand sides
+            raise RuntimeError(f"solve_ivp failed: {sol.message}")
+        out[inside] = sol.y.T[np.isin(ts, t[inside])]
+        state = sol.y[:, -1]
+    return out
 
 
 def simulate(x0, scheme: str | Scheme, beta: float, t, *, rtol: float = 1e-12,
@@ -135,25 +165,9 @@ def simulate(x0, scheme: str | Scheme, beta: float, t, *, rtol: float = 1e-12,
     if scheme.starts_normalised:
         x0 = x0 / np.linalg.norm(x0, axis=1, keepdims=True)
     shape = x0.shape
-    out = np.empty((t_eval.size,) + shape)
-    state = x0.ravel()
-    edges = _segments(t_eval, scheme.breaks)
-    for a, b in zip(edges[:-1], edges[1:]):
-        inside = (t_eval >= a) & (t_eval <= b)
-        if b == a:
-            out[inside] = state.reshape(shape)
-            continue
-        # the laws are evaluated inside [a, b) only, so a jump at b is not seen
-        rhs = partial(lambda tt, y, lo, hi: velocity(y.reshape(shape), min(max(tt, lo), hi),
-                                                     scheme, beta).ravel(),
-                      lo=a, hi=float(np.nextafter(b, a)))
-        ts = np.union1d(t_eval[inside], [b])
-        sol = solve_ivp(rhs, (a, b), state, method="DOP853", rtol=rtol, atol=atol, t_eval=ts)
-        if not sol.success:  # pragma: no cover - smooth, bounded right-hand side
-            raise RuntimeError(f"{scheme.name}: solve_ivp failed: {sol.message}")
-        keep = np.isin(ts, t_eval[inside])
-        out[inside] = sol.y.T[keep].reshape((-1,) + shape)
-        state = sol.y[:, -1]
+    out = solve_piecewise(lambda tt, y: velocity(y.reshape(shape), tt, scheme, beta).ravel(),
+                          x0.ravel(), t_eval, scheme.breaks, rtol=rtol, atol=atol)
+    out = out.reshape((t_eval.size,) + shape)
     out[t_eval == 0.0] = x0
     return TokenRun(t_eval, out)
 

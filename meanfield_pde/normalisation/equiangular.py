@@ -32,10 +32,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
-
 from ..errors import ConfigError
 from ..particles.dynamics import _check_beta
+from .dynamics import _check_times, solve_piecewise
 from .schemes import Scheme, get_scheme
 
 
@@ -108,15 +107,13 @@ def solve_scheme_equiangular(scheme: str | Scheme, rho0: float, beta: float, n: 
     ConfigError
         Bad scheme, rho0, beta, n, r0 or times.
     """
-    from .dynamics import _check_times, _segments
     scheme, beta = get_scheme(scheme), _check_beta(beta)
     n, rho0, r0 = _check(n, rho0, r0)
     t_eval = _check_times(t)
     if scheme.starts_normalised:
         r0 = 1.0
 
-    def rhs(tt, y, lo, hi):
-        tt = min(max(tt, lo), hi)
+    def rhs(tt, y):
         u, r = y
         rho = -math.expm1(u)
         dot, norm, tang = attention_moments(rho, beta, n)
@@ -125,21 +122,7 @@ def solve_scheme_equiangular(scheme: str | Scheme, rho0: float, beta: float, n: 
             scheme.radial(np.array([r]), np.array([dot]), np.array([norm]), tt)[0])
         return [-2.0 * tang / s, g]
 
-    out = np.empty((t_eval.size, 2))
-    state = np.array([math.log1p(-rho0), r0])
-    edges = _segments(t_eval, scheme.breaks)
-    for a, b in zip(edges[:-1], edges[1:]):
-        inside = (t_eval >= a) & (t_eval <= b)
-        if b == a:
-            out[inside] = state
-            continue
-        ts = np.union1d(t_eval[inside], [b])
-        sol = solve_ivp(rhs, (a, b), state, method="DOP853", rtol=rtol, atol=atol, t_eval=ts,
-                        args=(a, float(np.nextafter(b, a))))
-        if not sol.success:  # pragma: no cover
-            raise RuntimeError(f"{scheme.name}: solve_ivp failed: {sol.message}")
-        out[inside] = sol.y.T[np.isin(ts, t_eval[inside])]
-        state = sol.y[:, -1]
+    out = solve_piecewise(rhs, [math.log1p(-rho0), r0], t_eval, scheme.breaks, rtol=rtol, atol=atol)
     return EquiangularRun(t_eval, np.exp(out[:, 0]), out[:, 1])
 
 
@@ -154,6 +137,40 @@ ASYMPTOTIC_LAWS = {
 """scheme -> (kind, law, exponent): the slope of log(1−ρ) against t ("exponential",
 times α for nGPT), against log t ("power") or against √t ("stretched"), from
 u̇ → −2/s_∞ (module docstring; arXiv:2510.22026 §4)."""
+
+
+def collapse_clock(scheme: str | Scheme, t, *, r0: float = 1.0) -> np.ndarray:
+    """τ(t) = ∫_0^t dt'/s_∞(t') with 1−ρ(t) ≍ C e^{−2τ(t)} as t → ∞, for any scheme.
+
+    s_∞ is the scheme's speed at the collapsed state (⟨θ,A⟩ = |A| = 1), with
+    the radius of that state, ṙ = g(r, 1, 1, t), r(0) = r0 (module docstring;
+    arXiv:2510.22026 §4). Closed forms: τ = t (Post-LN), αt (nGPT),
+    log(1 + t/r0) (Pre-LN, Peri-LN), 2(√(1+t) − 1) (sqrt-scaling).
+    Integrated with ``solve_ivp`` (DOP853, rtol 1e-12) from the scheme's own
+    laws, so a user scheme gets its asymptotic law too.
+
+    Returns
+    -------
+    ndarray, shape of the increasing times ``t``.
+
+    Raises
+    ------
+    ConfigError
+        Bad scheme, times or r0.
+    """
+    scheme = get_scheme(scheme)
+    _n, _rho, r0 = _check(2, 0.0, r0)
+    t_eval = _check_times(t)
+    if scheme.starts_normalised:
+        r0 = 1.0
+    one = np.ones(1)
+
+    def rhs(tt, y):
+        r = np.array([y[1]])
+        g = 0.0 if scheme.radial is None else float(scheme.radial(r, one, one, tt)[0])
+        return [1.0 / float(scheme.speed(r, one, one, tt)[0]), g]
+
+    return solve_piecewise(rhs, [0.0, r0], t_eval, scheme.breaks, atol=1e-12)[:, 0]
 
 
 def fitted_rate(run: EquiangularRun, kind: str, decades: float = 1.0) -> float:

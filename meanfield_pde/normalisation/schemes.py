@@ -184,7 +184,8 @@ SCHEMES: dict[str, Callable[..., Scheme]] = {
 
 
 def register_scheme(scheme: Scheme) -> None:
-    """Make ``scheme`` available by name to :func:`get_scheme` (and to case files).
+    """Make ``scheme`` available by name to :func:`get_scheme` and the Python API
+    (case files accept the built-in names only: their schema is fixed at import).
 
     Raises
     ------
