@@ -67,9 +67,13 @@ def _limits(ds: xr.Dataset, fig: Figure) -> None:
         ax.axhline(float(d.limit), color=c, ls="--", lw=1)
         if ds.sizes["n_direct"]:
             ax.semilogx(ds.n_direct.values, d.direct.values, "s", color=c, mfc="none", ms=6)
+        if ds.sizes["n_random"]:
+            ax.errorbar(ds.n_random.values, d.random_mean.values, yerr=d.random_std.values, fmt="^",
+                        color=c, mfc="none", ms=7, capsize=3)
         axe.loglog(n, d.error.values, color=c, label=f"γ = {float(g):g}")
     ax.set(xlabel="n (tokens)", ylabel="⟨θ_i, θ_j⟩ after one layer",
-           title=f"ρ = {ds.attrs['rho']:g}: limits 1, 4ρ/(1+3ρ), ρ (dashed); direct (□)")
+           title=f"ρ = {ds.attrs['rho']:g}: exact formula (lines), limits 1, 4ρ/(1+3ρ), ρ (dashed)\n"
+                 f"direct computation (□), random inputs in d = {ds.attrs['random_dim']} (△, ± std)")
     ax.legend(fontsize=8)
     axe.set(xlabel="n", ylabel="|formula − limit|", title="distance to the limit of Thm 7")
     axe.legend(fontsize=8)

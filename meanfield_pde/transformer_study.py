@@ -121,7 +121,10 @@ def long_context_limits(config: Config) -> xr.Dataset:
 
     Variables: inner_product(gamma, n), limit(gamma), error(gamma, n);
     direct(gamma, n_direct) (mean over 16 tokens' pairs), direct_error(gamma, n_direct)
-    = max |direct − formula| over the pairs.
+    = max |direct − formula| over the pairs; random_mean, random_std (gamma, n_random):
+    the same on random near-equiangular inputs of dimension ``random_dim``
+    (:func:`meanfield_pde.long_context.near_equiangular_tokens`, 64 tokens' pairs),
+    with input_std(n_random), the spread of their input inner products.
     """
     tr = config.transformer
     ns = np.unique(np.round(np.geomspace(10.0, tr.n_max, 8 * int(np.log10(tr.n_max)) + 1)))
@@ -137,6 +140,16 @@ def long_context_limits(config: Config) -> xr.Dataset:
             d = lc.direct_inner_products(x, g, rows=np.arange(min(n, 16)))
             direct[i, j] = d.mean()
             direct_error[i, j] = np.abs(d - lc.one_layer_inner_product(tr.rho, g, n)).max()
+    n_random = [n for n in (100, 1000) if tr.random_dim]
+    rnd = np.full((2, gam.size, len(n_random)), np.nan)
+    input_std = np.full(len(n_random), np.nan)
+    for j, n in enumerate(n_random):
+        x = lc.near_equiangular_tokens(n, tr.rho, tr.random_dim, seed=0)
+        iu = np.triu_indices(64, 1)
+        input_std[j] = (x[:64] @ x[:64].T)[iu].std()
+        for i, g in enumerate(gam):
+            d = lc.direct_inner_products(x, g, rows=np.arange(64))
+            rnd[:, i, j] = d.mean(), d.std()
     return xr.Dataset(
         {
             "inner_product": (("gamma", "n"), ip, dict(long_name="<theta_i, theta_j> after one layer")),
@@ -144,9 +157,14 @@ def long_context_limits(config: Config) -> xr.Dataset:
             "error": (("gamma", "n"), np.abs(ip - lim[:, None])),
             "direct": (("gamma", "n_direct"), direct),
             "direct_error": (("gamma", "n_direct"), direct_error),
+            "random_mean": (("gamma", "n_random"), rnd[0]),
+            "random_std": (("gamma", "n_random"), rnd[1]),
+            "input_std": ("n_random", input_std,
+                          dict(long_name="std of the random inputs' <x_i, x_j> (sampling spread)")),
         },
-        coords={"gamma": gam, "n": ns, "n_direct": np.array(n_direct, dtype=float)},
-        attrs=dict(rho=tr.rho, critical_gamma=float(lc.critical_gamma(tr.rho))))
+        coords={"gamma": gam, "n": ns, "n_direct": np.array(n_direct, dtype=float),
+                "n_random": np.array(n_random, dtype=float)},
+        attrs=dict(rho=tr.rho, critical_gamma=float(lc.critical_gamma(tr.rho)), random_dim=tr.random_dim))
 
 
 STUDIES = {"normalisation": normalisation_study, "long_context_phase": long_context_phase,
@@ -185,4 +203,10 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
                      f"{float(d.error[0]):.2e} at n = {float(ds.n[0]):.0f}, {float(d.error[-1]):.2e} at "
                      f"n = {float(ds.n[-1]):.3g}; max |direct - formula| = "
                      f"{float(np.nanmax(d.direct_error)) if ds.sizes['n_direct'] else float('nan'):.1e}")
+        for n in ds.n_random.values:
+            r = d.sel(n_random=n)
+            lines.append(f"    random inputs (dim {ds.attrs['random_dim']}), n = {n:.0f}: "
+                         f"{float(r.random_mean):.5f} +- {float(r.random_std):.5f} (formula "
+                         f"{float(lc.one_layer_inner_product(ds.attrs['rho'], g, n)):.5f}; inputs' "
+                         f"<x_i, x_j> spread {float(ds.input_std.sel(n_random=n)):.4f})")
     return lines

@@ -63,6 +63,13 @@ def test_long_context_limits_case():
     assert err[:, -1] == pytest.approx([1.0e-8, 2.8e-9, 5.0e-5], rel=0.02)
     assert float(ds.n_direct.max()) == 20000
     assert float(ds.direct_error.max()) < 1e-10              # direct = formula
+    # random near-equiangular inputs: within the formula's range over the inputs' spread
+    from meanfield_pde.long_context import one_layer_inner_product
+    for n in ds.n_random.values:
+        spread = 3 * float(ds.input_std.sel(n_random=n))
+        for g in ds.gamma.values:
+            lo, hi = sorted(one_layer_inner_product([0.5 - spread, 0.5 + spread], g, n))
+            assert lo <= float(ds.random_mean.sel(gamma=g, n_random=n)) <= hi
 
 
 @pytest.mark.parametrize("table, match", [
