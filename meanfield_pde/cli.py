@@ -50,6 +50,8 @@ def _cmd_run(args) -> int:
         raise ConfigError("run: give a CASE (a named case or a .toml file), or --resume FILE.nc")
     config = load_case(args.case, args.set or [])
     path = check_new_output(_output_path(args, config), args.overwrite)
+    if config.transformer.study != "off":
+        return _run_study(config, path, args)
     if config.particles.mode == "compare":
         return _run_comparison(config, path, args)
     progress = None if not args.quiet else False
@@ -88,6 +90,21 @@ def _report(name: str, ds, path: Path, args) -> int:
             from .plot import save_figure
             print(f"wrote {save_figure(ds, path.with_suffix('.png'))}")
     return 0 if status == "completed" else EXIT_STOPPED
+
+
+def _run_study(config, path: Path, args) -> int:
+    from .io import write_netcdf
+    from .transformer_study import run_study, summary_lines
+    ds = run_study(config)
+    write_netcdf(ds, path)
+    print(f"{config.name}: {config.transformer.study} study")
+    print("\n".join(summary_lines(ds)))
+    print(f"wrote {path}")
+    if config.output.plot and not args.no_plot:
+        from .transformer_plot import plot_study
+        plot_study(ds).savefig(path.with_suffix(".png"), dpi=110)
+        print(f"wrote {path.with_suffix('.png')}")
+    return 0
 
 
 def _run_comparison(config, path: Path, args) -> int:

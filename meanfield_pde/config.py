@@ -21,6 +21,7 @@ import tomli_w
 
 from .errors import ConfigError
 from .kernels import BETA_MAX, kernel_truncation_error, resolving_lmax
+from .normalisation.schemes import SCHEMES as NORMALISATION_SCHEMES
 from .steppers.tableaus import DEFAULT_SCHEME, SCHEMES
 
 
@@ -169,25 +170,61 @@ class ParticlesConfig:
                           doc="great circles of the sliced Wasserstein distance in mode compare (0: skip)")
 
 
+@dataclass(frozen=True, kw_only=True)
+class TransformerConfig:
+    """[transformer]: transformer architectures instead of the PDE (meanfield_pde.transformer_study).
+
+    study = "normalisation": 1−ρ(t) of every scheme (equiangular ODEs and
+    particles; arXiv:2510.22026); "long_context_phase": the (γ, ρ) phase
+    diagram of one attention layer at β = γ log n and the deep version;
+    "long_context_limits": ⟨θ_i, θ_j⟩ against n at the given γ (Rigollet
+    arXiv:2512.01868 Thm 7). A study needs no [model]/[domain]/[initial]/[time].
+    """
+    study: str = _f("off", choices=("off", "normalisation", "long_context_phase", "long_context_limits"),
+                    doc="what `run` computes (off: the PDE)")
+    schemes: list[str] = _f(list(NORMALISATION_SCHEMES), choices=tuple(NORMALISATION_SCHEMES), doc="normalisation schemes to compare")
+    beta: float = _f(1.0, lo=0.0, hi=BETA_MAX, doc="inverse temperature of the normalisation study")
+    t_end: float = _f(1000.0, lo=0.0, lo_open=True, doc="final depth of the normalisation study")
+    n: int = _f(16, lo=2, hi=10**15, doc="tokens (normalisation: particles; long context: n of the phase diagram)")
+    dimension: int = _f(16, lo=2, hi=4096, doc="ambient dimension d of the particles (>= n)")
+    rho0: float = _f(0.2, lo=-1.0, hi=1.0, lo_open=True, hi_open=True,
+                     doc="initial inner product of the equiangular tokens")
+    radius0: float = _f(1.0, lo=0.0, lo_open=True, doc="initial token norm (schemes in R^d)")
+    switch_time: float = _f(1.0, lo=0.0, lo_open=True, doc="Mix-LN: depth of the switch Post-LN -> Pre-LN")
+    alpha: float = _f(1.0, lo=0.0, lo_open=True, doc="nGPT step factor alpha")
+    seed: int = _f(0, lo=0, doc="seed of the random rotation of the particles")
+    rho: float = _f(0.5, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                    doc="long context: input inner product (limits and deep layers)")
+    gammas: list[float] = _f([1.0, 2.0, 3.0], lo=0.0, doc="long context: beta = gamma log n")
+    gamma_max: float = _f(6.0, lo=0.0, lo_open=True, doc="phase diagram: gamma range [0, gamma_max]")
+    n_max: float = _f(1e8, lo=10.0, hi=1e15, doc="long_context_limits: largest n of the formula")
+    direct_max: int = _f(20000, lo=0, hi=20000, doc="long_context_limits: largest n computed directly (0: none)")
+    random_dim: int = _f(2000, lo=0, hi=8192, doc="long_context_limits: dimension of the random "
+                                                  "near-equiangular inputs at n = 100, 1000 (0: none)")
+    layers: int = _f(30, lo=0, hi=10000, doc="long_context_phase: depth of the deep version")
+
+
 SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
             "output": OutputConfig, "monitor": MonitorConfig,
             "regularisation": RegularisationConfig, "limit": LimitConfig,
-            "particles": ParticlesConfig}
+            "particles": ParticlesConfig, "transformer": TransformerConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
     """A whole validated case. Build it with :func:`from_dict` or :func:`load_case`."""
-    model: ModelConfig
-    domain: DomainConfig
-    initial: PerturbedUniform | VonMisesFisher | SphericalHarmonic
-    time: TimeConfig
+    # the PDE sections are required unless [transformer] study is set (then unused placeholders)
+    model: ModelConfig = field(default_factory=lambda: ModelConfig(kind="SA", beta=0.0))
+    domain: DomainConfig = field(default_factory=lambda: DomainConfig(lmax=8))
+    initial: PerturbedUniform | VonMisesFisher | SphericalHarmonic = field(default_factory=PerturbedUniform)
+    time: TimeConfig = field(default_factory=lambda: TimeConfig(t_end=0.0))
     output: OutputConfig = field(default_factory=OutputConfig)
     monitor: MonitorConfig = field(default_factory=MonitorConfig)
     regularisation: RegularisationConfig = field(default_factory=RegularisationConfig)
     limit: LimitConfig = field(default_factory=LimitConfig)
     particles: ParticlesConfig = field(default_factory=ParticlesConfig)
+    transformer: TransformerConfig = field(default_factory=TransformerConfig)
     description: str = ""
     name: str = "case"
 
@@ -345,6 +382,21 @@ def _cross_checks(c: Config) -> None:
                           f"needs lmax >= {need} for domain.kernel_tol = {d.kernel_tol:g} (relative error "
                           f"{kernel_truncation_error(c.model.beta, d.lmax, d.manifold):.2g} at {d.lmax}); "
                           "raise lmax, or set domain.kernel_tol = 1 for large-beta limit studies")
+    tr = c.transformer
+    if tr.study != "off":
+        if c.particles.mode != "off":
+            raise ConfigError(f"particles.mode = {c.particles.mode!r}: must be 'off' with transformer.study")
+        if tr.study == "normalisation":
+            if not tr.schemes:
+                raise ConfigError("transformer.schemes = []: give at least one scheme")
+            if tr.dimension < tr.n:
+                raise ConfigError(f"transformer.dimension = {tr.dimension}: must be >= transformer.n = "
+                                  f"{tr.n} (equiangular tokens span n dimensions)")
+            if not tr.rho0 > -1.0 / (tr.n - 1):
+                raise ConfigError(f"transformer.rho0 = {tr.rho0}: must be in (-1/(n-1), 1) = "
+                                  f"({-1.0 / (tr.n - 1):.6g}, 1)")
+        elif not tr.gammas:
+            raise ConfigError("transformer.gammas = []: give at least one gamma")
     unit_model = {"backward_heat": "SA", "porous_medium": "USA"}.get(c.time.unit)
     if unit_model and (c.model.kind != unit_model or c.model.beta == 0):
         raise ConfigError(f"time.unit = {c.time.unit!r}: only for model.kind = {unit_model!r} "
@@ -367,7 +419,8 @@ def from_dict(data: dict, name: str = "case") -> Config:
         if key not in SECTIONS and key != "description":
             raise ConfigError(f"{key}: unknown section{_nearest(key, list(SECTIONS) + ['description'])}; "
                               f"valid sections: {', '.join(SECTIONS)}")
-    for sec in REQUIRED_SECTIONS:
+    study = data["transformer"].get("study", "off") if isinstance(data.get("transformer"), dict) else "off"
+    for sec in REQUIRED_SECTIONS if study == "off" else ():
         if sec not in data:
             raise ConfigError(f"[{sec}]: required section is missing")
     description = data.get("description", "")

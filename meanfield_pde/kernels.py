@@ -45,6 +45,10 @@ def scaled_multipliers(beta: float, lmax: int, manifold: str = "sphere") -> np.n
     """
     beta = _check_beta(beta)
     l = np.arange(lmax + 1, dtype=float)
+    if 0.0 < beta < SMALL_BETA:  # √(π/2β) overflows for subnormal β: the power series instead
+        lam = beta * _small_beta_gradient_multipliers(beta, l.astype(int), manifold)
+        lam[0] = _lambda0_small_beta(beta, manifold)
+        return np.exp(-beta) * lam
     if manifold == "sphere":
         if beta == 0.0:
             return np.where(l == 0, 4.0 * np.pi, 0.0)
@@ -79,8 +83,8 @@ def gradient_multipliers(beta: float, lmax: int, manifold: str = "sphere",
     l = np.arange(lmax + 1)
     if beta < SMALL_BETA:
         out = _small_beta_gradient_multipliers(beta, l, manifold)
-        if normalise:  # λ_0 = 4π(1 + β²/6) on S², 2π(1 + β²/4) on S¹
-            out /= 4.0 * np.pi * (1 + beta**2 / 6) if manifold == "sphere" else 2.0 * np.pi * (1 + beta**2 / 4)
+        if normalise:
+            out /= _lambda0_small_beta(beta, manifold)
         return out
     s = scaled_multipliers(beta, lmax, manifold)
     out = (s / s[0] if normalise else np.exp(beta) * s) / beta
@@ -89,6 +93,11 @@ def gradient_multipliers(beta: float, lmax: int, manifold: str = "sphere",
 
 
 SMALL_BETA = 1e-6  # below: two terms of the power series are exact to double precision
+
+
+def _lambda0_small_beta(beta: float, manifold: str) -> float:
+    """λ_0 = 4π(1 + β²/6) on S², 2π(1 + β²/4) on S¹ (series, β < SMALL_BETA)."""
+    return 4.0 * np.pi * (1 + beta**2 / 6) if manifold == "sphere" else 2.0 * np.pi * (1 + beta**2 / 4)
 
 
 def _small_beta_gradient_multipliers(beta: float, l: np.ndarray, manifold: str) -> np.ndarray:
@@ -114,7 +123,8 @@ def _small_beta_gradient_multipliers(beta: float, l: np.ndarray, manifold: str) 
         log_lead = np.log(2.0 * np.pi) - lf * np.log(2.0) - gammaln(lf + 1.0)
         correction = 1.0 + beta**2 / (4.0 * (lf + 1.0))
         log_power = (lf - 1.0) * log_beta if beta > 0 else np.where(lf == 1, 0.0, -np.inf)
-    out = np.exp(log_lead + np.where(lf == 1, 0.0, log_power)) * correction
+    # l = 0 never enters (set to 0 below); -inf there keeps exp from overflowing at tiny β
+    out = np.exp(log_lead + np.where(lf == 1, 0.0, np.where(lf == 0, -np.inf, log_power))) * correction
     out[l == 0] = 0.0
     return out
 

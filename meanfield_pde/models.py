@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import NumericalFault
 from .geometry import Geometry
-from .kernels import gradient_multipliers, ratio_multipliers, scaled_multipliers
+from .kernels import SMALL_BETA, gradient_multipliers, ratio_multipliers, scaled_multipliers
 from .linear import growth_rates
 
 MODEL_KINDS = ("SA", "USA")
@@ -130,17 +130,18 @@ class MeanFieldModel:
 
     # -- energies ----------------------------------------------------------------
     def _energy_multipliers(self) -> np.ndarray:
-        """λ_l / (2β); at β = 0 the divergent constant l = 0 part is dropped (limit |m|²/2)."""
+        """λ_l / (2β); below kernels.SMALL_BETA (and at β = 0) the constant l = 0 part
+        λ_0 M²/(2β|S|), which overflows as β → 0, is dropped (the limit is |m|²/2)."""
         g = self.geometry
-        if self.beta == 0.0:
-            return 0.5 * gradient_multipliers(0.0, g.lmax, g.manifold)
+        if self.beta < SMALL_BETA:
+            return 0.5 * gradient_multipliers(self.beta, g.lmax, g.manifold)
         return np.exp(self.beta) * scaled_multipliers(self.beta, g.lmax, g.manifold) / (2 * self.beta)
 
     def energy(self, coef: np.ndarray) -> float:
         """E_β[f] = (1/2β) ∬ e^{β⟨x,y⟩} f f dσ dσ = (1/2β) Σ_lm λ_l |f_lm|².
 
-        Attention increases it (DESIGN.md §1). At β = 0 the constant
-        λ_0 M²/(2β|S|) is dropped and the value is the limit |∫x f|²/2.
+        Attention increases it (DESIGN.md §1). At β < kernels.SMALL_BETA the
+        constant λ_0 M²/(2β|S|) is dropped (at β = 0 the value is the limit |∫x f|²/2).
         """
         return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
 

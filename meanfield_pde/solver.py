@@ -75,14 +75,17 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     """
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
-    model.transport(u)  # sets max_speed for the first CFL bound
     n_out, status = next_output_index(t0, every), "completed"
+    try:
+        model.transport(u)  # sets max_speed for the first CFL bound
+    except NumericalFault as exc:
+        status = f"stopped: {exc} at t = {t:.6g}"
     if t0 == 0.0:
         for obs in observers:
             obs.snapshot(t, u)
     eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
     try:
-        while t < t_end - eps:
+        while status == "completed" and t < t_end - eps:
             check_stop_request()
             if steps >= max_steps:
                 status = f"stopped: reached time.max_steps = {max_steps} at t = {t:.6g}"

@@ -79,6 +79,9 @@ CHECKED_ELSEWHERE = {
     "particles_usa_beta4_vmf": "test_particle_cases.py::test_usa_beta4_merge_agrees_within_sampling_error",
     "particles_sa_beta5_uniform": "test_particle_cases.py::test_sa_beta5_uniform_sampling_noise_grows_at_sigma_l_star",
     "particles_sa_noisy": "test_particle_cases.py::test_noisy_sa_agrees_within_sampling_error",
+    "normalisation_schemes": "test_transformer_cases.py::test_normalisation_schemes_case",
+    "long_context_phase": "test_transformer_cases.py::test_long_context_phase_case",
+    "long_context_limits": "test_transformer_cases.py::test_long_context_limits_case",
 }
 
 

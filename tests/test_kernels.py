@@ -99,3 +99,17 @@ def test_kernel_truncation_error_against_closed_forms(manifold, beta):
     # squared: the closed form loses digits (1 − head/norm2) when the error is tiny
     assert kernel_truncation_error(beta, L, manifold) ** 2 == pytest.approx(1.0 - head / norm2,
                                                                             rel=1e-9, abs=1e-13)
+
+
+@pytest.mark.parametrize("manifold", ["sphere", "circle"])
+@pytest.mark.parametrize("beta", [1e-308, 1e-200, 1e-12])
+def test_subnormal_beta_gives_the_series_not_nan(manifold, beta):
+    """At β → 0: λ_0 → |S|, λ_1 ≈ β·(4π/3 on S², π on S¹), λ_l/λ_0 = O(β^l) (A&S 10.2.5, 9.6.10);
+    √(π/2β) overflows at subnormal β, so a naive evaluation gives inf·0 = NaN."""
+    area, slope = (4 * np.pi, 4 * np.pi / 3) if manifold == "sphere" else (2 * np.pi, np.pi)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # underflow to 0 is right
+        s = scaled_multipliers(beta, 6, manifold)
+        r = ratio_multipliers(beta, 6, manifold)
+    assert s[0] == pytest.approx(area * np.exp(-beta), rel=1e-15) and r[0] == 1.0  # e^{−β}λ_0
+    assert s[1] == pytest.approx(slope * beta * np.exp(-beta), rel=1e-12)
+    assert np.all(np.isfinite(s)) and np.all(s[2:] <= beta**2)

@@ -402,3 +402,16 @@ def test_snapshots_and_outputs():
     assert simulate(x0, "SA", 1.0, 0.0, 0.0, 0.1, 0.5).times.tolist() == [0.0]
     ds = run.to_dataset()
     assert ds["positions"].dims == ("time", "token", "dim") and ds.attrs["kind"] == "USA"
+
+
+def test_small_beta_energy_drops_only_the_constant():
+    """Below SMALL_BETA the energy is (1/(2βn²)) Σ (e^{β⟨x_i,x_j⟩} − 1): just above the threshold
+    the full value minus 1/(2β) agrees with it (to the cancellation error of the full value),
+    and at β = 1e-300 it is finite and equals |m|²/2 to O(β)."""
+    from meanfield_pde.kernels import SMALL_BETA
+    from meanfield_pde.particles.dynamics import energy, order_parameter
+    x = np.random.default_rng(4).standard_normal((50, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    above, below = 1.0001 * SMALL_BETA, 0.9999 * SMALL_BETA
+    assert energy(x, above) - 1 / (2 * above) == pytest.approx(energy(x, below), rel=1e-6)
+    assert energy(x, 1e-300) == pytest.approx(0.5 * order_parameter(x) ** 2, rel=1e-12)

@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ..kernels import BETA_MAX
+from ..kernels import BETA_MAX, SMALL_BETA
 
 KINDS = ("SA", "USA")
 CHUNK_BYTES = 256 * 2**20
@@ -207,7 +207,10 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
     :meth:`meanfield_pde.models.MeanFieldModel.energy`: for β > 0 the full
     value (computed as e^β/(2β) · (1/n²) Σ e^{β(⟨x_i,x_j⟩−1)}, finite up to
     β = 700); at β = 0 the divergent constant 1/(2β) is dropped and the value
-    is the limit |m|²/2, m = (1/n) Σ x_i.
+    is the limit |m|²/2, m = (1/n) Σ x_i. Below kernels.SMALL_BETA the same
+    constant (it overflows as β → 0) is dropped: (1/(2βn²)) Σ (e^{β⟨x_i,x_j⟩} − 1)
+    = |m|²/2 + (β/4n²) Σ ⟨x_i,x_j⟩² + O(β²), with Σ⟨x_i,x_j⟩² = |XᵀX|²_F —
+    as MeanFieldModel.energy does.
 
     Parameters
     ----------
@@ -227,9 +230,10 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
     beta, chunk_rows = _check_beta(beta), _check_chunk(chunk_rows)
     x = _as_points(x)
     n = x.shape[0]
-    if beta == 0.0:
+    if beta < SMALL_BETA:
         m = _mean(x)
-        return 0.5 * float(m @ m)
+        second = x.T @ x
+        return 0.5 * float(m @ m) + beta / (4.0 * n**2) * float(np.sum(second * second))
     total = 0.0
     for rows in _chunks(n, chunk_rows):
         g = x[rows] @ x.T

@@ -1,0 +1,106 @@
+"""Long-context attention at β_n = γ log n (arXiv:2510.05554; Rigollet arXiv:2512.01868 Thm 7).
+
+4. The exact finite-n formula tends to the three limits (1, 4ρ/(1+3ρ), ρ) as
+   n → ∞, error decreasing up to n = 1e8; direct computation at n <= 20 000
+   agrees with it to 1e-10 on exact equiangular inputs, and within sampling
+   error on near-equiangular random inputs.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from meanfield_pde.errors import ConfigError
+from meanfield_pde.long_context import (critical_gamma, deep_direct, deep_equiangular,
+                                        direct_inner_products, equiangular_tokens,
+                                        limit_inner_product, near_equiangular_tokens,
+                                        one_layer_inner_product, one_layer_radius)
+
+RHO = 0.5  # critical gamma = 2
+
+
+def test_formula_against_first_principles_small_n():
+    # n = 3 by hand: weights (1, E, E)/D, y_1 = (x_1 + E x_2 + E x_3)/D
+    rho, gamma, n = 0.3, 1.7, 3
+    beta = gamma * math.log(n)
+    g = (1 - rho) * np.eye(3) + rho
+    w = np.exp(beta * g)
+    w /= w.sum(axis=1, keepdims=True)
+    gy = w @ g @ w.T                      # Gram matrix of the outputs
+    cos = gy[0, 1] / gy[0, 0]
+    assert one_layer_inner_product(rho, gamma, n) == pytest.approx(cos, abs=1e-15)
+    assert one_layer_radius(rho, gamma, n) == pytest.approx(math.sqrt(gy[0, 0]), abs=1e-15)
+
+
+@pytest.mark.parametrize("gamma, limit", [(1.0, 1.0), (2.0, 4 * RHO / (1 + 3 * RHO)), (3.0, RHO)])
+def test_formula_tends_to_the_three_limits_up_to_1e8(gamma, limit):
+    assert critical_gamma(RHO) == 2.0
+    assert limit_inner_product(RHO, gamma) == pytest.approx(limit)
+    ns = 10.0 ** np.arange(1, 9)
+    err = np.abs(one_layer_inner_product(RHO, gamma, ns) - limit)
+    assert np.all(np.diff(err) < 0)            # decreasing in n
+    assert err[-1] < 1e-3 * err[0] and err[-1] < 1e-4
+    # the rates from expanding the formula in E = n^{-γ(1-ρ)}: 1 − cos ≈ (1−ρ)/(ρ E² n²)
+    # below the line, (1−ρ)(1 − 2Eρn) above it, A_ii = n/(2n−1) on it
+    rate = np.polyfit(np.log(ns[3:]), np.log(err[3:]), 1)[0]
+    k = 1 - gamma * (1 - RHO)
+    expected = {1.0: -2 * k, 2.0: -1.0, 3.0: k}[gamma]
+    assert rate == pytest.approx(expected, rel=0.02)
+
+
+def test_direct_computation_matches_formula_to_1e10():
+    for n in (50, 2000, 20000):
+        x = equiangular_tokens(n, RHO)            # sparse, u_i = e_i
+        for gamma in (1.0, 2.0, 3.0):
+            d = direct_inner_products(x, gamma, rows=np.arange(16))
+            assert np.abs(d - one_layer_inner_product(RHO, gamma, n)).max() < 1e-10
+    x = equiangular_tokens(400, 0.3, seed=5)       # dense, randomly rotated frame
+    d = direct_inner_products(x, 1.6)
+    assert np.abs(d - one_layer_inner_product(0.3, 1.6, 400)).max() < 1e-10
+
+
+def test_near_equiangular_random_inputs_within_sampling_error():
+    n = 1500
+    deviation = {}
+    for dim in (250, 1000, 4000):
+        x = near_equiangular_tokens(n, RHO, dim, seed=1)
+        g = x[:200] @ x[:200].T
+        realised = g[np.triu_indices(200, 1)]
+        spread = 3.0 * realised.std()        # sampling spread of the inputs' inner products
+        for gamma in (1.0, 2.0, 3.0):
+            d = direct_inner_products(x, gamma, rows=np.arange(200)).mean()
+            lo, hi = sorted(one_layer_inner_product([RHO - spread, RHO + spread], gamma, n))
+            assert lo <= d <= hi, (dim, gamma, lo, d, hi)
+            deviation[dim, gamma] = abs(d - one_layer_inner_product(RHO, gamma, n))
+    for gamma in (1.0, 2.0, 3.0):   # and the deviation shrinks as the inputs approach equiangular
+        assert deviation[4000, gamma] < deviation[250, gamma] / 4
+
+
+def test_deep_layers_collapse_or_not():
+    n = 10**6
+    # subcritical: collapse; supercritical: nothing happens (in the limit, identity)
+    below = deep_equiangular(RHO, 1.5, n, 20)
+    above = deep_equiangular(RHO, 3.0, n, 20)
+    assert 1 - below[-1] < 1e-12
+    assert above[-1] - RHO < 0.02 and np.all(np.diff(above) >= 0)
+    # the map iterated equals layers applied to explicit tokens
+    x = equiangular_tokens(300, 0.4, seed=2)
+    assert np.allclose(deep_direct(x, 1.5, 4), deep_equiangular(0.4, 1.5, 300, 4), atol=1e-12)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: one_layer_inner_product(1.0, 1.0, 10), "rho"),
+    (lambda: one_layer_inner_product(0.5, -1.0, 10), "gamma"),
+    (lambda: one_layer_inner_product(0.5, 1.0, 1.5), "n = "),
+    (lambda: equiangular_tokens(5000, 0.5, seed=1), "2000"),
+    (lambda: near_equiangular_tokens(10, 0.5, 2), "dim"),
+    (lambda: deep_equiangular(0.5, 1.0, 10, -1), "layers"),
+    (lambda: direct_inner_products(equiangular_tokens(10, 0.5), 1.0, rows=[0, 10]), "rows"),
+    (lambda: direct_inner_products(equiangular_tokens(10, 0.5), 1.0, rows=[3]), "rows"),
+    (lambda: direct_inner_products(np.ones(5), 1.0), "x: shape"),
+    (lambda: deep_direct(equiangular_tokens(10, 0.5), 1.0, 1.5), "layers"),
+])
+def test_bad_arguments_name_the_field(call, match):
+    with pytest.raises(ConfigError, match=match):
+        call()

@@ -1,0 +1,91 @@
+"""The transformer cases (normalisation_schemes, long_context_phase, long_context_limits)
+show what their comments say, checked against the mathematics (rates −2, −2, −4;
+the limits 1, 4ρ/(1+3ρ), ρ of Rigollet arXiv:2512.01868 Thm 7); and `run` writes them."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from meanfield_pde.cases import load_case
+from meanfield_pde.config import from_dict
+from meanfield_pde.errors import ConfigError
+from meanfield_pde.transformer_study import run_study
+
+EXPECTED = {"post_ln": -2.0, "pre_ln": -2.0, "peri_ln": -2.0, "mix_ln": -2.0, "ngpt": -2.0,
+            "sqrt_scaling": -4.0}
+
+
+def test_normalisation_schemes_case():
+    ds = run_study(load_case("normalisation_schemes"))
+    assert list(ds.scheme.values) == list(EXPECTED)
+    assert float(ds.max_rho_deviation.max()) < 1e-8          # particles on the ODEs
+    for s, rate in EXPECTED.items():
+        assert float(ds.fitted_rate.sel(scheme=s)) == pytest.approx(rate, rel=0.05)
+    kinds = dict(zip(ds.scheme.values, ds.rate_kind.values))
+    assert kinds["post_ln"] == "exponential" and kinds["pre_ln"] == "power"
+    assert kinds["sqrt_scaling"] == "stretched"
+    # Pre/Peri/Mix-LN norms grow like t; Post-LN keeps tokens apart far less long
+    r = ds.radius_ode.sel(scheme="pre_ln").values
+    assert r[-1] / ds.time.values[-1] == pytest.approx(1.0, rel=0.05)
+    at10 = int(np.argmin(np.abs(ds.time.values - 10)))
+    gap10 = ds.gap_ode.isel(time=at10)
+    assert gap10.sel(scheme="pre_ln") > 1e4 * gap10.sel(scheme="post_ln")
+
+
+def test_long_context_phase_case(tmp_path):
+    out = tmp_path / "phase.nc"
+    proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", "long_context_phase",
+                           "--output", str(out), "--no-plot"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "gamma = 1: rho after 30 layers = 1.0000000000" in proc.stdout
+    ds = xr.open_dataset(out)
+    assert ds.attrs["status"] == "completed" and ds.attrs["study"] == "long_context_phase"
+    # one layer: collapse below the line gamma = 1/(1-rho), identity above it (away from the line)
+    rho, gamma = np.meshgrid(ds.rho.values, ds.gamma.values, indexing="ij")
+    gc = 1 / (1 - rho)
+    c = ds.collapse.values
+    assert np.all(c[gamma < 0.7 * gc] > 0.9) and np.all(c[gamma > 1.25 * gc] < 0.1)
+    deep = ds.deep_inner_product
+    assert float(deep.sel(gamma_deep=1.5)[-1]) == pytest.approx(1.0, abs=1e-10)
+    assert float(deep.sel(gamma_deep=4.0)[-1]) == pytest.approx(0.5, abs=1e-4)
+    assert 0.5 < float(deep.sel(gamma_deep=3.0)[-1]) < 0.53
+
+
+def test_long_context_limits_case():
+    ds = run_study(load_case("long_context_limits"))
+    assert ds.limit.values.tolist() == pytest.approx([1.0, 0.8, 0.5])
+    assert float(ds.n.max()) == 1e8
+    err = ds.error.values
+    assert np.all(np.diff(err, axis=1) < 0)                  # decreasing in n up to 1e8
+    assert err[:, -1] == pytest.approx([1.0e-8, 2.8e-9, 5.0e-5], rel=0.02)
+    assert float(ds.n_direct.max()) == 20000
+    assert float(ds.direct_error.max()) < 1e-10              # direct = formula
+    # random near-equiangular inputs: within the formula's range over the inputs' spread
+    from meanfield_pde.long_context import one_layer_inner_product
+    for n in ds.n_random.values:
+        spread = 3 * float(ds.input_std.sel(n_random=n))
+        for g in ds.gamma.values:
+            lo, hi = sorted(one_layer_inner_product([0.5 - spread, 0.5 + spread], g, n))
+            assert lo <= float(ds.random_mean.sel(gamma=g, n_random=n)) <= hi
+
+
+@pytest.mark.parametrize("table, match", [
+    ({"study": "normalisation", "n": 20, "dimension": 8}, "transformer.dimension"),
+    ({"study": "normalisation", "schemes": ["post-ln"]}, "did you mean 'post_ln'"),
+    ({"study": "normalisation", "schemes": []}, "transformer.schemes"),
+    ({"study": "long_context_limits", "rho": 1.0}, "transformer.rho"),
+    ({"study": "long_context_phase", "gammas": []}, "transformer.gammas"),
+    ({"study": "long_context_limits", "direct_max": 50000}, "transformer.direct_max"),
+    ({"study": "phase"}, "transformer.study"),
+])
+def test_bad_transformer_sections_name_the_key(table, match):
+    with pytest.raises(ConfigError, match=match):
+        from_dict({"transformer": table})
+
+
+def test_pde_cases_still_need_their_sections():
+    with pytest.raises(ConfigError, match=r"\[model\]: required"):
+        from_dict({"transformer": {"study": "off"}})
