@@ -42,14 +42,14 @@ def _output_path(args, config) -> Path:
 def _cmd_run(args) -> int:
     from .cases import load_case
     from .particle_runner import run_particles
-    from .runfile import check_new_output
+    from .io import check_output_path
     from .runner import run
     if args.resume:
         return _resume(args)
     if args.case is None:
         raise ConfigError("run: give a CASE (a named case or a .toml file), or --resume FILE.nc")
     config = load_case(args.case, args.set or [])
-    path = check_new_output(_output_path(args, config), args.overwrite)
+    path = check_output_path(_output_path(args, config), overwrite=args.overwrite)
     if config.transformer.study != "off":
         return _run_study(config, path, args)
     if config.particles.mode == "compare":
@@ -166,7 +166,7 @@ def _cmd_compare(args) -> int:
 
     from .compare import compare
     from .io import check_output_path, write_netcdf
-    output = check_output_path(args.output)
+    output = check_output_path(args.output, overwrite=args.overwrite)
     runs = []
     for name in (args.a, args.b):
         try:
@@ -190,7 +190,8 @@ def _cmd_limits(args) -> int:
     from .limit_sweep import check_sweep_config, limit_sweep, save_limit_figure
     config = load_case(args.case, args.set or [])
     check_sweep_config(config)
-    path = check_output_path(Path(args.output) if args.output else Path.cwd() / f"{config.name}_limits.nc")
+    path = check_output_path(Path(args.output) if args.output else Path.cwd() / f"{config.name}_limits.nc",
+                             overwrite=args.overwrite)
     lim = config.limit
     print(f"{config.name}: {config.model.kind} PDE versus its large-beta limit, orders "
           f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
@@ -244,6 +245,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.add_argument("a", help="first run (.nc)")
     cmp.add_argument("b", help="second run (.nc)")
     cmp.add_argument("--output", "-o", required=True, help="netCDF file for the comparison")
+    cmp.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     cmp.add_argument("--degrees", type=int, help="compare degrees l <= DEGREES only")
     cmp.add_argument("--smoothing", type=float, help="heat-kernel time s applied to both runs first")
     cmp.add_argument("--projections", type=int, default=200,
@@ -261,6 +263,7 @@ def make_parser() -> argparse.ArgumentParser:
                                            "a figure .png is written next to it")
     li.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a case key, e.g. --set limit.betas=[25,100] (repeatable)")
+    li.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     li.add_argument("--no-plot", action="store_true", help="do not write the figure")
     li.add_argument("--quiet", "-q", action="store_true", help="no line per finished run")
     li.set_defaults(func=_cmd_limits)

@@ -375,8 +375,8 @@ def _cross_checks(c: Config) -> None:
         if c.particles.scheme not in ("auto", "euler_maruyama") and c.model.nu > 0:
             raise ConfigError(f"particles.scheme = {c.particles.scheme!r}: with model.nu > 0 use "
                               "'euler_maruyama' (or 'auto')")
-    d = c.domain
-    if d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold) > d.kernel_tol:
+    d = c.domain  # (limit equations have no kernel)
+    if c.model.equation == "mean_field" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold) > d.kernel_tol:
         need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
                           f"needs lmax >= {need} for domain.kernel_tol = {d.kernel_tol:g} (relative error "

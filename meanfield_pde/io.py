@@ -113,7 +113,7 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
     return ds
 
 
-def check_output_path(path: str | os.PathLike) -> Path:
+def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Path:
     """Refuse an output path that cannot or must not receive a netCDF file, before any work.
 
     Raises
@@ -121,13 +121,17 @@ def check_output_path(path: str | os.PathLike) -> Path:
     ConfigError
         If the name does not end in .nc, names an existing folder or a
         special file (a device such as /dev/null: the atomic rename would
-        replace it), lies below a file, or its folder is not writable.
+        replace it), lies below a file, or its folder is not writable; or
+        names an existing file and ``overwrite`` is false.
     """
     path = Path(path)
     if path.suffix != ".nc":
         raise ConfigError(f"output {str(path)!r}: the file name must end in .nc")
     if path.exists() and not path.is_file():
         raise ConfigError(f"output {str(path)!r}: exists and is not a regular file")
+    if path.exists() and not overwrite:
+        raise ConfigError(f"output {str(path)!r} exists: pass --overwrite (Python: overwrite=True) "
+                          "to replace it, or choose another name")
     ancestor = path.absolute().parent
     while not ancestor.exists():
         ancestor = ancestor.parent

@@ -22,12 +22,12 @@ from .config import Config, VonMisesFisher
 from .errors import ConfigError, RunStoppedWarning
 from .geometry import make_geometry
 from .initial import initial_density
-from .io import snapshots_to_dataset, software_versions, write_netcdf
+from .io import check_output_path, snapshots_to_dataset, software_versions, write_netcdf
 from .measures import sample_density
 from .particles import simulate
 from .particles.simulate import snapshot_times
 from .resume import resume_point
-from .runfile import MemoryRun, RunFile, check_new_output
+from .runfile import MemoryRun, RunFile
 from .signals import stop_on_signals
 from .particles.sampling import von_mises_fisher_mixture
 
@@ -162,7 +162,7 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
     from .runner import run
     paths = comparison_paths(Path(output))
     for path in (paths["pde"], paths["particles"], paths["compare"]):
-        check_new_output(path, overwrite)
+        check_output_path(path, overwrite=overwrite)
     pde_config = dataclasses.replace(config, particles=dataclasses.replace(config.particles, mode="off"))
     pde = run(pde_config, output=paths["pde"], overwrite=overwrite)
     particles = run_particles(config, output=paths["particles"], overwrite=overwrite)

@@ -42,21 +42,6 @@ def partial_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}.partial.nc")
 
 
-def check_new_output(path: str | os.PathLike, overwrite: bool) -> Path:
-    """:func:`check_output_path`, and refuse an existing file unless ``overwrite``.
-
-    Raises
-    ------
-    ConfigError
-        Bad path (see check_output_path) or an existing file without ``overwrite``.
-    """
-    path = check_output_path(path)
-    if path.exists() and not overwrite:
-        raise ConfigError(f"output {str(path)!r} exists: pass --overwrite (Python: overwrite=True) "
-                          "to replace it, --resume to continue it, or choose another name")
-    return path
-
-
 def _attr(value):
     """A global attribute value netCDF-3 can hold (no int64, no bool)."""
     if isinstance(value, (bool, np.bool_)):
@@ -82,11 +67,11 @@ class RunFile:
     Raises
     ------
     ConfigError
-        From :func:`check_new_output`, before anything is written.
+        From :func:`meanfield_pde.io.check_output_path`, before anything is written.
     """
 
     def __init__(self, path: str | os.PathLike, *, overwrite: bool = False, attrs: dict | None = None):
-        self.path = check_new_output(path, overwrite)
+        self.path = check_output_path(path, overwrite=overwrite)
         self.target = partial_path(self.path) if self.path.exists() else self.path
         self.attrs = dict(attrs or {})
         self.nc: netCDF4.Dataset | None = None

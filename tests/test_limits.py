@@ -90,7 +90,7 @@ def test_limit_rates_agree_with_pde_to_the_expected_order(kind):
                                    atol=1e-6 * beta**2)
     # and the PDE model's own rates, converted to τ, are these
     g = Sphere(8)
-    cfg = make_config(model={"kind": kind, "beta": 50.0},
+    cfg = make_config(model={"kind": kind, "beta": 50.0}, domain={"kernel_tol": 1.0},
                       time={"unit": "backward_heat" if kind == "SA" else "porous_medium"})
     from meanfield_pde.runner import time_unit
     rates = MeanFieldModel(g, kind, 50.0).growth_rates()[1:7] * time_unit(cfg)
@@ -264,7 +264,8 @@ def test_circle_linear_rates(kind, order):
 
 
 def test_circle_porous_medium_slopes():
-    config = make_config(model={"kind": "USA", "beta": 100.0}, domain={"manifold": "circle", "lmax": 15},
+    config = make_config(model={"kind": "USA", "beta": 100.0},
+                         domain={"manifold": "circle", "lmax": 15, "kernel_tol": 1.0},
                          initial={"type": "perturbed_uniform", "amplitude": 0.01, "degree_max": 3,
                                   "seed": 1},
                          time={"t_end": 0.05, "unit": "porous_medium"})
