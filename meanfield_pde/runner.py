@@ -22,6 +22,7 @@ from .limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_l
 from .models import MeanFieldModel
 from .observers import ProgressBar, SnapshotRecorder
 from .solver import RunResult, integrate
+from .stationary import StationaryStop
 from .steppers import IMEXRungeKutta, StepControl, get_scheme
 
 
@@ -37,8 +38,8 @@ class Simulation:
     monitor: ResolutionMonitor
 
 
-def build(config: Config) -> Simulation:
-    """Assemble a run and check its initial state.
+def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
+    """Assemble a run and check its initial state (``initial``: coefficients replacing [initial]).
 
     Raises
     ------
@@ -56,7 +57,10 @@ def build(config: Config) -> Simulation:
                                reg.hyperviscosity_order)
     else:
         model = make_limit_model(geometry, m.kind, m.beta, LIMIT_EQUATIONS[m.equation])
-    u0 = initial_density(geometry, config.initial)
+    u0 = initial_density(geometry, config.initial) if initial is None else np.array(initial, complex)
+    if u0.shape != geometry.zeros_coef().shape:
+        raise ConfigError(f"initial: the given state has {u0.size} coefficients, domain.lmax = "
+                          f"{config.domain.lmax} needs {geometry.ncoef}")
     if m.equation != "mean_field":
         check_initial_density(model, u0)
     monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
@@ -94,7 +98,7 @@ def time_unit(config: Config) -> float:
 
 
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None,
-        ) -> xr.Dataset:
+        initial: np.ndarray | None = None) -> xr.Dataset:
     """Run a validated case and return its Dataset (DESIGN.md §4); write it if ``output``.
 
     Parameters
@@ -105,6 +109,9 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         netCDF file to write (atomically, also when the run stops early).
     progress : bool or None
         Progress bar; None shows it only on a terminal.
+    initial : ndarray, optional
+        Start from these coefficients (e.g. another run's final state: continuation)
+        instead of the case's [initial] section.
 
     Returns
     -------
@@ -113,7 +120,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     """
     if output is not None:
         check_output_path(output)
-    sim = build(config)
+    sim = build(config, initial)
+    stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
     recorder = SnapshotRecorder(sim.model)
     unit = time_unit(config)
     bar = ProgressBar(unit * config.time.t_end, config.name, progress)
@@ -121,7 +129,7 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     result: RunResult = integrate(
         sim.model, sim.control, sim.initial, unit * config.time.t_end,
         every=unit * config.snapshot_interval, dt=unit * config.time.dt, cfl=config.time.cfl,
-        monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps)
+        monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps, stop=stop)
     attrs = {
         "model": config.model.kind, "beta": config.model.beta, "nu": config.model.nu,
         "lmax": config.domain.lmax, "manifold": config.domain.manifold,
@@ -136,6 +144,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         "title": f"{config.model.kind} {EQUATION_TITLES[config.model.equation]} on the "
                  f"{config.domain.manifold}, beta = {config.model.beta:g}, nu = {config.model.nu:g}",
     }
+    if stop is not None:
+        attrs.update(stop.attrs())
     ds = snapshots_to_dataset(sim.geometry, recorder.times, recorder.coefs, recorder.densities,
                               recorder.diagnostics, attrs)
     if unit != 1.0:

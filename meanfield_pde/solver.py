@@ -46,7 +46,7 @@ class RunResult:
 def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end: float, *,
               every: float, dt: float, cfl: float | None = 0.5,
               monitor: ResolutionMonitor | None = None, observers: list[Observer] = (),
-              max_steps: int = 10_000_000) -> RunResult:
+              max_steps: int = 10_000_000, stop=None) -> RunResult:
     """Integrate from u0 at t = 0 to t_end, snapshots every ``every``.
 
     Steps land exactly on output times. With adaptive control a step is
@@ -56,7 +56,9 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     dt <= cfl·π/(L max|V|) uses max|V| from the previous evaluation. After each
     accepted step the monitor may stop the run; the state it rejected is
     discarded, so the result (and the final snapshot) is the last good state.
-    A KeyboardInterrupt stops the run the same way.
+    A KeyboardInterrupt stops the run the same way. ``stop(t, u)``, if given,
+    is asked at every output time and ends the run early, still "completed",
+    when it returns True (e.g. :class:`meanfield_pde.stationary.StationaryStop`).
     """
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = 0.0, u0.copy(), 0, 0, 0
@@ -112,6 +114,8 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
                 for obs in observers:
                     obs.snapshot(t, u)
                 n_out += 1
+                if stop is not None and stop(t, u):
+                    break
     except KeyboardInterrupt:
         status = f"stopped: interrupted by the user at t = {t:.6g}"
     if status != "completed":
