@@ -25,8 +25,25 @@ import numpy as np
 
 from .geometry import Geometry
 
-UNIFORM_FLOOR = 1e-8
+UNIFORM_FLOOR = 1e-6
 """A deviation ‖f − f̄‖ below this fraction of ‖f̄‖ that still decays is 'uniform'."""
+
+
+def reseed(geometry: Geometry, coef: np.ndarray, floor: float = UNIFORM_FLOOR) -> np.ndarray:
+    """A state to continue from: a deviation below ``floor`` ‖f̄‖ is scaled up to it.
+
+    Continuing from a near-uniform state, the deviation would otherwise decay
+    point after point to round-off (1e-16, with no direction left); raised to
+    the floor it keeps its shape, so an instability of the next point grows
+    from it at its linear rate, as from any small perturbation.
+    """
+    g = coef.copy()
+    g[0] = 0.0
+    size = math.sqrt(max(geometry.inner(g, g), 0.0))
+    target = floor * abs(coef[0])
+    if 0.0 < size < target:
+        return np.concatenate([coef[:1], coef[1:] * (target / size)])
+    return coef
 
 
 class StationaryStop:

@@ -293,6 +293,10 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
         else:
             config = from_dict(spec["config"], name=spec["name"])
             initial = previous.get("state") if (cont and previous) else None
+            if initial is not None:  # a near-uniform state keeps a small perturbation
+                from .geometry import make_geometry
+                from .stationary import reseed
+                initial = reseed(make_geometry(config.domain.manifold, config.domain.lmax, 1), initial)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RunStoppedWarning)
                 if spec["task"] == "tokens":
