@@ -1,6 +1,11 @@
 """Counting clusters: of a density on the circle or the sphere, and of tokens.
 
-A cluster of a density f is a connected region of the grid where f exceeds
+Peaks (:func:`count_peaks`, the sweeps' "clusters" measure): grid points where
+f is the largest within geodesic distance ``radius`` and exceeds
+``threshold`` f̄. This separates clusters that still hang together by
+ridges (the network the sphere forms at large β before its nodes empty it).
+
+Regions (:func:`count_clusters`): a cluster of a density f is a connected region of the grid where f exceeds
 ``threshold`` times the uniform density f̄ = 1/|S| and which holds at least
 ``min_mass`` of the mass; on the circle the grid is periodic, on the sphere
 the longitude wraps and every grid row next to a pole is one neighbourhood.
@@ -69,6 +74,32 @@ def count_clusters(density, weights, area, threshold: float = THRESHOLD,
     """Number of regions above threshold/|S| holding at least ``min_mass`` (see module doc)."""
     return int(np.sum(cluster_masses(np.asarray(density), np.asarray(weights), area,
                                      threshold) >= min_mass))
+
+
+PEAK_RADIUS = 0.2
+PEAK_THRESHOLD = 1.0
+
+
+def count_peaks(points: np.ndarray, density: np.ndarray, area: float, radius: float = PEAK_RADIUS,
+                threshold: float = PEAK_THRESHOLD) -> int:
+    """Number of grid points where f > threshold/|S| and f is the maximum within ``radius``.
+
+    points : (..., dim) unit vectors of the grid; density : (...) values of f there;
+    radius : geodesic radius (radians) of the neighbourhood; area : |S|.
+    Equal values on a plateau count once (the first point in grid order).
+    """
+    from scipy.spatial import cKDTree
+    x = np.asarray(points, float).reshape(-1, np.shape(points)[-1])
+    f = np.asarray(density, float).ravel()
+    tree = cKDTree(x)
+    chord = 2.0 * np.sin(radius / 2.0)
+    count = 0
+    for i in np.flatnonzero(f > threshold / area):
+        near = tree.query_ball_point(x[i], chord)
+        fmax = f[near].max()
+        if f[i] == fmax and i == min(j for j in near if f[j] == fmax):
+            count += 1
+    return count
 
 
 def clustered_pair_fraction(positions: np.ndarray, level: float = PAIR_LEVEL) -> np.ndarray:

@@ -56,7 +56,7 @@ from .errors import ConfigError, RunStoppedWarning
 RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
 FINALS = ("order_parameter", "energy", "free_energy", "mass", "min_density", "spectral_tail")
 MEASURES = {
-    "clusters": "number of clusters of the final density (meanfield_pde.clusters.count_clusters)",
+    "clusters": "number of clusters (peaks) of the final density (meanfield_pde.clusters.count_peaks)",
     "clustered_pairs": "fraction of token pairs with <x_i, x_j> > 0.999 at every snapshot (tokens)",
 }
 
@@ -246,20 +246,23 @@ def summarise(ds: xr.Dataset, measures=(), with_state: bool = False) -> dict:
             out["finals"][name] = float(ds[name].values[-1])
     geometry = _geometry(ds) if ("density" in ds and (with_state or "clusters" in measures)) else None
     if "clusters" in measures and geometry is not None:
-        from .clusters import count_clusters
-        f = ds.density.values[-1]
-        w = (geometry.weights if geometry.manifold == "sphere"
-             else np.full(f.shape, geometry.area / f.size))
-        out["finals"]["clusters"] = float(count_clusters(f, w, geometry.area))
-    if "clustered_pairs" in measures and "positions" in ds:
-        from .clusters import clustered_pair_fraction
-        out["series"]["clustered_pairs"] = clustered_pair_fraction(ds.positions.values)
+        from .clusters import count_peaks
+        out["finals"]["clusters"] = float(count_peaks(geometry.points, ds.density.values[-1],
+                                                      geometry.area))
+    if "clustered_pairs" in measures:
+        if "clustered_pairs" in ds:
+            out["series"]["clustered_pairs"] = ds.clustered_pairs.values
+        elif "positions" in ds:
+            from .clusters import clustered_pair_fraction
+            out["series"]["clustered_pairs"] = clustered_pair_fraction(ds.positions.values)
     if with_state and "coef_real" in ds:
         out["state"] = final_coefficients(ds, geometry)
     return out
 
 
 def _run_tokens(config: Config) -> xr.Dataset:
+    """n tokens uniform on S^{d-1}: order parameter, energy, clustered_pairs over time, final positions."""
+    from .clusters import clustered_pair_fraction
     from .particles import simulate, uniform_sphere
     p, t = config.particles, config.time
     d = config.sweep.dimension
@@ -268,10 +271,17 @@ def _run_tokens(config: Config) -> xr.Dataset:
     run = simulate(uniform_sphere(p.n, d, seed=p.seed), config.model.kind, config.model.beta,
                    config.model.nu, t.t_end, p.dt or t.dt, config.snapshot_interval, scheme=scheme,
                    seed=p.seed)
-    ds = run.to_dataset()
-    ds.attrs.update({"status": "completed", "model": config.model.kind, "dimension": d,
-                     "n": p.n, "case": config.to_toml(), "case_name": config.name,
-                     "wall_time_s": _time.perf_counter() - start})
+    ds = xr.Dataset(
+        {"order_parameter": ("time", run.order_parameter, {"long_name": "|(1/n) sum x_i|"}),
+         "energy": ("time", run.energy, {"long_name": "empirical interaction energy"}),
+         "clustered_pairs": ("time", clustered_pair_fraction(run.positions),
+                             {"long_name": MEASURES["clustered_pairs"]}),
+         "final_positions": (("token", "dim"), run.final, {"long_name": "positions at t_end"})},
+        coords={"time": ("time", run.times)})
+    ds.attrs.update({"status": "completed", "model": config.model.kind, "beta": config.model.beta,
+                     "nu": config.model.nu, "dimension": d, "n": p.n, "seed": p.seed,
+                     "scheme": scheme, "dt": run.dt, "case": config.to_toml(),
+                     "case_name": config.name, "wall_time_s": _time.perf_counter() - start})
     return ds
 
 
