@@ -421,6 +421,13 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     return ds
 
 
+def _coordinate(values: list) -> np.ndarray:
+    """Grid values as a coordinate: numbers or strings as they are, lists as their text."""
+    if all(isinstance(v, (int, float, str)) for v in values):
+        return np.asarray(values)
+    return np.array([str(v) for v in values], dtype=str)
+
+
 def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     """The combined Dataset: one entry per point, dims = the swept keys (+ direction).
 
@@ -435,7 +442,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     keys = [k for k, _ in plan.grid]
     shape = tuple(len(v) for _, v in plan.grid) + ((len(plan.directions),) if plan.continuation else ())
     dims = plan.dims
-    coords = {name: (name, np.asarray(values), {"key": key, "long_name": key})
+    coords = {name: (name, _coordinate(values), {"key": key, "long_name": key})
               for name, (key, values) in zip(dim_names(keys), plan.grid)}
     if plan.continuation:
         coords["direction"] = ("direction", np.array(plan.directions, dtype=str),
@@ -483,6 +490,9 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
         "points": len(records), "failed": failed, "skipped": int(sum(r.get("skipped", 0) for r in records)),
         "n_tokens": c.particles.n,
     })
+    for key in ("model.beta", "model.nu"):  # the fixed model parameters (figures use them)
+        if key not in keys:
+            ds.attrs[key.split(".")[1]] = getattr(c.model, key.split(".")[1])
     from .io import software_versions
     ds.attrs.update(software_versions())
     return ds

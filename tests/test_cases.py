@@ -79,6 +79,11 @@ CHECKED_ELSEWHERE = {
     "particles_usa_beta4_vmf": "test_particle_cases.py::test_usa_beta4_merge_agrees_within_sampling_error",
     "particles_sa_beta5_uniform": "test_particle_cases.py::test_sa_beta5_uniform_sampling_noise_grows_at_sigma_l_star",
     "particles_sa_noisy": "test_particle_cases.py::test_noisy_sa_agrees_within_sampling_error",
+    "phase_noise_beta1": "test_sweep.py::test_noise_beta1_continuous_transition_at_i1",
+    "phase_noise_beta3": "test_sweep.py::test_noise_beta3_hysteresis_and_clustered_state_above_nu1",
+    "phase_clusters_circle": "test_sweep.py::test_circle_cluster_count_is_k_star",
+    "phase_clusters_sphere": "test_sweep.py::test_sphere_cluster_count_beside_l_star",
+    "phase_tokens_sa": "test_sweep.py::test_token_transition_d128_on_equiangular_prediction",
 }
 
 
