@@ -123,13 +123,31 @@ def critical_noise_fit(nu, m, window: float = 0.02) -> tuple[float, float]:
 
 # -- figures -----------------------------------------------------------------------------------
 
+def _finish(fig, ax, xlabel: str, ylabel: str, title: str):
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def plot_noise(ds: xr.Dataset):
-    """|m| against ν per direction (filled: stationary; open: t_end reached first), ν_1 marked."""
+    """|m| against ν per direction (filled: stationary; open: t_end reached first), ν_1 marked.
+
+    Where the branches agree (a continuous transition) a second panel shows
+    |m|² against ν with the fit |m|² = a (ν_c − ν) (:func:`critical_noise_fit`).
+    """
     from matplotlib.figure import Figure
 
     from .linear import critical_noise
-    fig = Figure(figsize=(6.4, 4.6), layout="constrained")
-    ax = fig.add_subplot()
+    m_all = ds.order_parameter.values
+    st_all = ds.stationary.values.astype(bool)
+    continuous = ("direction" in ds.dims and ds.sizes["direction"] == 2 and
+                  np.nanmax(np.abs(np.diff(np.where(st_all.all(axis=1)[:, None], m_all, 0), axis=1))) < 0.05)
+    fig = Figure(figsize=(11.5 if continuous else 6.4, 4.6), layout="constrained")
+    axes = fig.subplots(1, 2 if continuous else 1, squeeze=False).ravel()
+    ax = axes[0]
     nu = ds.nu.values
     styles = {"up": ("tab:red", "^", "continued upward (from a cluster)"),
               "down": ("tab:blue", "v", "continued downward (towards uniform first)")}
@@ -143,15 +161,22 @@ def plot_noise(ds: xr.Dataset):
             ax.plot(nu[~st], m[~st], mk, color=col, mfc="none", ms=6,
                     label=f"{d}: not stationary by t_end")
     beta, kind = float(ds.attrs.get("beta", np.nan)), ds.attrs.get("model", "USA")
-    if np.isfinite(beta):
-        nu1 = critical_noise(kind, beta)
-        ax.axvline(nu1, color="0.3", ls="--", lw=1, label=f"linear threshold ν₁ = {nu1:.4f}")
-    ax.set_xlabel("noise ν")
-    ax.set_ylabel("stationary order parameter |m| = |∫ x f dσ|")
-    ax.set_title(f"noisy {kind} on S², β = {beta:g}: stationary states continued in ν", fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return fig
+    nu1 = critical_noise(kind, beta) if np.isfinite(beta) else np.nan
+    for a in axes:
+        if np.isfinite(nu1):
+            a.axvline(nu1, color="0.3", ls="--", lw=1, label=f"linear threshold ν₁ = {nu1:.4f}")
+    if continuous:
+        up = ds.sel(direction="up")
+        ok = up.stationary.values.astype(bool)
+        nu_c, a = critical_noise_fit(nu[ok], up.order_parameter.values[ok])
+        axes[1].plot(nu[ok], up.order_parameter.values[ok] ** 2, "^", color="tab:red",
+                     label="|m|², upward branch (stationary points)")
+        xs = np.linspace(nu_c - 0.03, nu_c, 20)
+        axes[1].plot(xs, a * (nu_c - xs), "k-", lw=1,
+                     label=f"fit a(ν_c − ν): ν_c = {nu_c:.4f} ({100 * (nu_c / nu1 - 1):+.2f}% of ν₁)")
+        _finish(fig, axes[1], "noise ν", "|m|²", "|m|² is linear in ν_c − ν: a continuous transition")
+    return _finish(fig, ax, "noise ν", "stationary order parameter |m| = |∫ x f dσ|",
+                   f"noisy {kind} on S², β = {beta:g}: stationary states continued in ν")
 
 
 def plot_clusters(ds: xr.Dataset):
@@ -174,12 +199,8 @@ def plot_clusters(ds: xr.Dataset):
     star = [fastest_mode(kind, b, manifold=manifold) for b in fine]
     name = "k*" if manifold == "circle" else "l*"
     ax.step(fine, star, where="post", color="tab:red", lw=1.5, label=f"fastest linear mode {name}(β)")
-    ax.set_xlabel("β")
-    ax.set_ylabel("number of clusters")
-    ax.set_title(f"{kind} on the {manifold}: clusters of the first metastable state", fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return fig
+    return _finish(fig, ax, "β", "number of clusters",
+                   f"{kind} on the {manifold}: clusters of the first metastable state")
 
 
 def plot_tokens(ds: xr.Dataset):

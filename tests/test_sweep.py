@@ -306,3 +306,14 @@ def test_sphere_cluster_count_beside_l_star(tmp_path, cluster):
     counts = ds.clusters.sel(beta=[2.0, 10.0]).values
     assert counts[0] == l_star[2.0]
     assert counts[1] >= l_star[10.0] and counts[1] > counts[0]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--grid", "model.bta=[1,2]"], "model.bta: unknown key (did you mean 'beta'?)"),
+    (["--grid", "model.nu=[0.3]", "--output", "x.nc"], "must be a folder"),
+])
+def test_cli_sweep_user_errors_exit_2_before_any_work(tmp_path, args, words):
+    proc = sweep_cli("phase_noise_beta1", *args, cwd=tmp_path)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and words in stderr and "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
