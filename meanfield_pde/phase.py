@@ -92,19 +92,20 @@ def token_transition(ds: xr.Dataset, level: float = 0.5) -> xr.DataArray:
                           input_core_dims=[["time"]], vectorize=True)
 
 
-def within_one_cell(betas, measured, predicted_at, dt: float) -> np.ndarray:
+def within_one_cell(betas, measured, predicted_at, dt: float, t_end: float = np.inf) -> np.ndarray:
     """True where the measured transition (t_m at β) lies within one (Δt, Δβ) cell of the prediction.
 
     The predicted t*(β) increases with β, so the prediction passes within one
     cell of (t_m, β) iff t_m ∈ [t*(β − Δβ) − Δt, t*(β + Δβ) + Δt] (Δβ the grid
-    spacing at β). ``predicted_at``: callable β -> t*.
+    spacing at β). ``predicted_at``: callable β -> t*. No measured transition
+    (inf) agrees if the prediction lies beyond the grid, t*(β − Δβ) − Δt > t_end.
     """
     betas = np.asarray(betas, float)
     ok = np.zeros(len(betas), bool)
     for i, (b, tm) in enumerate(zip(betas, measured)):
         db = np.diff(betas).max() if len(betas) > 1 else 0.0
         lo, hi = predicted_at(max(b - db, 0.0)) - dt, predicted_at(b + db) + dt
-        ok[i] = lo <= tm <= hi
+        ok[i] = lo <= tm <= hi if np.isfinite(tm) else lo > t_end
     return ok
 
 

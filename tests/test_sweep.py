@@ -42,7 +42,7 @@ beta = 0.0
 nu = 0.3
 [domain]
 manifold = "circle"
-lmax = 10
+lmax = 16
 [initial]
 type = "von_mises_fisher"
 centres = [[1.0, 0.0]]
