@@ -182,6 +182,8 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None) -
     shape = [len(v) for _, v in grid]
     directions = list(dict.fromkeys(sw.directions)) if cont else [""]
     ci = keys.index(cont) if cont else -1
+    if cont and not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in grid[ci][1]):
+        raise ConfigError(f"sweep.continuation = {cont!r}: its grid values must be numbers")
     chains = 0
     for d, direction in enumerate(directions):
         others = [range(n) if i != ci else [None] for i, n in enumerate(shape)]
@@ -202,8 +204,6 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None) -
                 points.append(Point(idx + ((d,) if cont else ()), ov, label, direction,
                                     chains if cont else -1, cfg.to_dict()))
             chains += 1
-    if cont and not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in grid[ci][1]):
-        raise ConfigError(f"sweep.continuation = {cont!r}: its grid values must be numbers")
     return Plan(config, grid, cont, directions if cont else [], points)
 
 

@@ -317,3 +317,24 @@ def test_cli_sweep_user_errors_exit_2_before_any_work(tmp_path, args, words):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2 and words in stderr and "Traceback" not in stderr
     assert len(stderr.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_stationary_stop_measures_change_relative_to_the_deviation():
+    """A linear mode g e^{σt} has r = |e^{σΔ} − 1|/(Δ e^{σΔ}) ≈ |σ| at any amplitude: a slow
+    instability is never 'stationary'; a decaying one below the floor is the uniform state."""
+    from meanfield_pde.geometry import Circle
+    from meanfield_pde.stationary import UNIFORM_FLOOR, StationaryStop, reseed
+    g = Circle(8)
+    base = np.zeros(g.ncoef, complex)
+    base[0] = 1 / np.sqrt(2 * np.pi)
+    mode = np.zeros_like(base)
+    mode[3] = 1.0
+    for sigma, amp, expect in [(0.01, 1e-3, False), (-0.01, 1e-3, False), (1e-6, 1e-3, True),
+                               (0.01, 1e-9, False), (-0.01, 1e-9, True)]:
+        stop = StationaryStop(g, 1e-4)
+        assert not stop(0.0, base + amp * mode)
+        assert stop(5.0, base + amp * np.exp(5 * sigma) * mode) == expect, (sigma, amp)
+        if abs(amp) > UNIFORM_FLOOR:
+            assert stop.rate == pytest.approx(abs(np.exp(5 * sigma) - 1) / (5 * np.exp(5 * sigma)))
+    seeded = reseed(g, base + 1e-15 * mode)  # continued near-uniform state keeps its shape
+    assert abs(seeded[3]) == pytest.approx(UNIFORM_FLOOR * abs(base[0]) / np.sqrt(2))
