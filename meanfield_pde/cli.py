@@ -1,4 +1,4 @@
-"""Command line: ``meanfield-pde run | cases | plot`` (DESIGN.md §4).
+"""Command line: ``meanfield-pde run | cases | plot | compare | limits | sweep`` (DESIGN.md §4).
 
 User errors (bad case, bad --set, unreadable file) print one line naming
 the field and exit with status 2, without a traceback. A run that stops
@@ -219,6 +219,27 @@ def _cmd_limits(args) -> int:
     return 0
 
 
+def _cmd_sweep(args) -> int:
+    from .cases import load_case
+    from .sweep import run_sweep
+    if args.workers is not None and args.scheduler:
+        raise ConfigError("sweep: give --workers (a LocalCluster) or --scheduler, not both")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"sweep --workers {args.workers}: must be >= 1")
+    config = load_case(args.case, args.set or [])
+    out = Path(args.output) if args.output else Path.cwd() / f"{config.name}_sweep"
+    ds = run_sweep(config, out, args.grid or [], args.continuation, args.workers, args.scheduler,
+                   progress=None if not args.quiet else False,
+                   log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
+    print(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
+          f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
+    print(f"wrote {out / 'sweep.nc'}")
+    if not args.no_plot:
+        from .phase import save_sweep_figure
+        print(f"wrote {save_sweep_figure(ds, out / 'sweep.png')}")
+    return EXIT_STOPPED if ds.attrs["failed"] else 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
@@ -267,6 +288,23 @@ def make_parser() -> argparse.ArgumentParser:
     li.add_argument("--no-plot", action="store_true", help="do not write the figure")
     li.add_argument("--quiet", "-q", action="store_true", help="no line per finished run")
     li.set_defaults(func=_cmd_limits)
+    sw = sub.add_parser("sweep", help="a parameter sweep on dask.distributed: one run per grid "
+                                      "point, one combined Dataset ([sweep] section of the case)")
+    sw.add_argument("case", help="a named case (e.g. phase_noise_beta3) or a .toml file")
+    sw.add_argument("--grid", action="append", metavar="KEY=VALUES",
+                    help="a swept key: KEY=[a,b,c] or KEY=start:stop:count (repeatable; adds to "
+                         "or replaces sweep.grid)")
+    sw.add_argument("--continuation", metavar="KEY",
+                    help="start each point from the previous one's final state along KEY "
+                         "(default: sweep.continuation; '' for none)")
+    sw.add_argument("--workers", "-n", type=int, help="LocalCluster processes (default: the cores)")
+    sw.add_argument("--scheduler", metavar="ADDRESS",
+                    help="a running dask scheduler, e.g. tcp://10.0.0.1:8786, instead of a LocalCluster")
+    sw.add_argument("--output", "-o", help="folder (default: ./<case>_sweep): points/*.nc, sweep.nc, sweep.png")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a case key (repeatable)")
+    sw.add_argument("--no-plot", action="store_true", help="do not write the figure")
+    sw.add_argument("--quiet", "-q", action="store_true", help="no progress bar or per-point lines")
+    sw.set_defaults(func=_cmd_sweep)
     return p
 
 

@@ -111,6 +111,8 @@ class TimeConfig:
     unit: str = _f("natural", choices=("natural", "backward_heat", "porous_medium"),
                    doc="unit of t_end, dt and output.every: natural t, τ = t/β (SA) "
                        "or τ = t λ_0/(2β) (USA), the times of the large-β limits")
+    stationary_tol: float = _f(0.0, lo=0.0, doc="stop once stationary: relative change of f − f̄ per "
+                                                 "unit time between snapshots below this (0: off)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,10 +206,32 @@ class TransformerConfig:
     layers: int = _f(30, lo=0, hi=10000, doc="long_context_phase: depth of the deep version")
 
 
+@dataclass(frozen=True, kw_only=True)
+class SweepConfig:
+    """[sweep]: a parameter sweep or phase diagram (``meanfield-pde sweep``, :mod:`meanfield_pde.sweep`).
+
+    The grid items and the continuation key are checked by
+    :func:`meanfield_pde.sweep.check_sweep` (the keys must be case keys).
+    """
+    grid: list[str] = _f([], doc='swept keys, "section.key=values": a TOML list [a, b] or a range '
+                                 '"start:stop:count" (count points, ends included)')
+    continuation: str = _f("", doc="a grid key along which each run starts from the previous "
+                                   "point's final state ('' = independent points)")
+    directions: list[str] = _f(["up", "down"], choices=("up", "down"),
+                               doc="continuation directions: up (increasing) and/or down")
+    task: str = _f("run", choices=("run", "tokens"),
+                   doc="run: the case's run (PDE, or particles); tokens: n tokens in dimension "
+                       "sweep.dimension (particles.simulate)")
+    dimension: int = _f(3, lo=2, hi=100_000, doc="tokens: dimension d of the sphere S^{d-1}")
+    measure: list[str] = _f([], doc="extra measurements per point (see meanfield_pde.sweep.MEASURES)")
+    figure: str = _f("lines", choices=("lines", "noise", "clusters", "tokens"),
+                     doc="figure written next to the combined Dataset")
+
+
 SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
             "output": OutputConfig, "monitor": MonitorConfig,
             "regularisation": RegularisationConfig, "limit": LimitConfig,
-            "particles": ParticlesConfig, "transformer": TransformerConfig}
+            "particles": ParticlesConfig, "transformer": TransformerConfig, "sweep": SweepConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
 
 
@@ -225,6 +249,7 @@ class Config:
     limit: LimitConfig = field(default_factory=LimitConfig)
     particles: ParticlesConfig = field(default_factory=ParticlesConfig)
     transformer: TransformerConfig = field(default_factory=TransformerConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     description: str = ""
     name: str = "case"
 

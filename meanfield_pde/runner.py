@@ -25,6 +25,7 @@ from .resume import resume_point
 from .runfile import MemoryRun, RunFile
 from .signals import stop_on_signals
 from .solver import RunResult, integrate
+from .stationary import StationaryStop
 from .steppers import IMEXRungeKutta, StepControl, get_scheme
 
 
@@ -40,8 +41,8 @@ class Simulation:
     monitor: ResolutionMonitor
 
 
-def build(config: Config) -> Simulation:
-    """Assemble a run and check its initial state.
+def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
+    """Assemble a run and check its initial state (``initial``: coefficients replacing [initial]).
 
     Raises
     ------
@@ -59,7 +60,10 @@ def build(config: Config) -> Simulation:
                                reg.hyperviscosity_order)
     else:
         model = make_limit_model(geometry, m.kind, m.beta, LIMIT_EQUATIONS[m.equation])
-    u0 = initial_density(geometry, config.initial)
+    u0 = initial_density(geometry, config.initial) if initial is None else np.array(initial, complex)
+    if u0.shape != geometry.zeros_coef().shape:
+        raise ConfigError(f"initial: the given state has {u0.size} coefficients, domain.lmax = "
+                          f"{config.domain.lmax} needs {geometry.ncoef}")
     if m.equation != "mean_field":
         check_initial_density(model, u0)
     monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
@@ -118,7 +122,7 @@ def run_attributes(config: Config) -> dict:
 
 
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
-        overwrite: bool = False) -> xr.Dataset:
+        overwrite: bool = False, initial: np.ndarray | None = None) -> xr.Dataset:
     """Run a validated case and return its Dataset (DESIGN.md §4); write it if ``output``.
 
     Parameters
@@ -133,6 +137,9 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         Progress bar; None shows it only on a terminal.
     overwrite : bool, keyword-only
         Replace an existing ``output`` (only once the new run has ended).
+    initial : ndarray (ncoef,), optional, keyword-only
+        Start from these coefficients (e.g. another run's final state: continuation)
+        instead of the case's [initial] section.
 
     Returns
     -------
@@ -148,7 +155,7 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     """
     sink = RunFile(output, overwrite=overwrite, attrs=run_attributes(config)) if output is not None \
         else MemoryRun(run_attributes(config))
-    sim = build(config)
+    sim = build(config, initial)
     return _advance(sim, sink, sim.initial, 0.0, progress)
 
 
@@ -188,6 +195,7 @@ def resume(path: str | Path, progress: bool | None = None, t_end: float | None =
 def _advance(sim: Simulation, sink, u0: np.ndarray, t0: float, progress: bool | None) -> xr.Dataset:
     """Integrate from (t0, u0) into ``sink``; record the end-of-run attributes; return the Dataset."""
     config = sim.config
+    stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
     unit = time_unit(config)
     recorder = SnapshotRecorder(sim.model, sink, tau_unit=(config.time.unit, unit) if unit != 1.0 else None)
     bar = ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)
@@ -196,12 +204,15 @@ def _advance(sim: Simulation, sink, u0: np.ndarray, t0: float, progress: bool | 
         result: RunResult = integrate(
             sim.model, sim.control, u0, unit * config.time.t_end,
             every=unit * config.snapshot_interval, dt=unit * config.time.dt, cfl=config.time.cfl,
-            monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps, t0=t0)
+            monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps, t0=t0,
+            stop=stop)
     before = sink.attrs  # counters of earlier sessions of a resumed run
     end = {"case": config.to_toml(),  # a resumed run may have a new t_end
            "steps": int(before.get("steps", 0)) + result.steps,
            "rejected_steps": int(before.get("rejected_steps", 0)) + result.rejected,
            "wall_time_s": float(before.get("wall_time_s", 0.0)) + _time.perf_counter() - start}
+    if stop is not None:
+        end.update(stop.attrs())
     done = sink.finish(result.status, end)
     ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)
     if not result.completed:

@@ -55,7 +55,7 @@ def next_output_index(t0: float, every: float) -> int:
 def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end: float, *,
               every: float, dt: float, cfl: float | None = 0.5,
               monitor: ResolutionMonitor | None = None, observers: list[Observer] = (),
-              max_steps: int = 10_000_000, t0: float = 0.0) -> RunResult:
+              max_steps: int = 10_000_000, t0: float = 0.0, stop=None) -> RunResult:
     """Integrate from u0 at t0 to t_end, snapshots at the multiples of ``every``.
 
     A run resumed from a snapshot at t0 > 0 (``--resume``) does not record
@@ -71,7 +71,9 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     discarded, so the result (and the final snapshot) is the last good state.
     A KeyboardInterrupt, or a SIGINT/SIGTERM stop request
     (:func:`meanfield_pde.signals.stop_on_signals`, honoured between steps),
-    stops the run the same way.
+    stops the run the same way. ``stop(t, u)``, if given, is asked at every
+    output time and ends the run early, still "completed", when it returns
+    True (e.g. :class:`meanfield_pde.stationary.StationaryStop`).
     """
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
@@ -132,6 +134,8 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
                 for obs in observers:
                     obs.snapshot(t, u)
                 n_out += 1
+                if stop is not None and stop(t, u):
+                    break
     except KeyboardInterrupt as exc:
         status = f"stopped: {interruption(exc)} at t = {t:.6g}"
     if status != "completed":

@@ -82,6 +82,11 @@ CHECKED_ELSEWHERE = {
     "normalisation_schemes": "test_transformer_cases.py::test_normalisation_schemes_case",
     "long_context_phase": "test_transformer_cases.py::test_long_context_phase_case",
     "long_context_limits": "test_transformer_cases.py::test_long_context_limits_case",
+    "phase_noise_beta1": "test_sweep.py::test_noise_beta1_continuous_transition_at_i1",
+    "phase_noise_beta3": "test_sweep.py::test_noise_beta3_hysteresis_and_clustered_state_above_nu1",
+    "phase_clusters_circle": "test_sweep.py::test_circle_cluster_count_is_k_star",
+    "phase_clusters_sphere": "test_sweep.py::test_sphere_cluster_count_beside_l_star",
+    "phase_tokens_sa": "test_sweep.py::test_token_transition_d128_on_equiangular_prediction",
 }
 
 
