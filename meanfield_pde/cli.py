@@ -38,12 +38,24 @@ def _output_path(args, config) -> Path:
     return Path.cwd() / f"{config.name}.nc"
 
 
-def _cmd_run(args) -> int:
+def _load_with_threads(args):
+    """The case with --set overrides and --threads (domain.threads); the thread count is
+    resolved here so that a bad $MEANFIELD_PDE_THREADS fails before any work."""
     from .cases import load_case
+    from .threads import check_threads, resolve_threads
+    overrides = list(args.set or [])
+    if args.threads is not None:
+        overrides.append(f"domain.threads={check_threads(args.threads, '--threads')}")
+    config = load_case(args.case, overrides)
+    resolve_threads(config.domain.threads or None)
+    return config
+
+
+def _cmd_run(args) -> int:
     from .io import check_output_path
     from .particle_runner import run_particles
     from .runner import run
-    config = load_case(args.case, args.set or [])
+    config = _load_with_threads(args)
     path = check_output_path(_output_path(args, config))
     if config.particles.mode == "particles":
         ds = run_particles(config, output=path)
@@ -148,10 +160,9 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_limits(args) -> int:
-    from .cases import load_case
     from .io import check_output_path, write_netcdf
     from .limit_sweep import check_sweep_config, limit_sweep, save_limit_figure
-    config = load_case(args.case, args.set or [])
+    config = _load_with_threads(args)
     check_sweep_config(config)
     path = check_output_path(Path(args.output) if args.output else Path.cwd() / f"{config.name}_limits.nc")
     lim = config.limit
@@ -193,6 +204,8 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a case key, e.g. --set model.beta=5 (repeatable)")
     r.add_argument("--no-plot", action="store_true", help="do not write the figure next to the file")
+    r.add_argument("--threads", metavar="N", help="threads of the transforms and particles "
+                   "(default: domain.threads, else $MEANFIELD_PDE_THREADS, else all cores)")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("cases", help="list the named cases")
@@ -219,6 +232,7 @@ def make_parser() -> argparse.ArgumentParser:
     li.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a case key, e.g. --set limit.betas=[25,100] (repeatable)")
     li.add_argument("--no-plot", action="store_true", help="do not write the figure")
+    li.add_argument("--threads", metavar="N", help="threads of the transforms (as for run)")
     li.add_argument("--quiet", "-q", action="store_true", help="no line per finished run")
     li.set_defaults(func=_cmd_limits)
     return p

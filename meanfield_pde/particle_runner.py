@@ -60,7 +60,8 @@ def run_particles(config: Config, output: str | Path | None = None) -> xr.Datase
     dt = p.dt or config.time.dt
     start = _time.perf_counter()
     res = simulate(x0, m.kind, m.beta, m.nu, config.time.t_end, dt, config.snapshot_interval,
-                   scheme=particle_scheme(config), seed=p.seed)
+                   scheme=particle_scheme(config), seed=p.seed,
+                   threads=config.domain.threads or None)
     coefs = [geometry.empirical_coefficients(x) for x in res.positions]
     smoothing = np.exp(p.smoothing * geometry.laplacian)
     densities = [geometry.synthesis(c * smoothing) for c in coefs]

@@ -17,6 +17,7 @@ from functools import partial
 import numpy as np
 
 from ..errors import ConfigError
+from ..threads import resolve_threads
 from .dynamics import _check_beta, _check_chunk, _check_kind, energy, order_parameter, velocity
 from .integrators import SCHEMES
 
@@ -125,7 +126,7 @@ def snapshot_times(t_end: float, every: float) -> np.ndarray:
 
 def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, every: float,
              scheme: str = "rk4", seed: int = 0, *, chunk_rows: int | None = None,
-             store_positions: bool = True) -> ParticleRun:
+             threads: int | None = None, store_positions: bool = True) -> ParticleRun:
     """Integrate the SA/USA particle system from x0 and record snapshots.
 
     Between consecutive snapshot times t_k < t_{k+1} (multiples of ``every``
@@ -156,6 +157,9 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         gives a bit-identical trajectory. Unused when nu = 0.
     chunk_rows : int >= 1 or None, keyword-only
         Gram-matrix rows per chunk (:func:`dynamics.velocity`).
+    threads : int >= 1 or None, keyword-only
+        Threads of the velocity (:func:`dynamics.velocity`); None: the default
+        of :func:`meanfield_pde.threads.resolve_threads`.
     store_positions : bool, keyword-only
         If False only the diagnostics and the final state are kept
         (``positions`` is then None).
@@ -189,7 +193,8 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed = {seed!r}: must be an integer >= 0")
 
-    field = partial(velocity, kind=kind, beta=beta, chunk_rows=chunk_rows)
+    threads = resolve_threads(threads)
+    field = partial(velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
     rng = np.random.default_rng(int(seed))
     times = snapshot_times(t_end, every)
     nt, (n, d) = times.size, x.shape
