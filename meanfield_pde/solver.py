@@ -12,6 +12,7 @@ from .errors import NumericalFault
 from .models import MeanFieldModel
 from .observers import Observer
 from .steppers import StepControl
+from .threads import single_threaded_blas
 
 MAX_CONSECUTIVE_REJECTIONS = 25
 
@@ -58,6 +59,13 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     discarded, so the result (and the final snapshot) is the last good state.
     A KeyboardInterrupt stops the run the same way.
     """
+    with single_threaded_blas():  # BLAS only combines stages here; see threads.py
+        return _integrate(model, control, u0, t_end, every=every, dt=dt, cfl=cfl,
+                          monitor=monitor, observers=observers, max_steps=max_steps)
+
+
+def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
+               max_steps) -> RunResult:
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = 0.0, u0.copy(), 0, 0, 0
     model.transport(u)  # sets max_speed for the first CFL bound
