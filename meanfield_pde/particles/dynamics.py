@@ -133,6 +133,9 @@ BLOCK_BYTES = 256 * 2**10
 """Default size of one block of Gram-matrix rows (bytes): it stays in the L2 cache while
 the exponentials and the second product read it (measured: exp costs 2x when it spills)."""
 
+MIN_ENTRIES_PER_THREAD = 2**22
+"""Gram-matrix entries (~40 ms of exponentials) below which a second thread does not pay."""
+
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
@@ -175,7 +178,8 @@ def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
 
     threads = resolve_threads(threads)
     nblocks = -(-n // c)
-    parts = min(threads, nblocks)
+    # a thread per MIN_ENTRIES_PER_THREAD Gram entries at most: below, dispatch costs more
+    parts = min(threads, nblocks, max(1, n * n // MIN_ENTRIES_PER_THREAD))
     with single_threaded_blas():
         if parts <= 1:
             work(0, n)
