@@ -82,6 +82,7 @@ class MeanFieldModel:
         if hyperviscosity > 0.0:
             lap_max = lmax * (lmax + 1.0) if man == "sphere" else float(lmax) ** 2
             self.linear = self.linear - hyperviscosity * (-lap / lap_max) ** hyperviscosity_order
+        self._fresh = False  # the work arrays hold an evaluation whose extrema are not taken yet
         self.max_speed = 0.0
         self.min_density = np.nan
         self._tmp = g.zeros_coef()
@@ -91,12 +92,15 @@ class MeanFieldModel:
         grid = np.shape(g.synthesis(self._tmp))
         self._f = np.empty(grid)
         self._v = tuple(np.empty(grid) for _ in g.gradient(self._tmp))
+        self._flux = tuple(np.empty(grid) for _ in self._v)
         self._phi = np.empty(grid) if kind == "SA" else None
         self._speed2 = (np.empty(grid), np.empty(grid)) if len(self._v) == 2 else None
 
     # -- the explicit part ---------------------------------------------------
     def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
         """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays."""
+        if self._fresh:  # the work arrays are about to be reused
+            self._update_extrema()
         return tuple(c.copy() for c in self._velocity(coef))
 
     def _velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -136,13 +140,39 @@ class MeanFieldModel:
         """
         f = self.geometry.synthesis(coef, self._f)
         v = self._velocity(coef)
-        self.max_speed = self._max_speed(v)
-        self.min_density = float(np.min(f))
-        for comp in v:
-            np.multiply(comp, f, out=comp)
-        out = self.geometry.divergence(v, out)
+        for comp, flux in zip(v, self._flux):  # v and f are kept for max_speed, min_density
+            np.multiply(comp, f, out=flux)
+        self._fresh = True
+        out = self.geometry.divergence(self._flux, out)
         np.negative(out, out=out)
         return out
+
+    # max|V| and min f of the last evaluation, computed when asked: the solver asks once
+    # per step (the CFL bound), not once per stage, and they cost as much as 5 grid passes.
+    @property
+    def max_speed(self) -> float:
+        if self._fresh:
+            self._update_extrema()
+        return self._max_speed_value
+
+    @max_speed.setter
+    def max_speed(self, value: float) -> None:
+        self._max_speed_value = value
+
+    @property
+    def min_density(self) -> float:
+        if self._fresh:
+            self._update_extrema()
+        return self._min_density_value
+
+    @min_density.setter
+    def min_density(self, value: float) -> None:
+        self._min_density_value = value
+
+    def _update_extrema(self) -> None:
+        self._max_speed_value = self._max_speed(self._v)
+        self._min_density_value = float(np.min(self._f))
+        self._fresh = False
 
     def rhs(self, coef: np.ndarray) -> np.ndarray:
         """The whole right-hand side −div(f V) + linear·f (for tests and diagnostics)."""
