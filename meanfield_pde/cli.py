@@ -39,8 +39,20 @@ def _output_path(args, config) -> Path:
     return Path.cwd() / f"{config.name}.nc"
 
 
-def _cmd_run(args) -> int:
+def _load_with_threads(args):
+    """The case with --set overrides and --threads (domain.threads); the thread count is
+    resolved here so that a bad $MEANFIELD_PDE_THREADS fails before any work."""
     from .cases import load_case
+    from .threads import check_threads, resolve_threads
+    overrides = list(args.set or [])
+    if args.threads is not None:
+        overrides.append(f"domain.threads={check_threads(args.threads, '--threads')}")
+    config = load_case(args.case, overrides)
+    resolve_threads(config.domain.threads or None)
+    return config
+
+
+def _cmd_run(args) -> int:
     from .particle_runner import run_particles
     from .io import check_output_path
     from .runner import run
@@ -48,7 +60,7 @@ def _cmd_run(args) -> int:
         return _resume(args)
     if args.case is None:
         raise ConfigError("run: give a CASE (a named case or a .toml file), or --resume FILE.nc")
-    config = load_case(args.case, args.set or [])
+    config = _load_with_threads(args)
     path = check_output_path(_output_path(args, config), overwrite=args.overwrite)
     if config.transformer.study != "off":
         return _run_study(config, path, args)
@@ -67,8 +79,8 @@ def _cmd_run(args) -> int:
 def _resume(args) -> int:
     from .resume import resume_overrides
     from .runner import resume
-    if args.case is not None or args.output or args.overwrite:
-        raise ConfigError("run --resume FILE.nc: takes no CASE, --output or --overwrite "
+    if args.case is not None or args.output or args.overwrite or args.threads is not None:
+        raise ConfigError("run --resume FILE.nc: takes no CASE, --output, --overwrite or --threads "
                           "(the case is stored in the file, which is continued in place)")
     t_end = resume_overrides(args.set)
     with warnings.catch_warnings():
@@ -185,10 +197,9 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_limits(args) -> int:
-    from .cases import load_case
     from .io import check_output_path, write_netcdf
     from .limit_sweep import check_sweep_config, limit_sweep, save_limit_figure
-    config = load_case(args.case, args.set or [])
+    config = _load_with_threads(args)
     check_sweep_config(config)
     path = check_output_path(Path(args.output) if args.output else Path.cwd() / f"{config.name}_limits.nc",
                              overwrite=args.overwrite)
@@ -258,6 +269,8 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a case key, e.g. --set model.beta=5 (repeatable)")
     r.add_argument("--no-plot", action="store_true", help="do not write the figure next to the file")
+    r.add_argument("--threads", metavar="N", help="threads of the transforms and particles "
+                   "(default: domain.threads, else $MEANFIELD_PDE_THREADS, else all cores)")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("cases", help="list the named cases")
@@ -286,6 +299,7 @@ def make_parser() -> argparse.ArgumentParser:
                     help="override a case key, e.g. --set limit.betas=[25,100] (repeatable)")
     li.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     li.add_argument("--no-plot", action="store_true", help="do not write the figure")
+    li.add_argument("--threads", metavar="N", help="threads of the transforms (as for run)")
     li.add_argument("--quiet", "-q", action="store_true", help="no line per finished run")
     li.set_defaults(func=_cmd_limits)
     sw = sub.add_parser("sweep", help="a parameter sweep on dask.distributed: one run per grid "

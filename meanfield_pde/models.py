@@ -16,6 +16,8 @@ linearisation of the transport is deliberately *not* in the implicit part:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import NumericalFault
@@ -80,40 +82,100 @@ class MeanFieldModel:
         if hyperviscosity > 0.0:
             lap_max = lmax * (lmax + 1.0) if man == "sphere" else float(lmax) ** 2
             self.linear = self.linear - hyperviscosity * (-lap / lap_max) ** hyperviscosity_order
+        self._fresh = False  # the work arrays hold an evaluation whose extrema are not taken yet
         self.max_speed = 0.0
         self.min_density = np.nan
         self._tmp = g.zeros_coef()
+        # Work arrays of the right-hand side, allocated once (no allocation,
+        # hence no page faults, in the hot loop): f, the velocity components,
+        # Φ (SA) and |V|² on the grid.
+        grid = np.shape(g.synthesis(self._tmp))
+        self._f = np.empty(grid)
+        self._v = tuple(np.empty(grid) for _ in g.gradient(self._tmp))
+        self._flux = tuple(np.empty(grid) for _ in self._v)
+        self._phi = np.empty(grid) if kind == "SA" else None
+        self._speed2 = (np.empty(grid), np.empty(grid)) if len(self._v) == 2 else None
 
     # -- the explicit part ---------------------------------------------------
     def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Tangent velocity V[f] on the grid (components as geometry.gradient)."""
+        """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays."""
+        if self._fresh:  # the work arrays are about to be reused
+            self._update_extrema()
+        return tuple(c.copy() for c in self._velocity(coef))
+
+    def _velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
+        """V[f] into the model's work arrays (overwritten by the next call)."""
         np.multiply(self._grad_mult, coef, out=self._tmp)
-        v = self.geometry.gradient(self._tmp)
+        v = self.geometry.gradient(self._tmp, self._v)
         if self.kind == "SA":
             np.multiply(self._ratio, coef, out=self._tmp)
-            phi = self.geometry.synthesis(self._tmp)  # Φ/λ_0 > 0 for any f >= 0
+            phi = self.geometry.synthesis(self._tmp, self._phi)  # Φ/λ_0 > 0 for any f >= 0
             low = np.min(phi)
             if np.isnan(low):
                 raise NumericalFault("non-finite values in the density")
             if not low > 0.0:
                 raise NumericalFault("kernel potential Φ is not positive: the density "
                                      "has lost positivity (resolution lost)")
+            np.reciprocal(phi, out=phi)  # one division, then multiplications
             for comp in v:
-                comp /= phi
+                np.multiply(comp, phi, out=comp)
         return v
 
+    def _max_speed(self, v: tuple[np.ndarray, ...]) -> float:
+        """max |V| on the grid as sqrt(max(v_θ² + v_φ²)): three cheap passes (np.hypot costs
+        as much as a transform at L = 63). USA speeds reach e^β/β, whose square overflows
+        for β ≳ 350: there (β > 300) hypot."""
+        if self._speed2 is None:
+            return float(np.max(np.abs(v[0])))
+        if self.kind == "USA" and self.beta > 300.0:
+            return float(np.max(np.hypot(*v)))
+        s, t = self._speed2
+        np.multiply(v[0], v[0], out=s)
+        np.multiply(v[1], v[1], out=t)
+        s += t
+        return math.sqrt(float(np.max(s)))
+
     def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density."""
-        f = self.geometry.synthesis(coef)
-        v = self.velocity(coef)
-        # hypot, not sqrt of a sum of squares: USA speeds reach e^β/β ~ 1e300 at β = 700
-        self.max_speed = float(np.max(np.hypot(*v))) if len(v) == 2 else float(np.max(np.abs(v[0])))
-        self.min_density = float(np.min(f))
-        for comp in v:
-            comp *= f
-        out = self.geometry.divergence(v, out)
+        """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density.
+
+        Four transforms (five for SA: Φ too) into preallocated work arrays, and
+        a few pointwise passes; nothing is allocated except ``out`` if not given.
+        """
+        f = self.geometry.synthesis(coef, self._f)
+        v = self._velocity(coef)
+        for comp, flux in zip(v, self._flux):  # v and f are kept for max_speed, min_density
+            np.multiply(comp, f, out=flux)
+        self._fresh = True
+        out = self.geometry.divergence(self._flux, out)
         np.negative(out, out=out)
         return out
+
+    # max|V| and min f of the last evaluation, computed when asked: the solver asks once
+    # per step (the CFL bound), not once per stage, and they cost as much as 5 grid passes.
+    @property
+    def max_speed(self) -> float:
+        if self._fresh:
+            self._update_extrema()
+        return self._max_speed_value
+
+    @max_speed.setter
+    def max_speed(self, value: float) -> None:
+        self._max_speed_value = value
+
+    @property
+    def min_density(self) -> float:
+        if self._fresh:
+            self._update_extrema()
+        return self._min_density_value
+
+    @min_density.setter
+    def min_density(self, value: float) -> None:
+        self._min_density_value = value
+
+    def _update_extrema(self) -> None:
+        self._max_speed_value = self._max_speed(self._v)
+        self._min_density_value = float(np.min(self._f))
+        self._fresh = False
 
     def rhs(self, coef: np.ndarray) -> np.ndarray:
         """The whole right-hand side −div(f V) + linear·f (for tests and diagnostics)."""

@@ -125,7 +125,8 @@ def _advance_particles(config: Config, geometry, sink, x0: np.ndarray, start: in
     with stop_on_signals():
         res = simulate(x0, m.kind, m.beta, m.nu, config.time.t_end, p.dt or config.time.dt,
                        config.snapshot_interval, scheme=particle_scheme(config), seed=p.seed,
-                       store_positions=False, start=start, on_snapshot=append)
+                       store_positions=False, start=start, on_snapshot=append,
+                       threads=config.domain.threads or None)
     before = sink.attrs
     done = sink.finish(res.status, {"case": config.to_toml(),  # a resumed run may have a new t_end
                                     "steps": int(before.get("steps", 0)) + res.steps,

@@ -13,6 +13,7 @@ from .signals import check as check_stop_request, interruption
 from .models import MeanFieldModel
 from .observers import Observer
 from .steppers import StepControl
+from .threads import single_threaded_blas
 
 MAX_CONSECUTIVE_REJECTIONS = 25
 
@@ -75,6 +76,13 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     output time and ends the run early, still "completed", when it returns
     True (e.g. :class:`meanfield_pde.stationary.StationaryStop`).
     """
+    with single_threaded_blas():  # BLAS only combines stages here; see threads.py
+        return _integrate(model, control, u0, t_end, every=every, dt=dt, cfl=cfl,
+                          monitor=monitor, observers=observers, max_steps=max_steps)
+
+
+def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
+               max_steps) -> RunResult:
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
     n_out, status = next_output_index(t0, every), "completed"

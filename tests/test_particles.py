@@ -91,10 +91,12 @@ def test_chunked_equals_unchunked(kind):
     beta = 4.0
     whole = velocity(x, kind, beta, chunk_rows=3000)
     scale = np.max(np.abs(whole))
+    # Round-off: BLAS sums a block's rows in an order that depends on the block
+    # shape (each result is within 1e-14 of an extended-precision reference).
     for chunk in (7, 1000):
         err = np.max(np.abs(velocity(x, kind, beta, chunk_rows=chunk) - whole)) / scale
-        assert err <= 1e-14, (chunk, err)
-    assert np.max(np.abs(velocity(x, kind, beta) - whole)) / scale <= 1e-14
+        assert err <= 3e-14, (chunk, err)
+    assert np.max(np.abs(velocity(x, kind, beta) - whole)) / scale <= 3e-14
     assert energy(x, beta, chunk_rows=7) == pytest.approx(energy(x, beta, chunk_rows=3000), rel=1e-14)
     theta = np.random.default_rng(9).uniform(0, 2 * np.pi, 500)
     np.testing.assert_allclose(kuramoto_velocity(theta, kind, beta, chunk_rows=13),

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 
+from ..threads import resolve_threads
 from .base import Geometry
 
 
@@ -60,7 +61,8 @@ class Sphere(Geometry):
         Grid size; 0 (default) lets shtns pick the dealiased grid
         (nlat > 3L/2, nphi > 3L).
     threads : int, optional
-        OpenMP threads of the transforms; 0 = all cores.
+        OpenMP threads of the transforms; 0 = the default of
+        :func:`meanfield_pde.threads.resolve_threads` ($MEANFIELD_PDE_THREADS, else all cores).
 
     Attributes
     ----------
@@ -78,7 +80,8 @@ class Sphere(Geometry):
         if lmax < 2:
             raise ValueError(f"domain.lmax = {lmax}: must be >= 2 on the sphere")
         self.lmax = int(lmax)
-        self.sh = _transform(self.lmax, nlat, nphi, threads)
+        self.threads = resolve_threads(threads)
+        self.sh = _transform(self.lmax, nlat, nphi, self.threads)
         sh = self.sh
         self.nlat, self.nphi = sh.nlat, sh.nphi
         self.degree = np.asarray(sh.l, dtype=np.int64)
@@ -99,6 +102,7 @@ class Sphere(Geometry):
             cos_theta[:, None]), axis=-1)
         half = np.asarray(sh.gauss_wts())  # northern half only, without 2π/nphi
         full = np.concatenate([half, half[: self.nlat // 2][::-1]])
+        self._toroidal = self.zeros_coef()
         self.weights = np.broadcast_to((2.0 * np.pi / self.nphi) * full[:, None],
                                        (self.nlat, self.nphi)).copy()
 
@@ -125,7 +129,7 @@ class Sphere(Geometry):
                    out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of div v for v = (v_θ, v_φ) on the grid: −l(l+1) S_lm."""
         spheroidal = self.zeros_coef() if out is None else out
-        toroidal = self.zeros_coef()
+        toroidal = self._toroidal  # discarded; allocated once
         self.sh.spat_to_SHsphtor(np.ascontiguousarray(components[0]),
                                  np.ascontiguousarray(components[1]), spheroidal, toroidal)
         spheroidal *= self.laplacian

@@ -14,11 +14,12 @@ radius 1).
 
 Numerics
 --------
-* Memory: the n×n Gram matrix is never formed. Rows of it are computed in
-  chunks of ``chunk_rows`` rows (default: a chunk of CHUNK_BYTES/2 = 128 MiB;
-  the previous chunk is still alive while the next one is formed, so the
-  peak is ≈ :data:`CHUNK_BYTES` = 256 MiB, measured with tracemalloc at
-  n = 20 000), instead of 3.2 GB for the full matrix at n = 20 000.
+* Memory and speed: the n×n Gram matrix is never formed. Blocks of its rows
+  (default :data:`BLOCK_BYTES` = 256 KiB, so they stay in cache) are formed
+  by one product, exponentiated in place and multiplied by [x_j, 1], which
+  gives the weighted sums and the row sums at once; the threads
+  (:mod:`meanfield_pde.threads`) share the blocks. Peak memory at
+  n = 20 000 is a few MiB.
 * Overflow: SA is a softmax, evaluated with the row maximum of β⟨x_i,x_j⟩
   subtracted before exponentiating. USA factors out e^β:
   e^{β⟨x_i,x_j⟩} = e^β · e^{β(⟨x_i,x_j⟩−1)}, the second factor is in
@@ -40,11 +41,13 @@ oscillators.)
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..kernels import BETA_MAX, SMALL_BETA
+from ..threads import resolve_threads, single_threaded_blas
 
 KINDS = ("SA", "USA")
 CHUNK_BYTES = 256 * 2**20
@@ -126,37 +129,123 @@ def _as_points(x) -> np.ndarray:
 
 
 # -- SA / USA in the ambient space -------------------------------------------------
-def attention(x, kind: str, beta: float, *, chunk_rows: int | None = None) -> np.ndarray:
+BLOCK_BYTES = 256 * 2**10
+"""Default size of one block of Gram-matrix rows (bytes): it stays in the L2 cache while
+the exponentials and the second product read it (measured: exp costs 2x when it spills)."""
+
+MIN_ENTRIES_PER_THREAD = 2**22
+"""Gram-matrix entries (~40 ms of exponentials) below which a second thread does not pay."""
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="meanfield-particles")
+    return _POOLS[threads]
+
+
+def _block_rows(n: int, chunk_rows: int | None) -> int:
+    if chunk_rows is not None:
+        return min(chunk_rows, n)
+    return int(min(n, max(1, BLOCK_BYTES // (8 * n))))
+
+
+def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
+                   threads: int | None) -> np.ndarray:
+    """S = exp(left @ rightᵀ) @ right, shape (n, k), without forming the n×n matrix.
+
+    Rows are taken in blocks (cache sized by default, ``chunk_rows`` if given):
+    per block one product (c, k)·(k, n), the exponentials in place, one product
+    (c, n)·(n, k): one n×n product and n² exponentials plus a second skinny
+    product, the floor of the evaluation. With ``threads`` > 1 contiguous
+    ranges of rows go to that many threads (numpy releases the GIL; BLAS is
+    held to one thread meanwhile).
+    """
+    n = left.shape[0]
+    out = np.empty((n, right.shape[1]))
+    c = _block_rows(n, chunk_rows)
+    rT = right.T
+
+    def work(lo: int, hi: int) -> None:
+        g = np.empty((c, n))
+        for start in range(lo, hi, c):
+            stop = min(start + c, hi)
+            gb = g[: stop - start]
+            np.matmul(left[start:stop], rT, out=gb)
+            np.exp(gb, out=gb)
+            np.matmul(gb, right, out=out[start:stop])
+
+    threads = resolve_threads(threads)
+    nblocks = -(-n // c)
+    # a thread per MIN_ENTRIES_PER_THREAD Gram entries at most: below, dispatch costs more
+    parts = min(threads, nblocks, max(1, n * n // MIN_ENTRIES_PER_THREAD))
+    with single_threaded_blas():
+        if parts <= 1:
+            work(0, n)
+        else:
+            per = -(-nblocks // parts) * c
+            futures = [_pool(parts).submit(work, lo, min(lo + per, n)) for lo in range(0, n, per)]
+            for fut in futures:
+                fut.result()
+    return out
+
+
+def attention(x, kind: str, beta: float, *, chunk_rows: int | None = None,
+              threads: int | None = None) -> np.ndarray:
     """The attention output A_i before projection (ambient, shape (n, d)).
 
     SA: A_i = Σ_j e^{β⟨x_i,x_j⟩} x_j / Σ_k e^{β⟨x_i,x_k⟩};
     USA: A_i = (1/n) Σ_j e^{β⟨x_i,x_j⟩} x_j (of size up to e^β).
 
+    Both are one pass of :func:`_weighted_sums` with the shift of the
+    exponent folded into the first product, [βx_i, −s_i]·[x_j, 1] =
+    β⟨x_i,x_j⟩ − s_i, and the row sums into the second, e^{…}·[x_j, 1].
+    SA shifts by s_i = β|x_i|² (the j = i term: the largest on the sphere, so
+    weights are <= 1 and their sum >= 1; the softmax does not depend on the
+    shift); USA by β (e^β factored out, as before).
+
     Parameters and errors as :func:`velocity`.
     """
     kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
     x = _as_points(x)
-    n = x.shape[0]
+    n, d = x.shape
     if beta == 0.0:  # every weight is 1: A_i = m for both kinds
         return np.broadcast_to(_mean(x), x.shape).copy()
+    right = np.empty((n, d + 1))
+    right[:, :d], right[:, d] = x, 1.0
+    left = np.empty((n, d + 1))
+    np.multiply(x, beta, out=left[:, :d])
+    if kind == "SA":
+        sq = np.einsum("ij,ij->i", x, x)
+        # Off the sphere (Runge–Kutta stages) ⟨x_i,x_j⟩ may exceed |x_i|² by up to
+        # |x_i|(max|x| − |x_i|): fine for near-unit points, else shift by the row maximum.
+        norms = np.sqrt(sq)
+        if beta * norms.max() * (norms.max() - norms.min()) > 300.0:
+            return _attention_rowmax(x, beta, chunk_rows)
+        left[:, d] = -beta * sq
+        sums = _weighted_sums(left, right, chunk_rows, threads)
+        return sums[:, :d] / sums[:, d:]
+    left[:, d] = -beta
+    sums = _weighted_sums(left, right, chunk_rows, threads)
+    return sums[:, :d] * (math.exp(beta) / n)
+
+
+def _attention_rowmax(x: np.ndarray, beta: float, chunk_rows: int | None) -> np.ndarray:
+    """SA with the row maximum subtracted (points far from the sphere; not the hot path)."""
+    n = x.shape[0]
     out = np.empty_like(x)
-    scale = math.exp(beta) / n  # USA only: e^β factored out of the weights
     for rows in _chunks(n, chunk_rows):
-        g = x[rows] @ x.T  # (c, n) rows of the Gram matrix
-        if kind == "SA":
-            g *= beta
-            g -= g.max(axis=1, keepdims=True)  # softmax: largest weight is e^0 = 1
-            np.exp(g, out=g)
-            out[rows] = (g @ x) / g.sum(axis=1, keepdims=True)
-        else:
-            g -= 1.0
-            g *= beta  # β(⟨x_i,x_j⟩ − 1) <= ~0: no overflow
-            np.exp(g, out=g)
-            out[rows] = (g @ x) * scale
+        g = x[rows] @ x.T
+        g *= beta
+        g -= g.max(axis=1, keepdims=True)
+        np.exp(g, out=g)
+        out[rows] = (g @ x) / g.sum(axis=1, keepdims=True)
     return out
 
 
-def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None) -> np.ndarray:
+def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
+             threads: int | None = None) -> np.ndarray:
     """Velocity field v_i = P⊥_{x_i} A_i of the SA or USA particle system.
 
     Parameters
@@ -169,9 +258,12 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None) -> np.
     beta : float in [0, 700]
         Inverse temperature (dimensionless).
     chunk_rows : int >= 1 or None, keyword-only
-        Gram-matrix rows per chunk; None chooses ≈ 256 MiB per chunk
-        (:func:`default_chunk_rows`). The result does not depend on it
+        Gram-matrix rows per block; None chooses a block of ≈ 256 KiB
+        (:data:`BLOCK_BYTES`, cache sized). The result does not depend on it
         beyond round-off.
+    threads : int >= 1 or None, keyword-only
+        Threads sharing the rows; None: $MEANFIELD_PDE_THREADS, else all
+        cores (:func:`meanfield_pde.threads.resolve_threads`).
 
     Returns
     -------
@@ -187,7 +279,8 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None) -> np.
 
     Notes
     -----
-    Cost O(n² d) time and O(chunk_rows · n) memory (O(n d) at β = 0).
+    Cost O(n² d) time (one n×n product, n² exponentials, one more skinny
+    product) and O(threads · chunk_rows · n) memory (O(n d) at β = 0).
     Source: Geshkovski et al., arXiv:2312.10794 (SA eq. (1.2)-(1.3) family,
     USA the unnormalised variant); DESIGN.md §1.
     """
@@ -196,7 +289,7 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None) -> np.
     if beta == 0.0:  # fast path, all weights 1 for SA and USA: v_i = m − ⟨x_i, m⟩ x_i
         m = _mean(x)
         return m - (x @ m)[:, None] * x
-    return tangent_project(x, attention(x, kind, beta, chunk_rows=chunk_rows))
+    return tangent_project(x, attention(x, kind, beta, chunk_rows=chunk_rows, threads=threads))
 
 
 def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
@@ -234,13 +327,12 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
         m = _mean(x)
         second = x.T @ x
         return 0.5 * float(m @ m) + beta / (4.0 * n**2) * float(np.sum(second * second))
-    total = 0.0
-    for rows in _chunks(n, chunk_rows):
-        g = x[rows] @ x.T
-        g -= 1.0
-        g *= beta
-        np.exp(g, out=g)
-        total += float(g.sum())
+    right = np.empty((n, x.shape[1] + 1))
+    right[:, :-1], right[:, -1] = x, 1.0
+    left = np.empty_like(right)
+    np.multiply(x, beta, out=left[:, :-1])
+    left[:, -1] = -beta
+    total = float(_weighted_sums(left, right, chunk_rows, None)[:, -1].sum())
     return math.exp(beta) / (2.0 * beta) * total / n**2
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..signals import check as check_stop_request, interruption
+from ..threads import resolve_threads, single_threaded_blas
 from .dynamics import _check_beta, _check_chunk, _check_kind, energy, order_parameter, velocity
 from .integrators import SCHEMES
 
@@ -143,7 +144,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
              scheme: str = "rk4", seed: int = 0, *, chunk_rows: int | None = None,
              store_positions: bool = True, start: int = 0,
              on_snapshot: Callable[[float, np.ndarray, float, float], None] | None = None,
-             ) -> ParticleRun:
+             threads: int | None = None) -> ParticleRun:
     """Integrate the SA/USA particle system from x0 and record snapshots.
 
     Between consecutive snapshot times t_k < t_{k+1} (multiples of ``every``
@@ -174,6 +175,9 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         gives a bit-identical trajectory. Unused when nu = 0.
     chunk_rows : int >= 1 or None, keyword-only
         Gram-matrix rows per chunk (:func:`dynamics.velocity`).
+    threads : int >= 1 or None, keyword-only
+        Threads of the velocity (:func:`dynamics.velocity`); None: the default
+        of :func:`meanfield_pde.threads.resolve_threads`.
     store_positions : bool, keyword-only
         If False only the diagnostics and the final state are kept
         (``positions`` is then None).
@@ -220,7 +224,8 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed = {seed!r}: must be an integer >= 0")
 
-    field = partial(velocity, kind=kind, beta=beta, chunk_rows=chunk_rows)
+    threads = resolve_threads(threads)
+    field = partial(velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
     grid = snapshot_times(t_end, every)
     if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start < grid.size:
         raise ConfigError(f"start = {start!r}: must be a snapshot index in [0, {grid.size - 1}]")
@@ -236,33 +241,34 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         if on_snapshot is not None and notify:
             on_snapshot(t, state, op[-1], en[-1])
 
-    record(float(grid[start]), x, notify=start == 0)  # a resumed run's start is on file already
-    steps, status, t = 0, "completed", float(grid[start])
-    try:
-        for k in range(start + 1, grid.size):
-            span = grid[k] - grid[k - 1]
-            m = max(1, math.ceil(span / dt - 1e-9))
-            h = span / m
-            rng = interval_rng(seed, k)
-            for j in range(m):
-                check_stop_request()
-                if spec.stochastic:
-                    xi = rng.standard_normal((n, d)) if nu > 0.0 else None
-                    new = spec.step(x, h, field, nu, xi)
-                else:
-                    new = spec.step(x, h, field)
-                if not np.all(np.isfinite(new)):
-                    raise FloatingPointError(f"non-finite positions at t = {grid[k - 1] + (j + 1) * h:.6g}")
-                x, t = new, float(grid[k - 1] + (j + 1) * h)
-                steps += 1
-            t = float(grid[k])
+    with single_threaded_blas():  # entered once; the velocity's own entries are then free
+        record(float(grid[start]), x, notify=start == 0)  # a resumed run's start is on file already
+        steps, status, t = 0, "completed", float(grid[start])
+        try:
+            for k in range(start + 1, grid.size):
+                span = grid[k] - grid[k - 1]
+                m = max(1, math.ceil(span / dt - 1e-9))
+                h = span / m
+                rng = interval_rng(seed, k)
+                for j in range(m):
+                    check_stop_request()
+                    if spec.stochastic:
+                        xi = rng.standard_normal((n, d)) if nu > 0.0 else None
+                        new = spec.step(x, h, field, nu, xi)
+                    else:
+                        new = spec.step(x, h, field)
+                    if not np.all(np.isfinite(new)):
+                        raise FloatingPointError(f"non-finite positions at t = {grid[k - 1] + (j + 1) * h:.6g}")
+                    x, t = new, float(grid[k - 1] + (j + 1) * h)
+                    steps += 1
+                t = float(grid[k])
+                record(t, x)
+        except KeyboardInterrupt as exc:
+            status = f"stopped: {interruption(exc)} at t = {t:.6g}"
+        except FloatingPointError as exc:
+            status = f"stopped: {exc} (reduce dt); the last good state (t = {t:.6g}) is kept"
+        if status != "completed" and t > times[-1]:
             record(t, x)
-    except KeyboardInterrupt as exc:
-        status = f"stopped: {interruption(exc)} at t = {t:.6g}"
-    except FloatingPointError as exc:
-        status = f"stopped: {exc} (reduce dt); the last good state (t = {t:.6g}) is kept"
-    if status != "completed" and t > times[-1]:
-        record(t, x)
     return ParticleRun(times=np.array(times), positions=np.array(positions) if store_positions else None,
                        order_parameter=np.array(op), energy=np.array(en), kind=kind, beta=beta,
                        nu=nu, dt=dt, scheme=scheme, seed=int(seed), steps=steps, status=status, final=x)

@@ -1,0 +1,48 @@
+"""The benchmark script runs end to end at tiny sizes (no timing is asserted: timings are
+the benchmark's business, not the tests'), and the thread setting reaches its users."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from meanfield_pde.errors import ConfigError
+from meanfield_pde.geometry import Sphere
+from meanfield_pde.threads import ENV_VAR, check_threads, resolve_threads
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_benchmark_smoke(tmp_path):
+    out = tmp_path / "results.md"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke",
+                           "--threads", "1", "--output", str(out)],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    table = out.read_text()
+    for row in ("1", "2", "3", "4", "5", "6", "T"):  # every row of issue 6, plus threads
+        assert f"| {row} |" in table, row
+    for scheme in ("ARS222", "ARS443", "ARK324"):
+        assert scheme in table
+    assert "extrapolated" in table or "measured" in table  # row 5 says which
+    assert "target" in proc.stdout
+
+
+def test_threads_setting(monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    assert resolve_threads(3) == 3
+    assert resolve_threads(None) >= 1
+    monkeypatch.setenv(ENV_VAR, "1")
+    assert resolve_threads(None) == 1 and resolve_threads(2) == 2  # explicit beats the variable
+    assert Sphere(8).threads == 1
+    monkeypatch.setenv(ENV_VAR, "two")
+    with pytest.raises(ConfigError, match=ENV_VAR):
+        resolve_threads(None)
+    for bad in (0, -1, "x", 1.5, True):
+        with pytest.raises(ConfigError, match="--threads"):
+            check_threads(bad, "--threads")
