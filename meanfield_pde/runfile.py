@@ -165,7 +165,5 @@ class MemoryRun:
     def finish(self, status: str, attrs: dict | None = None) -> xr.Dataset:
         ds = xr.concat(self.records, dim="time", data_vars="minimal", coords="minimal",
                        compat="override", join="override", combine_attrs="override")
-        ds.attrs.update(self.attrs)
-        ds.attrs.update(attrs or {})
-        ds.attrs["status"] = status
+        ds.attrs.update({k: _attr(v) for k, v in {**self.attrs, **(attrs or {}), "status": status}.items()})
         return ds

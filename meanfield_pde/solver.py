@@ -78,11 +78,12 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     """
     with single_threaded_blas():  # BLAS only combines stages here; see threads.py
         return _integrate(model, control, u0, t_end, every=every, dt=dt, cfl=cfl,
-                          monitor=monitor, observers=observers, max_steps=max_steps)
+                          monitor=monitor, observers=observers, max_steps=max_steps, t0=t0,
+                          stop=stop)
 
 
 def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
-               max_steps) -> RunResult:
+               max_steps, t0, stop) -> RunResult:
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
     n_out, status = next_output_index(t0, every), "completed"
