@@ -48,6 +48,8 @@ def case_path(case: str | os.PathLike) -> Path:
     named = cases_dir() / f"{case}.toml"
     if p.suffix != ".toml" and named.is_file():
         return named
+    if p.is_dir():
+        raise ConfigError(f"case file {str(p)!r} is a folder, not a .toml file")
     if p.suffix == ".toml" or p.exists():
         raise ConfigError(f"case file {str(p)!r} does not exist")
     import difflib
@@ -74,5 +76,9 @@ def load_case(case: str | os.PathLike, overrides=()) -> Config:
         For an unknown case, invalid TOML or any invalid value.
     """
     path = case_path(case)
-    data = parse_toml(path.read_text(), str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"case file {str(path)!r}: not a UTF-8 text file (TOML)") from None
+    data = parse_toml(text, str(path))
     return from_dict(apply_overrides(data, overrides), name=path.stem)

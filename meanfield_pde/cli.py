@@ -95,7 +95,12 @@ def _report(name: str, ds, path: Path, args) -> int:
     what = f"{ds.attrs['n']} particles" if ds.attrs.get("equation") == "particles" else "PDE"
     print(f"{name} ({what}): {status}")
     print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
-    print(f"wrote {path}")
+    written = Path(ds.encoding.get("source", path))
+    print(f"wrote {written}")
+    if written.name.endswith(".partial.nc"):
+        print(f"(the run did not complete, so {written.name} does not replace the existing "
+              f"{written.name[:-len('.partial.nc')]}.nc; continue it with --resume {written})")
+    path = written
     if ds.attrs.get("case") and not args.no_plot:
         from .config import from_dict, parse_toml
         if from_dict(parse_toml(ds.attrs["case"], str(path))).output.plot:
@@ -163,7 +168,10 @@ def _cmd_plot(args) -> int:
     output = Path(args.output) if args.output else path.with_suffix(".png")
     if output.suffix.lower() != ".png":
         raise ConfigError(f"plot --output {str(output)!r}: the file name must end in .png")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
     try:
         with ds:
             out = save_figure(ds, output, times=times)

@@ -322,9 +322,16 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     Raises
     ------
     ConfigError
-        If the runs are on different manifolds, share no snapshot time, or
+        If a Dataset is not a run (no coef_real/coef_imag), the runs are on
+        different manifolds, share no snapshot time, or degrees < 0,
         smoothing < 0 or n_projections < 0.
     """
+    for label, ds in (("first", ds_a), ("second", ds_b)):
+        if "coef_real" not in ds or "coef_imag" not in ds:
+            raise ConfigError(f"compare: the {label} file is not a run of meanfield-pde (no coef_real/"
+                              "coef_imag; a comparison or sweep file cannot be compared)")
+    if degrees is not None and degrees < 0:
+        raise ConfigError(f"compare --degrees {degrees}: must be >= 0")
     manifold = ds_a.attrs.get("manifold")
     if manifold != ds_b.attrs.get("manifold"):
         raise ConfigError(f"compare: runs on different manifolds ({ds_a.attrs.get('manifold')} "

@@ -17,6 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import tomli_w
 
 from .errors import ConfigError
@@ -234,6 +235,7 @@ SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time
             "regularisation": RegularisationConfig, "limit": LimitConfig,
             "particles": ParticlesConfig, "transformer": TransformerConfig, "sweep": SweepConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
+MAX_SNAPSHOTS = 1e6  # a run file of more snapshots is a typo in output.every, not a plan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -288,6 +290,8 @@ def _type_name(tp) -> str:
 
 
 def _check_scalar(path: str, value: Any, tp, meta: dict) -> Any:
+    if isinstance(value, np.generic) and not isinstance(value, np.bool_):
+        value = value.item()  # numpy scalars from the Python API: plain int/float
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{path} = {value!r}: must be true or false")
@@ -324,6 +328,8 @@ def _check_scalar(path: str, value: Any, tp, meta: dict) -> Any:
 def _check_value(path: str, value: Any, tp, meta: dict) -> Any:
     if typing.get_origin(tp) is list:
         (inner,) = typing.get_args(tp)
+        if isinstance(value, (tuple, np.ndarray)):  # the Python API: any 1-d sequence
+            value = list(value)
         if not isinstance(value, list):
             raise ConfigError(f"{path} = {value!r}: must be a list of {_type_name(inner)}")
         return [_check_value(f"{path}[{i}]", v, inner, meta) for i, v in enumerate(value)]
@@ -401,6 +407,15 @@ def _cross_checks(c: Config) -> None:
         if c.particles.scheme not in ("auto", "euler_maruyama") and c.model.nu > 0:
             raise ConfigError(f"particles.scheme = {c.particles.scheme!r}: with model.nu > 0 use "
                               "'euler_maruyama' (or 'auto')")
+    t = c.time
+    if t.t_end > 0 and c.transformer.study == "off":
+        snapshots = t.t_end / c.snapshot_interval
+        if snapshots > MAX_SNAPSHOTS:
+            raise ConfigError(f"output.every = {c.output.every:g}: gives {snapshots:.3g} snapshots up to "
+                              f"time.t_end = {t.t_end:g}; must give at most {MAX_SNAPSHOTS:g}")
+        if not t.adaptive and t.t_end / t.dt > t.max_steps:
+            raise ConfigError(f"time.dt = {t.dt:g}: with time.adaptive = false needs {t.t_end / t.dt:.3g} "
+                              f"steps to time.t_end = {t.t_end:g}, more than time.max_steps = {t.max_steps}")
     d = c.domain  # (limit equations have no kernel)
     if c.model.equation == "mean_field" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold) > d.kernel_tol:
         need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold)
@@ -441,6 +456,10 @@ def from_dict(data: dict, name: str = "case") -> Config:
     """
     if not isinstance(data, dict):
         raise ConfigError("a case must be a TOML table")
+    for table in [data] + [v for v in data.values() if isinstance(v, dict)]:
+        for key in table:
+            if not isinstance(key, str):
+                raise ConfigError(f"key {key!r}: keys must be strings (section and key names)")
     for key in data:
         if key not in SECTIONS and key != "description":
             raise ConfigError(f"{key}: unknown section{_nearest(key, list(SECTIONS) + ['description'])}; "

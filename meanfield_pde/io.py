@@ -127,6 +127,9 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Pat
     path = Path(path)
     if path.suffix != ".nc":
         raise ConfigError(f"output {str(path)!r}: the file name must end in .nc")
+    if len(path.name.encode()) > 200:  # leaves room for the temporary and partial names
+        raise ConfigError(f"output {str(path)[:60]!r}...: the file name is {len(path.name.encode())} "
+                          "bytes long; must be at most 200")
     if path.exists() and not path.is_file():
         raise ConfigError(f"output {str(path)!r}: exists and is not a regular file")
     if path.exists() and not overwrite:

@@ -50,7 +50,7 @@ def check_sweep_config(config: Config) -> None:
 
     The limits are noise-free and unregularised, so the case must be too
     (model.nu = 0, regularisation.hyperviscosity = 0); [limit] needs at least
-    one β and one order, and limit.degrees <= domain.lmax.
+    two different β and one order, and limit.degrees <= domain.lmax.
     """
     if config.model.nu != 0.0:
         raise ConfigError(f"model.nu = {config.model.nu:g}: must be 0 for the limit sweep "
@@ -58,8 +58,9 @@ def check_sweep_config(config: Config) -> None:
     if config.regularisation.hyperviscosity != 0.0:
         raise ConfigError(f"regularisation.hyperviscosity = {config.regularisation.hyperviscosity:g}: "
                           "must be 0 for the limit sweep (the limits are not regularised)")
-    if not config.limit.betas:
-        raise ConfigError("limit.betas = []: give at least one inverse temperature")
+    if len(set(config.limit.betas)) < 2:
+        raise ConfigError(f"limit.betas = {config.limit.betas}: give at least two different inverse "
+                          "temperatures (the sweep fits the slope of distance against beta)")
     if not config.limit.orders:
         raise ConfigError("limit.orders = []: give at least one order (0 and/or 1)")
     if config.limit.degrees > config.domain.lmax:

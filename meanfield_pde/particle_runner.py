@@ -94,6 +94,8 @@ def run_particles(config: Config, output: str | Path | None = None, *, overwrite
         For a bad output path, an existing output without ``overwrite``, or
         an initial law that cannot be sampled; before anything is written.
     """
+    from .runner import check_run_arguments
+    check_run_arguments(config, overwrite)
     sink = RunFile(output, overwrite=overwrite, attrs=particle_attributes(config)) \
         if output is not None else MemoryRun(particle_attributes(config))
     geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)

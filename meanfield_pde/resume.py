@@ -56,7 +56,7 @@ def resume_point(path: str | Path, t_end: float | None = None,
     """
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"--resume {str(path)!r}: no such file")
+        raise ConfigError(f"--resume {str(path)!r}: " + ("not a regular file" if path.exists() else "no such file"))
     try:
         ds = xr.open_dataset(path)
     except (ValueError, OSError):
@@ -75,7 +75,7 @@ def resume_point(path: str | Path, t_end: float | None = None,
         if t_end is not None and not t_end > times[-1]:
             raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
                               "to extend a run")
-        if ds.attrs["status"] == "completed" and config.time.t_end <= times[-1]:
+        if ds.attrs["status"] == "completed" and t_end is None:
             raise ConfigError(f"--resume {str(path)!r}: the run is completed (t_end = {times[-1]:g}); "
                               "to extend it give a larger time.t_end, e.g. --set time.t_end="
                               f"{2 * times[-1]:g}")

@@ -100,6 +100,15 @@ def time_unit(config: Config) -> float:
     return 1.0
 
 
+def check_run_arguments(config, overwrite) -> None:
+    """ConfigError for a ``config`` that is not a validated Config or an ``overwrite`` that is not a bool."""
+    if not isinstance(config, Config):
+        raise ConfigError(f"config = {type(config).__name__}: must be a Config from "
+                          "meanfield_pde.load_case or meanfield_pde.from_dict")
+    if not isinstance(overwrite, bool):
+        raise ConfigError(f"overwrite = {overwrite!r}: must be True or False")
+
+
 def run_attributes(config: Config) -> dict:
     """Global attributes known before a PDE run starts (DESIGN.md §4), with placeholders
     for the end-of-run counters (steps, rejected_steps, wall_time_s)."""
@@ -153,6 +162,7 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         Bad output path, an existing output without ``overwrite``, or an
         unresolved initial density; raised before anything is written.
     """
+    check_run_arguments(config, overwrite)
     sink = RunFile(output, overwrite=overwrite, attrs=run_attributes(config)) if output is not None \
         else MemoryRun(run_attributes(config))
     sim = build(config, initial)

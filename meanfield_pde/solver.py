@@ -134,7 +134,9 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             # A step shortened to hit an output time or the CFL bound says
             # nothing about the error-limited dt: keep the larger proposal.
             dt = proposal if h == dt else max(dt, proposal)
-            t = t_out if h == t_out - t else t + h
+            # land exactly on the output time when a step ends there to round-off
+            # (fixed steps that divide `every` accumulate t + h errors otherwise)
+            t = t_out if h == t_out - t or t + h >= t_out - eps else t + h
             u = new
             steps += 1
             for obs in observers:

@@ -84,7 +84,7 @@ def assert_clean_snapshots(ds: xr.Dataset, every: float) -> int:
 @pytest.mark.parametrize("signame", ["SIGKILL"] * 3 + ["SIGINT"] * 2 + ["SIGTERM"])
 def test_a_killed_run_leaves_a_readable_file_with_its_snapshots(signame, tmp_path):
     out = tmp_path / "run.nc"
-    proc = start(out, ENDLESS_CASE, PDE_SETS + ["time.t_end=1e6"])
+    proc = start(out, ENDLESS_CASE, PDE_SETS + ["time.t_end=1e4"])
     done = interrupt(proc, SIGNALS[signame], RNG.uniform(0.0, 1.5))
     with xr.open_dataset(out) as ds:
         n = assert_clean_snapshots(ds, 0.05)
@@ -222,12 +222,17 @@ def test_an_existing_output_needs_overwrite_and_is_replaced_only_when_complete(t
     with pytest.raises(meanfield_pde.ConfigError, match="overwrite=True"):
         meanfield_pde.run(load_case(PDE_CASE, PDE_SETS), out, progress=False)
     # killed while replacing: the old file is intact, the new run is in run.partial.nc
-    proc = start(tmp_path / "run.partial.nc", ENDLESS_CASE, PDE_SETS + ["time.t_end=1e6"], "--overwrite")
+    proc = start(tmp_path / "run.partial.nc", ENDLESS_CASE, PDE_SETS + ["time.t_end=1e4"], "--overwrite")
     proc.kill()
     proc.communicate()
     assert out.read_bytes() == old
     with xr.open_dataset(tmp_path / "run.partial.nc") as partial:
         assert partial.attrs["status"] == "running"
+        assert "--resume " + str(tmp_path / "run.partial.nc") in partial.attrs["running_note"]
+    # the unfinished replacement is never thrown away silently
+    with pytest.raises(meanfield_pde.ConfigError, match="unfinished replacement"):
+        meanfield_pde.run(load_case(PDE_CASE, PDE_SETS), out, progress=False, overwrite=True)
+    (tmp_path / "run.partial.nc").unlink()
     # completed replacement: renamed over the old file, nothing left behind
     ds = meanfield_pde.run(load_case(PDE_CASE, PDE_SETS + ["time.t_end=0.2"]), out, progress=False,
                            overwrite=True)
@@ -313,3 +318,26 @@ def test_reruns_are_bitwise_identical_and_record_their_provenance(tmp_path):
         assert attrs[key] and attrs[key] != "unknown", key
     assert "seed = " in attrs["case"]
     assert particles[0].attrs["seed"] == load_case(PARTICLE_CASE).particles.seed
+
+
+def test_a_file_being_written_cannot_be_resumed_by_another_process(tmp_path):
+    out = tmp_path / "run.nc"
+    proc = start(out, ENDLESS_CASE, PDE_SETS + ["time.t_end=1e4"])
+    try:
+        before = out.stat().st_size
+        assert_user_error(cli("run", "--resume", out, "-q", cwd=tmp_path), "being written by a running")
+    finally:
+        done = interrupt(proc, signal.SIGINT, 0.0)
+    assert done.returncode == 3
+    with xr.open_dataset(out) as ds:
+        assert_clean_snapshots(ds, 0.05)
+        assert out.stat().st_size >= before
+
+
+def test_fixed_steps_land_exactly_on_the_output_times_and_a_completed_run_is_not_resumed(tmp_path):
+    """dt = 0.02 does not divide 1 exactly in binary: t must still be 1, 2, ... (no drift)."""
+    out = tmp_path / "run.nc"
+    ds = meanfield_pde.run(load_case(ENDLESS_CASE, PDE_SETS + ["time.t_end=3", "time.dt=0.02",
+                                                                "output.every=1"]), out, progress=False)
+    np.testing.assert_array_equal(ds.time.values, [0.0, 1.0, 2.0, 3.0])
+    assert_user_error(cli("run", "--resume", out, cwd=tmp_path), "completed")
