@@ -360,7 +360,7 @@ def _build_initial(table: Any):
     if "type" not in table:
         raise ConfigError(f"initial.type: required key is missing; one of {', '.join(INITIAL_TYPES)}")
     kind = table["type"]
-    if kind not in INITIAL_TYPES:
+    if not isinstance(kind, str) or kind not in INITIAL_TYPES:
         raise ConfigError(f"initial.type = {kind!r}: must be one of "
                           f"{', '.join(map(repr, INITIAL_TYPES))}"
                           + (_nearest(kind, INITIAL_TYPES) if isinstance(kind, str) else ""))

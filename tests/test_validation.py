@@ -46,6 +46,8 @@ RUN_ROWS = [
     ("particles-noise-deterministic-scheme", ["particles.mode='particles'", "model.nu=0.1",
                                               "particles.scheme='rk4'"], ["particles.scheme", "euler_maruyama"]),
     ("particles-dt-negative", ["particles.dt=-1"], ["particles.dt = -1"]),
+    ("output-every-absurd", ["output.every=1e-300"], ["output.every = 1e-300", "at most"]),
+    ("fixed-dt-absurd", ["time.adaptive=false", "time.dt=1e-300"], ["time.dt = 1e-300", "time.max_steps"]),
     ("limit-with-noise", ["model.equation='limit0'", "model.nu=0.1", "model.beta=50",
                           "domain.kernel_tol=1"], ["model.nu"]),
 ]
@@ -55,6 +57,7 @@ OUTPUT_ROWS = [
     ("output-below-a-file", "tiny.toml/out.nc", ["is a file, not a folder"]),
     ("output-is-a-folder", "dir.nc", ["dir.nc", "not a regular file"]),
     ("output-exists", "existing.nc", ["existing.nc", "exists", "--overwrite"]),
+    ("output-name-too-long", "a" * 250 + ".nc", ["253 bytes long", "at most 200"]),
 ]
 
 
@@ -125,6 +128,50 @@ def test_bad_outputs_fail_before_work_and_write_nothing(output, expected, folder
     with pytest.raises(ConfigError):  # the Python API says the same
         meanfield_pde.run(meanfield_pde.load_case("tiny.toml"), output=output)
     assert _listing(folder) == before
+
+
+@pytest.mark.parametrize("args,setup,expected", [
+    (["run", "binary.toml"], "binary", ["binary.toml", "not a UTF-8"]),
+    (["run", "folder.toml"], "folder", ["folder.toml", "is a folder"]),
+    (["compare", "tiny.toml", "tiny.toml", "--output", "c.nc"], None, ["not a readable netCDF"]),
+    (["compare", "notrun.nc", "notrun.nc", "--output", "c.nc"], "notrun", ["not a run of meanfield-pde"]),
+    (["plot", "notrun.nc", "--output", "tiny.toml/x.png"], "notrun", ["plot --output", "cannot create"]),
+    (["limits", "sa_backward_heat", "--set", "limit.betas=[25, 25]"], None, ["limit.betas", "two different"]),
+    (["run", "--resume", "."], None, ["--resume", "not a regular file"]),
+    (["run", "tiny.toml", "--threads", "0"], None, ["--threads", ">= 1"]),
+])
+def test_other_commands_fail_cleanly_and_write_nothing(args, setup, expected, folder, capsys):
+    if setup == "binary":
+        (folder / "binary.toml").write_bytes(b"\xff\xfe\x00")
+    elif setup == "folder":
+        (folder / "folder.toml").mkdir()
+    elif setup == "notrun":
+        xr.Dataset({"x": ("time", [1.0])}).to_netcdf(folder / "notrun.nc")
+    before = _listing(folder)
+    assert_names(_cli_error(args, capsys), expected)
+    assert _listing(folder) == before
+
+
+@pytest.mark.parametrize("call,expected", [
+    (lambda: meanfield_pde.run(None), "must be a Config"),
+    (lambda: meanfield_pde.run({"model": {}}), "must be a Config"),
+    (lambda: meanfield_pde.run(meanfield_pde.load_case("tiny.toml"), "x.nc", overwrite="no"),
+     "overwrite = 'no'"),
+    (lambda: from_dict({"model": {"kind": "SA", "beta": 1.0}, 1: {}}), "keys must be strings"),
+])
+def test_python_api_rejects_wrong_argument_types(call, expected, folder):
+    before = _listing(folder)
+    with pytest.raises(ConfigError, match=expected):
+        call()
+    assert _listing(folder) == before
+
+
+def test_python_api_accepts_numpy_scalars_and_sequences():
+    c = from_dict({"model": {"kind": "SA", "beta": np.float64(1.0)}, "domain": {"lmax": np.int64(12)},
+                   "initial": {"type": "von_mises_fisher", "centres": np.eye(3)[:2],
+                               "concentrations": (2.0, 3.0)}, "time": {"t_end": 1.0}})
+    assert c.domain.lmax == 12 and type(c.domain.lmax) is int
+    assert c.initial.centres == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
 
 
 @pytest.mark.parametrize("x0,kwargs,expected", [
