@@ -408,7 +408,7 @@ def _cross_checks(c: Config) -> None:
             raise ConfigError(f"particles.scheme = {c.particles.scheme!r}: with model.nu > 0 use "
                               "'euler_maruyama' (or 'auto')")
     t = c.time
-    if t.t_end > 0 and c.transformer.study == "off":
+    if t.t_end > 0 and c.snapshot_interval > 0 and c.transformer.study == "off":
         snapshots = t.t_end / c.snapshot_interval
         if snapshots > MAX_SNAPSHOTS:
             raise ConfigError(f"output.every = {c.output.every:g}: gives {snapshots:.3g} snapshots up to "

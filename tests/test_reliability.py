@@ -35,7 +35,7 @@ PDE_SETS = ["domain.lmax=15", "time.adaptive=false", "time.dt=0.01", "output.eve
 PDE_CASE = "sa_beta10_noisy"
 ENDLESS_CASE = "usa_beta1_above_nu1"  # relaxes to uniform: never loses resolution, runs until killed
 PARTICLE_CASE = "particles_sa_noisy"  # noisy: Euler–Maruyama, so the RNG state matters
-PARTICLE_SETS = ["particles.n=200", "time.dt=0.01", "output.every=0.05", "output.plot=false",
+PARTICLE_SETS = ["particles.n=100", "time.dt=0.01", "output.every=0.05", "output.plot=false",
                  "domain.lmax=8"]
 SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 RNG = random.Random(20261130)
@@ -81,7 +81,7 @@ def assert_clean_snapshots(ds: xr.Dataset, every: float) -> int:
     return n
 
 
-@pytest.mark.parametrize("signame", ["SIGKILL"] * 3 + ["SIGINT"] * 2 + ["SIGTERM"])
+@pytest.mark.parametrize("signame", ["SIGKILL"] * 2 + ["SIGINT", "SIGTERM"])
 def test_a_killed_run_leaves_a_readable_file_with_its_snapshots(signame, tmp_path):
     out = tmp_path / "run.nc"
     proc = start(out, ENDLESS_CASE, PDE_SETS + ["time.t_end=1e4"])

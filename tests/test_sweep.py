@@ -42,7 +42,7 @@ beta = 0.0
 nu = 0.3
 [domain]
 manifold = "circle"
-lmax = 16
+lmax = 12
 [initial]
 type = "von_mises_fisher"
 centres = [[1.0, 0.0]]
