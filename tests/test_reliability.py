@@ -58,7 +58,11 @@ def start(out: Path, case: str, sets: list[str], *extra: str) -> subprocess.Pope
 def interrupt(proc: subprocess.Popen, sig: int, delay: float) -> subprocess.CompletedProcess:
     time.sleep(delay)
     proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=120)
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # never leave a run behind (it would load the machine)
+        proc.kill()
+        raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
