@@ -201,10 +201,6 @@ class MemoryRun:
         self.attrs = dict(attrs or {})
         self.records: list[xr.Dataset] = []
 
-    @property
-    def count(self) -> int:
-        return len(self.records)
-
     def append(self, record: xr.Dataset) -> None:
         self.records.append(record)
 
