@@ -106,8 +106,10 @@ class TimeConfig:
     scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(SCHEMES)), doc="IMEX scheme")
     adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
     rtol: float = _f(1e-6, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                     doc="relative local error tolerance")
-    atol: float = _f(1e-12, lo=0.0, lo_open=True, doc="absolute local error tolerance")
+                     doc="local error per degree l relative to that degree's L² norm (degrees below "
+                         "1e-3 of ‖f − f̄‖ relative to 1e-3 ‖f − f̄‖): scale-free, any perturbation size")
+    atol: float = _f(0.0, lo=0.0, doc="optional absolute floor of the local error per degree "
+                                      "(L² norm; 0 = none, the default)")
     cfl: float = _f(0.5, lo=0.0, hi=4.0, lo_open=True, doc="C in dt <= C π/(L max|V|)")
     max_steps: int = _f(10_000_000, lo=1, doc="stop after this many accepted steps")
     unit: str = _f("natural", choices=("natural", "backward_heat", "porous_medium"),

@@ -72,8 +72,7 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; raise "
                           "domain.lmax or make the initial density smoother")
     stepper = IMEXRungeKutta(get_scheme(config.time.scheme), model.transport, model.linear)
-    norm = lambda c: np.sqrt(max(geometry.inner(c, c), 0.0))  # noqa: E731  L²(S) norm
-    control = StepControl(stepper, norm, config.time.rtol, config.time.atol, config.time.adaptive)
+    control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
 
 
