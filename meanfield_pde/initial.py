@@ -78,11 +78,72 @@ def von_mises_fisher(geometry: Geometry, centres, concentrations, weights=None) 
     mass = geometry.mass(coef)
     if not abs(mass - 1.0) < 1e-3:
         # a cluster narrower than the grid spacing: quadrature misses its mass
-        need = int(np.ceil(5.3 * np.sqrt(max(concentrations))))  # exp(−L²/2κ) ≈ 1e-6
         raise ConfigError(f"initial.concentrations = {list(concentrations)}: too concentrated for "
                           f"domain.lmax = {geometry.lmax} (the grid sees mass {mass:.3g}); "
-                          f"use domain.lmax >= {need} or smaller concentrations")
+                          + von_mises_fisher_hint(geometry.manifold, centres, concentrations, weights))
     return coef / mass
+
+
+LMAX_RANGE = (2, 1023)  # domain.lmax's schema range (config.DomainConfig)
+
+
+def von_mises_fisher_power(manifold: str, centres, concentrations, weights, lmax: int) -> np.ndarray:
+    """Exact power spectrum C_l = Σ_m w_m |f_lm|², l = 0..lmax, of a vMF mixture, shape (lmax+1,).
+
+    Funk–Hecke (as in :mod:`meanfield_pde.kernels`) and the addition theorem
+    Σ_m Y_lm(μ) conj(Y_lm(ν)) = (2l+1)/(4π) P_l(⟨μ,ν⟩) give on S²
+
+        C_l = (2l+1)/(4π) Σ_ab w_a w_b r_l(κ_a) r_l(κ_b) P_l(⟨μ_a, μ_b⟩),  r_l(κ) = i_l(κ)/i_0(κ),
+
+    and on S¹ (f_k = Σ_a w_a r_k(κ_a) e^{−ikθ_a}/√(2π), r_k = I_k(κ)/I_0(κ))
+    C_k = (w_k/2π) Σ_ab w_a w_b r_k(κ_a) r_k(κ_b) cos(k(θ_a − θ_b)), w_k = 1 (k = 0) or 2.
+    The ratios come from scipy.special.ive (no overflow at any κ).
+    """
+    from scipy.special import eval_legendre, ive
+    mu = np.asarray(centres, dtype=float)
+    mu = mu / np.linalg.norm(mu, axis=1, keepdims=True)
+    k = len(mu)
+    w = np.full(k, 1.0 / k) if weights is None or len(weights) == 0 else np.asarray(weights, float)
+    l = np.arange(lmax + 1, dtype=float)
+    half = 0.5 if manifold == "sphere" else 0.0
+    r = np.array([ive(l + half, kappa) / ive(half, kappa) for kappa in concentrations])
+    cos = np.clip(mu @ mu.T, -1.0, 1.0)
+    power = np.zeros(lmax + 1)
+    for a in range(k):
+        for b in range(k):
+            if manifold == "sphere":
+                shape = (2 * l + 1) / (4 * np.pi) * eval_legendre(l, cos[a, b])
+            else:
+                shape = np.where(l == 0, 1.0, 2.0) / (2 * np.pi) * np.cos(l * np.arccos(cos[a, b]))
+            power += w[a] * w[b] * r[a] * r[b] * shape
+    return np.maximum(power, 0.0)
+
+
+def von_mises_fisher_lmax(manifold: str, centres, concentrations, weights=None,
+                          max_spectral_tail: float = 1e-6) -> int | None:
+    """The smallest domain.lmax in LMAX_RANGE at which the vMF mixture passes the resolution
+    monitor's spectral-tail check (:func:`meanfield_pde.diagnostics.spectral_tail` <=
+    max_spectral_tail), from the exact spectrum :func:`von_mises_fisher_power` with a factor 2
+    margin for the grid's quadrature; None if no lmax in the range does."""
+    from .diagnostics import TAIL_FRACTION
+    lo, hi = LMAX_RANGE
+    power = von_mises_fisher_power(manifold, centres, concentrations, weights, hi)
+    total = np.cumsum(power)
+    for L in range(lo, hi + 1):
+        cut = int(np.floor(TAIL_FRACTION * L))
+        if total[L] > 0 and (total[L] - total[cut]) / total[L] <= 0.5 * max_spectral_tail:
+            return L
+    return None
+
+
+def von_mises_fisher_hint(manifold: str, centres, concentrations, weights=None,
+                          max_spectral_tail: float = 1e-6) -> str:
+    """What to change for a vMF mixture that lmax does not resolve (a value that is accepted)."""
+    need = von_mises_fisher_lmax(manifold, centres, concentrations, weights, max_spectral_tail)
+    if need is None:
+        return (f"no domain.lmax in [{LMAX_RANGE[0]}, {LMAX_RANGE[1]}] resolves it "
+                f"(monitor.max_spectral_tail = {max_spectral_tail:g}): lower initial.concentrations")
+    return f"use domain.lmax >= {need} or smaller initial.concentrations"
 
 
 def _nonnegative(geometry: Geometry, coef: np.ndarray, spec) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import NumericalFault
 from .geometry import Geometry
-from .kernels import SMALL_BETA, gradient_multipliers, ratio_multipliers, scaled_multipliers
+from .kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
 from .linear import growth_rates
 
 MODEL_KINDS = ("SA", "USA")
@@ -76,7 +76,7 @@ class MeanFieldModel:
         # side is a few multiplies and transforms with no loop over l or m.
         self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"))[deg]
         self._ratio = ratio_multipliers(beta, lmax, man)[deg]
-        self._energy_mult = self._energy_multipliers()[deg] * g.parseval_weight
+        self._energy_mult = energy_multipliers(beta, lmax, man)[deg] * g.parseval_weight
         lap = g.laplacian
         self.linear = nu * lap
         if hyperviscosity > 0.0:
@@ -191,19 +191,12 @@ class MeanFieldModel:
         return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold) + lin
 
     # -- energies ----------------------------------------------------------------
-    def _energy_multipliers(self) -> np.ndarray:
-        """λ_l / (2β); below kernels.SMALL_BETA (and at β = 0) the constant l = 0 part
-        λ_0 M²/(2β|S|), which overflows as β → 0, is dropped (the limit is |m|²/2)."""
-        g = self.geometry
-        if self.beta < SMALL_BETA:
-            return 0.5 * gradient_multipliers(self.beta, g.lmax, g.manifold)
-        return np.exp(self.beta) * scaled_multipliers(self.beta, g.lmax, g.manifold) / (2 * self.beta)
-
     def energy(self, coef: np.ndarray) -> float:
-        """E_β[f] = (1/2β) ∬ e^{β⟨x,y⟩} f f dσ dσ = (1/2β) Σ_lm λ_l |f_lm|².
+        """E_β[f] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ = Σ_lm w_m (λ_l − |S|δ_l0)/(2β) |f_lm|².
 
-        Attention increases it (DESIGN.md §1). At β < kernels.SMALL_BETA the
-        constant λ_0 M²/(2β|S|) is dropped (at β = 0 the value is the limit |∫x f|²/2).
+        The interaction energy less the constant M²/(2β) (see
+        :func:`meanfield_pde.kernels.energy_multipliers`): one smooth function of
+        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (DESIGN.md §1).
         """
         return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
 

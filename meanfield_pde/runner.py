@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .config import Config
+from .config import Config, VonMisesFisher
 from .diagnostics import ResolutionMonitor
 from .errors import ConfigError, RunStoppedWarning
 from .geometry import Geometry, make_geometry
-from .initial import initial_density
+from .initial import initial_density, von_mises_fisher_hint
 from .kernels import scaled_multipliers
 from .io import coefficients_from_table, software_versions
 from .limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
@@ -69,8 +69,12 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
     reason = monitor.check(u0)
     if reason:
-        raise ConfigError(f"initial: the initial density is not resolved: {reason}; raise "
-                          "domain.lmax or make the initial density smoother")
+        ini = config.initial
+        hint = (von_mises_fisher_hint(config.domain.manifold, ini.centres, ini.concentrations,
+                                      ini.weights, config.monitor.max_spectral_tail)
+                if isinstance(ini, VonMisesFisher) and initial is None
+                else "raise domain.lmax or make the initial density smoother")
+        raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
     stepper = IMEXRungeKutta(get_scheme(config.time.scheme), model.transport, model.linear)
     control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)

@@ -28,6 +28,11 @@ from .imex import IMEXRungeKutta
 # more than 1e-6 of the deviation's L² energy (the resolution monitor's default
 # tail limit) resolved to rtol relative.
 TAIL_FLOOR = 1e-3
+# A deviation that has decayed (noise, hyperviscosity) below this fraction of the
+# initial one is controlled at the absolute level rtol·START_FLOOR·‖f0 − f̄‖: following a
+# dead deviation relatively down to underflow would cost ~ rate·t steps (ν = 1e3: 8000
+# steps per unit time) for nothing. Growth from any size stays relative.
+START_FLOOR = 1e-6
 
 
 class StepControl:
@@ -43,10 +48,11 @@ class StepControl:
     rtol : float
         Relative local error per degree: a step is accepted if for every l
 
-            e_l <= rtol · (s_l + TAIL_FLOOR · D) + atol,
+            e_l <= rtol · (s_l + TAIL_FLOOR · D + START_FLOOR · D_0) + atol,
 
-        s_l the L² norm of degree l of the state at the start of the step and
-        D = ‖f − f̄‖ the L² norm of its non-uniform part (degrees >= 1).
+        s_l the L² norm of degree l of the state at the start of the step,
+        D = ‖f − f̄‖ the L² norm of its non-uniform part (degrees >= 1) and D_0
+        that of the initial state of the run (:meth:`start`).
     atol : float
         Optional absolute floor (L² norm units of the density, default 0):
         the default control is scale-free, so a perturbation of size 1e-20
@@ -68,6 +74,7 @@ class StepControl:
         self._degree = np.asarray(geometry.degree)
         self._weight = np.asarray(geometry.parseval_weight, dtype=float)
         self._ndeg = int(self._degree.max()) + 1
+        self._floor = 0.0  # rtol·START_FLOOR·D_0, set by start()
         t = stepper.tableau
         self.order = t.embedded_order if t.embedded else t.order
         self.rhs_per_attempt = stepper.explicit_calls * (1 if (t.embedded or not adaptive) else 3)
@@ -78,6 +85,14 @@ class StepControl:
                             minlength=self._ndeg)
         return np.sqrt(power)
 
+    def deviation(self, coef: np.ndarray) -> float:
+        """‖f − f̄‖: the L² norm of degrees >= 1."""
+        return float(np.sqrt(np.sum(self.degree_norms(coef)[1:] ** 2)))
+
+    def start(self, u0: np.ndarray) -> None:
+        """Record the initial state of a run (sets the floor rtol·START_FLOOR·‖u0 − ū‖)."""
+        self._floor = self.rtol * START_FLOOR * self.deviation(u0)
+
     def error_ratio(self, u: np.ndarray, error: np.ndarray) -> float:
         """max_l e_l / tol_l for the error vector ``error`` of a step from ``u`` (<= 1: accept)."""
         err = self.degree_norms(error)
@@ -85,7 +100,7 @@ class StepControl:
             return np.inf
         scale = self.degree_norms(u)
         deviation = float(np.sqrt(np.sum(scale[1:] ** 2)))
-        tol = self.rtol * (scale + TAIL_FLOOR * deviation) + self.atol
+        tol = self.rtol * (scale + TAIL_FLOOR * deviation) + (self._floor + self.atol)
         # e_l = 0 is accepted even where tol_l = 0 (the exactly uniform state does not move)
         ratio = np.divide(err, tol, out=np.where(err > 0.0, np.inf, 0.0), where=tol > 0.0)
         return float(np.max(ratio))
