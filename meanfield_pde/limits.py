@@ -133,8 +133,10 @@ class LimitModel(ABC):
             geometry.degree] * w
         ratio = np.ones(geometry.ncoef) if order == 0 else 1.0 - self._eig / (2.0 * self.beta)
         l0 = np.exp(self.beta) * scaled_multipliers(self.beta, 0, geometry.manifold)[0]
-        self._limit_mult = (l0 / (2.0 * self.beta)) * ratio * w
-        self._limit_const = geometry.area / (2.0 * self.beta)  # M²/(2β) = |S| |f_00|²/(2β)
+        with np.errstate(over="ignore"):  # λ_0/(2β) = inf only for subnormal β: a meaningless limit
+            self._limit_mult = (l0 / (2.0 * self.beta)) * ratio * w
+        # l = 0: (λ_0 − |S|)/(2β) (M²/(2β) = |S| |f_00|²/(2β) removed), without cancellation
+        self._limit_mult[geometry.degree == 0] = self._energy_mult[geometry.degree == 0]
 
     @property
     def name(self) -> str:
@@ -182,8 +184,7 @@ class LimitModel(ABC):
         of it, d/dτ = ∫ f|V|² dσ), nor for SA order 0 (d/dτ ∫f² = 2∫|∇f|²); for SA
         order 1 it increases to leading order only.
         """
-        return float(np.sum(self._limit_mult * np.abs(coef) ** 2)
-                     - self._limit_const * abs(coef[0]) ** 2)
+        return float(np.sum(self._limit_mult * np.abs(coef) ** 2))
 
     def entropy(self, density: np.ndarray) -> float:
         """∫ f log f dσ on the grid (points with f <= 0 contribute 0)."""

@@ -60,7 +60,9 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
                                reg.hyperviscosity_order)
     else:
         model = make_limit_model(geometry, m.kind, m.beta, LIMIT_EQUATIONS[m.equation])
-    u0 = initial_density(geometry, config.initial) if initial is None else np.array(initial, complex)
+    mon = config.monitor
+    u0 = (initial_density(geometry, config.initial, mon.max_spectral_tail, mon.negative_density)
+          if initial is None else np.array(initial, complex))
     if u0.shape != geometry.zeros_coef().shape:
         raise ConfigError(f"initial: the given state has {u0.size} coefficients, domain.lmax = "
                           f"{config.domain.lmax} needs {geometry.ncoef}")
@@ -71,7 +73,8 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     if reason:
         ini = config.initial
         hint = (von_mises_fisher_hint(config.domain.manifold, ini.centres, ini.concentrations,
-                                      ini.weights, config.monitor.max_spectral_tail)
+                                      ini.weights, config.monitor.max_spectral_tail,
+                                      config.monitor.negative_density)
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
