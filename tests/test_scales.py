@@ -69,6 +69,20 @@ def test_every_accepted_circle_grid_integrates_exactly(lmax, extra):
     assert g.integrate(np.ones(g.npoints)) == pytest.approx(2 * np.pi, rel=1e-13)
 
 
+def test_small_grid_is_a_value_error_not_a_dead_process():
+    """shtns 3.7 exits the process (status 1) for an explicit nlat < 32: checked in a child."""
+    import subprocess
+    import sys
+    code = ("from meanfield_pde.geometry import Sphere\n"
+            "for lmax, nlat, nphi in [(5, 16, 16), (5, 7, 11), (20, 31, 64)]:\n"
+            "    try:\n        Sphere(lmax, nlat=nlat, nphi=nphi)\n"
+            "    except ValueError as exc:\n        assert 'nlat' in str(exc)\n"
+            "    else:\n        raise SystemExit(f'accepted {nlat}')\n"
+            "print('refused')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "refused" in proc.stdout, proc.stdout + proc.stderr
+
+
 @given(lmax=st.integers(2, 60), nlat=st.integers(-5, 200), nphi=st.integers(-5, 200))
 @settings(max_examples=40, deadline=None)
 def test_grids_shtns_cannot_build_are_refused_not_aborted(lmax, nlat, nphi):
@@ -131,6 +145,21 @@ def test_every_vmf_hint_names_an_accepted_lmax(manifold, log_kappa, spread, two,
     if need is not None:
         assert lmax < need <= 1023
         assert hinted_lmax(manifold, need, centres, kappas, tail, negative) is None
+
+
+@FAST
+@given(manifold=st.sampled_from(["sphere", "circle"]), beta=st.floats(0.0, 700.0),
+       log_tol=st.floats(-300.0, -0.01), lmax=st.integers(2, 30))
+def test_every_kernel_hint_names_an_accepted_lmax(manifold, beta, log_tol, lmax):
+    data = {"model": {"kind": "USA", "beta": beta},
+            "domain": {"manifold": manifold, "lmax": lmax, "kernel_tol": 10.0 ** log_tol},
+            "initial": {"type": "perturbed_uniform", "degree_max": 2}, "time": {"t_end": 0.1}}
+    try:
+        from_dict(data)
+    except ConfigError as exc:
+        need = int(re.search(r"needs lmax >= (\d+)", str(exc)).group(1))
+        assert lmax < need <= 1023, str(exc)
+        from_dict({**data, "domain": {**data["domain"], "lmax": need}})  # accepted
 
 
 @FAST
