@@ -39,9 +39,9 @@ class MeanFieldModel:
     beta : float
         Inverse temperature β in [0, 700].
     nu : float
-        Noise ν >= 0 (diffusion coefficient; Brownian motion √(2ν) dB).
+        Noise ν in [0, 1e6] (diffusion coefficient; Brownian motion √(2ν) dB).
     hyperviscosity : float
-        Damping rate η >= 0 (1/time) of the highest degree L; degree l is
+        Damping rate η in [0, 1e6] (1/time) of the highest degree L; degree l is
         damped at rate η (l(l+1)/(L(L+1)))^p. Zero (default) is the exact PDE.
     hyperviscosity_order : int
         The exponent p >= 1.
@@ -65,10 +65,10 @@ class MeanFieldModel:
                  hyperviscosity: float = 0.0, hyperviscosity_order: int = 4):
         if kind not in MODEL_KINDS:
             raise ValueError(f"model.kind = {kind!r}: must be one of {MODEL_KINDS}")
-        if not nu >= 0.0:
-            raise ValueError(f"model.nu = {nu}: must be >= 0")
-        if not hyperviscosity >= 0.0:
-            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be >= 0")
+        if not 0.0 <= nu <= 1e6:  # the schema's range (config.ModelConfig.nu says why)
+            raise ValueError(f"model.nu = {nu}: must be in [0, 1e+06]")
+        if not 0.0 <= hyperviscosity <= 1e6:
+            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be in [0, 1e+06]")
         self.geometry, self.kind, self.beta, self.nu = geometry, kind, float(beta), float(nu)
         g, lmax, man = geometry, geometry.lmax, geometry.manifold
         deg = g.degree
