@@ -265,7 +265,11 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     relative_l2_distance(time)
         l2_distance / ‖a − mean(a)‖ on the same degrees.
     order_parameter_difference, energy_difference, mass_difference(time)
-        a − b.
+        a − b. The energies only when both runs store the same definition
+        (their ``energy`` attribute ``description``), else attribute ``energy_note``.
+    energy_relative_difference(time)
+        (a − b)/max(|a|, |b|) of the energies (E_β grows like e^β/β: the
+        absolute difference of two runs at β = 100 is ~1e31 for a 1e-10 relative one).
 
     Only when a run is a particle run (n particles; 1/n := 0 for a PDE run):
 
@@ -366,8 +370,17 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     })
     for name in ("order_parameter", "energy", "mass"):
         if name in ds_a and name in ds_b:
-            out[f"{name}_difference"] = ("time", ds_a[name].values[ia] - ds_b[name].values[ib],
-                                         dict(long_name=f"{name} of A minus B"))
+            if name == "energy" and not same_energy(ds_a, ds_b):
+                out.attrs["energy_note"] = ("energy not compared: the runs store different "
+                                            "definitions (or one predates the stored definition)")
+                continue
+            a, b = ds_a[name].values[ia], ds_b[name].values[ib]
+            out[f"{name}_difference"] = ("time", a - b, dict(long_name=f"{name} of A minus B"))
+            if name == "energy":  # E_β ~ e^β/β at large β: only the relative difference reads
+                scale = np.maximum(np.abs(a), np.abs(b))
+                rel = np.divide(a - b, scale, out=np.zeros_like(scale), where=scale > 0)
+                out["energy_relative_difference"] = ("time", rel, dict(
+                    long_name="(energy A − energy B) / max(|energy A|, |energy B|)", units="1"))
     out.attrs.update(manifold=ds_a.attrs.get("manifold", ""), degrees_compared=top,
                      run_a=ds_a.attrs.get("title", ""), run_b=ds_b.attrs.get("title", ""),
                      case_a=ds_a.attrs.get("case", ""), case_b=ds_b.attrs.get("case", ""),
@@ -380,6 +393,12 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
         _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, manifold,
                              n_projections, seed)
     return out
+
+
+def same_energy(ds_a: xr.Dataset, ds_b: xr.Dataset) -> bool:
+    """True if both runs store ``energy`` under the same definition (attribute description)."""
+    da, db = (ds.energy.attrs.get("description") for ds in (ds_a, ds_b))
+    return da is not None and da == db
 
 
 def _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, manifold,

@@ -40,7 +40,11 @@ class ModelConfig:
     """[model]: which mean-field equation (DESIGN.md §1)."""
     kind: str = _f(choices=("SA", "USA"), doc="SA (softmax) or USA (unnormalised) attention")
     beta: float = _f(lo=0.0, hi=BETA_MAX, doc="inverse temperature β")
-    nu: float = _f(0.0, lo=0.0, doc="noise ν (diffusion coefficient)")
+    # ν <= 1e6: the stiffest implicit rate ν L(L+1) <= 1.05e12 (L <= 1023) keeps
+    # 1/(1 + dt ν l(l+1)) and its squares finite floats for every dt; ν = 1e6 already
+    # relaxes f to uniform within ~1e-6 time units (rate 2ν of degree 1), so a larger ν
+    # has nothing left to compute (1e300 overflowed and stopped at t = 0).
+    nu: float = _f(0.0, lo=0.0, hi=1e6, doc="noise ν (diffusion coefficient)")
     equation: str = _f("mean_field", choices=("mean_field", "limit0", "limit1"),
                        doc="the mean-field PDE, or its large-β limit of order 0 or 1 "
                            "(SA: backward heat, USA: porous medium; DESIGN.md §1)")
@@ -78,7 +82,9 @@ class VonMisesFisher:
     """[initial] type = "von_mises_fisher": Σ_k w_k vMF(μ_k, κ_k) (scipy.stats.vonmises_fisher)."""
     type: str = _f("von_mises_fisher", choices=("von_mises_fisher",))
     centres: list[list[float]] = _f(doc="mean directions μ_k (normalised to unit length)")
-    concentrations: list[float] = _f(lo=0.0, lo_open=True, doc="concentrations κ_k > 0")
+    # κ <= 1e6: width 1/√κ = 1e-3 rad, finer than the finest grid (π/1536 at lmax 1023),
+    # so larger κ cannot be represented at all; scipy's pdf stays finite up to here.
+    concentrations: list[float] = _f(lo=0.0, hi=1e6, lo_open=True, doc="concentrations κ_k > 0")
     weights: list[float] = _f([], lo=0.0, hi=1.0, doc="mixture weights (sum 1; default equal)")
     seed: int = _f(0, lo=0, doc="random seed (unused by the PDE; kept for particles)")
 
@@ -106,8 +112,10 @@ class TimeConfig:
     scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(SCHEMES)), doc="IMEX scheme")
     adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
     rtol: float = _f(1e-6, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
-                     doc="relative local error tolerance")
-    atol: float = _f(1e-12, lo=0.0, lo_open=True, doc="absolute local error tolerance")
+                     doc="local error per degree l relative to that degree's L² norm (degrees below "
+                         "1e-3 of ‖f − f̄‖ relative to 1e-3 ‖f − f̄‖): scale-free, any perturbation size")
+    atol: float = _f(0.0, lo=0.0, doc="optional absolute floor of the local error per degree "
+                                      "(L² norm; 0 = none, the default)")
     cfl: float = _f(0.5, lo=0.0, hi=4.0, lo_open=True, doc="C in dt <= C π/(L max|V|)")
     max_steps: int = _f(10_000_000, lo=1, doc="stop after this many accepted steps")
     unit: str = _f("natural", choices=("natural", "backward_heat", "porous_medium"),
@@ -136,7 +144,8 @@ class MonitorConfig:
 @dataclass(frozen=True, kw_only=True)
 class RegularisationConfig:
     """[regularisation]: optional hyperviscosity (changes the PDE; off by default)."""
-    hyperviscosity: float = _f(0.0, lo=0.0, doc="damping rate η of degree L (1/time)")
+    # η <= 1e6: as model.nu, the implicit rate stays a finite float with its squares
+    hyperviscosity: float = _f(0.0, lo=0.0, hi=1e6, doc="damping rate η of degree L (1/time)")
     hyperviscosity_order: int = _f(4, lo=1, hi=16, doc="exponent p of (l(l+1)/L(L+1))^p")
 
 

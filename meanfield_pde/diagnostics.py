@@ -13,10 +13,19 @@ from .models import MeanFieldModel
 
 TAIL_FRACTION = 2.0 / 3.0  # degrees above 2L/3 are the first to fill when a solution outgrows L
 
+# One definition for every run (PDE, large-β limit, particles): the interaction energy
+# less the run-constant M²/(2β), continuous in β and finite at β = 0 (kernels.energy_multipliers).
+ENERGY_DEFINITION = ("E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ: the interaction energy less "
+                     "the constant M²/(2β) (M = mass); continuous in β, |∫ x f dσ|²/2 at β = 0")
+
 DIAGNOSTIC_ATTRS = {
     "mass": dict(long_name="total mass ∫ f dσ", units="1"),
-    "energy": dict(long_name="interaction energy E_β = (1/2β) ∬ e^{β⟨x,y⟩} f(x) f(y) dσ dσ"),
-    "free_energy": dict(long_name="free energy ν ∫ f log f dσ − E_β"),
+    "energy": dict(long_name="interaction energy E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f(x) f(y) dσ dσ",
+                   description=ENERGY_DEFINITION),
+    "free_energy": dict(long_name="free energy ν ∫ f log f dσ − E_β",
+                        description="E_β as in energy: " + ENERGY_DEFINITION),
+    "limit_energy": dict(long_name="E_β with the kernel expanded to the limit model's order "
+                                   "(λ_l/λ_0 ≈ 1, or 1 − l(l+1)/2β); the limit's Lyapunov function"),
     "order_parameter": dict(long_name="order parameter |∫ x f(x) dσ|", units="1"),
     "min_density": dict(long_name="minimum of f on the grid (uniform = 1/|S|)"),
     "spectral_tail": dict(long_name="fraction of Σ|f_lm|² at degree l > 2L/3", units="1"),
@@ -41,6 +50,8 @@ def snapshot_diagnostics(model: MeanFieldModel, coef: np.ndarray, density: np.nd
         "min_density": float(np.min(density)),
         "spectral_tail": spectral_tail(g, coef),
     }
+    if hasattr(model, "limit_energy"):
+        out["limit_energy"] = model.limit_energy(coef)
     if model.nu > 0:
         out["free_energy"] = model.free_energy(coef, density)
     return out

@@ -158,3 +158,42 @@ def resolving_lmax(beta: float, tol: float, manifold: str = "sphere") -> int:
     while kernel_truncation_error(beta, L, manifold) > tol:
         L += 1
     return L
+
+
+def _constant_part(beta: float, manifold: str) -> float:
+    """(λ_0 − |S|)/(2β), the l = 0 multiplier of the energy, for 0 <= β <= 700 (0 at β = 0).
+
+    S²: λ_0 = 4π sinh(β)/β, so (λ_0 − 4π)/(2β) = 2π (sinh β − β)/β²;
+    S¹: λ_0 = 2π I_0(β), so (λ_0 − 2π)/(2β) = π (I_0(β) − 1)/β.
+    Below β = 1 from the power series (sinh β − β)/β² = Σ_{k>=1} β^{2k−1}/(2k+1)! and
+    (I_0(β) − 1)/β = Σ_{k>=1} β^{2k−1}/(4^k (k!)²) (Abramowitz & Stegun 4.5.62, 9.6.12),
+    which have no cancellation; 12 terms are exact to round-off there. Above,
+    directly from ive (the cancellation costs at most a factor 1/(1 − β/sinh β) < 7).
+    """
+    if beta < 1.0:
+        k = np.arange(1, 13, dtype=float)
+        from scipy.special import gammaln
+        if manifold == "sphere":
+            terms = np.exp((2 * k - 1) * np.log(beta) - gammaln(2 * k + 2)) if beta > 0 else 0.0 * k
+            return float(2.0 * np.pi * np.sum(terms))
+        terms = np.exp((2 * k - 1) * np.log(beta) - k * np.log(4.0) - 2 * gammaln(k + 1)) if beta > 0 else 0.0 * k
+        return float(np.pi * np.sum(terms))
+    area = 4.0 * np.pi if manifold == "sphere" else 2.0 * np.pi
+    lam0 = math.exp(beta) * scaled_multipliers(beta, 0, manifold)[0]
+    return float((lam0 - area) / (2.0 * beta))
+
+
+def energy_multipliers(beta: float, lmax: int, manifold: str = "sphere") -> np.ndarray:
+    """(λ_l − |S| δ_l0)/(2β), l = 0..lmax, shape (lmax+1,): the multipliers of the energy
+
+        E_β[f] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f(x) f(y) dσ dσ = Σ_lm w_m (λ_l − |S|δ_l0)/(2β) |f_lm|²
+
+    (Funk–Hecke; ∬ f f = M² = |S| |f_00|²). This is the interaction energy of
+    Geshkovski et al. (arXiv:2312.10794) less the constant M²/(2β), which does not
+    change along a run (mass is conserved) but diverges as β → 0: so defined E_β
+    is one smooth function of β ∈ [0, 700] (E_0 = |∫ x f dσ|²/2) with the same
+    time derivative. Finite for β <= 700.
+    """
+    out = 0.5 * gradient_multipliers(beta, lmax, manifold)  # λ_l/(2β), entry 0 = 0
+    out[0] = _constant_part(_check_beta(beta), manifold)
+    return out

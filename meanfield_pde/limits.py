@@ -54,7 +54,7 @@ import numpy as np
 
 from .errors import ConfigError, NumericalFault
 from .geometry import Geometry
-from .kernels import scaled_multipliers
+from .kernels import energy_multipliers, scaled_multipliers
 
 LIMIT_EQUATIONS = {"limit0": 0, "limit1": 1}
 LIMIT_NAMES = {"SA": "backward heat", "USA": "backward porous medium"}
@@ -125,11 +125,18 @@ class LimitModel(ABC):
         self.linear = np.zeros(geometry.ncoef)
         self.max_speed = 0.0
         self.min_density = np.nan
-        # Rescaled interaction energy: E_β = (1/2β) Σ λ_l |f_lm|² with λ_l/λ_0
-        # expanded to this order (1, or 1 − l(l+1)/2β), times λ_0/(2β) kept exact.
+        # ``energy``: the PDE's E_β of the density, exactly (one definition in every file);
+        # ``limit_energy``: the same with λ_l/λ_0 expanded to this order (1, or
+        # 1 − l(l+1)/2β), λ_0/(2β) exact, and the same constant −M²/(2β) removed.
+        w = geometry.parseval_weight
+        self._energy_mult = energy_multipliers(self.beta, geometry.lmax, geometry.manifold)[
+            geometry.degree] * w
         ratio = np.ones(geometry.ncoef) if order == 0 else 1.0 - self._eig / (2.0 * self.beta)
         l0 = np.exp(self.beta) * scaled_multipliers(self.beta, 0, geometry.manifold)[0]
-        self._energy_mult = (l0 / (2.0 * self.beta)) * ratio * geometry.parseval_weight
+        with np.errstate(over="ignore"):  # λ_0/(2β) = inf only for subnormal β: a meaningless limit
+            self._limit_mult = (l0 / (2.0 * self.beta)) * ratio * w
+        # l = 0: (λ_0 − |S|)/(2β) (M²/(2β) = |S| |f_00|²/(2β) removed), without cancellation
+        self._limit_mult[geometry.degree == 0] = self._energy_mult[geometry.degree == 0]
 
     @property
     def name(self) -> str:
@@ -159,20 +166,25 @@ class LimitModel(ABC):
 
     # -- energies ----------------------------------------------------------------------------
     def energy(self, coef: np.ndarray) -> float:
-        """E_β of the PDE (DESIGN.md §1) with the kernel expanded to this order (Laplace):
-
-            order 0: (λ_0/2β) ∫ f² dσ = (λ_0/2β) Σ_lm w_m |f_lm|²
-            order 1: (λ_0/2β) [∫ f² dσ − (1/2β) ∫ |∇f|² dσ]
-                     = (λ_0/2β) Σ_lm w_m (1 − l(l+1)/2β) |f_lm|²
-
-        (w_m = geometry.parseval_weight), so it is directly comparable with the
-        PDE's ``energy`` (error O(β⁻¹) resp. O(β⁻²) relative to its
-        non-constant part). The bracket never decreases for USA (its limits
-        are Wasserstein gradient ascents of it, d/dτ = ∫ f|V|² dσ), nor for
-        SA order 0 (d/dτ ∫f² = 2∫|∇f|²); for SA order 1 it increases to
-        leading order only.
-        """
+        """E_β[f] of the mean-field PDE, exactly as :meth:`MeanFieldModel.energy
+        <meanfield_pde.models.MeanFieldModel.energy>` (the same functional of the density,
+        so a PDE run and a limit run with the same density store the same ``energy``)."""
         return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
+
+    def limit_energy(self, coef: np.ndarray) -> float:
+        """E_β with the kernel expanded to this order (Laplace), stored as ``limit_energy``:
+
+            order 0: (λ_0/2β) ∫ f² dσ − M²/(2β) = Σ_lm w_m (λ_0/2β) |f_lm|² − |S| |f_00|²/(2β)
+            order 1: (λ_0/2β) [∫ f² dσ − (1/2β) ∫ |∇f|² dσ] − M²/(2β)
+                     = Σ_lm w_m (λ_0/2β)(1 − l(l+1)/2β) |f_lm|² − |S| |f_00|²/(2β)
+
+        (w_m = geometry.parseval_weight; the constant as in ``energy``). It differs
+        from ``energy`` by O(β⁻¹) resp. O(β⁻²) relative to the non-constant part. The
+        bracket never decreases for USA (its limits are Wasserstein gradient ascents
+        of it, d/dτ = ∫ f|V|² dσ), nor for SA order 0 (d/dτ ∫f² = 2∫|∇f|²); for SA
+        order 1 it increases to leading order only.
+        """
+        return float(np.sum(self._limit_mult * np.abs(coef) ** 2))
 
     def entropy(self, density: np.ndarray) -> float:
         """∫ f log f dσ on the grid (points with f <= 0 contribute 0)."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import NumericalFault
 from .geometry import Geometry
-from .kernels import SMALL_BETA, gradient_multipliers, ratio_multipliers, scaled_multipliers
+from .kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
 from .linear import growth_rates
 
 MODEL_KINDS = ("SA", "USA")
@@ -39,9 +39,9 @@ class MeanFieldModel:
     beta : float
         Inverse temperature β in [0, 700].
     nu : float
-        Noise ν >= 0 (diffusion coefficient; Brownian motion √(2ν) dB).
+        Noise ν in [0, 1e6] (diffusion coefficient; Brownian motion √(2ν) dB).
     hyperviscosity : float
-        Damping rate η >= 0 (1/time) of the highest degree L; degree l is
+        Damping rate η in [0, 1e6] (1/time) of the highest degree L; degree l is
         damped at rate η (l(l+1)/(L(L+1)))^p. Zero (default) is the exact PDE.
     hyperviscosity_order : int
         The exponent p >= 1.
@@ -65,10 +65,10 @@ class MeanFieldModel:
                  hyperviscosity: float = 0.0, hyperviscosity_order: int = 4):
         if kind not in MODEL_KINDS:
             raise ValueError(f"model.kind = {kind!r}: must be one of {MODEL_KINDS}")
-        if not nu >= 0.0:
-            raise ValueError(f"model.nu = {nu}: must be >= 0")
-        if not hyperviscosity >= 0.0:
-            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be >= 0")
+        if not 0.0 <= nu <= 1e6:  # the schema's range (config.ModelConfig.nu says why)
+            raise ValueError(f"model.nu = {nu}: must be in [0, 1e+06]")
+        if not 0.0 <= hyperviscosity <= 1e6:
+            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be in [0, 1e+06]")
         self.geometry, self.kind, self.beta, self.nu = geometry, kind, float(beta), float(nu)
         g, lmax, man = geometry, geometry.lmax, geometry.manifold
         deg = g.degree
@@ -76,7 +76,7 @@ class MeanFieldModel:
         # side is a few multiplies and transforms with no loop over l or m.
         self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"))[deg]
         self._ratio = ratio_multipliers(beta, lmax, man)[deg]
-        self._energy_mult = self._energy_multipliers()[deg] * g.parseval_weight
+        self._energy_mult = energy_multipliers(beta, lmax, man)[deg] * g.parseval_weight
         lap = g.laplacian
         self.linear = nu * lap
         if hyperviscosity > 0.0:
@@ -191,19 +191,12 @@ class MeanFieldModel:
         return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold) + lin
 
     # -- energies ----------------------------------------------------------------
-    def _energy_multipliers(self) -> np.ndarray:
-        """λ_l / (2β); below kernels.SMALL_BETA (and at β = 0) the constant l = 0 part
-        λ_0 M²/(2β|S|), which overflows as β → 0, is dropped (the limit is |m|²/2)."""
-        g = self.geometry
-        if self.beta < SMALL_BETA:
-            return 0.5 * gradient_multipliers(self.beta, g.lmax, g.manifold)
-        return np.exp(self.beta) * scaled_multipliers(self.beta, g.lmax, g.manifold) / (2 * self.beta)
-
     def energy(self, coef: np.ndarray) -> float:
-        """E_β[f] = (1/2β) ∬ e^{β⟨x,y⟩} f f dσ dσ = (1/2β) Σ_lm λ_l |f_lm|².
+        """E_β[f] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ = Σ_lm w_m (λ_l − |S|δ_l0)/(2β) |f_lm|².
 
-        Attention increases it (DESIGN.md §1). At β < kernels.SMALL_BETA the
-        constant λ_0 M²/(2β|S|) is dropped (at β = 0 the value is the limit |∫x f|²/2).
+        The interaction energy less the constant M²/(2β) (see
+        :func:`meanfield_pde.kernels.energy_multipliers`): one smooth function of
+        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (DESIGN.md §1).
         """
         return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
 

@@ -184,7 +184,7 @@ def _draw_distances(axes, comparison):
         ax.set(xlabel="time", ylabel="‖a − b‖ / ‖a − mean(a)‖", title="relative L² distance")
 
     for ax, name, label in ((axes[2], "order_parameter_difference", "order parameter A − B"),
-                            (axes[3], "energy_difference", "energy A − B")):
+                            (axes[3], "energy_relative_difference", "(energy A − B)/max|energy|")):
         if name in comparison:
             _plot_series(ax, t, comparison[name], label)
             ax.axhline(0.0, color="gray", lw=0.8)
@@ -228,8 +228,8 @@ def plot_comparison(ds_a, ds_b, comparison, times=None, n_times=4) -> Figure:
         its stored density. Bottom: the
         L² distance with the expected sampling level (dashed), the
         Wasserstein distance with its floor (dashed; relative L² distance
-        when no particle run is involved), and the order-parameter and
-        energy differences.
+        when no particle run is involved), the order-parameter difference and
+        the relative energy difference.
 
     Raises
     ------

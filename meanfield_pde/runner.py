@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .config import Config
+from .config import Config, VonMisesFisher
 from .diagnostics import ResolutionMonitor
 from .errors import ConfigError, RunStoppedWarning
 from .geometry import Geometry, make_geometry
-from .initial import initial_density
+from .initial import initial_density, von_mises_fisher_hint
 from .kernels import scaled_multipliers
 from .io import coefficients_from_table, software_versions
 from .limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
@@ -60,7 +60,9 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
                                reg.hyperviscosity_order)
     else:
         model = make_limit_model(geometry, m.kind, m.beta, LIMIT_EQUATIONS[m.equation])
-    u0 = initial_density(geometry, config.initial) if initial is None else np.array(initial, complex)
+    mon = config.monitor
+    u0 = (initial_density(geometry, config.initial, mon.max_spectral_tail, mon.negative_density)
+          if initial is None else np.array(initial, complex))
     if u0.shape != geometry.zeros_coef().shape:
         raise ConfigError(f"initial: the given state has {u0.size} coefficients, domain.lmax = "
                           f"{config.domain.lmax} needs {geometry.ncoef}")
@@ -69,11 +71,15 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
     reason = monitor.check(u0)
     if reason:
-        raise ConfigError(f"initial: the initial density is not resolved: {reason}; raise "
-                          "domain.lmax or make the initial density smoother")
+        ini = config.initial
+        hint = (von_mises_fisher_hint(config.domain.manifold, ini.centres, ini.concentrations,
+                                      ini.weights, config.monitor.max_spectral_tail,
+                                      config.monitor.negative_density)
+                if isinstance(ini, VonMisesFisher) and initial is None
+                else "raise domain.lmax or make the initial density smoother")
+        raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
     stepper = IMEXRungeKutta(get_scheme(config.time.scheme), model.transport, model.linear)
-    norm = lambda c: np.sqrt(max(geometry.inner(c, c), 0.0))  # noqa: E731  L²(S) norm
-    control = StepControl(stepper, norm, config.time.rtol, config.time.atol, config.time.adaptive)
+    control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
 
 

@@ -87,6 +87,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
     n_out, status = next_output_index(t0, every), "completed"
+    control.start(u0)  # the error floor is relative to the initial deviation from uniform
     try:
         model.transport(u)  # sets max_speed for the first CFL bound
     except NumericalFault as exc:

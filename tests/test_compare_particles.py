@@ -16,6 +16,7 @@ from meanfield_pde.compare import (FLOOR_DRAWS, _sphere_projections, compare,
                                    wasserstein_distance)
 from meanfield_pde.geometry import Circle, Sphere
 from meanfield_pde.measures import sample_density
+from meanfield_pde.diagnostics import DIAGNOSTIC_ATTRS
 from meanfield_pde.particles.dynamics import energy, order_parameter
 from meanfield_pde.plot_compare import save_comparison_figure
 
@@ -51,7 +52,8 @@ def fake_particles(pde, geometry, n, seed=0, snapshots=None, rotation=None, with
         table, dims, coords = np.array(emp), ("time", "k"), {"k": np.arange(L + 1)}
     data = {"coef_real": (dims, table.real), "coef_imag": (dims, table.imag),
             "positions": (("time", "particle", "xyz"), np.array(positions))}
-    data.update({k: ("time", np.array(v)) for k, v in series.items()})
+    # with the attributes a real run file has (compare checks the energy's definition)
+    data.update({k: ("time", np.array(v), DIAGNOSTIC_ATTRS.get(k, {})) for k, v in series.items()})
     return xr.Dataset(data, coords={"time": pde.time.values[list(idx)], **coords},
                       attrs={"kind": "particles", "n": n, "smoothing": 0.0, "model": pde.attrs["model"],
                              "manifold": geometry.manifold, "beta": beta, "nu": 0.0,

@@ -247,12 +247,12 @@ def test_energy_formula_and_beta_zero_convention():
     x = uniform_sphere(40, 3, seed=15)
     m = x.mean(axis=0)
     beta = 3.0
-    direct = np.exp(beta * (x @ x.T)).sum() / (2 * beta * 40**2)
+    direct = np.expm1(beta * (x @ x.T)).sum() / (2 * beta * 40**2)
     assert energy(x, beta) == pytest.approx(direct, rel=1e-14)
     assert energy(x, 0.0) == pytest.approx(0.5 * m @ m, rel=1e-14)
-    # β → 0: E_β − 1/(2β) → |m|²/2 (the dropped constant, as MeanFieldModel.energy)
+    # β → 0: E_β → |m|²/2 continuously (the constant 1/(2β) is not part of E_β)
     small = 1e-6
-    assert energy(x, small) - 1 / (2 * small) == pytest.approx(0.5 * m @ m, abs=1e-6)
+    assert energy(x, small) == pytest.approx(0.5 * m @ m, abs=1e-6)
     assert order_parameter(x) == pytest.approx(np.linalg.norm(m), rel=1e-14)
 
 
@@ -406,14 +406,14 @@ def test_snapshots_and_outputs():
     assert ds["positions"].dims == ("time", "token", "dim") and ds.attrs["kind"] == "USA"
 
 
-def test_small_beta_energy_drops_only_the_constant():
-    """Below SMALL_BETA the energy is (1/(2βn²)) Σ (e^{β⟨x_i,x_j⟩} − 1): just above the threshold
-    the full value minus 1/(2β) agrees with it (to the cancellation error of the full value),
-    and at β = 1e-300 it is finite and equals |m|²/2 to O(β)."""
+def test_small_beta_energy_is_continuous():
+    """E_β = (1/(2βn²)) Σ (e^{β⟨x_i,x_j⟩} − 1) at every β: continuous across SMALL_BETA and
+    β = 1 (the switches of its evaluation), and at β = 1e-300 finite and |m|²/2 to O(β)."""
     from meanfield_pde.kernels import SMALL_BETA
     from meanfield_pde.particles.dynamics import energy, order_parameter
     x = np.random.default_rng(4).standard_normal((50, 3))
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    above, below = 1.0001 * SMALL_BETA, 0.9999 * SMALL_BETA
-    assert energy(x, above) - 1 / (2 * above) == pytest.approx(energy(x, below), rel=1e-6)
+    for switch in (SMALL_BETA, 1.0):
+        above, below = switch * (1 + 1e-12), switch * (1 - 1e-12)
+        assert energy(x, above) == pytest.approx(energy(x, below), rel=1e-12)
     assert energy(x, 1e-300) == pytest.approx(0.5 * order_parameter(x) ** 2, rel=1e-12)

@@ -40,6 +40,11 @@ def _import_shtns_quietly():
 shtns = _import_shtns_quietly()
 
 
+# shtns aborts the whole process ("nlat is too small! try setting nlat>=32") for a
+# smaller explicit grid, so it is refused here first (measured with shtns 3.7).
+SHTNS_MIN_NLAT = 32
+
+
 @functools.lru_cache(maxsize=None)
 def _transform(lmax: int, nlat: int, nphi: int, threads: int) -> shtns.sht:
     """One shtns plan per (L, grid, threads) per process: planning costs far more than a transform."""
@@ -59,7 +64,15 @@ class Sphere(Geometry):
         Highest degree L (>= 2).
     nlat, nphi : int, optional
         Grid size; 0 (default) lets shtns pick the dealiased grid
-        (nlat > 3L/2, nphi > 3L).
+        (nlat > 3L/2, nphi > 3L). shtns accepts nlat > L and nphi > 2L (even or
+        odd nlat): then the Gauss quadrature (weights w_j 2π/nphi, Gauss–Legendre
+        in cos θ) integrates every product of two fields of degree <= L exactly;
+        only the default grid also dealiases the solver's cubic products.
+
+    Raises
+    ------
+    ValueError
+        lmax < 2; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
     threads : int, optional
         OpenMP threads of the transforms; 0 = the default of
         :func:`meanfield_pde.threads.resolve_threads` ($MEANFIELD_PDE_THREADS, else all cores).
@@ -80,6 +93,12 @@ class Sphere(Geometry):
         if lmax < 2:
             raise ValueError(f"domain.lmax = {lmax}: must be >= 2 on the sphere")
         self.lmax = int(lmax)
+        if nlat and not nlat >= max(self.lmax + 1, SHTNS_MIN_NLAT):
+            raise ValueError(f"nlat = {nlat}: must be 0 (automatic) or >= "
+                             f"{max(self.lmax + 1, SHTNS_MIN_NLAT)} (> lmax = {self.lmax}, and "
+                             f">= {SHTNS_MIN_NLAT}, the smallest grid shtns builds)")
+        if nphi and not nphi > 2 * self.lmax:
+            raise ValueError(f"nphi = {nphi}: must be 0 (automatic) or > 2·lmax = {2 * self.lmax}")
         self.threads = resolve_threads(threads)
         self.sh = _transform(self.lmax, nlat, nphi, self.threads)
         sh = self.sh
@@ -102,6 +121,13 @@ class Sphere(Geometry):
             cos_theta[:, None]), axis=-1)
         half = np.asarray(sh.gauss_wts())  # northern half only, without 2π/nphi
         full = np.concatenate([half, half[: self.nlat // 2][::-1]])
+        if self.nlat % 2:
+            # odd nlat: shtns stores the equator node's weight halved (it is shared by the
+            # two hemispheres of its symmetric sums); the Gauss–Legendre weight is twice that
+            full[self.nlat // 2] *= 2.0
+        if not abs(full.sum() - 2.0) <= 1e-13:  # Σ Gauss–Legendre weights = ∫_{-1}^{1} dx
+            raise RuntimeError(f"Sphere({lmax}, nlat={self.nlat}, nphi={self.nphi}): the Gauss "
+                               f"weights sum to {full.sum()!r}, not 2; this grid is not supported")
         self._toroidal = self.zeros_coef()
         self.weights = np.broadcast_to((2.0 * np.pi / self.nphi) * full[:, None],
                                        (self.nlat, self.nphi)).copy()

@@ -293,17 +293,16 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
 
 
 def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
-    """Empirical interaction energy E = (1/(2β n²)) Σ_ij e^{β⟨x_i,x_j⟩}.
+    """Empirical interaction energy E = (1/(2β n²)) Σ_ij (e^{β⟨x_i,x_j⟩} − 1).
 
-    This is E_β[μ] = (1/2β) ∬ e^{β⟨x,y⟩} dμ dμ of the empirical measure
-    μ = (1/n) Σ δ_{x_i}, the convention of
-    :meth:`meanfield_pde.models.MeanFieldModel.energy`: for β > 0 the full
-    value (computed as e^β/(2β) · (1/n²) Σ e^{β(⟨x_i,x_j⟩−1)}, finite up to
-    β = 700); at β = 0 the divergent constant 1/(2β) is dropped and the value
-    is the limit |m|²/2, m = (1/n) Σ x_i. Below kernels.SMALL_BETA the same
-    constant (it overflows as β → 0) is dropped: (1/(2βn²)) Σ (e^{β⟨x_i,x_j⟩} − 1)
-    = |m|²/2 + (β/4n²) Σ ⟨x_i,x_j⟩² + O(β²), with Σ⟨x_i,x_j⟩² = |XᵀX|²_F —
-    as MeanFieldModel.energy does.
+    This is E_β[μ] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) dμ dμ of the empirical measure
+    μ = (1/n) Σ δ_{x_i}: the definition of
+    :meth:`meanfield_pde.models.MeanFieldModel.energy` (the interaction energy less
+    the constant 1/(2β)), one smooth function of β ∈ [0, 700]. Computed as
+    e^β/(2β) · (1/n²) Σ e^{β(⟨x_i,x_j⟩−1)} − 1/(2β) for β >= 1 (finite up to β = 700),
+    from Σ expm1(β⟨x_i,x_j⟩) for kernels.SMALL_BETA <= β < 1 (no cancellation), and
+    below SMALL_BETA from the series |m|²/2 + (β/4n²) Σ ⟨x_i,x_j⟩² + O(β²),
+    Σ⟨x_i,x_j⟩² = |XᵀX|²_F, m = (1/n) Σ x_i (|m|²/2 at β = 0).
 
     Parameters
     ----------
@@ -327,13 +326,17 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
         m = _mean(x)
         second = x.T @ x
         return 0.5 * float(m @ m) + beta / (4.0 * n**2) * float(np.sum(second * second))
+    if beta < 1.0:
+        c = _block_rows(n, chunk_rows)
+        total = sum(float(np.expm1(beta * (x[i:i + c] @ x.T)).sum()) for i in range(0, n, c))
+        return total / (2.0 * beta * n**2)
     right = np.empty((n, x.shape[1] + 1))
     right[:, :-1], right[:, -1] = x, 1.0
     left = np.empty_like(right)
     np.multiply(x, beta, out=left[:, :-1])
     left[:, -1] = -beta
     total = float(_weighted_sums(left, right, chunk_rows, None)[:, -1].sum())
-    return math.exp(beta) / (2.0 * beta) * total / n**2
+    return math.exp(beta) / (2.0 * beta) * total / n**2 - 1.0 / (2.0 * beta)
 
 
 def order_parameter(x) -> float:

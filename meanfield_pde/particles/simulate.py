@@ -5,7 +5,7 @@
 (DESIGN.md §1; Geshkovski, Letrouit, Polyanskiy & Rigollet, arXiv:2312.10794)
 with a one-step method from :mod:`.integrators`, recording snapshots of the
 positions, the order parameter |m| = |(1/n) Σ x_i| and the empirical
-interaction energy E = (1/(2β n²)) Σ_ij e^{β⟨x_i,x_j⟩}.
+interaction energy E = (1/(2β n²)) Σ_ij (e^{β⟨x_i,x_j⟩} − 1).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ class ParticleRun:
     order_parameter : ndarray (nt,)
         |(1/n) Σ_i x_i| at the snapshots, in [0, 1].
     energy : ndarray (nt,)
-        E = (1/(2β n²)) Σ_ij e^{β⟨x_i,x_j⟩} at the snapshots (the empirical
-        E_β, the convention of MeanFieldModel.energy; |m|²/2 at β = 0).
+        E = (1/(2β n²)) Σ_ij (e^{β⟨x_i,x_j⟩} − 1) at the snapshots (the empirical
+        E_β, the definition of MeanFieldModel.energy; |m|²/2 at β = 0).
     kind, beta, nu, dt, scheme, seed :
         The arguments of the run (dt is the largest step taken).
     steps : int

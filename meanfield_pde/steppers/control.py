@@ -3,15 +3,36 @@
 Standard elementary controller (Hairer, Nørsett & Wanner, *Solving ODEs I*,
 §II.4, eq. (4.13)): dt_new = dt · min(fac_max, max(fac_min, safety · err^{−1/(q+1)})),
 with q the lower of the two orders of the error estimate.
+
+The error is measured per degree and relative to what the run resolves
+(Hairer–Nørsett–Wanner §II.4 use a componentwise scale sc_i = atol + rtol|y_i|;
+here the components are the degrees l of the spectral basis). Why per degree
+and relative to f − f̄ rather than an absolute tolerance: every instability
+starts from a perturbation of the uniform density of any size (1e-3 down to
+round-off); its dynamics in the linear phase is the same at every size
+(linear in f − f̄), so the step size must be too. An absolute floor would
+decide alone once ‖f − f̄‖ < atol/rtol and let dt grow unchecked, and one
+norm over all degrees lets a small but fast-growing degree run inaccurately.
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from .imex import IMEXRungeKutta
+
+# Degrees whose amplitude is below this fraction of ‖f − f̄‖ are controlled at
+# rtol·TAIL_FLOOR·‖f − f̄‖ (not relative to their own tiny size): they carry no
+# visible part of the solution, and a relative demand on round-off-level
+# degrees would shrink dt for nothing. 1e-3 keeps every degree that carries
+# more than 1e-6 of the deviation's L² energy (the resolution monitor's default
+# tail limit) resolved to rtol relative.
+TAIL_FLOOR = 1e-3
+# A deviation that has decayed (noise, hyperviscosity) below this fraction of the
+# initial one is controlled at the absolute level rtol·START_FLOOR·‖f0 − f̄‖: following a
+# dead deviation relatively down to underflow would cost ~ rate·t steps (ν = 1e3: 8000
+# steps per unit time) for nothing. Growth from any size stays relative.
+START_FLOOR = 1e-6
 
 
 class StepControl:
@@ -20,12 +41,22 @@ class StepControl:
     Parameters
     ----------
     stepper : IMEXRungeKutta
-    norm : callable (coef) -> float
-        Norm of a coefficient array (the L² norm of the density it represents).
-    rtol, atol : float
-        The local error of a step must be <= atol + rtol·scale(u), with
-        scale(u) = norm of the non-uniform part of u (so a small perturbation
-        of the uniform density is resolved relative to its own size).
+    geometry : Geometry
+        Supplies ``degree`` and ``parseval_weight`` of the coefficients
+        (shape (ncoef,)): the error is taken per degree l as the L² norm
+        e_l = (Σ_m w_m |err_lm|²)^{1/2} of the density it represents.
+    rtol : float
+        Relative local error per degree: a step is accepted if for every l
+
+            e_l <= rtol · (s_l + TAIL_FLOOR · D + START_FLOOR · D_0) + atol,
+
+        s_l the L² norm of degree l of the state at the start of the step,
+        D = ‖f − f̄‖ the L² norm of its non-uniform part (degrees >= 1) and D_0
+        that of the initial state of the run (:meth:`start`).
+    atol : float
+        Optional absolute floor (L² norm units of the density, default 0):
+        the default control is scale-free, so a perturbation of size 1e-20
+        is integrated as accurately as one of size 1e-3.
     adaptive : bool
         False: every attempt is accepted (fixed dt).
 
@@ -36,13 +67,43 @@ class StepControl:
 
     safety, fac_min, fac_max = 0.9, 0.2, 5.0
 
-    def __init__(self, stepper: IMEXRungeKutta, norm: Callable[[np.ndarray], float],
-                 rtol: float = 1e-6, atol: float = 1e-12, adaptive: bool = True):
-        self.stepper, self.norm = stepper, norm
+    def __init__(self, stepper: IMEXRungeKutta, geometry, rtol: float = 1e-6, atol: float = 0.0,
+                 adaptive: bool = True):
+        self.stepper = stepper
         self.rtol, self.atol, self.adaptive = rtol, atol, adaptive
+        self._degree = np.asarray(geometry.degree)
+        self._weight = np.asarray(geometry.parseval_weight, dtype=float)
+        self._ndeg = int(self._degree.max()) + 1
+        self._floor = 0.0  # rtol·START_FLOOR·D_0, set by start()
         t = stepper.tableau
         self.order = t.embedded_order if t.embedded else t.order
         self.rhs_per_attempt = stepper.explicit_calls * (1 if (t.embedded or not adaptive) else 3)
+
+    def degree_norms(self, coef: np.ndarray) -> np.ndarray:
+        """(Σ_m w_m |c_lm|²)^{1/2} for l = 0..L, shape (L+1,): the L² norm of each degree."""
+        power = np.bincount(self._degree, weights=self._weight * (coef.real**2 + coef.imag**2),
+                            minlength=self._ndeg)
+        return np.sqrt(power)
+
+    def deviation(self, coef: np.ndarray) -> float:
+        """‖f − f̄‖: the L² norm of degrees >= 1."""
+        return float(np.sqrt(np.sum(self.degree_norms(coef)[1:] ** 2)))
+
+    def start(self, u0: np.ndarray) -> None:
+        """Record the initial state of a run (sets the floor rtol·START_FLOOR·‖u0 − ū‖)."""
+        self._floor = self.rtol * START_FLOOR * self.deviation(u0)
+
+    def error_ratio(self, u: np.ndarray, error: np.ndarray) -> float:
+        """max_l e_l / tol_l for the error vector ``error`` of a step from ``u`` (<= 1: accept)."""
+        err = self.degree_norms(error)
+        if not np.all(np.isfinite(err)):
+            return np.inf
+        scale = self.degree_norms(u)
+        deviation = float(np.sqrt(np.sum(scale[1:] ** 2)))
+        tol = self.rtol * (scale + TAIL_FLOOR * deviation) + (self._floor + self.atol)
+        # e_l = 0 is accepted even where tol_l = 0 (the exactly uniform state does not move)
+        ratio = np.divide(err, tol, out=np.where(err > 0.0, np.inf, 0.0), where=tol > 0.0)
+        return float(np.max(ratio))
 
     def attempt(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
         """One step from u; returns (u_new, error ratio). Ratio <= 1 means accept."""
@@ -50,16 +111,12 @@ class StepControl:
             return self.stepper.step(u, dt), 0.0
         if self.stepper.tableau.embedded:
             new = self.stepper.step(u, dt)
-            err = self.norm(self.stepper.error)
+            error = self.stepper.error
         else:
             full = self.stepper.step(u, dt)
             new = self.stepper.step(self.stepper.step(u, 0.5 * dt), 0.5 * dt)
-            err = self.norm(new - full) / (2.0 ** self.stepper.tableau.order - 1.0)
-        fluct = u.copy()
-        fluct[0] = 0.0  # the mean is conserved exactly; scale by what moves
-        tol = self.atol + self.rtol * self.norm(fluct)
-        ratio = err / tol if np.isfinite(err) else np.inf
-        return new, ratio
+            error = (new - full) / (2.0 ** self.stepper.tableau.order - 1.0)
+        return new, self.error_ratio(u, error)
 
     def propose(self, dt: float, ratio: float) -> float:
         """The next step size after an attempt with this error ratio."""

@@ -1,0 +1,132 @@
+"""Adaptive step control in the linear phase and through the clustering (issue 12).
+
+With the DEFAULT [time] settings (only t_end is set), a perturbation of the
+uniform density must grow at the rates of linear theory however small it is:
+
+    S²:  σ_l^USA = l(l+1) i_l(β)/β,   σ_l^SA = l(l+1) i_l(β)/(β i_0(β))
+    S¹:  σ_k^USA = k² I_k(β)/β,        σ_k^SA = k² I_k(β)/(β I_0(β))
+
+(Geshkovski et al. arXiv:2312.10794; i_l = scipy.special.spherical_in,
+I_k = scipy.special.iv, independent of the package's kernels). Every degree l
+of the perturbation must satisfy f_l(T) = e^{σ_l T} f_l(0) to 1e-5 relative
+for l <= 6 and 1e-3 for the tail degrees 7..10. The quadratic (nonlinear)
+terms are removed exactly by taking the odd part in the amplitude,
+(S_T(f̄ + δ) − S_T(f̄ − δ))/2 = e^{T·lin} δ + O(|δ|³), and T is short enough
+that the cubic remainder is below 1e-6 (growth 2 of the fastest mode at
+amplitude 1e-3, growth 10 below).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import iv, spherical_in
+
+from meanfield_pde import load_case
+from meanfield_pde.observers import Observer
+from meanfield_pde.runner import build
+from meanfield_pde.solver import integrate
+
+from conftest import make_config
+
+LMAX, DEGREE_MAX = 12, 10
+
+
+def sigma(manifold, kind, beta, l):
+    l = np.asarray(l, dtype=float)
+    if manifold == "sphere":
+        lam = spherical_in(l.astype(int), beta)
+        norm = spherical_in(0, beta) if kind == "SA" else 1.0
+        return l * (l + 1) * lam / (beta * norm)
+    norm = iv(0, beta) if kind == "SA" else 1.0
+    return l * l * iv(l, beta) / (beta * norm)
+
+
+def linear_phase_errors(manifold, kind, beta, amplitude):
+    """Relative error of f_l(T) against e^{σ_l T} f_l(0), per degree l = 1..DEGREE_MAX; steps."""
+    growth = 2.0 if amplitude > 1e-6 else 10.0
+    sig = sigma(manifold, kind, beta, np.arange(LMAX + 1))
+    T = math.log(growth) / sig.max()
+    config = make_config(model={"kind": kind, "beta": beta},
+                         domain={"manifold": manifold, "lmax": LMAX, "kernel_tol": 1.0},
+                         initial={"type": "perturbed_uniform", "amplitude": amplitude,
+                                  "degree_max": DEGREE_MAX, "seed": 3},
+                         time={"t_end": T})  # every other [time] key at its default
+    t = config.time
+    assert (t.dt, t.rtol, t.adaptive) == (0.01, 1e-6, True)  # the defaults
+    sim = build(config)
+    up = sim.initial
+    down = up.copy()
+    down[1:] *= -1.0
+    ends = []
+    for u0 in (up, down):
+        sim = build(config)  # a fresh stepper and model each run
+        r = integrate(sim.model, sim.control, u0, T, every=T, dt=t.dt, cfl=t.cfl)
+        assert r.completed, r.status
+        ends.append(r.coef)
+    odd = 0.5 * (ends[0] - ends[1])
+    deg = sim.geometry.degree
+    errors = []
+    for l in range(1, DEGREE_MAX + 1):
+        exact = math.exp(sig[l] * T) * up[deg == l]
+        errors.append(np.linalg.norm(odd[deg == l] - exact) / np.linalg.norm(exact))
+    return np.array(errors), r.steps
+
+
+CASES = ([("sphere", k, b) for k in ("SA", "USA") for b in (2.0, 5.0, 10.0)]
+         + [("circle", k, b) for k in ("SA", "USA") for b in (5.0, 7.0)])
+
+
+@pytest.mark.parametrize("amplitude", [1e-3, 1e-9, 1e-20])
+@pytest.mark.parametrize("manifold,kind,beta", CASES)
+def test_linear_phase_growth_with_default_tolerances(manifold, kind, beta, amplitude):
+    errors, steps = linear_phase_errors(manifold, kind, beta, amplitude)
+    assert errors[:6].max() <= 1e-5, (errors, steps)   # degrees 1..6
+    assert errors[6:].max() <= 1e-3, (errors, steps)   # the tail degrees 7..10
+
+
+def test_step_sequence_is_scale_free():
+    """The linear phase is linear in f − f̄: the default control takes the same steps from
+    amplitude 1e-20 as from 1e-9 (an absolute tolerance would not)."""
+    _, a = linear_phase_errors("circle", "USA", 5.0, 1e-9)
+    _, b = linear_phase_errors("circle", "USA", 5.0, 1e-20)
+    assert a == b
+
+
+class MaxDensity(Observer):
+    """max f on the grid after every accepted step."""
+
+    def __init__(self, geometry):
+        self.geometry, self.t, self.fmax = geometry, [], []
+
+    def step(self, t, coef):
+        self.t.append(t)
+        self.fmax.append(float(np.max(self.geometry.synthesis(coef))))
+
+
+def doubling_and_stop_time(overrides):
+    """circle_usa_beta5: the time at which max f first reaches 2 f̄ (log-linear interpolation of
+    max f − f̄ between steps) and the time of its last good state (lost resolution)."""
+    config = load_case("circle_usa_beta5", {"output.plot": False, **overrides})
+    sim = build(config)
+    obs = MaxDensity(sim.geometry)
+    t = config.time
+    r = integrate(sim.model, sim.control, sim.initial, t.t_end, every=config.snapshot_interval,
+                  dt=t.dt, cfl=t.cfl, monitor=sim.monitor, observers=[obs])
+    assert "resolution lost" in r.status, r.status
+    fbar = 1.0 / (2.0 * np.pi)
+    times, dev = np.array(obs.t), np.array(obs.fmax) - fbar
+    i = int(np.argmax(dev >= fbar))
+    assert i > 0
+    a, b = np.log(dev[i - 1]), np.log(dev[i])
+    t_double = times[i - 1] + (times[i] - times[i - 1]) * (np.log(fbar) - a) / (b - a)
+    return t_double, r.t, r.steps
+
+
+def test_circle_usa_beta5_default_run_agrees_with_a_fine_fixed_step():
+    """Default [time] against fixed dt = 2.5e-4 (local error (σ dt)^4 ~ 5e-10 per step):
+    the doubling time to 1e-4 relative, the lost-resolution stop time to 1e-3."""
+    t2_default, stop_default, _ = doubling_and_stop_time({})
+    t2_fine, stop_fine, _ = doubling_and_stop_time({"time.adaptive": False, "time.dt": 2.5e-4})
+    assert t2_default == pytest.approx(t2_fine, rel=1e-4)
+    assert stop_default == pytest.approx(stop_fine, rel=1e-3)
