@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,7 +78,9 @@ def resume_point(path: str | Path, t_end: float | None = None,
     path = Path(path)
     where = f"--resume {str(path)!r}"
     ds = open_checked(path, where, netcdf4=False)  # damaged files are refused untouched
-    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+    # the mode bits too: root may write anyway, but a file made read-only is meant to stay as it is
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK) \
+            or not path.stat().st_mode & stat.S_IWUSR:
         ds.close()
         raise ConfigError(f"{where}: the file or its folder is read-only; a resumed run appends "
                           "to the file (make it writable, or copy it and resume the copy)")
