@@ -358,10 +358,11 @@ def _warning_line(message, category, *args, **kwargs) -> None:
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
+    from .errors import DiskSpaceWarning
     from .outputs import OutputFull
-    from .runfile import DiskSpaceWarning
     # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN) if main_thread else None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DiskSpaceWarning)
@@ -380,7 +381,7 @@ def main(argv=None) -> int:
         sys.stderr.close()
         return 0
     finally:
-        if threading.current_thread() is threading.main_thread():
+        if main_thread:
             signal.signal(signal.SIGXFSZ, previous)
 
 

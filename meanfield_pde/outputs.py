@@ -46,6 +46,7 @@ from .errors import ConfigError
 
 TMP_MARK = ".meanfield-tmp-"  # between the output's name and mkstemp's random part
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+RETRIES = 3
 
 
 class OutputFull(OSError):
@@ -121,6 +122,11 @@ def acquire(path: str | os.PathLike) -> Path:
         try:
             lock.parent.mkdir(parents=True, exist_ok=True)
             fd = _try_lock(lock)
+            for _ in range(RETRIES):  # a cleaner (clean_stale_temporaries) holds a lock for microseconds
+                if fd is not None:
+                    break
+                time.sleep(0.05)
+                fd = _try_lock(lock)
         except OSError as exc:
             raise ConfigError(f"output {str(path)!r}: cannot create its lock file in "
                               f"{str(lock.parent)!r} ({exc.strerror})") from None

@@ -28,7 +28,7 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
-from .errors import ConfigError
+from .errors import ConfigError, DiskSpaceWarning
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
@@ -269,10 +269,6 @@ def _cut_records(path: Path, size: int, records: int) -> None:
         f.truncate(size)
         f.flush()
         os.fsync(f.fileno())
-
-
-class DiskSpaceWarning(UserWarning):
-    """A planned run file would take more than half of the free disk space."""
 
 
 class MemoryRun:

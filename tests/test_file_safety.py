@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -28,7 +27,6 @@ import xarray as xr
 import meanfield_pde
 from meanfield_pde import load_case
 from meanfield_pde.cli import main
-from meanfield_pde.errors import ConfigError
 from meanfield_pde.particle_runner import run_particles
 from meanfield_pde.runfile import RunFile
 

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
