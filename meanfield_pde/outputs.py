@@ -47,6 +47,7 @@ from .errors import ConfigError
 TMP_MARK = ".meanfield-tmp-"  # between the output's name and mkstemp's random part
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 RETRIES = 3
+LEGACY_AGE = 3600.0  # seconds
 
 
 class OutputFull(OSError):
@@ -173,32 +174,66 @@ def hold(*paths: str | os.PathLike):
 
 
 def clean_stale_temporaries(folder: Path) -> list[Path]:
-    """Delete the temporary files in ``folder`` whose writer is dead (their output is not claimed).
+    """Delete the files in ``folder`` that killed writers left: their temporary files and lock files.
 
     A temporary file is only ever written by the holder of its output's
-    claim, so a free claim means a killed writer. Claims of this process are
-    skipped (it may be writing them). Returns the files deleted.
+    claim, so a free claim means a killed writer; claims of this process are
+    skipped (it may be writing them). Lock files are deleted only if free and
+    written by this package (their text starts with "pid "). Temporary files
+    of versions before the claims (``.meanfield-pde.XXXXXXXX.nc``, written
+    unlocked) are deleted once unlocked and an hour old: such a writer renames
+    its file within seconds. Returns the files deleted.
     """
     removed = []
-    for tmp in glob.glob(os.path.join(glob.escape(str(folder)), f".*{TMP_MARK}*.tmp")):
+    pattern = os.path.join(glob.escape(str(folder)), ".*{}")
+    for tmp in glob.glob(pattern.format(f"{TMP_MARK}*.tmp")):
         name = os.path.basename(tmp)[1:].split(TMP_MARK)[0]
-        lock = folder / f".{name}.lock"
-        with _guard:
-            if str(lock) in _held:
-                continue
-            try:
-                fd = _try_lock(lock)
-            except OSError:
-                continue
-            if fd is None:
-                continue
-            try:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(tmp)
-                    removed.append(Path(tmp))
-            finally:
-                _release(lock, fd)
+        if _with_free_claim(folder / f".{name}.lock", lambda: os.remove(tmp)):
+            removed.append(Path(tmp))
+    for lock in glob.glob(pattern.format(".lock")):
+        try:
+            ours = Path(lock).read_bytes().startswith(b"pid ")
+        except OSError:
+            continue
+        if ours and _with_free_claim(Path(lock), lambda: None):  # _release unlinks it
+            removed.append(Path(lock))
+    for old in glob.glob(pattern.format("meanfield-pde.*.nc")):
+        try:
+            stale = time.time() - os.stat(old).st_mtime > LEGACY_AGE
+            fd = os.open(old, os.O_RDONLY) if stale else None
+        except OSError:
+            continue
+        if fd is None:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.remove(old)
+            removed.append(Path(old))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
     return removed
+
+
+def _with_free_claim(lock: Path, action: Callable[[], object]) -> bool:
+    """Run ``action`` while holding the free, not-ours lock ``lock``; False if it is held."""
+    with _guard:
+        if str(lock) in _held:
+            return False
+        try:
+            fd = _try_lock(lock)
+        except OSError:
+            return False
+        if fd is None:
+            return False
+        try:
+            action()
+        except FileNotFoundError:
+            return False
+        finally:
+            _release(lock, fd)
+    return True
 
 
 # -- checks ---------------------------------------------------------------------------------------

@@ -380,13 +380,21 @@ def test_the_disk_space_estimate_refuses_or_warns_before_the_run(tmp_path, monke
 # -- 8. stale temporary files ---------------------------------------------------------------------
 
 def test_temporaries_of_dead_writers_are_cleaned_and_live_ones_kept(tmp_path):
+    foreign = tmp_path / ".notes.lock"  # another tool's lock file: never touched
+    foreign.write_text("mine")
+    legacy_old, legacy_new = tmp_path / ".meanfield-pde.abcd1234.nc", tmp_path / ".meanfield-pde.efgh5678.nc"
+    legacy_old.write_bytes(b"")
+    legacy_new.write_bytes(b"")  # could still be an older version's writer at work
+    os.utime(legacy_old, (time.time() - 7200, time.time() - 7200))
     with holder(tmp_path / "b.nc", mode="temp"):  # a live writer in the middle of its first snapshot
         live = [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
         with holder(tmp_path / "a.nc", mode="temp"):  # killed in the middle of its first snapshot
             pass
         dead = [p for p in os.listdir(tmp_path) if p.endswith(".tmp") and p not in live]
         assert len(live) == 1 and live[0].startswith(".b.nc") and len(dead) == 1
+        assert (tmp_path / ".a.nc.lock").exists()  # SIGKILL: its lock file stays, unlocked
         code, _, err = run_cli("run", CASE, "-o", tmp_path / "c.nc", *set_args(SETS))
         assert code == 0, err
-        left = sorted(p for p in os.listdir(tmp_path) if p.endswith(".tmp"))
-        assert left == live  # the dead writer's is gone, the live writer's kept
+        left = sorted(p for p in os.listdir(tmp_path) if p.startswith("."))
+        # the dead writer's temporary and lock are gone, the live writer's kept
+        assert left == sorted([*live, ".b.nc.lock", ".meanfield-pde.efgh5678.nc", ".notes.lock"])
