@@ -14,6 +14,15 @@ While the run is going, ``status`` is "running" and the attribute
 :meth:`RunFile.finish` replaces both by the final status. The note is padded
 to a fixed size so that header edits (finish, resume) never outgrow the
 header: netCDF-3 would otherwise move all the data on disk.
+
+Times only grow: a snapshot not later than the file's last one is not
+written (a resumed run restarts before an interrupted run's last good
+state). A snapshot that does not fit (free disk space, ``ulimit -f``,
+checked before writing) or whose write fails (quota) is not written: the file
+is cut back to its complete records (the record count is rewritten in the
+header), the status says "stopped: could not write the file (...)", and the
+run stops like an interrupted one (:class:`meanfield_pde.signals.WriteFailed`)
+and can be resumed.
 """
 
 from __future__ import annotations
