@@ -40,9 +40,10 @@ def _check_length(path: Path, where: str) -> None:
         with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
             if f.variables:
                 pass  # reading the header maps every variable: a short file fails here
-    except (ValueError, TypeError, OSError, IndexError, MemoryError) as exc:
-        raise ConfigError(f"{where}: the file is damaged (shorter than its header says, or a "
-                          f"corrupt header: {str(exc)[:80]})") from None
+    except (ValueError, TypeError, OSError, IndexError, MemoryError):
+        raise ConfigError(f"{where}: the file is damaged: its {path.stat().st_size} bytes are fewer "
+                          "than its header describes (cut short, e.g. by a full disk or an "
+                          "interrupted copy) or its header is corrupt") from None
 
 
 def _finite(name: str, var: xr.DataArray, where: str) -> None:
