@@ -10,11 +10,14 @@ which is written snapshot by snapshot, and exits with status 3; ``run
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
 from .errors import ConfigError, RunStoppedWarning
+from .outputs import claim
 
 EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
 
@@ -53,15 +56,30 @@ def _load_with_threads(args):
 
 
 def _cmd_run(args) -> int:
-    from .particle_runner import run_particles
     from .io import check_output_path
-    from .runner import run
     if args.resume:
         return _resume(args)
     if args.case is None:
         raise ConfigError("run: give a CASE (a named case or a .toml file), or --resume FILE.nc")
     config = _load_with_threads(args)
     path = check_output_path(_output_path(args, config), overwrite=args.overwrite)
+    with claim(_run_outputs(config, path, args), overwrite=args.overwrite):  # for the whole run
+        return _run_claimed(config, path, args)
+
+
+def _run_outputs(config, path: Path, args) -> list[Path]:
+    """Every file `run` writes: the run file(s) and, unless --no-plot, the figure."""
+    plot = config.output.plot and not args.no_plot
+    if config.particles.mode == "compare" and config.transformer.study == "off":
+        from .particle_runner import comparison_paths
+        paths = comparison_paths(path)
+        return [paths["pde"], paths["particles"], paths["compare"]] + ([paths["figure"]] if plot else [])
+    return [path] + ([path.with_suffix(".png")] if plot else [])
+
+
+def _run_claimed(config, path: Path, args) -> int:
+    from .particle_runner import run_particles
+    from .runner import run
     if config.transformer.study != "off":
         return _run_study(config, path, args)
     if config.particles.mode == "compare":
@@ -86,6 +104,7 @@ def _resume(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
         ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end)
+    args.overwrite = True  # a resumed run replaces its own figure
     return _report(str(ds.attrs.get("case_name", "run")), ds, Path(args.resume), args)
 
 
@@ -101,11 +120,11 @@ def _report(name: str, ds, path: Path, args) -> int:
         print(f"(the run did not complete, so {written.name} does not replace the existing "
               f"{written.name[:-len('.partial.nc')]}.nc; continue it with --resume {written})")
     path = written
-    if ds.attrs.get("case") and not args.no_plot:
+    if ds.attrs.get("case") and not args.no_plot and "could not write" not in status:
         from .config import from_dict, parse_toml
         if from_dict(parse_toml(ds.attrs["case"], str(path))).output.plot:
             from .plot import save_figure
-            print(f"wrote {save_figure(ds, path.with_suffix('.png'))}")
+            print(f"wrote {save_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
     return 0 if status == "completed" else EXIT_STOPPED
 
 
@@ -113,13 +132,14 @@ def _run_study(config, path: Path, args) -> int:
     from .io import write_netcdf
     from .transformer_study import run_study, summary_lines
     ds = run_study(config)
-    write_netcdf(ds, path)
+    write_netcdf(ds, path, overwrite=args.overwrite)
     print(f"{config.name}: {config.transformer.study} study")
     print("\n".join(summary_lines(ds)))
     print(f"wrote {path}")
     if config.output.plot and not args.no_plot:
+        from .outputs import save_png
         from .transformer_plot import plot_study
-        plot_study(ds).savefig(path.with_suffix(".png"), dpi=110)
+        save_png(plot_study(ds), path.with_suffix(".png"), overwrite=args.overwrite)
         print(f"wrote {path.with_suffix('.png')}")
     return 0
 
@@ -146,12 +166,13 @@ def _run_comparison(config, path: Path, args) -> int:
         except ImportError:
             save_comparison_figure = None
         if save_comparison_figure is not None:
-            print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'])}")
+            print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'], overwrite=args.overwrite)}")
     return 0 if status == "completed" else EXIT_STOPPED
 
 
 def _cmd_plot(args) -> int:
     from .plot import save_figure
+    from .runcheck import open_checked
     path = Path(args.file)
     if not path.is_file():
         raise ConfigError(f"plot: file {str(path)!r} does not exist")
@@ -160,11 +181,6 @@ def _cmd_plot(args) -> int:
     except ValueError:
         raise ConfigError(f"plot --times {args.times!r}: must be comma-separated numbers, "
                           "e.g. --times 0,1.5,10") from None
-    import xarray as xr
-    try:
-        ds = xr.open_dataset(path)
-    except (ValueError, OSError):
-        raise ConfigError(f"plot: {str(path)!r} is not a readable netCDF file") from None
     output = Path(args.output) if args.output else path.with_suffix(".png")
     if output.suffix.lower() != ".png":
         raise ConfigError(f"plot --output {str(output)!r}: the file name must end in .png")
@@ -172,30 +188,28 @@ def _cmd_plot(args) -> int:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
-    try:
-        with ds:
-            out = save_figure(ds, output, times=times)
-    except ValueError as exc:
-        raise ConfigError(f"plot: {exc}") from None
+    with claim([output], overwrite=args.overwrite, inputs=[path]):
+        ds = open_checked(path, f"plot: {str(path)!r}")
+        try:
+            with ds:
+                out = save_figure(ds, output, times=times, overwrite=args.overwrite)
+        except ValueError as exc:
+            raise ConfigError(f"plot: {exc}") from None
     print(f"wrote {out}")
     return 0
 
 
 def _cmd_compare(args) -> int:
-    import xarray as xr
-
     from .compare import compare
     from .io import check_output_path, write_netcdf
-    output = check_output_path(args.output, overwrite=args.overwrite)
-    runs = []
-    for name in (args.a, args.b):
-        try:
-            runs.append(xr.open_dataset(name))
-        except (ValueError, OSError):
-            raise ConfigError(f"compare: {name!r} is not a readable netCDF file") from None
-    result = compare(*runs, degrees=args.degrees, smoothing=args.smoothing,
-                     n_projections=args.projections)
-    write_netcdf(result, output)
+    from .runcheck import open_checked
+    inputs = (args.a, args.b)
+    output = check_output_path(args.output, overwrite=args.overwrite, inputs=inputs)
+    with claim([output], overwrite=args.overwrite, inputs=inputs):
+        runs = [open_checked(name, f"compare: {name!r}") for name in inputs]
+        result = compare(*runs, degrees=args.degrees, smoothing=args.smoothing,
+                         n_projections=args.projections)
+        write_netcdf(result, output, overwrite=args.overwrite, inputs=inputs)
     d = result.l2_distance.values
     print(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
           f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
@@ -205,18 +219,25 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_limits(args) -> int:
-    from .io import check_output_path, write_netcdf
-    from .limit_sweep import check_sweep_config, limit_sweep, save_limit_figure
+    from .io import check_output_path
+    from .limit_sweep import check_sweep_config
     config = _load_with_threads(args)
     check_sweep_config(config)
     path = check_output_path(Path(args.output) if args.output else Path.cwd() / f"{config.name}_limits.nc",
                              overwrite=args.overwrite)
+    with claim([path] + ([] if args.no_plot else [path.with_suffix(".png")]), overwrite=args.overwrite):
+        return _limits_claimed(config, path, args)
+
+
+def _limits_claimed(config, path: Path, args) -> int:
+    from .io import write_netcdf
+    from .limit_sweep import limit_sweep, save_limit_figure
     lim = config.limit
     print(f"{config.name}: {config.model.kind} PDE versus its large-beta limit, orders "
           f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
           f"lmax = {config.domain.lmax}")
     ds = limit_sweep(config, log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
-    write_netcdf(ds, path)
+    write_netcdf(ds, path, overwrite=args.overwrite)
     print(f"{'beta':>8}  {'order':>5}  {'distance':>12}  {'relative':>12}  {'amplification':>13}")
     for b in ds.beta.values:
         for o in ds.order.values:
@@ -228,7 +249,7 @@ def _cmd_limits(args) -> int:
               f"(expected {float(ds.expected_slope.sel(order=o)):+g})")
     print(f"wrote {path}")
     if not args.no_plot:
-        print(f"wrote {save_limit_figure(ds, path.with_suffix('.png'))}")
+        print(f"wrote {save_limit_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
     if not ds.attrs["completed"]:
         bad = [f"beta = {float(b):g} {str(r)}: {str(ds.status.sel(beta=b, run=r).values)}"
                for b in ds.beta.values for r in ds.run.values
@@ -255,7 +276,7 @@ def _cmd_sweep(args) -> int:
     print(f"wrote {out / 'sweep.nc'}")
     if not args.no_plot:
         from .phase import save_sweep_figure
-        print(f"wrote {save_sweep_figure(ds, out / 'sweep.png')}")
+        print(f"wrote {save_sweep_figure(ds, out / 'sweep.png', overwrite=True)}")
     return EXIT_STOPPED if ds.attrs["failed"] else 0
 
 
@@ -296,6 +317,7 @@ def make_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
     pl.add_argument("--output", "-o", help="PNG file (default: FILE with .png)")
+    pl.add_argument("--overwrite", action="store_true", help="replace an existing figure")
     pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")
     pl.set_defaults(func=_cmd_plot)
     li = sub.add_parser("limits", help="PDE versus its large-beta limits: distance against beta "
@@ -330,19 +352,37 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _warning_line(message, category, *args, **kwargs) -> None:
+    print(f"meanfield-pde: warning: {message}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
+    from .errors import DiskSpaceWarning
+    from .outputs import OutputFull
+    # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN) if main_thread else None
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", DiskSpaceWarning)
+            warnings.showwarning = _warning_line
+            return args.func(args)
     except ConfigError as exc:
         print(f"meanfield-pde: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except OutputFull as exc:  # nothing (or every complete snapshot) was kept: a clean stop
+        print(f"meanfield-pde: error: {exc.strerror}", file=sys.stderr)
+        return EXIT_STOPPED
     except KeyboardInterrupt:  # outside a time loop (which stops cleanly and writes its file)
         print("meanfield-pde: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`: not an error of the run
         sys.stderr.close()
         return 0
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGXFSZ, previous)
 
 
 if __name__ == "__main__":

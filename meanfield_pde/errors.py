@@ -21,3 +21,7 @@ class RunStoppedWarning(RuntimeWarning):
     ``ds.attrs['status']`` holds the reason; the Dataset holds everything
     computed up to the last good state.
     """
+
+
+class DiskSpaceWarning(UserWarning):
+    """A planned run file would take more than half of the free disk space."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import xarray as xr
 from .diagnostics import DIAGNOSTIC_ATTRS
 from .errors import ConfigError
 from .geometry import Geometry
+from .outputs import check_output, write_file
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
                    "m >= 0 of a real field: f = sum_l [f_l0 Y_l0 + 2 Re sum_{m>0} f_lm Y_lm]; "
@@ -113,63 +113,36 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
     return ds
 
 
-def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Path:
+def check_output_path(path: str | os.PathLike, *, overwrite: bool = True, inputs=()) -> Path:
     """Refuse an output path that cannot or must not receive a netCDF file, before any work.
 
     Raises
     ------
     ConfigError
-        If the name does not end in .nc, names an existing folder or a
-        special file (a device such as /dev/null: the atomic rename would
-        replace it), lies below a file, or its folder is not writable; or
-        names an existing file and ``overwrite`` is false.
+        If the name does not end in .nc or is over 200 bytes long, or as
+        :func:`meanfield_pde.outputs.check_output` (exists without
+        ``overwrite``, is an input, a folder or special file, unwritable folder).
     """
     path = Path(path)
     if path.suffix != ".nc":
         raise ConfigError(f"output {str(path)!r}: the file name must end in .nc")
-    if len(path.name.encode()) > 200:  # leaves room for the temporary and partial names
+    if len(path.name.encode()) > 200:  # leaves room for the temporary, partial and lock names
         raise ConfigError(f"output {str(path)[:60]!r}...: the file name is {len(path.name.encode())} "
                           "bytes long; must be at most 200")
-    if path.exists() and not path.is_file():
-        raise ConfigError(f"output {str(path)!r}: exists and is not a regular file")
-    if path.exists() and not overwrite:
-        raise ConfigError(f"output {str(path)!r} exists: pass --overwrite (Python: overwrite=True) "
-                          "to replace it, or choose another name")
-    ancestor = path.absolute().parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ConfigError(f"output {str(path)!r}: {str(ancestor)!r} is a file, not a folder")
-    try:  # os.access says yes to root even where writing fails (/proc)
-        with tempfile.TemporaryFile(dir=ancestor):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"output {str(path)!r}: cannot write in {str(ancestor)!r} ({exc.strerror})") from None
-    return path
+    return check_output(path, overwrite=overwrite, inputs=inputs)
 
 
-def write_netcdf(ds: xr.Dataset, path: str | os.PathLike) -> Path:
-    """Write with the default netCDF4 engine to a temporary file, then rename.
-
-    The rename is atomic, so an existing file at ``path`` is replaced only by
-    a complete new one. The file gets the usual permissions (0666 less the umask).
+def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False, inputs=()) -> Path:
+    """Write with the default netCDF4 engine through :func:`meanfield_pde.outputs.write_file`
+    (claimed, written to a temporary file, renamed: an existing file is replaced only by a
+    complete new one, and only with ``overwrite``).
 
     Raises
     ------
     ConfigError
-        From :func:`check_output_path`.
+        From :func:`check_output_path`, before anything is written.
+    meanfield_pde.outputs.OutputFull
+        The disk, quota or file-size limit cannot take the file.
     """
-    path = check_output_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".nc.part", dir=path.parent)
-    os.close(fd)
-    try:
-        ds.to_netcdf(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+    path = check_output_path(path, overwrite=overwrite, inputs=inputs)
+    return write_file(path, lambda tmp: ds.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)

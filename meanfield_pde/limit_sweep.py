@@ -269,9 +269,8 @@ def plot_limit_sweep(ds: xr.Dataset):
     return fig
 
 
-def save_limit_figure(ds: xr.Dataset, path: str | Path) -> Path:
-    """Write :func:`plot_limit_sweep` as a PNG; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    plot_limit_sweep(ds).savefig(path, dpi=120)
-    return path
+def save_limit_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write :func:`plot_limit_sweep` as a PNG through :func:`meanfield_pde.outputs.save_png`;
+    returns the path."""
+    from .outputs import save_png
+    return save_png(plot_limit_sweep(ds), path, overwrite=overwrite, dpi=120)

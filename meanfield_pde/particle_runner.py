@@ -24,6 +24,8 @@ from .geometry import make_geometry
 from .initial import initial_density
 from .io import check_output_path, snapshots_to_dataset, software_versions, write_netcdf
 from .measures import sample_density
+from .outputs import hold
+from .runcheck import require_file
 from .particles import simulate
 from .particles.simulate import snapshot_times
 from .resume import resume_point
@@ -96,10 +98,15 @@ def run_particles(config: Config, output: str | Path | None = None, *, overwrite
     """
     from .runner import check_run_arguments
     check_run_arguments(config, overwrite)
-    sink = RunFile(output, overwrite=overwrite, attrs=particle_attributes(config)) \
+    snapshots = snapshot_times(config.time.t_end, config.snapshot_interval).size
+    sink = RunFile(output, overwrite=overwrite, attrs=particle_attributes(config), snapshots=snapshots) \
         if output is not None else MemoryRun(particle_attributes(config))
-    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
-    return _advance_particles(config, geometry, sink, initial_particles(config, geometry), 0)
+    try:  # the output stays claimed for the whole run (RunFile)
+        geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+        return _advance_particles(config, geometry, sink, initial_particles(config, geometry), 0)
+    finally:
+        if output is not None:
+            sink.close()
 
 
 def resume_particles(path: str | Path, t_end: float | None = None) -> xr.Dataset:
@@ -110,13 +117,21 @@ def resume_particles(path: str | Path, t_end: float | None = None) -> xr.Dataset
     ConfigError
         As :func:`meanfield_pde.resume.resume_point`.
     """
-    config, ds, k = resume_point(path, t_end)
-    x0 = ds.positions.values[k].copy()
-    t0 = float(ds.time.values[k])
-    ds.close()
-    start = int(np.argmin(np.abs(snapshot_times(config.time.t_end, config.snapshot_interval) - t0)))
-    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
-    return _advance_particles(config, geometry, RunFile.reopen(path), x0, start)
+    require_file(path, f"--resume {str(path)!r}")
+    with hold(path):  # claimed before the checks (see runner.resume)
+        config, ds, k = resume_point(path, t_end)
+        try:
+            x0 = ds.positions.values[k].copy()
+            t0 = float(ds.time.values[k])
+        finally:
+            ds.close()
+        start = int(np.argmin(np.abs(snapshot_times(config.time.t_end, config.snapshot_interval) - t0)))
+        geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+        sink = RunFile.reopen(path)
+        try:
+            return _advance_particles(config, geometry, sink, x0, start)
+        finally:
+            sink.close()
 
 
 def _advance_particles(config: Config, geometry, sink, x0: np.ndarray, start: int) -> xr.Dataset:
@@ -164,12 +179,14 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
     from .compare import compare
     from .runner import run
     paths = comparison_paths(Path(output))
-    for path in (paths["pde"], paths["particles"], paths["compare"]):
-        check_output_path(path, overwrite=overwrite)
-    pde_config = dataclasses.replace(config, particles=dataclasses.replace(config.particles, mode="off"))
-    pde = run(pde_config, output=paths["pde"], overwrite=overwrite)
-    particles = run_particles(config, output=paths["particles"], overwrite=overwrite)
-    result = compare(pde, particles, smoothing=config.particles.smoothing,
-                     n_projections=config.particles.projections, seed=config.particles.seed)
-    write_netcdf(result, paths["compare"])
+    files = (paths["pde"], paths["particles"], paths["compare"])
+    with hold(*files):  # all three claimed for the whole comparison
+        for path in files:
+            check_output_path(path, overwrite=overwrite)
+        pde_config = dataclasses.replace(config, particles=dataclasses.replace(config.particles, mode="off"))
+        pde = run(pde_config, output=paths["pde"], overwrite=overwrite)
+        particles = run_particles(config, output=paths["particles"], overwrite=overwrite)
+        result = compare(pde, particles, smoothing=config.particles.smoothing,
+                         n_projections=config.particles.projections, seed=config.particles.seed)
+        write_netcdf(result, paths["compare"], overwrite=overwrite)
     return {"pde": pde, "particles": particles, "compare": result}

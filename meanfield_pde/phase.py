@@ -236,9 +236,9 @@ def plot_tokens(ds: xr.Dataset):
 FIGURES = {"lines": plot_lines, "noise": plot_noise, "clusters": plot_clusters, "tokens": plot_tokens}
 
 
-def save_sweep_figure(ds: xr.Dataset, path: str | Path) -> Path:
-    """Write the sweep's figure (``ds.attrs['figure']``) as a PNG; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FIGURES.get(ds.attrs.get("figure", "lines"), plot_lines)(ds).savefig(path, dpi=110)
-    return path
+def save_sweep_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write the sweep's figure (``ds.attrs['figure']``) as a PNG through
+    :func:`meanfield_pde.outputs.save_png`; returns the path."""
+    from .outputs import save_png
+    return save_png(FIGURES.get(ds.attrs.get("figure", "lines"), plot_lines)(ds), path,
+                    overwrite=overwrite)

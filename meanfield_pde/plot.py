@@ -20,6 +20,8 @@ import xarray as xr  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from .outputs import save_png  # noqa: E402
+
 __all__ = ["plot_run", "save_figure", "cell_edges", "orthographic"]
 
 DENSITY_LABEL = "density f (uniform = 1/4π)"
@@ -367,7 +369,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     return fig
 
 
-def save_figure(ds_or_path, output=None, times=None) -> pathlib.Path:
+def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False) -> pathlib.Path:
     """Draw :func:`plot_run` and write it to a PNG file.
 
     Parameters
@@ -379,29 +381,38 @@ def save_figure(ds_or_path, output=None, times=None) -> pathlib.Path:
         required when a Dataset without a source file is given.
     times : float or sequence of float, optional
         Passed to :func:`plot_run`.
+    overwrite : bool, keyword-only
+        Replace an existing PNG (written through
+        :func:`meanfield_pde.outputs.save_png`: never into a link's target).
 
     Returns
     -------
     pathlib.Path
         The PNG written.
+
+    Raises
+    ------
+    ConfigError
+        The PNG exists without ``overwrite``, is the input, or is claimed by
+        another process; a damaged input file
+        (:func:`meanfield_pde.runcheck.open_checked`).
     """
     if isinstance(ds_or_path, xr.Dataset):
         ds, source = ds_or_path, ds_or_path.encoding.get("source")
         opened = False
     else:
+        from .runcheck import open_checked
         source = pathlib.Path(ds_or_path)
-        ds, opened = xr.open_dataset(source), True
+        ds, opened = open_checked(source, f"plot: {str(source)!r}"), True
     try:
         if output is None:
             if source is None:
                 raise ValueError("output path is required when the Dataset has no source file")
             output = pathlib.Path(source).with_suffix(".png")
         output = pathlib.Path(output)
-        fig = plot_run(ds, times=times)
-        try:
-            fig.savefig(output, dpi=110)
-        finally:
-            plt.close(fig)  # figures are big; a sweep must not accumulate them
+        # save_png closes the figure: figures are big; a sweep must not accumulate them
+        save_png(plot_run(ds, times=times), output, overwrite=overwrite,
+                 inputs=[source] if source else [])
     finally:
         if opened:
             ds.close()

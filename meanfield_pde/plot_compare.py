@@ -20,6 +20,8 @@ import xarray as xr  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from .outputs import save_png  # noqa: E402
+
 from .compare import (_coefficients, _flat_coefficients, _geometry, _positions,  # noqa: E402
                       heat_factor, is_particle_run, on_common_time_axis)
 from .plot import _positive, _select_times, cell_edges  # noqa: E402
@@ -255,7 +257,8 @@ def plot_comparison(ds_a, ds_b, comparison, times=None, n_times=4) -> Figure:
     return fig
 
 
-def save_comparison_figure(ds_a, ds_b, comparison, output, times=None) -> pathlib.Path:
+def save_comparison_figure(ds_a, ds_b, comparison, output, times=None, *,
+                           overwrite: bool = False) -> pathlib.Path:
     """Draw :func:`plot_comparison` and write it to a PNG file.
 
     Parameters
@@ -266,6 +269,8 @@ def save_comparison_figure(ds_a, ds_b, comparison, output, times=None) -> pathli
         PNG to write.
     times : float or sequence of float, optional
         Passed to :func:`plot_comparison`.
+    overwrite : bool, keyword-only
+        Replace an existing PNG (:func:`meanfield_pde.outputs.save_png`).
 
     Returns
     -------
@@ -276,16 +281,16 @@ def save_comparison_figure(ds_a, ds_b, comparison, output, times=None) -> pathli
     def load(obj):
         if isinstance(obj, xr.Dataset):
             return obj
-        ds = xr.open_dataset(pathlib.Path(obj))
+        from .runcheck import open_checked
+        ds = open_checked(pathlib.Path(obj), f"figure input {str(obj)!r}")
         opened.append(ds)
         return ds
     try:
         fig = plot_comparison(load(ds_a), load(ds_b), load(comparison), times=times)
-        output = pathlib.Path(output)
-        try:
-            fig.savefig(output, dpi=110)
-        finally:
-            plt.close(fig)
+        inputs = [d.encoding["source"] for d in (ds_a, ds_b, comparison)
+                  if isinstance(d, xr.Dataset) and "source" in d.encoding]
+        inputs += [d for d in (ds_a, ds_b, comparison) if not isinstance(d, xr.Dataset)]
+        output = save_png(fig, output, overwrite=overwrite, inputs=inputs)  # closes the figure
     finally:
         for ds in opened:
             ds.close()

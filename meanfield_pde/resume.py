@@ -10,6 +10,8 @@ uninterrupted run never passed through that state with the same steps.
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import xarray as xr
 
 from .config import Config, from_dict, parse_toml
 from .errors import ConfigError
+from .runcheck import open_checked
 
 RESUMABLE_KEYS = ("time.t_end",)
 
@@ -28,6 +31,22 @@ def _regular(t: float, every: float, t_end: float) -> bool:
         return t == 0.0
     k = t / every
     return abs(k - round(k)) <= 1e-9 * max(1.0, k) or math.isclose(t, t_end, rel_tol=1e-12)
+
+
+RESUMABLE_STOPS = ("stopped: interrupted", "stopped: could not write", "stopped: reached time.max_steps")
+
+
+def recurring_stop(status: str) -> str | None:
+    """Why a stopped run would stop again at the same point if resumed, or None.
+
+    A run is continued from its last regular snapshot by the same steps, so a
+    stop caused by the solution itself (lost resolution, non-finite values,
+    step-size failure) recurs; an interruption, a full disk or the step
+    budget of one session do not.
+    """
+    if status in ("completed", "running") or status.startswith(RESUMABLE_STOPS):
+        return None
+    return status.removeprefix("stopped: ").split("; ")[0].join(("stopped (", ")"))
 
 
 def resume_point(path: str | Path, t_end: float | None = None,
@@ -51,16 +70,20 @@ def resume_point(path: str | Path, t_end: float | None = None,
     Raises
     ------
     ConfigError
-        File missing or unreadable, not a run of this tool (no ``case``
-        attribute), completed without a larger t_end, no restart snapshot.
+        File missing, unreadable, damaged or read-only
+        (:func:`meanfield_pde.runcheck.open_checked`), not a run of this tool
+        (no ``case`` attribute), completed without a larger t_end, stopped for
+        a reason that would recur (:func:`recurring_stop`), no restart snapshot.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--resume {str(path)!r}: " + ("not a regular file" if path.exists() else "no such file"))
-    try:
-        ds = xr.open_dataset(path)
-    except (ValueError, OSError):
-        raise ConfigError(f"--resume {str(path)!r}: not a readable netCDF file") from None
+    where = f"--resume {str(path)!r}"
+    ds = open_checked(path, where, netcdf4=False)  # damaged files are refused untouched
+    # the mode bits too: root may write anyway, but a file made read-only is meant to stay as it is
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK) \
+            or not path.stat().st_mode & stat.S_IWUSR:
+        ds.close()
+        raise ConfigError(f"{where}: the file or its folder is read-only; a resumed run appends "
+                          "to the file (make it writable, or copy it and resume the copy)")
     try:
         if "case" not in ds.attrs or "status" not in ds.attrs:
             raise ConfigError(f"--resume {str(path)!r}: not a run file of meanfield-pde "
@@ -75,6 +98,11 @@ def resume_point(path: str | Path, t_end: float | None = None,
         if t_end is not None and not t_end > times[-1]:
             raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
                               "to extend a run")
+        recurring = recurring_stop(str(ds.attrs["status"]))
+        if recurring:  # its restart point precedes the stop: the same steps would reach it again
+            raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again. "
+                              "Run the case again with a larger domain.lmax (or more noise, "
+                              "hyperviscosity, a smaller time step) under a new output name")
         if ds.attrs["status"] == "completed" and t_end is None:
             raise ConfigError(f"--resume {str(path)!r}: the run is completed (t_end = {times[-1]:g}); "
                               "to extend it give a larger time.t_end, e.g. --set time.t_end="

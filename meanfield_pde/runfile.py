@@ -14,21 +14,34 @@ While the run is going, ``status`` is "running" and the attribute
 :meth:`RunFile.finish` replaces both by the final status. The note is padded
 to a fixed size so that header edits (finish, resume) never outgrow the
 header: netCDF-3 would otherwise move all the data on disk.
+
+Times only grow: a snapshot not later than the file's last one is not
+written (a resumed run restarts before an interrupted run's last good
+state). A snapshot that does not fit (free disk space, ``ulimit -f``,
+checked before writing) or whose write fails (quota) is not written: the file
+is cut back to its complete records (the record count is rewritten in the
+header), the status says "stopped: could not write the file (...)", and the
+run stops like an interrupted one (:class:`meanfield_pde.signals.WriteFailed`)
+and can be resumed.
 """
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
+import errno
 import os
-import tempfile
+import warnings
 from pathlib import Path
 
 import netCDF4
 import numpy as np
 import xarray as xr
 
-from .errors import ConfigError
+from .errors import ConfigError, DiskSpaceWarning
 from .io import check_output_path
+from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
+                      temporary)
+from .signals import WriteFailed
 
 FORMAT = "NETCDF3_64BIT_OFFSET"
 RUNNING = "running"
@@ -55,8 +68,11 @@ def _attr(value):
 class RunFile:
     """A run's netCDF file, appended and synced snapshot by snapshot.
 
-    While a process writes the file it holds an exclusive lock on it
-    (``fcntl.flock``), so a second process cannot resume or append to it.
+    The output name is claimed (:func:`meanfield_pde.outputs.acquire`) from
+    construction until :meth:`close`, so no second process can create,
+    replace or resume it meanwhile; a replacement ``X.partial.nc`` is
+    claimed as ``X.nc``. Snapshot times are kept strictly increasing: a
+    record not later than the last one stored is not written.
 
     Parameters
     ----------
@@ -68,30 +84,47 @@ class RunFile:
         (that run stays in the partial file, which ``--resume`` continues).
     attrs : dict
         Global attributes known at the start (model, beta, case, ...).
+    snapshots : int, optional
+        Snapshots the run will store: with the first record's size, the
+        file's size is estimated before it is created and refused if the
+        disk (or the file-size limit) cannot hold it.
 
     Raises
     ------
     ConfigError
-        From :func:`meanfield_pde.io.check_output_path`, or a partial file of
-        an earlier replacement that was never finished; before anything is written.
+        From :func:`meanfield_pde.io.check_output_path`, the name claimed by
+        another process, or a partial file of an earlier replacement that was
+        never finished; before anything is written.
     """
 
-    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False, attrs: dict | None = None):
-        self.path = check_output_path(path, overwrite=overwrite)
-        self.target = partial_path(self.path) if self.path.exists() else self.path
-        if self.target != self.path and self.target.exists():
-            raise ConfigError(f"output {str(self.path)!r}: {str(self.target)!r} holds an unfinished "
-                              f"replacement of it; continue it with --resume {self.target} or delete it")
+    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False, attrs: dict | None = None,
+                 snapshots: int | None = None):
+        check_output_path(path, overwrite=True, inputs=())  # a usable name, before claiming it
+        acquire(path)  # then the existence checks below are race-free
+        self.lock = Path(path)
+        try:
+            self.path = check_output_path(path, overwrite=overwrite)
+            self.target = partial_path(self.path) if self.path.exists() else self.path
+            if self.target != self.path and self.target.exists():
+                raise ConfigError(f"output {str(self.path)!r}: {str(self.target)!r} holds an unfinished "
+                                  f"replacement of it; continue it with --resume {self.target} or delete it")
+        except BaseException:
+            self.close()
+            raise
         self.attrs = dict(attrs or {})
         self.nc: netCDF4.Dataset | None = None
-        self.lock: int | None = None
         self.count = 0
+        self.snapshots = snapshots
+        self.last_time = -np.inf
+        self.failed: str | None = None
+        self.good_size = 0
 
     @classmethod
-    def reopen(cls, path: str | os.PathLike) -> RunFile:
+    def reopen(cls, path: str | os.PathLike, snapshots: int | None = None) -> RunFile:
         """Open an existing run file to append to it (``--resume``); status goes back to running.
 
         A partial file (``X.partial.nc``) replaces ``X.nc`` when the resumed run completes.
+        The caller has checked the file (:func:`meanfield_pde.runcheck.open_checked`).
 
         Raises
         ------
@@ -100,15 +133,21 @@ class RunFile:
         """
         self = cls.__new__(cls)
         self.target = Path(path)
-        name = self.target.name
-        self.path = (self.target.with_name(name[:-len(".partial.nc")] + ".nc")
-                     if name.endswith(".partial.nc") else self.target)
-        self.lock = _lock(self.target)
-        self.nc = netCDF4.Dataset(self.target, "a")
-        self.attrs = self.nc.__dict__.copy()
-        self.count = len(self.nc.dimensions["time"])
-        self.nc.setncatts({"status": RUNNING, "running_note": self._note()})
-        self.nc.sync()
+        self.path = final_name(self.target)
+        acquire(self.target)
+        self.lock = self.target
+        self.failed, self.snapshots = None, snapshots
+        try:
+            self.nc = netCDF4.Dataset(self.target, "a")
+            self.attrs = self.nc.__dict__.copy()
+            self.count = len(self.nc.dimensions["time"])
+            self.last_time = float(self.nc.variables["time"][self.count - 1]) if self.count else -np.inf
+            self.nc.setncatts({"status": RUNNING, "running_note": self._note()})
+            self.nc.sync()
+            self.good_size = os.path.getsize(self.target)
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def _note(self) -> str:
@@ -116,82 +155,129 @@ class RunFile:
         return _NOTE.format(path=self.target).ljust(NOTE_SIZE)
 
     def append(self, record: xr.Dataset) -> None:
-        """Add one snapshot (a Dataset with time of length 1) and sync it to disk."""
-        if self.nc is None:
-            self._create(record)
-        else:
-            i = self.count
-            for name, var in record.variables.items():
-                if "time" in var.dims and name != "time":
-                    self.nc.variables[name][i, ...] = var.values[0]
-            self.nc.variables["time"][i] = record["time"].values[0]  # last: the record is complete
-            self.nc.sync()
-        self.count += 1
+        """Add one snapshot (a Dataset with time of length 1) and sync it to disk.
 
-    def _create(self, record: xr.Dataset) -> None:
-        """First snapshot: written by xarray (CF encoding) to a temporary file, locked, then
-        renamed, so the target never exists half-made or unlocked."""
+        Raises
+        ------
+        ConfigError
+            First snapshot: the planned file does not fit the disk (nothing written).
+        meanfield_pde.outputs.OutputFull
+            First snapshot: it could not be written (nothing is left behind).
+        meanfield_pde.signals.WriteFailed
+            A later snapshot could not be written (full disk, quota, file-size
+            limit): the loops stop cleanly; the file keeps every earlier snapshot.
+        """
+        t = float(record["time"].values[0])
+        if self.failed or not t > self.last_time:
+            return  # after a failed write, or not later than the file's last time (module doc)
+        size = sum(int(v.nbytes) + 8 for n, v in record.variables.items() if "time" in v.dims)
+        if self.nc is None:
+            self._create(record, size)
+        else:
+            try:
+                check_room(self.target, size, self.good_size + size)
+                i = self.count
+                for name, var in record.variables.items():
+                    if "time" in var.dims and name != "time":
+                        self.nc.variables[name][i, ...] = var.values[0]
+                self.nc.variables["time"][i] = t  # last: the record is complete
+                self.nc.sync()
+            except (OSError, RuntimeError) as exc:
+                self._fail(exc)
+            self.good_size = os.path.getsize(self.target)
+        self.count += 1
+        self.last_time = t
+
+    def _fail(self, exc: BaseException) -> None:
+        """A snapshot could not be written: give the file back its complete records, then stop."""
+        self.failed = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        with contextlib.suppress(Exception):
+            self.nc.close()
+        self.nc = None
+        with contextlib.suppress(OSError):
+            _cut_records(self.target, self.good_size, self.count)
+        with contextlib.suppress(Exception):
+            self.nc = netCDF4.Dataset(self.target, "a")
+        raise WriteFailed(self.failed)
+
+    def _create(self, record: xr.Dataset, size: int) -> None:
+        """First snapshot: written by xarray (CF encoding) to a temporary file, then renamed
+        (the name is claimed, so the target never exists half-made or unclaimed)."""
         first = record.copy()
         first.attrs.update(self.attrs)
         first.attrs.update(status=RUNNING, running_note=self._note())
         first.attrs = {k: _attr(v) for k, v in first.attrs.items()}
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".nc", prefix=".meanfield-pde.", dir=self.target.parent)
-        os.close(fd)
+        header = 4096 + sum(len(str(v)) + 64 for v in first.attrs.values())
+        first_size = header + sum(int(v.nbytes) + 8 for v in first.variables.values())
+        if self.snapshots:
+            warning = disk_estimate(self.target, first_size + size * (self.snapshots - 1),
+                                    f"output {str(self.target)!r} ({self.snapshots} snapshots)")
+            if warning:
+                warnings.warn(warning, DiskSpaceWarning, stacklevel=4)
+        tmp = temporary(self.path)
         try:
+            check_room(tmp, first_size)
             first.to_netcdf(tmp, format=FORMAT, engine="netcdf4", unlimited_dims=["time"])
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files
-            self.lock = _lock(Path(tmp))
-            os.replace(tmp, self.target)
+            publish(tmp, self.target)
+        except (OSError, RuntimeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise OutputFull(getattr(exc, "errno", None) or errno.EIO,
+                             f"cannot write the first snapshot of {str(self.target)!r}: {reason}") from None
         finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            if tmp.exists():
+                tmp.unlink()
         self.nc = netCDF4.Dataset(self.target, "a")
+        self.good_size = os.path.getsize(self.target)
 
-    def finish(self, status: str, attrs: dict | None = None) -> Path:
+    def finish(self, status: str, attrs: dict | None = None) -> xr.Dataset:
         """Record the final status (and end-of-run attributes), close, and move into place.
 
-        A replacement (``overwrite``) is renamed over the old file only if
-        it completed. Returns the path of the finished file.
+        A replacement (``overwrite``) is renamed over the old file only if it
+        completed. Returns the run's Dataset, read from this process's own
+        open file (never from whatever the name holds by then), with
+        ``encoding["source"]`` the path of the finished file.
         """
         if self.nc is None:
             raise RuntimeError("RunFile.finish before any snapshot was appended")
-        self.nc.delncattr("running_note")  # frees the reserved header space first
-        self.nc.setncatts({k: _attr(v) for k, v in {**(attrs or {}), "status": status}.items()})
+        try:
+            if "running_note" in self.nc.ncattrs():
+                self.nc.delncattr("running_note")  # frees the reserved header space first
+            self.nc.setncatts({k: _attr(v) for k, v in {**(attrs or {}), "status": status}.items()})
+            self.nc.sync()
+        except (OSError, RuntimeError):  # a full disk: the status is stored when possible
+            pass
+        ds = xr.open_dataset(xr.backends.NetCDF4DataStore(self.nc)).load()
+        ds.set_close(None)  # in memory now; the handle is closed below
+        ds.attrs["status"] = status
         self.close()
+        final = self.target
         if self.target != self.path and status == "completed":
             os.replace(self.target, self.path)
-            return self.path
-        return self.target
+            final = self.path
+        ds.encoding["source"] = str(final)
+        return ds
 
     def close(self) -> None:
-        """Close and unlock (without a final status, the file keeps status "running")."""
-        if self.nc is not None:
-            self.nc.close()
+        """Close and release the claim (without a final status, the file keeps status "running")."""
+        if getattr(self, "nc", None) is not None:
+            with contextlib.suppress(Exception):
+                self.nc.close()
             self.nc = None
-        if self.lock is not None:
-            os.close(self.lock)  # releases the flock
+        if getattr(self, "lock", None) is not None:
+            release(self.lock)
             self.lock = None
 
 
-def _lock(path: Path) -> int:
-    """An exclusive advisory lock on ``path`` (kept while the returned descriptor is open).
-
-    Raises
-    ------
-    ConfigError
-        If another process holds it: that process is writing the file.
-    """
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise ConfigError(f"{str(path)!r} is being written by a running meanfield-pde process; "
-                          "wait for it to end (or stop it) before resuming") from None
-    return fd
+def _cut_records(path: Path, size: int, records: int) -> None:
+    """Give a netCDF-3 (64-bit offset) file back exactly its first ``records`` records, ``size``
+    bytes, after a failed write: the record count is the big-endian int32 at byte 4 (CDF-2)."""
+    with open(path, "r+b") as f:
+        if f.read(4) != b"CDF\x02":
+            return
+        f.write(records.to_bytes(4, "big"))
+        f.truncate(size)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 class MemoryRun:

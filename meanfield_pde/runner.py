@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time as _time
 import warnings
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from .limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_l
                      make_limit_model)
 from .models import MeanFieldModel
 from .observers import ProgressBar, SnapshotRecorder
+from .outputs import hold
+from .runcheck import require_file
 from .resume import resume_point
 from .runfile import MemoryRun, RunFile
 from .signals import stop_on_signals
@@ -169,10 +172,21 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         unresolved initial density; raised before anything is written.
     """
     check_run_arguments(config, overwrite)
-    sink = RunFile(output, overwrite=overwrite, attrs=run_attributes(config)) if output is not None \
+    sink = RunFile(output, overwrite=overwrite, attrs=run_attributes(config),
+                   snapshots=planned_snapshots(config)) if output is not None \
         else MemoryRun(run_attributes(config))
-    sim = build(config, initial)
-    return _advance(sim, sink, sim.initial, 0.0, progress)
+    try:  # the output stays claimed for the whole run (RunFile)
+        sim = build(config, initial)
+        return _advance(sim, sink, sim.initial, 0.0, progress)
+    finally:
+        if output is not None:
+            sink.close()
+
+
+def planned_snapshots(config: Config) -> int:
+    """Snapshots a run of ``config`` stores if it completes: t = 0, every, 2 every, ..., t_end."""
+    every = config.snapshot_interval
+    return 1 if not every > 0 else int(math.ceil(config.time.t_end / every - 1e-9)) + 1
 
 
 def resume(path: str | Path, progress: bool | None = None, t_end: float | None = None) -> xr.Dataset:
@@ -193,19 +207,30 @@ def resume(path: str | Path, progress: bool | None = None, t_end: float | None =
     Raises
     ------
     ConfigError
-        Not a run file of this tool, a completed run without a larger t_end,
-        or a run with no regular snapshot to restart from.
+        Another process writes the file; a damaged file (refused untouched,
+        :func:`meanfield_pde.runcheck.open_checked`); not a run file of this
+        tool, a completed run without a larger t_end, a stop that would recur
+        (:func:`meanfield_pde.resume.recurring_stop`) or no regular snapshot
+        to restart from.
     """
-    config, ds, k = resume_point(path, t_end, unit=time_unit)
-    if ds.attrs.get("equation") == "particles":
-        ds.close()
-        from .particle_runner import resume_particles
-        return resume_particles(path, t_end)
-    sim = build(config)
-    u0 = coefficients_from_table(sim.geometry, ds.coef_real.values[k] + 1j * ds.coef_imag.values[k])
-    t0 = float(ds.time.values[k])
-    ds.close()
-    return _advance(sim, RunFile.reopen(path), u0, t0, progress)
+    require_file(path, f"--resume {str(path)!r}")
+    with hold(path):  # claimed before the checks: nobody changes the file between them and the run
+        config, ds, k = resume_point(path, t_end, unit=time_unit)
+        if ds.attrs.get("equation") == "particles":
+            ds.close()
+            from .particle_runner import resume_particles
+            return resume_particles(path, t_end)
+        try:
+            sim = build(config)
+            u0 = coefficients_from_table(sim.geometry, ds.coef_real.values[k] + 1j * ds.coef_imag.values[k])
+            t0 = float(ds.time.values[k])
+        finally:
+            ds.close()
+        sink = RunFile.reopen(path)
+        try:
+            return _advance(sim, sink, u0, t0, progress)
+        finally:
+            sink.close()
 
 
 def _advance(sim: Simulation, sink, u0: np.ndarray, t0: float, progress: bool | None) -> xr.Dataset:

@@ -22,8 +22,16 @@ class Interrupted(KeyboardInterrupt):
     """A stop request honoured between steps (argument: the signal name)."""
 
 
+class WriteFailed(Interrupted):
+    """The run file cannot take the next snapshot (full disk, quota, file-size limit): the time
+    loops stop as for a signal, keeping every snapshot written (argument: the reason)."""
+
+
 def interruption(exc: KeyboardInterrupt) -> str:
-    """A status fragment: 'interrupted (SIGTERM)', or 'interrupted (SIGINT)' for a plain Ctrl-C."""
+    """A status fragment: 'interrupted (SIGTERM)', or 'interrupted (SIGINT)' for a plain Ctrl-C,
+    or 'could not write the file (<reason>)' for :class:`WriteFailed`."""
+    if isinstance(exc, WriteFailed):
+        return f"could not write the file ({exc.args[0]})"
     name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
     return f"interrupted ({name})"
 

@@ -320,7 +320,7 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
             if initial is not None:
                 ds.attrs["continued_from"] = previous.get("label", "")
             from .io import write_netcdf
-            write_netcdf(ds, path)
+            write_netcdf(ds, path, overwrite=True)  # an unfinished point's file is replaced
             rec = summarise(ds, spec["measures"], with_state=cont)
             rec["skipped"] = 0
     except Exception as exc:  # noqa: BLE001 - one failed point is recorded, not fatal
@@ -389,6 +389,12 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
                           "points/*.nc and sweep.nc in it)")
     (out / "points").mkdir(parents=True, exist_ok=True)
+    from .outputs import hold
+    with hold(out / "sweep.nc"):  # the folder is this sweep's until it ends
+        return _run_sweep(config, plan, out, workers, scheduler, progress, log)
+
+
+def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log) -> xr.Dataset:
     specs = [{"config": p.config, "name": config.name, "label": p.label,
               "path": str((out / "points" / f"{p.label}.nc").resolve()),
               "measures": list(config.sweep.measure), "task": config.sweep.task,
@@ -417,7 +423,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         bar.close()
     ds = combine(plan, records, specs)
     from .io import write_netcdf
-    write_netcdf(ds, out / "sweep.nc")
+    write_netcdf(ds, out / "sweep.nc", overwrite=True)  # a sweep run again in its folder replaces it
     return ds
 
 
