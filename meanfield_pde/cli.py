@@ -14,7 +14,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError, RunStoppedWarning
+from .errors import ConfigError, RunStoppedWarning, printable
 
 EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
 
@@ -259,8 +259,15 @@ def _cmd_sweep(args) -> int:
     return EXIT_STOPPED if ds.attrs["failed"] else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors (which quote the user's arguments) escaped."""
+
+    def error(self, message):
+        super().error(printable(message))
+
+
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="meanfield-pde",
+    p = _Parser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
     from . import __version__
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -335,7 +342,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except ConfigError as exc:
-        print(f"meanfield-pde: error: {exc}", file=sys.stderr)
+        print(f"meanfield-pde: error: {printable(exc)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:  # outside a time loop (which stops cleanly and writes its file)
         print("meanfield-pde: interrupted", file=sys.stderr)

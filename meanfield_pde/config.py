@@ -444,6 +444,17 @@ def _cross_checks(c: Config) -> None:
                           f"with model.beta > 0 (got {c.model.kind}, beta = {c.model.beta:g})")
 
 
+MAX_NESTING = 8  # the deepest key is a list of lists in a section: 3 levels
+
+
+def _depth(value, level: int = 0) -> int:
+    """Nesting depth of dicts/lists, stopping as soon as it passes MAX_NESTING (no deep recursion)."""
+    if level > MAX_NESTING or not isinstance(value, (dict, list, tuple)):
+        return level
+    items = value.values() if isinstance(value, dict) else value
+    return max((_depth(v, level + 1) for v in items), default=level + 1)
+
+
 def from_dict(data: dict, name: str = "case") -> Config:
     """Validate a nested dict (as read from TOML) into a :class:`Config`.
 
@@ -456,6 +467,9 @@ def from_dict(data: dict, name: str = "case") -> Config:
     """
     if not isinstance(data, dict):
         raise ConfigError("a case must be a TOML table")
+    if _depth(data) > MAX_NESTING:  # before any repr of a value recurses as deep
+        raise ConfigError(f"case: arrays or tables nested more than {MAX_NESTING} levels deep "
+                          "(no key takes more than a list of lists)")
     for table in [data] + [v for v in data.values() if isinstance(v, dict)]:
         for key in table:
             if not isinstance(key, str):
@@ -497,6 +511,9 @@ def parse_override(item: str) -> tuple[list[str], Any]:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
+    except RecursionError:
+        raise ConfigError(f"--set {key.strip()}: the value is nested too deeply "
+                          f"(a case needs at most {MAX_NESTING} levels)") from None
     return path, value
 
 
@@ -526,3 +543,6 @@ def parse_toml(text: str, source: str) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise ConfigError(f"{source}: arrays or tables nested too deeply "
+                          f"(a case needs at most {MAX_NESTING} levels)") from None

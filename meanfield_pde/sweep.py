@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .config import Config, apply_overrides, from_dict, parse_override
+from .config import Config, apply_overrides, from_dict, parse_override, parse_toml
 from .errors import ConfigError, RunStoppedWarning
 
 RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
@@ -71,7 +71,13 @@ def parse_values(raw: Any, where: str) -> list:
     if isinstance(raw, str):
         m = RANGE.match(raw)
         if m:
-            start, stop, count = float(m[1]), float(m[2]), int(m[3])
+            try:
+                start, stop, count = float(m[1]), float(m[2]), int(m[3])
+            except ValueError:  # the pattern lets through e.g. "1e" or "1.2.3"
+                raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
+                                  "start, stop and an integer count, e.g. 0.1:0.5:9") from None
+            if not (math.isfinite(start) and math.isfinite(stop)):
+                raise ConfigError(f"{where} = {raw!r}: start and stop must be finite numbers")
             if count < 1:
                 raise ConfigError(f"{where} = {raw!r}: a range needs count >= 1")
             values = np.linspace(start, stop, count)
@@ -115,7 +121,8 @@ def dim_names(keys) -> list[str]:
 
 
 def _fmt(v) -> str:
-    return f"{v:.8g}" if isinstance(v, float) else str(v)
+    """A grid value as text, losslessly (repr of a float: distinct values, distinct names)."""
+    return repr(v) if isinstance(v, float) else str(v)
 
 
 @dataclass
@@ -204,21 +211,31 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None) -
                 points.append(Point(idx + ((d,) if cont else ()), ov, label, direction,
                                     chains if cont else -1, cfg.to_dict()))
             chains += 1
+    seen: dict[str, Point] = {}
+    for p in points:  # two points in one file would share one result
+        if p.label in seen:
+            raise ConfigError(f"sweep points {seen[p.label].overrides} and {p.overrides} would share "
+                              f"the file points/{p.label}.nc: give distinct grid values")
+        seen[p.label] = p
     return Plan(config, grid, cont, directions if cont else [], points)
 
 
 # -- one point (runs on a worker) --------------------------------------------------------------
 
-def _finished(path: Path) -> bool:
-    """True if ``path`` is a whole run file of a finished point (not an interrupted one)."""
+def _finished(path: Path, planned: dict) -> bool:
+    """True if ``path`` is a whole run file of a finished point (not an interrupted one) whose
+    stored case is ``planned`` (the point's resolved case as a dict): a file left by a sweep
+    of another case (other --set values) is not this point, and is computed again."""
     if not path.is_file():
         return False
     try:
         with xr.open_dataset(path) as ds:
             status = str(ds.attrs.get("status", ""))
-    except (OSError, ValueError):
+            stored = str(ds.attrs.get("case", ""))
+        same = from_dict(parse_toml(stored, str(path))).to_dict() == planned
+    except (OSError, ValueError):  # unreadable file or case (ConfigError is a ValueError)
         return False
-    return status.startswith(("completed", "stopped")) and "interrupted" not in status
+    return same and status.startswith(("completed", "stopped")) and "interrupted" not in status
 
 
 def _geometry(ds: xr.Dataset):
@@ -296,7 +313,7 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
     path = Path(spec["path"])
     cont = spec["continuation"]
     try:
-        if _finished(path):
+        if _finished(path, spec["config"]):
             with xr.open_dataset(path) as ds:
                 rec = summarise(ds.load(), spec["measures"], with_state=cont)
             rec["skipped"] = 1
@@ -335,25 +352,101 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
 
 # -- running on dask.distributed -------------------------------------------------------------
 
+SCHEDULER_ADDRESS = re.compile(r"(tcp|tls)://[^\s/:]+:[0-9]{1,5}")
+# A point whose process dies (killed for memory, a crash in compiled code) is tried on one
+# more worker, not on four (distributed's default): such a crash usually repeats.
+ALLOWED_FAILURES = 1
+
+
+def check_scheduler(address: str) -> str:
+    """``address`` if it has the form tcp://HOST:PORT or tls://HOST:PORT, else ConfigError."""
+    if not SCHEDULER_ADDRESS.fullmatch(address):
+        raise ConfigError(f"--scheduler {address!r}: must be tcp://HOST:PORT or tls://HOST:PORT "
+                          "(e.g. tls://10.0.0.1:8786)")
+    return address
+
+
 @contextlib.contextmanager
 def dask_client(workers: int | None = None, scheduler: str | None = None):
     """A distributed.Client: to ``scheduler`` if given, else to a new LocalCluster of
-    ``workers`` processes (default: the number of cores) with one thread each."""
+    ``workers`` processes (default: the number of cores) with one thread each.
+
+    The LocalCluster is private to this process: its scheduler and workers
+    listen on 127.0.0.1 over TLS with credentials made for this run
+    (``Security.temporary()``, mutual authentication: a client without this
+    run's certificate cannot connect, so another user of the machine cannot
+    run code in the workers), and serve no HTTP routes (distributed's
+    /info and /json pages name the scheduler's address; the dashboard is off).
+    A running ``scheduler`` is reached with the TLS settings of the dask
+    configuration (``distributed.comm.tls.*``) when the address is tls://.
+
+    Raises
+    ------
+    ConfigError
+        A malformed scheduler address, or one that does not answer in 20 s.
+    """
     import logging
 
+    import dask
     from distributed import Client, LocalCluster
     if scheduler:
+        check_scheduler(scheduler)
         try:
             client = Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
-            raise ConfigError(f"--scheduler {scheduler!r}: cannot connect ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, TLS errors: all "cannot connect"
+            hint = (" (a tls:// scheduler needs distributed.comm.tls.ca-file, .client.cert and "
+                    ".client.key in the dask configuration)" if scheduler.startswith("tls") else "")
+            raise ConfigError(f"--scheduler {scheduler!r}: cannot connect ({type(exc).__name__}: "
+                              f"{exc}){hint}") from None
         with client:
             yield client
         return
+    from distributed.security import Security
     n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    security = Security.temporary()  # a new CA and certificate, in memory only
+    quiet = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": [],
+             "distributed.scheduler.allowed-failures": ALLOWED_FAILURES}
+    with dask.config.set(quiet), \
+            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
+                         host="127.0.0.1", security=security, dashboard_address=None,
+                         worker_dashboard_address=None, silence_logs=logging.ERROR,
+                         # its HTTP server on a free port of 127.0.0.1, stopped below
+                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
+            Client(cluster, security=security) as client:
+        # the scheduler's HTTP server starts whatever the routes: close it (nothing is served)
+        server = getattr(cluster.scheduler, "http_server", None)
+        if server is not None:
+            server.stop()
         yield client
+
+
+def _check_folder(out: Path) -> None:
+    """Refuse, before any work, an output folder that is a file or cannot be written."""
+    if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
+        raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
+                          "points/*.nc and sweep.nc in it)")
+    ancestor = (out / "points").absolute()
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"--output {str(out)!r}: {str(ancestor)!r} is a file, not a folder")
+    import tempfile
+    try:  # os.access says yes to root where writing still fails
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--output {str(out)!r}: cannot write in {str(ancestor)!r} "
+                          f"({exc.strerror})") from None
+
+
+def _lost(exc: BaseException) -> dict:
+    """The record of a point whose result never came back (its worker died, or the
+    point before it in its continuation chain did)."""
+    reason = (f"worker lost ({type(exc).__name__}): the process running this point died "
+              "(killed for memory, or crashed in compiled code) on every worker it was tried on, "
+              "or an earlier point of its continuation chain did")
+    return {"status": f"failed: {reason}", "error": f"{type(exc).__name__}: {exc}",
+            "finals": {}, "series": {}, "skipped": 0, "wall_time": math.nan}
 
 
 def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: str | None = None,
@@ -385,10 +478,9 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     """
     plan = plan_sweep(config, extra_grid, continuation)
     out = Path(output)
-    if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
-        raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
-                          "points/*.nc and sweep.nc in it)")
-    (out / "points").mkdir(parents=True, exist_ok=True)
+    _check_folder(out)
+    if scheduler:
+        check_scheduler(scheduler)
     specs = [{"config": p.config, "name": config.name, "label": p.label,
               "path": str((out / "points" / f"{p.label}.nc").resolve()),
               "measures": list(config.sweep.measure), "task": config.sweep.task,
@@ -397,6 +489,11 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     from tqdm.auto import tqdm
     records: list[dict | None] = [None] * len(specs)
     with dask_client(workers, scheduler) as client:
+        try:  # only now: a scheduler that cannot be reached leaves no folder behind
+            (out / "points").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--output {str(out)!r}: cannot create {str(out / 'points')!r} "
+                              f"({exc.strerror})") from None
         futures, last_in_chain = [], {}
         for i, (p, spec) in enumerate(zip(plan.points, specs)):
             prev = last_in_chain.get(p.chain) if p.chain >= 0 else None
@@ -409,7 +506,11 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
                    disable=None if progress is None else not progress)
         for fut in as_completed(futures):
             i = index[fut.key]
-            records[i] = r = fut.result()
+            try:
+                r = fut.result()
+            except Exception as exc:  # noqa: BLE001 - run_point never raises: the worker was lost
+                r = dict(_lost(exc), label=plan.points[i].label)
+            records[i] = r
             bar.update(1)
             if log is not None:
                 log(f"{plan.points[i].label}: {'skipped (done) ' if r.get('skipped') else ''}"
