@@ -42,12 +42,14 @@ def _output_path(args, config) -> Path:
 def _load_with_threads(args):
     """The case with --set overrides and --threads (domain.threads); the thread count is
     resolved here so that a bad $MEANFIELD_PDE_THREADS fails before any work."""
+    import dataclasses
+
     from .cases import load_case
     from .threads import check_threads, resolve_threads
-    overrides = list(args.set or [])
-    if args.threads is not None:
-        overrides.append(f"domain.threads={check_threads(args.threads, '--threads')}")
-    config = load_case(args.case, overrides)
+    config = load_case(args.case, list(args.set or []))
+    if args.threads is not None:  # set on the built case: a --set would create a [domain]
+        threads = check_threads(args.threads, "--threads")  # section a transformer study lacks
+        config = dataclasses.replace(config, domain=dataclasses.replace(config.domain, threads=threads))
     resolve_threads(config.domain.threads or None)
     return config
 
@@ -170,8 +172,11 @@ def _cmd_plot(args) -> int:
         raise ConfigError(f"plot --output {str(output)!r}: the file name must end in .png")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
+        with tempfile.TemporaryFile(dir=output.parent):  # writable? (os.access says yes to root)
+            pass
     except OSError as exc:
-        raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
+        raise ConfigError(f"plot --output {str(output)!r}: cannot write in its folder ({exc.strerror})") from None
     try:
         with ds:
             out = save_figure(ds, output, times=times)

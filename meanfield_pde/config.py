@@ -24,6 +24,7 @@ from .errors import ConfigError
 from .kernels import BETA_MAX, kernel_truncation_error, resolving_lmax
 from .normalisation.schemes import SCHEMES as NORMALISATION_SCHEMES
 from .steppers.tableaus import DEFAULT_SCHEME, SCHEMES
+from .threads import MAX_THREADS
 
 
 def _f(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False, hi_open=False,
@@ -51,7 +52,7 @@ class DomainConfig:
     """[domain]: manifold and spectral resolution."""
     manifold: str = _f("sphere", choices=("sphere", "circle"), doc="the manifold (circle: d = 2, Kuramoto)")
     lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree (circle: wavenumber) cut-off L")
-    threads: int = _f(0, lo=0, hi=1024, doc="threads of the transforms and the particle code "
+    threads: int = _f(0, lo=0, hi=MAX_THREADS, doc="threads of the transforms and the particle code "
                       "(0 = $MEANFIELD_PDE_THREADS if set, else all cores)")
     kernel_tol: float = _f(1e-2, lo=0.0, hi=1.0, lo_open=True,
                            doc="largest relative L² error of the kernel e^{β⟨x,y⟩} cut at lmax "

@@ -281,6 +281,7 @@ def _run_tokens(config: Config) -> xr.Dataset:
     """n tokens uniform on S^{d-1}: order parameter, energy, clustered_pairs over time, final positions."""
     from .clusters import clustered_pair_fraction
     from .particles import simulate, uniform_sphere
+    from .runfile import _attr as exact_attr
     p, t = config.particles, config.time
     d = config.sweep.dimension
     scheme = p.scheme if p.scheme != "auto" else ("euler_maruyama" if config.model.nu > 0 else "rk4")
@@ -296,7 +297,7 @@ def _run_tokens(config: Config) -> xr.Dataset:
          "final_positions": (("token", "dim"), run.final, {"long_name": "positions at t_end"})},
         coords={"time": ("time", run.times)})
     ds.attrs.update({"status": "completed", "model": config.model.kind, "beta": config.model.beta,
-                     "nu": config.model.nu, "dimension": d, "n": p.n, "seed": p.seed,
+                     "nu": config.model.nu, "dimension": d, "n": p.n, "seed": exact_attr(p.seed),
                      "scheme": scheme, "dt": run.dt, "case": config.to_toml(),
                      "case_name": config.name, "wall_time_s": _time.perf_counter() - start})
     return ds
