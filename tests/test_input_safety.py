@@ -8,7 +8,6 @@ import pytest
 import xarray as xr
 
 from conftest import assert_user_error, cli, make_config
-from meanfield_pde.errors import printable
 
 CIRCLE = """\
 [model]
@@ -30,6 +29,7 @@ plot = false
 # -- item 10: user text is printed escaped ---------------------------------------------------------
 
 def test_printable_escapes_control_and_format_characters():
+    from meanfield_pde.errors import printable
     assert printable("a\nb\x1b[2J\u202ec\x7f\x9b\u2028é") == "a\\nb\\x1b[2J\\u202ec\\x7f\\x9b\\u2028é"
     assert printable("plain 'quoted' text") == "plain 'quoted' text"
 
