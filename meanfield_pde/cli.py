@@ -17,6 +17,8 @@ from pathlib import Path
 from .errors import ConfigError, RunStoppedWarning, printable
 
 EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
+FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machine or the caps "
+              "(see README, 'Resource caps')")
 
 
 def _cmd_cases(args) -> int:
@@ -72,9 +74,9 @@ def _cmd_run(args) -> int:
     with warnings.catch_warnings():  # the status line below says it already
         warnings.simplefilter("ignore", RunStoppedWarning)
         if config.particles.mode == "particles":
-            ds = run_particles(config, output=path, overwrite=args.overwrite)
+            ds = run_particles(config, output=path, overwrite=args.overwrite, force=args.force)
         else:
-            ds = run(config, output=path, progress=progress, overwrite=args.overwrite)
+            ds = run(config, output=path, progress=progress, overwrite=args.overwrite, force=args.force)
     return _report(config.name, ds, path, args)
 
 
@@ -114,7 +116,7 @@ def _report(name: str, ds, path: Path, args) -> int:
 def _run_study(config, path: Path, args) -> int:
     from .io import write_netcdf
     from .transformer_study import run_study, summary_lines
-    ds = run_study(config)
+    ds = run_study(config, force=args.force)
     write_netcdf(ds, path)
     print(f"{config.name}: {config.transformer.study} study")
     print("\n".join(summary_lines(ds)))
@@ -130,7 +132,7 @@ def _run_comparison(config, path: Path, args) -> int:
     from .particle_runner import comparison_paths, run_comparison
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
-        out = run_comparison(config, path, overwrite=args.overwrite)
+        out = run_comparison(config, path, overwrite=args.overwrite, force=args.force)
     paths = comparison_paths(path)
     status = out["pde"].attrs["status"]
     c = out["compare"]
@@ -172,6 +174,9 @@ def _cmd_plot(args) -> int:
         raise ConfigError(f"plot --output {str(output)!r}: the file name must end in .png")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
+    try:
         import tempfile
         with tempfile.TemporaryFile(dir=output.parent):  # writable? (os.access says yes to root)
             pass
@@ -198,6 +203,7 @@ def _cmd_compare(args) -> int:
             runs.append(xr.open_dataset(name))
         except (ValueError, OSError):
             raise ConfigError(f"compare: {name!r} is not a readable netCDF file") from None
+    _check_projections(args, runs, output)
     result = compare(*runs, degrees=args.degrees, smoothing=args.smoothing,
                      n_projections=args.projections)
     write_netcdf(result, output)
@@ -207,6 +213,21 @@ def _cmd_compare(args) -> int:
           f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
     print(f"wrote {output}")
     return 0
+
+
+def _check_projections(args, runs, output) -> None:
+    """Refuse (unless --force) projections beyond the cap or the machine's memory, before any work."""
+    from .budget import MAX_PROJECTIONS, check, projections_estimate
+    if args.projections > MAX_PROJECTIONS and not args.force:
+        raise ConfigError(f"compare --projections {args.projections}: the cap is {MAX_PROJECTIONS} "
+                          "(200 resolve the distance to ~1%); pass --force to run it anyway")
+    if args.projections > 0 and any("positions" in ds for ds in runs):
+        import numpy as np
+        points = [ds.sizes.get("particle") or int(np.prod([ds.sizes[d] for d in ds.density.dims[1:]]))
+                  for ds in runs]
+        times = min(ds.sizes["time"] for ds in runs)
+        check(projections_estimate(args.projections, points[0], points[1], times, "--projections"),
+              output, force=args.force)
 
 
 def _cmd_limits(args) -> int:
@@ -253,7 +274,7 @@ def _cmd_sweep(args) -> int:
     config = load_case(args.case, args.set or [])
     out = Path(args.output) if args.output else Path.cwd() / f"{config.name}_sweep"
     ds = run_sweep(config, out, args.grid or [], args.continuation, args.workers, args.scheduler,
-                   progress=None if not args.quiet else False,
+                   progress=None if not args.quiet else False, force=args.force,
                    log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
     print(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
           f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
@@ -292,6 +313,7 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", metavar="N", help="threads of the transforms and particles "
                    "(default: domain.threads, else $MEANFIELD_PDE_THREADS, else all cores)")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    r.add_argument("--force", action="store_true", help=FORCE_HELP)
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("cases", help="list the named cases")
     c.set_defaults(func=_cmd_cases)
@@ -304,6 +326,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--smoothing", type=float, help="heat-kernel time s applied to both runs first")
     cmp.add_argument("--projections", type=int, default=200,
                      help="great circles of the sliced Wasserstein distance (particle runs; 0: skip)")
+    cmp.add_argument("--force", action="store_true", help=FORCE_HELP)
     cmp.set_defaults(func=_cmd_compare)
     pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
@@ -338,6 +361,7 @@ def make_parser() -> argparse.ArgumentParser:
     sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a case key (repeatable)")
     sw.add_argument("--no-plot", action="store_true", help="do not write the figure")
     sw.add_argument("--quiet", "-q", action="store_true", help="no progress bar or per-point lines")
+    sw.add_argument("--force", action="store_true", help=FORCE_HELP)
     sw.set_defaults(func=_cmd_sweep)
     return p
 

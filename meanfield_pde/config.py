@@ -445,6 +445,7 @@ def _cross_checks(c: Config) -> None:
                           f"with model.beta > 0 (got {c.model.kind}, beta = {c.model.beta:g})")
 
 
+MAX_DESCRIPTION = 10_000  # characters: the description is stored in every output file
 MAX_NESTING = 8  # the deepest key is a list of lists in a section: 3 levels
 
 
@@ -486,6 +487,8 @@ def from_dict(data: dict, name: str = "case") -> Config:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"description = {description!r}: must be a string")
+    if len(description) > MAX_DESCRIPTION:  # it is stored in every output file
+        raise ConfigError(f"description: {len(description)} characters; must be at most {MAX_DESCRIPTION}")
     parts = {sec: (_build_initial(data[sec]) if sec == "initial" else _build(cls, data[sec], sec))
              for sec, cls in SECTIONS.items() if sec in data}
     config = Config(description=description, name=name, **parts)

@@ -150,7 +150,8 @@ class Plan:
         return dim_names([k for k, _ in self.grid]) + (["direction"] if self.continuation else [])
 
 
-def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None) -> Plan:
+def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
+               force: bool = False) -> Plan:
     """Validate the sweep and list its points.
 
     Raises
@@ -159,10 +160,14 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None) -
         A grid item that is not section.key=values, a key or value the case
         rejects (named as by --set, with the point), a continuation key not
         in the grid or with a non-numeric grid, continuation with
-        task = "tokens" or particles, an unknown measure.
+        task = "tokens" or particles, an unknown measure; more than
+        :data:`meanfield_pde.budget.MAX_SWEEP_POINTS` points (unless ``force``),
+        before any point is built.
     """
+    from .budget import check_sweep_points
     sw = config.sweep
     grid = grid_of(config, extra_grid)
+    check_sweep_points(math.prod(len(v) for _, v in grid), force=force)
     cont = sw.continuation if continuation is None else continuation
     keys = [k for k, _ in grid]
     for m in sw.measure:
@@ -331,10 +336,10 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
                     ds = _run_tokens(config)
                 elif config.particles.mode == "particles":
                     from .particle_runner import run_particles
-                    ds = run_particles(config)
+                    ds = run_particles(config, force=spec.get("force", False))
                 else:
                     from .runner import run
-                    ds = run(config, progress=False, initial=initial)
+                    ds = run(config, progress=False, initial=initial, force=spec.get("force", False))
             if initial is not None:
                 ds.attrs["continued_from"] = previous.get("label", "")
             from .io import write_netcdf
@@ -440,6 +445,18 @@ def _check_folder(out: Path) -> None:
                           f"({exc.strerror})") from None
 
 
+def _check_budget(plan: Plan, out: Path, force: bool) -> None:
+    """Refuse (unless ``force``) a sweep whose points together exceed the disk, memory or time caps;
+    the points then run unchecked (``force`` in their spec)."""
+    from .budget import Estimate, case_estimate, check
+    if plan.config.sweep.task != "run" or force:
+        return
+    total = Estimate()
+    for p in plan.points:
+        total = total + case_estimate(from_dict(p.config, name=plan.config.name))
+    check(total, out, force=force, scale=f" (summed over the {len(plan.points)} points)")
+
+
 def _lost(exc: BaseException) -> dict:
     """The record of a point whose result never came back (its worker died, or the
     point before it in its continuation chain did)."""
@@ -452,7 +469,7 @@ def _lost(exc: BaseException) -> dict:
 
 def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: str | None = None,
               workers: int | None = None, scheduler: str | None = None,
-              progress: bool | None = None, log=None) -> xr.Dataset:
+              progress: bool | None = None, log=None, force: bool = False) -> xr.Dataset:
     """Run a sweep on dask.distributed and write DIR/sweep.nc (and every point's file).
 
     Parameters
@@ -471,20 +488,24 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         tqdm bar over points (None: on a terminal only).
     log : callable(str), optional
         One line per finished point.
+    force : bool
+        Run even if the number of points or the summed memory/disk/time estimate
+        of the points is refused (:mod:`meanfield_pde.budget`).
 
     Returns
     -------
     xarray.Dataset
         The combined Dataset (:func:`combine`).
     """
-    plan = plan_sweep(config, extra_grid, continuation)
+    plan = plan_sweep(config, extra_grid, continuation, force=force)
     out = Path(output)
     _check_folder(out)
+    _check_budget(plan, out, force)
     if scheduler:
         check_scheduler(scheduler)
     specs = [{"config": p.config, "name": config.name, "label": p.label,
               "path": str((out / "points" / f"{p.label}.nc").resolve()),
-              "measures": list(config.sweep.measure), "task": config.sweep.task,
+              "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
               "continuation": bool(plan.continuation)} for p in plan.points]
     from distributed import as_completed
     from tqdm.auto import tqdm
