@@ -87,10 +87,26 @@ def _resume(args) -> int:
         raise ConfigError("run --resume FILE.nc: takes no CASE, --output, --overwrite or --threads "
                           "(the case is stored in the file, which is continued in place)")
     t_end = resume_overrides(args.set)
+    _check_resumable(Path(args.resume))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
         ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end)
     return _report(str(ds.attrs.get("case_name", "run")), ds, Path(args.resume), args)
+
+
+def _check_resumable(path: Path) -> None:
+    """A resume appends to the file and may rename it over FILE.nc: both must be writable."""
+    import tempfile
+    if not path.is_file():
+        return  # resume() names the missing file
+    try:
+        with open(path, "r+b"):
+            pass
+        with tempfile.TemporaryFile(dir=path.absolute().parent):  # os.access says yes to root
+            pass
+    except OSError as exc:
+        raise ConfigError(f"run --resume {str(path)!r}: cannot write the file or its folder "
+                          f"({exc.strerror})") from None
 
 
 def _report(name: str, ds, path: Path, args) -> int:

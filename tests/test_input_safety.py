@@ -134,3 +134,26 @@ def test_geometry_and_model_pickle_by_parameters_with_the_same_rhs(manifold):
     assert type(back.geometry) is type(g) and back.geometry.lmax == 12
     np.testing.assert_array_equal(back.rhs(coef), model.rhs(coef))
     np.testing.assert_array_equal(back.linear, model.linear)
+
+
+def test_resume_in_a_read_only_folder_exits_2_and_leaves_the_file(tmp_path):
+    """A read-only bind mount (the tests run as root, for whom chmod does not stop writes)."""
+    import subprocess
+    src, ro = tmp_path / "src", tmp_path / "ro"
+    src.mkdir()
+    ro.mkdir()
+    (tmp_path / "c.toml").write_text(CIRCLE)
+    proc = cli("run", "c.toml", "-o", src / "r.nc", "-q", "--set", "time.max_steps=3", cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    before = (src / "r.nc").read_bytes()
+    mounted = subprocess.run(["mount", "--bind", str(src), str(ro)], capture_output=True).returncode == 0
+    if not mounted:
+        pytest.skip("no bind mounts here")
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], capture_output=True).returncode:
+            pytest.skip("no read-only remount here")
+        assert_user_error(cli("run", "--resume", ro / "r.nc", cwd=tmp_path),
+                          "cannot write the file or its folder (Read-only file system)")
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
+    assert (src / "r.nc").read_bytes() == before
