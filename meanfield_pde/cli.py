@@ -113,7 +113,7 @@ def _report(name: str, ds, path: Path, args) -> int:
     """Status, snapshots and files of a finished run; its figure; the exit status."""
     status = ds.attrs["status"]
     what = f"{ds.attrs['n']} particles" if ds.attrs.get("equation") == "particles" else "PDE"
-    print(f"{name} ({what}): {status}")
+    print(f"{printable(name)} ({what}): {status}")
     print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
     written = Path(ds.encoding.get("source", path))
     print(f"wrote {written}")

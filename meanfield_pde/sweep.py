@@ -14,12 +14,16 @@ Output folder DIR:
                             (+ ``direction`` with continuation)
     DIR/sweep.png           its figure (``[sweep] figure``)
 
-Re-running the same sweep into DIR skips every point whose file exists and
-is finished (status "completed" or "stopped: ..." but not interrupted): the
-files are written atomically, so a killed sweep leaves only whole files and
-the second run computes exactly the missing points. A point that raises is
+Re-running the same sweep into DIR skips every point whose file exists, is
+finished (status "completed" or "stopped: ..." but not interrupted) and
+stores the planned point's resolved case (its ``case`` attribute): the files
+are written atomically, so a killed sweep leaves only whole files and the
+second run computes exactly the missing points, while a sweep of a changed
+case recomputes them. File names hold the exact grid values (``repr``); a
+plan whose points would share a name is refused. A point that raises is
 recorded (``status`` = "failed: <error>", ``error``) and does not stop the
-others; it is retried on the next run.
+others; it is retried on the next run. So is a point whose worker process
+dies (distributed's KilledWorker, after :data:`ALLOWED_FAILURES` retries).
 
 Continuation (``[sweep] continuation = "model.nu"``): along that key the
 points run in order, each from the previous point's final state, upward
