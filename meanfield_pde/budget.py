@@ -163,7 +163,8 @@ def particle_estimate(config) -> Estimate:
     one = velocity_seconds(p.n, dim)
     per = snapshot_bytes(d.manifold, d.lmax) + 8 * p.n * dim
     n_snap = snapshots(config)
-    memory = 8 * p.n * dim * 12 + 8 * 2 * 64 * 1024 * 1024  # stages + the pair chunks (CHUNK_BYTES-ish)
+    from .particles.dynamics import CHUNK_BYTES
+    memory = 8 * p.n * dim * 12 + 2 * CHUNK_BYTES  # positions and stages, chunks of Gram rows
     return Estimate(memory, n_snap * per, steps * PARTICLE_STAGES[scheme] * one, {
         "disk": f"particles.n = {p.n} with {n_snap:.3g} snapshots (output.every = "
                 f"{config.output.every:g}, time.t_end = {t.t_end:g}): {size(per)} each",
