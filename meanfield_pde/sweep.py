@@ -414,12 +414,13 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
     from distributed.security import Security
     n = workers or os.cpu_count() or 1
     security = Security.temporary()  # a new CA and certificate, in memory only
+    # distributed's logs stay quiet up to CRITICAL: a lost worker is reported as its point's status
     quiet = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": [],
              "distributed.scheduler.allowed-failures": ALLOWED_FAILURES}
     with dask.config.set(quiet), \
             LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
                          host="127.0.0.1", security=security, dashboard_address=None,
-                         worker_dashboard_address=None, silence_logs=logging.ERROR,
+                         worker_dashboard_address=None, silence_logs=logging.CRITICAL,
                          # its HTTP server on a free port of 127.0.0.1, stopped below
                          scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
             Client(cluster, security=security) as client:
