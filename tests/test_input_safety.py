@@ -157,3 +157,26 @@ def test_resume_in_a_read_only_folder_exits_2_and_leaves_the_file(tmp_path):
     finally:
         subprocess.run(["umount", str(ro)], capture_output=True)
     assert (src / "r.nc").read_bytes() == before
+
+
+# -- properties (hypothesis) ------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_printable_leaves_no_control_character_and_keeps_plain_text(text):
+    import unicodedata
+    from meanfield_pde.errors import printable
+    out = printable(text)
+    assert not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in out)
+    if not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
+        assert out == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_sweep_point_names_are_lossless(x):
+    from meanfield_pde.sweep import _fmt
+    assert float(_fmt(x)) == x
