@@ -7,7 +7,6 @@ import pytest
 import xarray as xr
 
 from conftest import assert_user_error, cli, make_config
-from meanfield_pde import budget
 from meanfield_pde.errors import ConfigError
 
 CIRCLE = """\
@@ -25,6 +24,13 @@ t_end = 0.1
 [output]
 plot = false
 """
+
+
+@pytest.fixture
+def budget():
+    """The estimator module (imported per test, so the CLI tests also run against a main without it)."""
+    from meanfield_pde import budget
+    return budget
 
 
 @pytest.fixture
@@ -71,7 +77,7 @@ def test_huge_case_file_and_description_are_refused(tmp_path, case):
     assert_user_error(cli("run", "desc.toml", cwd=tmp_path), "description: 20000 characters", "10000")
 
 
-def test_compare_projections_beyond_the_cap_are_refused(tmp_path, case):
+def test_compare_projections_beyond_the_cap_are_refused(tmp_path, case, budget):
     assert cli("run", case, "-o", "p.nc", "-q", "--set", "particles.mode='particles'",
                "--set", "particles.n=20", cwd=tmp_path).returncode == 0
     assert cli("run", case, "-o", "f.nc", "-q", cwd=tmp_path).returncode == 0
@@ -83,7 +89,7 @@ def test_compare_projections_beyond_the_cap_are_refused(tmp_path, case):
     assert est.memory > 1e12 and est.memory > budget.machine_memory()
 
 
-def test_force_lets_a_refused_case_through(case):
+def test_force_lets_a_refused_case_through(case, budget):
     from meanfield_pde.cases import load_case
     config = load_case(case, ["time.t_end=1e300"])
     with pytest.raises(ConfigError, match="time.max_steps"):
@@ -94,7 +100,7 @@ def test_force_lets_a_refused_case_through(case):
 
 
 @pytest.mark.parametrize("manifold, lmax, every", [("sphere", 31, 0.05), ("circle", 64, 0.01)])
-def test_disk_estimate_matches_the_written_file(tmp_path, manifold, lmax, every):
+def test_disk_estimate_matches_the_written_file(tmp_path, manifold, lmax, every, budget):
     """The estimate is the data the file holds: within 10% of the real size (headers aside)."""
     from meanfield_pde import run
     config = make_config(domain={"lmax": lmax, "manifold": manifold}, time={"t_end": 0.5},
