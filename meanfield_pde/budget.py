@@ -173,6 +173,23 @@ def particle_estimate(config) -> Estimate:
                    f"{steps:.3g} steps of dt = {dt:g} to time.t_end = {t.t_end:g}"})
 
 
+def tokens_estimate(config) -> Estimate:
+    """A sweep point of task "tokens": particles.n tokens on S^{d-1}, d = sweep.dimension."""
+    from .particles.dynamics import CHUNK_BYTES
+    p, t, dim = config.particles, config.time, config.sweep.dimension
+    scheme = p.scheme if p.scheme != "auto" else ("euler_maruyama" if config.model.nu > 0 else "rk4")
+    dt = p.dt or t.dt
+    steps = math.ceil(min(t.t_end / dt, 1e300)) if t.t_end > 0 else 0
+    n_snap = snapshots(config)
+    what = f"particles.n = {p.n}, sweep.dimension = {dim}"
+    return Estimate(8 * p.n * dim * 12 + 2 * CHUNK_BYTES, 8 * n_snap * 4 + 8 * p.n * dim,
+                    steps * PARTICLE_STAGES[scheme] * velocity_seconds(p.n, dim), {
+                        "memory": f"{what}: positions and integrator stages",
+                        "disk": f"{what}: final positions",
+                        "seconds": f"{what}: {duration(velocity_seconds(p.n, dim))} per velocity, "
+                                   f"{steps:.3g} steps"})
+
+
 def projections_estimate(n_projections: int, points_a: int, points_b: int, times: int,
                          where: str = "particles.projections") -> Estimate:
     """The sliced Wasserstein distance (POT): every great circle projects and sorts both point sets."""

@@ -453,12 +453,13 @@ def _check_folder(out: Path) -> None:
 def _check_budget(plan: Plan, out: Path, force: bool) -> None:
     """Refuse (unless ``force``) a sweep whose points together exceed the disk, memory or time caps;
     the points then run unchecked (``force`` in their spec)."""
-    from .budget import Estimate, case_estimate, check
-    if plan.config.sweep.task != "run" or force:
+    from .budget import Estimate, case_estimate, check, tokens_estimate
+    if force:
         return
+    estimate = tokens_estimate if plan.config.sweep.task == "tokens" else case_estimate
     total = Estimate()
     for p in plan.points:
-        total = total + case_estimate(from_dict(p.config, name=plan.config.name))
+        total = total + estimate(from_dict(p.config, name=plan.config.name))
     check(total, out, force=force, scale=f" (summed over the {len(plan.points)} points)")
 
 

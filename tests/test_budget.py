@@ -113,3 +113,10 @@ def test_disk_estimate_matches_the_written_file(tmp_path, manifold, lmax, every,
     assert ds.sizes["time"] == budget.snapshots(config) - 1 or ds.sizes["time"] == budget.snapshots(config)
     assert 0.9 * real < est.disk < 1.1 * real + 20_000, (est.disk, real)
     assert budget.grid_points(manifold, lmax) == int(np.prod(ds.density.shape[1:]))
+
+
+def test_a_tokens_sweep_of_a_million_tokens_is_refused(tmp_path):
+    proc = cli("sweep", "phase_tokens_sa", "--set", "particles.n=1000000", "-o", "tk", cwd=tmp_path)
+    assert_user_error(proc, "particles.n = 1000000, sweep.dimension = 128", "per velocity",
+                      "summed over the", "the cap is 24 h")
+    assert not (tmp_path / "tk").exists()
