@@ -96,17 +96,16 @@ def _resume(args) -> int:
 
 def _check_resumable(path: Path) -> None:
     """A resume appends to the file and may rename it over FILE.nc: both must be writable."""
-    import tempfile
+    from .io import check_writable_folder
     if not path.is_file():
         return  # resume() names the missing file
+    what = f"run --resume {str(path)!r}"
+    check_writable_folder(path.parent, what)
     try:
         with open(path, "r+b"):
             pass
-        with tempfile.TemporaryFile(dir=path.absolute().parent):  # os.access says yes to root
-            pass
     except OSError as exc:
-        raise ConfigError(f"run --resume {str(path)!r}: cannot write the file or its folder "
-                          f"({exc.strerror})") from None
+        raise ConfigError(f"{what}: cannot write the file ({exc.strerror})") from None
 
 
 def _report(name: str, ds, path: Path, args) -> int:
@@ -192,12 +191,8 @@ def _cmd_plot(args) -> int:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
-    try:
-        import tempfile
-        with tempfile.TemporaryFile(dir=output.parent):  # writable? (os.access says yes to root)
-            pass
-    except OSError as exc:
-        raise ConfigError(f"plot --output {str(output)!r}: cannot write in its folder ({exc.strerror})") from None
+    from .io import check_writable_folder
+    check_writable_folder(output.parent, f"plot --output {str(output)!r}")
     try:
         with ds:
             out = save_figure(ds, output, times=times)
@@ -236,7 +231,7 @@ def _check_projections(args, runs, output) -> None:
     from .budget import MAX_PROJECTIONS, check, projections_estimate
     if args.projections > MAX_PROJECTIONS and not args.force:
         raise ConfigError(f"compare --projections {args.projections}: the cap is {MAX_PROJECTIONS} "
-                          "(200 resolve the distance to ~1%); pass --force to run it anyway")
+                          "(the default is 200); pass --force to run it anyway")
     if args.projections > 0 and any("positions" in ds for ds in runs):
         import numpy as np
         points = [ds.sizes.get("particle") or int(np.prod([ds.sizes[d] for d in ds.density.dims[1:]]))

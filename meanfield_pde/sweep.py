@@ -436,18 +436,8 @@ def _check_folder(out: Path) -> None:
     if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
         raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
                           "points/*.nc and sweep.nc in it)")
-    ancestor = (out / "points").absolute()
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ConfigError(f"--output {str(out)!r}: {str(ancestor)!r} is a file, not a folder")
-    import tempfile
-    try:  # os.access says yes to root where writing still fails
-        with tempfile.TemporaryFile(dir=ancestor):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"--output {str(out)!r}: cannot write in {str(ancestor)!r} "
-                          f"({exc.strerror})") from None
+    from .io import check_writable_folder
+    check_writable_folder(out / "points", f"--output {str(out)!r}")
 
 
 def _check_budget(plan: Plan, out: Path, force: bool) -> None:
