@@ -12,6 +12,8 @@ from pathlib import Path
 from .config import Config, apply_overrides, from_dict, parse_toml
 from .errors import ConfigError
 
+MAX_CASE_BYTES = 1 << 20  # 1 MiB
+
 
 def cases_dir() -> Path:
     """The folder of named cases."""
@@ -76,6 +78,13 @@ def load_case(case: str | os.PathLike, overrides=()) -> Config:
         For an unknown case, invalid TOML or any invalid value.
     """
     path = case_path(case)
+    try:  # a case is a page of TOML; a huge file is a mistake, refused before it is read
+        nbytes = path.stat().st_size
+    except OSError as exc:
+        raise ConfigError(f"case file {str(path)!r}: cannot read it ({exc.strerror})") from None
+    if nbytes > MAX_CASE_BYTES:
+        raise ConfigError(f"case file {str(path)!r}: {nbytes} bytes; a case must be at most "
+                          f"{MAX_CASE_BYTES} bytes")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

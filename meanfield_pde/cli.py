@@ -16,10 +16,12 @@ import threading
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError, RunStoppedWarning
+from .errors import ConfigError, RunStoppedWarning, printable
 from .outputs import claim
 
 EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
+FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machine or the caps "
+              "(see README, 'Resource caps')")
 
 
 def _cmd_cases(args) -> int:
@@ -45,12 +47,14 @@ def _output_path(args, config) -> Path:
 def _load_with_threads(args):
     """The case with --set overrides and --threads (domain.threads); the thread count is
     resolved here so that a bad $MEANFIELD_PDE_THREADS fails before any work."""
+    import dataclasses
+
     from .cases import load_case
     from .threads import check_threads, resolve_threads
-    overrides = list(args.set or [])
-    if args.threads is not None:
-        overrides.append(f"domain.threads={check_threads(args.threads, '--threads')}")
-    config = load_case(args.case, overrides)
+    config = load_case(args.case, list(args.set or []))
+    if args.threads is not None:  # set on the built case: a --set would create a [domain]
+        threads = check_threads(args.threads, "--threads")  # section a transformer study lacks
+        config = dataclasses.replace(config, domain=dataclasses.replace(config.domain, threads=threads))
     resolve_threads(config.domain.threads or None)
     return config
 
@@ -88,9 +92,9 @@ def _run_claimed(config, path: Path, args) -> int:
     with warnings.catch_warnings():  # the status line below says it already
         warnings.simplefilter("ignore", RunStoppedWarning)
         if config.particles.mode == "particles":
-            ds = run_particles(config, output=path, overwrite=args.overwrite)
+            ds = run_particles(config, output=path, overwrite=args.overwrite, force=args.force)
         else:
-            ds = run(config, output=path, progress=progress, overwrite=args.overwrite)
+            ds = run(config, output=path, progress=progress, overwrite=args.overwrite, force=args.force)
     return _report(config.name, ds, path, args)
 
 
@@ -101,6 +105,7 @@ def _resume(args) -> int:
         raise ConfigError("run --resume FILE.nc: takes no CASE, --output, --overwrite or --threads "
                           "(the case is stored in the file, which is continued in place)")
     t_end = resume_overrides(args.set)
+    _check_resumable(Path(args.resume))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
         ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end)
@@ -108,11 +113,25 @@ def _resume(args) -> int:
     return _report(str(ds.attrs.get("case_name", "run")), ds, Path(args.resume), args)
 
 
+def _check_resumable(path: Path) -> None:
+    """A resume appends to the file and may rename it over FILE.nc: both must be writable."""
+    from .io import check_writable_folder
+    if not path.is_file():
+        return  # resume() names the missing file
+    what = f"run --resume {str(path)!r}"
+    check_writable_folder(path.parent, what)
+    try:
+        with open(path, "r+b"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot write the file ({exc.strerror})") from None
+
+
 def _report(name: str, ds, path: Path, args) -> int:
     """Status, snapshots and files of a finished run; its figure; the exit status."""
     status = ds.attrs["status"]
     what = f"{ds.attrs['n']} particles" if ds.attrs.get("equation") == "particles" else "PDE"
-    print(f"{name} ({what}): {status}")
+    print(f"{printable(name)} ({what}): {status}")
     print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
     written = Path(ds.encoding.get("source", path))
     print(f"wrote {written}")
@@ -131,7 +150,7 @@ def _report(name: str, ds, path: Path, args) -> int:
 def _run_study(config, path: Path, args) -> int:
     from .io import write_netcdf
     from .transformer_study import run_study, summary_lines
-    ds = run_study(config)
+    ds = run_study(config, force=args.force)
     write_netcdf(ds, path, overwrite=args.overwrite)
     print(f"{config.name}: {config.transformer.study} study")
     print("\n".join(summary_lines(ds)))
@@ -148,7 +167,7 @@ def _run_comparison(config, path: Path, args) -> int:
     from .particle_runner import comparison_paths, run_comparison
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
-        out = run_comparison(config, path, overwrite=args.overwrite)
+        out = run_comparison(config, path, overwrite=args.overwrite, force=args.force)
     paths = comparison_paths(path)
     status = out["pde"].attrs["status"]
     c = out["compare"]
@@ -188,6 +207,8 @@ def _cmd_plot(args) -> int:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
+    from .io import check_writable_folder
+    check_writable_folder(output.parent, f"plot --output {str(output)!r}")
     with claim([output], overwrite=args.overwrite, inputs=[path]):
         ds = open_checked(path, f"plot: {str(path)!r}")
         try:
@@ -207,6 +228,7 @@ def _cmd_compare(args) -> int:
     output = check_output_path(args.output, overwrite=args.overwrite, inputs=inputs)
     with claim([output], overwrite=args.overwrite, inputs=inputs):
         runs = [open_checked(name, f"compare: {name!r}") for name in inputs]
+        _check_projections(args, runs, output)
         result = compare(*runs, degrees=args.degrees, smoothing=args.smoothing,
                          n_projections=args.projections)
         write_netcdf(result, output, overwrite=args.overwrite, inputs=inputs)
@@ -216,6 +238,21 @@ def _cmd_compare(args) -> int:
           f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
     print(f"wrote {output}")
     return 0
+
+
+def _check_projections(args, runs, output) -> None:
+    """Refuse (unless --force) projections beyond the cap or the machine's memory, before any work."""
+    from .budget import MAX_PROJECTIONS, check, projections_estimate
+    if args.projections > MAX_PROJECTIONS and not args.force:
+        raise ConfigError(f"compare --projections {args.projections}: the cap is {MAX_PROJECTIONS} "
+                          "(the default is 200); pass --force to run it anyway")
+    if args.projections > 0 and any("positions" in ds for ds in runs):
+        import numpy as np
+        points = [ds.sizes.get("particle") or int(np.prod([ds.sizes[d] for d in ds.density.dims[1:]]))
+                  for ds in runs]
+        times = min(ds.sizes["time"] for ds in runs)
+        check(projections_estimate(args.projections, points[0], points[1], times, "--projections"),
+              output, force=args.force)
 
 
 def _cmd_limits(args) -> int:
@@ -269,7 +306,7 @@ def _cmd_sweep(args) -> int:
     config = load_case(args.case, args.set or [])
     out = Path(args.output) if args.output else Path.cwd() / f"{config.name}_sweep"
     ds = run_sweep(config, out, args.grid or [], args.continuation, args.workers, args.scheduler,
-                   progress=None if not args.quiet else False,
+                   progress=None if not args.quiet else False, force=args.force,
                    log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
     print(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
           f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
@@ -280,8 +317,15 @@ def _cmd_sweep(args) -> int:
     return EXIT_STOPPED if ds.attrs["failed"] else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors (which quote the user's arguments) escaped."""
+
+    def error(self, message):
+        super().error(printable(message))
+
+
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="meanfield-pde",
+    p = _Parser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
     from . import __version__
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -301,6 +345,7 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", metavar="N", help="threads of the transforms and particles "
                    "(default: domain.threads, else $MEANFIELD_PDE_THREADS, else all cores)")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    r.add_argument("--force", action="store_true", help=FORCE_HELP)
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("cases", help="list the named cases")
     c.set_defaults(func=_cmd_cases)
@@ -313,6 +358,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--smoothing", type=float, help="heat-kernel time s applied to both runs first")
     cmp.add_argument("--projections", type=int, default=200,
                      help="great circles of the sliced Wasserstein distance (particle runs; 0: skip)")
+    cmp.add_argument("--force", action="store_true", help=FORCE_HELP)
     cmp.set_defaults(func=_cmd_compare)
     pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
@@ -348,6 +394,7 @@ def make_parser() -> argparse.ArgumentParser:
     sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a case key (repeatable)")
     sw.add_argument("--no-plot", action="store_true", help="do not write the figure")
     sw.add_argument("--quiet", "-q", action="store_true", help="no progress bar or per-point lines")
+    sw.add_argument("--force", action="store_true", help=FORCE_HELP)
     sw.set_defaults(func=_cmd_sweep)
     return p
 
@@ -369,7 +416,7 @@ def main(argv=None) -> int:
             warnings.showwarning = _warning_line
             return args.func(args)
     except ConfigError as exc:
-        print(f"meanfield-pde: error: {exc}", file=sys.stderr)
+        print(f"meanfield-pde: error: {printable(exc)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except OutputFull as exc:  # nothing (or every complete snapshot) was kept: a clean stop
         print(f"meanfield-pde: error: {exc.strerror}", file=sys.stderr)

@@ -24,6 +24,7 @@ from .errors import ConfigError
 from .kernels import BETA_MAX, kernel_truncation_error, resolving_lmax
 from .normalisation.schemes import SCHEMES as NORMALISATION_SCHEMES
 from .steppers.tableaus import DEFAULT_SCHEME, SCHEMES
+from .threads import MAX_THREADS
 
 
 def _f(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False, hi_open=False,
@@ -55,7 +56,7 @@ class DomainConfig:
     """[domain]: manifold and spectral resolution."""
     manifold: str = _f("sphere", choices=("sphere", "circle"), doc="the manifold (circle: d = 2, Kuramoto)")
     lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree (circle: wavenumber) cut-off L")
-    threads: int = _f(0, lo=0, hi=1024, doc="threads of the transforms and the particle code "
+    threads: int = _f(0, lo=0, hi=MAX_THREADS, doc="threads of the transforms and the particle code "
                       "(0 = $MEANFIELD_PDE_THREADS if set, else all cores)")
     kernel_tol: float = _f(1e-2, lo=0.0, hi=1.0, lo_open=True,
                            doc="largest relative L² error of the kernel e^{β⟨x,y⟩} cut at lmax "
@@ -453,6 +454,18 @@ def _cross_checks(c: Config) -> None:
                           f"with model.beta > 0 (got {c.model.kind}, beta = {c.model.beta:g})")
 
 
+MAX_DESCRIPTION = 10_000  # characters: the description is stored in every output file
+MAX_NESTING = 8  # the deepest key is a list of lists in a section: 3 levels
+
+
+def _depth(value, level: int = 0) -> int:
+    """Nesting depth of dicts/lists, stopping as soon as it passes MAX_NESTING (no deep recursion)."""
+    if level > MAX_NESTING or not isinstance(value, (dict, list, tuple)):
+        return level
+    items = value.values() if isinstance(value, dict) else value
+    return max((_depth(v, level + 1) for v in items), default=level + 1)
+
+
 def from_dict(data: dict, name: str = "case") -> Config:
     """Validate a nested dict (as read from TOML) into a :class:`Config`.
 
@@ -465,6 +478,9 @@ def from_dict(data: dict, name: str = "case") -> Config:
     """
     if not isinstance(data, dict):
         raise ConfigError("a case must be a TOML table")
+    if _depth(data) > MAX_NESTING:  # before any repr of a value recurses as deep
+        raise ConfigError(f"case: arrays or tables nested more than {MAX_NESTING} levels deep "
+                          "(no key takes more than a list of lists)")
     for table in [data] + [v for v in data.values() if isinstance(v, dict)]:
         for key in table:
             if not isinstance(key, str):
@@ -480,6 +496,8 @@ def from_dict(data: dict, name: str = "case") -> Config:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"description = {description!r}: must be a string")
+    if len(description) > MAX_DESCRIPTION:  # it is stored in every output file
+        raise ConfigError(f"description: {len(description)} characters; must be at most {MAX_DESCRIPTION}")
     parts = {sec: (_build_initial(data[sec]) if sec == "initial" else _build(cls, data[sec], sec))
              for sec, cls in SECTIONS.items() if sec in data}
     config = Config(description=description, name=name, **parts)
@@ -506,6 +524,9 @@ def parse_override(item: str) -> tuple[list[str], Any]:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
+    except RecursionError:
+        raise ConfigError(f"--set {key.strip()}: the value is nested too deeply "
+                          f"(a case needs at most {MAX_NESTING} levels)") from None
     return path, value
 
 
@@ -535,3 +556,6 @@ def parse_toml(text: str, source: str) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise ConfigError(f"{source}: arrays or tables nested too deeply "
+                          f"(a case needs at most {MAX_NESTING} levels)") from None

@@ -25,3 +25,22 @@ class RunStoppedWarning(RuntimeWarning):
 
 class DiskSpaceWarning(UserWarning):
     """A planned run file would take more than half of the free disk space."""
+
+
+def printable(text) -> str:
+    """``text`` with control and format characters escaped as in ``repr`` (one safe line).
+
+    Error messages quote user text (key and section names, file names,
+    values); a newline in it would break the one-line error and an ANSI escape
+    (ESC [ 2 J) would clear or recolour the user's terminal. Every message the
+    CLI prints goes through here, so no caller has to remember it.
+    """
+    import unicodedata
+    out = []
+    for ch in str(text):
+        # Cc: C0/C1 controls and DEL; Cf: format (bidi overrides); Zl/Zp: line/paragraph separators
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(repr(ch)[1:-1] if ch not in "'\"" else ch)
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -56,8 +56,8 @@ def von_mises_fisher_pdf(points: np.ndarray, centres, concentrations, weights=No
     """
     from scipy.stats import vonmises_fisher  # slow import, only needed here
 
-    centres = np.asarray(centres, dtype=float)
-    centres = centres / np.linalg.norm(centres, axis=1, keepdims=True)
+    from .particles.sampling import unit_rows
+    centres = unit_rows(centres)
     k = len(centres)
     weights = np.full(k, 1.0 / k) if weights is None or len(weights) == 0 else np.asarray(weights)
     flat = points.reshape(-1, points.shape[-1])

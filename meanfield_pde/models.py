@@ -70,6 +70,7 @@ class MeanFieldModel:
         if not 0.0 <= hyperviscosity <= 1e6:
             raise ValueError(f"hyperviscosity = {hyperviscosity}: must be in [0, 1e+06]")
         self.geometry, self.kind, self.beta, self.nu = geometry, kind, float(beta), float(nu)
+        self._hyper = (float(hyperviscosity), int(hyperviscosity_order))
         g, lmax, man = geometry, geometry.lmax, geometry.manifold
         deg = g.degree
         # Multipliers broadcast to the coefficient layout once, so a right-hand
@@ -95,6 +96,10 @@ class MeanFieldModel:
         self._flux = tuple(np.empty(grid) for _ in self._v)
         self._phi = np.empty(grid) if kind == "SA" else None
         self._speed2 = (np.empty(grid), np.empty(grid)) if len(self._v) == 2 else None
+
+    def __reduce__(self):
+        """Pickle by parameters (the geometry may hold a C handle; work arrays are rebuilt)."""
+        return (MeanFieldModel, (self.geometry, self.kind, self.beta, self.nu, *self._hyper))
 
     # -- the explicit part ---------------------------------------------------
     def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -82,8 +82,8 @@ def particle_record(geometry, smoothing: float, t: float, x: np.ndarray, order: 
     return ds
 
 
-def run_particles(config: Config, output: str | Path | None = None, *, overwrite: bool = False
-                  ) -> xr.Dataset:
+def run_particles(config: Config, output: str | Path | None = None, *, overwrite: bool = False,
+                  force: bool = False) -> xr.Dataset:
     """Run the token system of a case; return (and write, snapshot by snapshot) its Dataset.
 
     The file is appended and synced at every snapshot like a PDE run's
@@ -94,10 +94,12 @@ def run_particles(config: Config, output: str | Path | None = None, *, overwrite
     ------
     ConfigError
         For a bad output path, an existing output without ``overwrite``, or
-        an initial law that cannot be sampled; before anything is written.
+        an initial law that cannot be sampled, or (without ``force``) a
+        resource estimate beyond the machine or the caps (:mod:`meanfield_pde.budget`);
+        before anything is written.
     """
     from .runner import check_run_arguments
-    check_run_arguments(config, overwrite)
+    check_run_arguments(config, overwrite, force, output)
     snapshots = snapshot_times(config.time.t_end, config.snapshot_interval).size
     sink = RunFile(output, overwrite=overwrite, attrs=particle_attributes(config), snapshots=snapshots) \
         if output is not None else MemoryRun(particle_attributes(config))
@@ -162,8 +164,8 @@ def comparison_paths(output: Path) -> dict[str, Path]:
             "compare": Path(f"{stem}_compare.nc"), "figure": Path(f"{stem}_compare.png")}
 
 
-def run_comparison(config: Config, output: str | Path, *, overwrite: bool = False
-                   ) -> dict[str, xr.Dataset]:
+def run_comparison(config: Config, output: str | Path, *, overwrite: bool = False,
+                   force: bool = False) -> dict[str, xr.Dataset]:
     """PDE and particles from the same initial law, and their comparison (all written).
 
     Returns {"pde": ..., "particles": ..., "compare": ...} Datasets; the
@@ -174,18 +176,21 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
     ------
     ConfigError
         A bad path or, without ``overwrite``, an existing one; checked for
-        all three files before anything runs.
+        all three files before anything runs. Without ``force``, resource
+        estimates (both runs and the projections) beyond the machine or the caps.
     """
+    from .budget import check_case
     from .compare import compare
     from .runner import run
+    check_case(config, Path(output), force=force)  # the three pieces together, then each is cleared
     paths = comparison_paths(Path(output))
     files = (paths["pde"], paths["particles"], paths["compare"])
     with hold(*files):  # all three claimed for the whole comparison
         for path in files:
             check_output_path(path, overwrite=overwrite)
         pde_config = dataclasses.replace(config, particles=dataclasses.replace(config.particles, mode="off"))
-        pde = run(pde_config, output=paths["pde"], overwrite=overwrite)
-        particles = run_particles(config, output=paths["particles"], overwrite=overwrite)
+        pde = run(pde_config, output=paths["pde"], overwrite=overwrite, force=True)
+        particles = run_particles(config, output=paths["particles"], overwrite=overwrite, force=True)
         result = compare(pde, particles, smoothing=config.particles.smoothing,
                          n_projections=config.particles.projections, seed=config.particles.seed)
         write_netcdf(result, paths["compare"], overwrite=overwrite)

@@ -57,11 +57,15 @@ def partial_path(path: Path) -> Path:
 
 
 def _attr(value):
-    """A global attribute value netCDF-3 can hold (no int64, no bool)."""
+    """A global attribute value netCDF-3 can hold (no int64, no bool).
+
+    An integer outside int32 (a seed of 3000000000 or 2**64 + 5) is stored as its
+    exact decimal text: as a float it would come back rounded (and as 3000000000.0).
+    """
     if isinstance(value, (bool, np.bool_)):
         return np.int32(value)
     if isinstance(value, (int, np.integer)):
-        return np.int32(value) if abs(int(value)) < 2**31 else np.float64(value)
+        return np.int32(value) if abs(int(value)) < 2**31 else str(int(value))
     return value
 
 

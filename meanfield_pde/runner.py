@@ -109,13 +109,17 @@ def time_unit(config: Config) -> float:
     return 1.0
 
 
-def check_run_arguments(config, overwrite) -> None:
-    """ConfigError for a ``config`` that is not a validated Config or an ``overwrite`` that is not a bool."""
+def check_run_arguments(config, overwrite, force: bool = False, output=None) -> None:
+    """ConfigError for a ``config`` that is not a validated Config, an ``overwrite`` that is not a
+    bool, or (unless ``force``) a case whose memory, disk or time estimate is refused
+    (:func:`meanfield_pde.budget.check_case`)."""
     if not isinstance(config, Config):
         raise ConfigError(f"config = {type(config).__name__}: must be a Config from "
                           "meanfield_pde.load_case or meanfield_pde.from_dict")
     if not isinstance(overwrite, bool):
         raise ConfigError(f"overwrite = {overwrite!r}: must be True or False")
+    from .budget import check_case
+    check_case(config, output, force=force)
 
 
 def run_attributes(config: Config) -> dict:
@@ -140,7 +144,7 @@ def run_attributes(config: Config) -> dict:
 
 
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
-        overwrite: bool = False, initial: np.ndarray | None = None) -> xr.Dataset:
+        overwrite: bool = False, initial: np.ndarray | None = None, force: bool = False) -> xr.Dataset:
     """Run a validated case and return its Dataset (DESIGN.md §4); write it if ``output``.
 
     Parameters
@@ -158,6 +162,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     initial : ndarray (ncoef,), optional, keyword-only
         Start from these coefficients (e.g. another run's final state: continuation)
         instead of the case's [initial] section.
+    force : bool, keyword-only
+        Run even if the memory, disk or time estimate is refused (:mod:`meanfield_pde.budget`).
 
     Returns
     -------
@@ -168,10 +174,11 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     Raises
     ------
     ConfigError
-        Bad output path, an existing output without ``overwrite``, or an
-        unresolved initial density; raised before anything is written.
+        Bad output path, an existing output without ``overwrite``, an
+        unresolved initial density, or (without ``force``) a resource estimate
+        beyond the machine or the caps; raised before anything is written.
     """
-    check_run_arguments(config, overwrite)
+    check_run_arguments(config, overwrite, force, output)
     sink = RunFile(output, overwrite=overwrite, attrs=run_attributes(config),
                    snapshots=planned_snapshots(config)) if output is not None \
         else MemoryRun(run_attributes(config))

@@ -14,12 +14,16 @@ Output folder DIR:
                             (+ ``direction`` with continuation)
     DIR/sweep.png           its figure (``[sweep] figure``)
 
-Re-running the same sweep into DIR skips every point whose file exists and
-is finished (status "completed" or "stopped: ..." but not interrupted): the
-files are written atomically, so a killed sweep leaves only whole files and
-the second run computes exactly the missing points. A point that raises is
+Re-running the same sweep into DIR skips every point whose file exists, is
+finished (status "completed" or "stopped: ..." but not interrupted) and
+stores the planned point's resolved case (its ``case`` attribute): the files
+are written atomically, so a killed sweep leaves only whole files and the
+second run computes exactly the missing points, while a sweep of a changed
+case recomputes them. File names hold the exact grid values (``repr``); a
+plan whose points would share a name is refused. A point that raises is
 recorded (``status`` = "failed: <error>", ``error``) and does not stop the
-others; it is retried on the next run.
+others; it is retried on the next run. So is a point whose worker process
+dies (distributed's KilledWorker, after :data:`ALLOWED_FAILURES` retries).
 
 Continuation (``[sweep] continuation = "model.nu"``): along that key the
 points run in order, each from the previous point's final state, upward
@@ -50,7 +54,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .config import Config, apply_overrides, from_dict, parse_override
+from .config import Config, apply_overrides, from_dict, parse_override, parse_toml
 from .errors import ConfigError, RunStoppedWarning
 
 RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
@@ -71,7 +75,13 @@ def parse_values(raw: Any, where: str) -> list:
     if isinstance(raw, str):
         m = RANGE.match(raw)
         if m:
-            start, stop, count = float(m[1]), float(m[2]), int(m[3])
+            try:
+                start, stop, count = float(m[1]), float(m[2]), int(m[3])
+            except ValueError:  # the pattern lets through e.g. "1e" or "1.2.3"
+                raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
+                                  "start, stop and an integer count, e.g. 0.1:0.5:9") from None
+            if not (math.isfinite(start) and math.isfinite(stop)):
+                raise ConfigError(f"{where} = {raw!r}: start and stop must be finite numbers")
             if count < 1:
                 raise ConfigError(f"{where} = {raw!r}: a range needs count >= 1")
             values = np.linspace(start, stop, count)
@@ -115,7 +125,8 @@ def dim_names(keys) -> list[str]:
 
 
 def _fmt(v) -> str:
-    return f"{v:.8g}" if isinstance(v, float) else str(v)
+    """A grid value as text, losslessly (repr of a float: distinct values, distinct names)."""
+    return repr(v) if isinstance(v, float) else str(v)
 
 
 @dataclass
@@ -143,7 +154,8 @@ class Plan:
         return dim_names([k for k, _ in self.grid]) + (["direction"] if self.continuation else [])
 
 
-def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None) -> Plan:
+def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
+               force: bool = False) -> Plan:
     """Validate the sweep and list its points.
 
     Raises
@@ -152,10 +164,14 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None) -
         A grid item that is not section.key=values, a key or value the case
         rejects (named as by --set, with the point), a continuation key not
         in the grid or with a non-numeric grid, continuation with
-        task = "tokens" or particles, an unknown measure.
+        task = "tokens" or particles, an unknown measure; more than
+        :data:`meanfield_pde.budget.MAX_SWEEP_POINTS` points (unless ``force``),
+        before any point is built.
     """
+    from .budget import check_sweep_points
     sw = config.sweep
     grid = grid_of(config, extra_grid)
+    check_sweep_points(math.prod(len(v) for _, v in grid), force=force)
     cont = sw.continuation if continuation is None else continuation
     keys = [k for k, _ in grid]
     for m in sw.measure:
@@ -204,21 +220,31 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None) -
                 points.append(Point(idx + ((d,) if cont else ()), ov, label, direction,
                                     chains if cont else -1, cfg.to_dict()))
             chains += 1
+    seen: dict[str, Point] = {}
+    for p in points:  # two points in one file would share one result
+        if p.label in seen:
+            raise ConfigError(f"sweep points {seen[p.label].overrides} and {p.overrides} would share "
+                              f"the file points/{p.label}.nc: give distinct grid values")
+        seen[p.label] = p
     return Plan(config, grid, cont, directions if cont else [], points)
 
 
 # -- one point (runs on a worker) --------------------------------------------------------------
 
-def _finished(path: Path) -> bool:
-    """True if ``path`` is a whole run file of a finished point (not an interrupted one)."""
+def _finished(path: Path, planned: dict) -> bool:
+    """True if ``path`` is a whole run file of a finished point (not an interrupted one) whose
+    stored case is ``planned`` (the point's resolved case as a dict): a file left by a sweep
+    of another case (other --set values) is not this point, and is computed again."""
     if not path.is_file():
         return False
     try:
         with xr.open_dataset(path) as ds:
             status = str(ds.attrs.get("status", ""))
-    except (OSError, ValueError):
+            stored = str(ds.attrs.get("case", ""))
+        same = from_dict(parse_toml(stored, str(path))).to_dict() == planned
+    except (OSError, ValueError):  # unreadable file or case (ConfigError is a ValueError)
         return False
-    return status.startswith(("completed", "stopped")) and "interrupted" not in status
+    return same and status.startswith(("completed", "stopped")) and "interrupted" not in status
 
 
 def _geometry(ds: xr.Dataset):
@@ -264,6 +290,7 @@ def _run_tokens(config: Config) -> xr.Dataset:
     """n tokens uniform on S^{d-1}: order parameter, energy, clustered_pairs over time, final positions."""
     from .clusters import clustered_pair_fraction
     from .particles import simulate, uniform_sphere
+    from .runfile import _attr as exact_attr
     p, t = config.particles, config.time
     d = config.sweep.dimension
     scheme = p.scheme if p.scheme != "auto" else ("euler_maruyama" if config.model.nu > 0 else "rk4")
@@ -279,7 +306,7 @@ def _run_tokens(config: Config) -> xr.Dataset:
          "final_positions": (("token", "dim"), run.final, {"long_name": "positions at t_end"})},
         coords={"time": ("time", run.times)})
     ds.attrs.update({"status": "completed", "model": config.model.kind, "beta": config.model.beta,
-                     "nu": config.model.nu, "dimension": d, "n": p.n, "seed": p.seed,
+                     "nu": config.model.nu, "dimension": d, "n": p.n, "seed": exact_attr(p.seed),
                      "scheme": scheme, "dt": run.dt, "case": config.to_toml(),
                      "case_name": config.name, "wall_time_s": _time.perf_counter() - start})
     return ds
@@ -296,7 +323,7 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
     path = Path(spec["path"])
     cont = spec["continuation"]
     try:
-        if _finished(path):
+        if _finished(path, spec["config"]):
             with xr.open_dataset(path) as ds:
                 rec = summarise(ds.load(), spec["measures"], with_state=cont)
             rec["skipped"] = 1
@@ -313,10 +340,10 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
                     ds = _run_tokens(config)
                 elif config.particles.mode == "particles":
                     from .particle_runner import run_particles
-                    ds = run_particles(config)
+                    ds = run_particles(config, force=spec.get("force", False))
                 else:
                     from .runner import run
-                    ds = run(config, progress=False, initial=initial)
+                    ds = run(config, progress=False, initial=initial, force=spec.get("force", False))
             if initial is not None:
                 ds.attrs["continued_from"] = previous.get("label", "")
             from .io import write_netcdf
@@ -335,30 +362,110 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
 
 # -- running on dask.distributed -------------------------------------------------------------
 
+SCHEDULER_ADDRESS = re.compile(r"(tcp|tls)://[^\s/:]+:[0-9]{1,5}")
+# A point whose process dies (killed for memory, a crash in compiled code) is tried on one
+# more worker, not on four (distributed's default): such a crash usually repeats.
+ALLOWED_FAILURES = 1
+
+
+def check_scheduler(address: str) -> str:
+    """``address`` if it has the form tcp://HOST:PORT or tls://HOST:PORT, else ConfigError."""
+    if not SCHEDULER_ADDRESS.fullmatch(address):
+        raise ConfigError(f"--scheduler {address!r}: must be tcp://HOST:PORT or tls://HOST:PORT "
+                          "(e.g. tls://10.0.0.1:8786)")
+    return address
+
+
 @contextlib.contextmanager
 def dask_client(workers: int | None = None, scheduler: str | None = None):
     """A distributed.Client: to ``scheduler`` if given, else to a new LocalCluster of
-    ``workers`` processes (default: the number of cores) with one thread each."""
+    ``workers`` processes (default: the number of cores) with one thread each.
+
+    The LocalCluster is private to this process: its scheduler and workers
+    listen on 127.0.0.1 over TLS with credentials made for this run
+    (``Security.temporary()``, mutual authentication: a client without this
+    run's certificate cannot connect, so another user of the machine cannot
+    run code in the workers), and serve no HTTP routes (distributed's
+    /info and /json pages name the scheduler's address; the dashboard is off).
+    A running ``scheduler`` is reached with the TLS settings of the dask
+    configuration (``distributed.comm.tls.*``) when the address is tls://.
+
+    Raises
+    ------
+    ConfigError
+        A malformed scheduler address, or one that does not answer in 20 s.
+    """
     import logging
 
+    import dask
     from distributed import Client, LocalCluster
     if scheduler:
+        check_scheduler(scheduler)
         try:
             client = Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
-            raise ConfigError(f"--scheduler {scheduler!r}: cannot connect ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, TLS errors: all "cannot connect"
+            hint = (" (a tls:// scheduler needs distributed.comm.tls.ca-file, .client.cert and "
+                    ".client.key in the dask configuration)" if scheduler.startswith("tls") else "")
+            raise ConfigError(f"--scheduler {scheduler!r}: cannot connect ({type(exc).__name__}: "
+                              f"{exc}){hint}") from None
         with client:
             yield client
         return
+    from distributed.security import Security
     n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    security = Security.temporary()  # a new CA and certificate, in memory only
+    # distributed's logs stay quiet up to CRITICAL: a lost worker is reported as its point's status
+    quiet = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": [],
+             "distributed.scheduler.allowed-failures": ALLOWED_FAILURES}
+    with dask.config.set(quiet), \
+            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
+                         host="127.0.0.1", security=security, dashboard_address=None,
+                         worker_dashboard_address=None, silence_logs=logging.CRITICAL,
+                         # its HTTP server on a free port of 127.0.0.1, stopped below
+                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
+            Client(cluster, security=security) as client:
+        # the scheduler's HTTP server starts whatever the routes: close it (nothing is served)
+        server = getattr(cluster.scheduler, "http_server", None)
+        if server is not None:
+            server.stop()
         yield client
+
+
+def _check_folder(out: Path) -> None:
+    """Refuse, before any work, an output folder that is a file or cannot be written."""
+    if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
+        raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
+                          "points/*.nc and sweep.nc in it)")
+    from .io import check_writable_folder
+    check_writable_folder(out / "points", f"--output {str(out)!r}")
+
+
+def _check_budget(plan: Plan, out: Path, force: bool) -> None:
+    """Refuse (unless ``force``) a sweep whose points together exceed the disk, memory or time caps;
+    the points then run unchecked (``force`` in their spec)."""
+    from .budget import Estimate, case_estimate, check, tokens_estimate
+    if force:
+        return
+    estimate = tokens_estimate if plan.config.sweep.task == "tokens" else case_estimate
+    total = Estimate()
+    for p in plan.points:
+        total = total + estimate(from_dict(p.config, name=plan.config.name))
+    check(total, out, force=force, scale=f" (summed over the {len(plan.points)} points)")
+
+
+def _lost(exc: BaseException) -> dict:
+    """The record of a point whose result never came back (its worker died, or the
+    point before it in its continuation chain did)."""
+    reason = (f"worker lost ({type(exc).__name__}): the process running this point died "
+              "(killed for memory, or crashed in compiled code) on every worker it was tried on, "
+              "or an earlier point of its continuation chain did")
+    return {"status": f"failed: {reason}", "error": f"{type(exc).__name__}: {exc}",
+            "finals": {}, "series": {}, "skipped": 0, "wall_time": math.nan}
 
 
 def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: str | None = None,
               workers: int | None = None, scheduler: str | None = None,
-              progress: bool | None = None, log=None) -> xr.Dataset:
+              progress: bool | None = None, log=None, force: bool = False) -> xr.Dataset:
     """Run a sweep on dask.distributed and write DIR/sweep.nc (and every point's file).
 
     Parameters
@@ -377,54 +484,72 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         tqdm bar over points (None: on a terminal only).
     log : callable(str), optional
         One line per finished point.
+    force : bool
+        Run even if the number of points or the summed memory/disk/time estimate
+        of the points is refused (:mod:`meanfield_pde.budget`).
 
     Returns
     -------
     xarray.Dataset
         The combined Dataset (:func:`combine`).
     """
-    plan = plan_sweep(config, extra_grid, continuation)
+    plan = plan_sweep(config, extra_grid, continuation, force=force)
     out = Path(output)
-    if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
-        raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
-                          "points/*.nc and sweep.nc in it)")
-    (out / "points").mkdir(parents=True, exist_ok=True)
-    from .outputs import hold
-    with hold(out / "sweep.nc"):  # the folder is this sweep's until it ends
-        return _run_sweep(config, plan, out, workers, scheduler, progress, log)
+    _check_folder(out)
+    _check_budget(plan, out, force)
+    if scheduler:
+        check_scheduler(scheduler)
+    return _run_sweep(config, plan, out, workers, scheduler, progress, log)
 
 
 def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log) -> xr.Dataset:
     specs = [{"config": p.config, "name": config.name, "label": p.label,
               "path": str((out / "points" / f"{p.label}.nc").resolve()),
-              "measures": list(config.sweep.measure), "task": config.sweep.task,
+              "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
               "continuation": bool(plan.continuation)} for p in plan.points]
+    from .io import write_netcdf
+    from .outputs import hold
+    with dask_client(workers, scheduler) as client:
+        try:  # only now: a scheduler that cannot be reached leaves no folder behind
+            (out / "points").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--output {str(out)!r}: cannot create {str(out / 'points')!r} "
+                              f"({exc.strerror})") from None
+        with hold(out / "sweep.nc"):  # the folder is this sweep's until it ends
+            records = _collect(client, config, plan, specs, progress, log)
+            ds = combine(plan, records, specs)
+            write_netcdf(ds, out / "sweep.nc", overwrite=True)  # a sweep run again in its folder replaces it
+    return ds
+
+
+def _collect(client, config, plan, specs, progress, log) -> list[dict]:
+    """Submit every point (continuation chains in order) and gather their records as they finish."""
     from distributed import as_completed
     from tqdm.auto import tqdm
     records: list[dict | None] = [None] * len(specs)
-    with dask_client(workers, scheduler) as client:
-        futures, last_in_chain = [], {}
-        for i, (p, spec) in enumerate(zip(plan.points, specs)):
-            prev = last_in_chain.get(p.chain) if p.chain >= 0 else None
-            fut = client.submit(run_point, spec, prev, key=f"point-{i}-{p.label}", pure=False)
-            futures.append(fut)
-            if p.chain >= 0:
-                last_in_chain[p.chain] = fut
-        index = {f.key: i for i, f in enumerate(futures)}
-        bar = tqdm(total=len(specs), desc=f"sweep {config.name}", unit="point",
-                   disable=None if progress is None else not progress)
-        for fut in as_completed(futures):
-            i = index[fut.key]
-            records[i] = r = fut.result()
-            bar.update(1)
-            if log is not None:
-                log(f"{plan.points[i].label}: {'skipped (done) ' if r.get('skipped') else ''}"
-                    f"{r['status'].splitlines()[0]} ({r['wall_time']:.2f} s)")
-        bar.close()
-    ds = combine(plan, records, specs)
-    from .io import write_netcdf
-    write_netcdf(ds, out / "sweep.nc", overwrite=True)  # a sweep run again in its folder replaces it
-    return ds
+    futures, last_in_chain = [], {}
+    for i, (p, spec) in enumerate(zip(plan.points, specs)):
+        prev = last_in_chain.get(p.chain) if p.chain >= 0 else None
+        fut = client.submit(run_point, spec, prev, key=f"point-{i}-{p.label}", pure=False)
+        futures.append(fut)
+        if p.chain >= 0:
+            last_in_chain[p.chain] = fut
+    index = {f.key: i for i, f in enumerate(futures)}
+    bar = tqdm(total=len(specs), desc=f"sweep {config.name}", unit="point",
+               disable=None if progress is None else not progress)
+    for fut in as_completed(futures):
+        i = index[fut.key]
+        try:
+            r = fut.result()
+        except Exception as exc:  # noqa: BLE001 - run_point never raises: the worker was lost
+            r = dict(_lost(exc), label=plan.points[i].label)
+        records[i] = r
+        bar.update(1)
+        if log is not None:
+            log(f"{plan.points[i].label}: {'skipped (done) ' if r.get('skipped') else ''}"
+                f"{r['status'].splitlines()[0]} ({r['wall_time']:.2f} s)")
+    bar.close()
+    return records
 
 
 def _coordinate(values: list) -> np.ndarray:

@@ -22,6 +22,7 @@ import os
 from .errors import ConfigError
 
 ENV_VAR = "MEANFIELD_PDE_THREADS"
+MAX_THREADS = 1024  # one cap for --threads, domain.threads and $MEANFIELD_PDE_THREADS
 
 
 def available_cores() -> int:
@@ -33,13 +34,13 @@ def available_cores() -> int:
 
 
 def check_threads(value, name: str = "threads") -> int:
-    """``value`` as an integer >= 1, else ConfigError naming ``name``."""
+    """``value`` as an integer in [1, MAX_THREADS], else ConfigError naming ``name``."""
     try:
-        ok = not isinstance(value, bool) and int(str(value).strip()) >= 1
+        ok = not isinstance(value, bool) and 1 <= int(str(value).strip()) <= MAX_THREADS
     except ValueError:
         ok = False
     if not ok:
-        raise ConfigError(f"{name} = {value!r}: must be an integer >= 1")
+        raise ConfigError(f"{name} = {value!r}: must be an integer in [1, {MAX_THREADS}]")
     return int(str(value).strip())
 
 

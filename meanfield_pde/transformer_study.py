@@ -171,8 +171,14 @@ STUDIES = {"normalisation": normalisation_study, "long_context_phase": long_cont
            "long_context_limits": long_context_limits}
 
 
-def run_study(config: Config) -> xr.Dataset:
-    """Run ``config.transformer.study`` and return its Dataset (with case attributes)."""
+def run_study(config: Config, force: bool = False) -> xr.Dataset:
+    """Run ``config.transformer.study`` and return its Dataset (with case attributes).
+
+    Raises ConfigError (unless ``force``) if its memory or time estimate is refused
+    (:func:`meanfield_pde.budget.check_case`).
+    """
+    from .budget import check_case
+    check_case(config, force=force)
     start = _time.perf_counter()
     ds = STUDIES[config.transformer.study](config)
     ds.attrs.update(study=config.transformer.study, case=config.to_toml(), case_name=config.name,

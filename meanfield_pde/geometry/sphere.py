@@ -89,6 +89,11 @@ class Sphere(Geometry):
     manifold = "sphere"
     area = 4.0 * np.pi
 
+    def __reduce__(self):
+        """Pickle by parameters: the shtns plan is a C handle, made again on unpickling
+        (e.g. in a dask worker) for the same grid and thread count."""
+        return (Sphere, (self.lmax, self.nlat, self.nphi, self.threads))
+
     def __init__(self, lmax: int, nlat: int = 0, nphi: int = 0, threads: int = 0):
         if lmax < 2:
             raise ValueError(f"domain.lmax = {lmax}: must be >= 2 on the sphere")

@@ -50,6 +50,18 @@ def uniform_sphere(n: int, d: int, seed=0) -> np.ndarray:
     return normalise(_rng(seed).standard_normal((n, d)))
 
 
+def unit_rows(vectors) -> np.ndarray:
+    """Finite non-zero rows (K, d) scaled to unit length, for any magnitude.
+
+    Each row is divided by its largest |entry| first: the plain norm
+    overflows for entries near 1e308 and underflows to 0 for subnormal ones
+    (1e-320), while the direction of such a row is well defined.
+    """
+    v = np.asarray(vectors, dtype=float)
+    v = v / np.max(np.abs(v), axis=-1, keepdims=True)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
 def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed=0) -> np.ndarray:
     """n i.i.d. points from the mixture Σ_k w_k vMF(μ_k, κ_k) on S^{d−1}.
 
@@ -86,10 +98,9 @@ def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed
     k, d = centres.shape
     if d < 2 or k < 1:
         raise ConfigError(f"centres: shape {centres.shape}: must be (K, d) with K >= 1, d >= 2")
-    norms = np.linalg.norm(centres, axis=1, keepdims=True)
-    if not np.all(np.isfinite(centres)) or np.any(norms == 0):
+    if not np.all(np.isfinite(centres)) or np.any(np.all(centres == 0, axis=1)):
         raise ConfigError("centres: must be finite and non-zero")
-    centres = centres / norms
+    centres = unit_rows(centres)
     kappas = np.broadcast_to(np.asarray(concentrations, dtype=float), (k,))
     if not np.all(np.isfinite(kappas)) or np.any(kappas < 0):
         raise ConfigError(f"concentrations = {kappas.tolist()}: must be finite and >= 0")

@@ -1,0 +1,122 @@
+"""Resource bombs refused before work with their estimate (issue 13, item 11; meanfield_pde.budget)."""
+
+import time
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from conftest import assert_user_error, cli, make_config
+from meanfield_pde.errors import ConfigError
+
+CIRCLE = """\
+[model]
+kind = "SA"
+beta = 1.0
+[domain]
+manifold = "circle"
+lmax = 8
+[initial]
+type = "perturbed_uniform"
+degree_max = 4
+[time]
+t_end = 0.1
+[output]
+plot = false
+"""
+
+
+@pytest.fixture
+def budget():
+    """The estimator module (imported per test, so the CLI tests also run against a main without it)."""
+    from meanfield_pde import budget
+    return budget
+
+
+@pytest.fixture
+def case(tmp_path):
+    (tmp_path / "c.toml").write_text(CIRCLE)
+    return tmp_path / "c.toml"
+
+
+@pytest.mark.parametrize("args, words", [
+    # 1e6 snapshots at lmax 255: 3.4 MB each
+    (["--set", "domain.manifold='sphere'", "--set", "domain.lmax=255", "--set", "time.t_end=1",
+      "--set", "output.every=1e-6"], ["output.every = 1e-06", "1e+06 snapshots of 3.41 MB",
+                                      "writes about 3.41 TB", "free", "--force"]),
+    (["--set", "particles.mode='particles'", "--set", "particles.n=10000000"],
+     ["particles.n = 10000000", "days per velocity", "the cap is 24 h"]),
+    (["--set", "time.t_end=1e300"], ["time.t_end = 1e+300", "2e+300 steps", "time.max_steps = 10000000",
+                                     "stop before storing anything"]),
+])
+def test_run_bombs_exit_2_with_the_estimate(tmp_path, case, args, words):
+    start = time.perf_counter()
+    proc = cli("run", case, "-o", "x.nc", *args, cwd=tmp_path)
+    assert_user_error(proc, *words)
+    assert not (tmp_path / "x.nc").exists() and time.perf_counter() - start < 30
+
+
+def test_normalisation_study_of_4096_tokens_in_4096_dimensions_is_refused(tmp_path):
+    proc = cli("run", "normalisation_schemes", "--set", "transformer.n=4096",
+               "--set", "transformer.dimension=4096", "-o", "n.nc", cwd=tmp_path)
+    assert_user_error(proc, "transformer.n = 4096", "of memory; the machine has")
+
+
+def test_a_million_point_sweep_is_refused_before_any_point_is_built(tmp_path, case):
+    start = time.perf_counter()
+    proc = cli("sweep", case, "--grid", "model.beta=0:1:1000", "--grid", "model.nu=0:1:1000",
+               "-o", "sw", cwd=tmp_path)
+    assert_user_error(proc, "1e+06 points", "the cap is 10000")
+    assert not (tmp_path / "sw").exists() and time.perf_counter() - start < 30
+
+
+def test_huge_case_file_and_description_are_refused(tmp_path, case):
+    (tmp_path / "huge.toml").write_text('description = "' + "x" * 100_000_000 + '"\n' + CIRCLE)
+    assert_user_error(cli("run", "huge.toml", cwd=tmp_path), "bytes; a case must be at most 1048576")
+    (tmp_path / "desc.toml").write_text('description = "' + "x" * 20_000 + '"\n' + CIRCLE)
+    assert_user_error(cli("run", "desc.toml", cwd=tmp_path), "description: 20000 characters", "10000")
+
+
+def test_compare_projections_beyond_the_cap_are_refused(tmp_path, case, budget):
+    assert cli("run", case, "-o", "p.nc", "-q", "--set", "particles.mode='particles'",
+               "--set", "particles.n=20", cwd=tmp_path).returncode == 0
+    assert cli("run", case, "-o", "f.nc", "-q", cwd=tmp_path).returncode == 0
+    start = time.perf_counter()
+    proc = cli("compare", "p.nc", "f.nc", "-o", "c.nc", "--projections", "100000000", cwd=tmp_path)
+    assert_user_error(proc, "--projections 100000000", "the cap is 100000")
+    assert not (tmp_path / "c.nc").exists() and time.perf_counter() - start < 30
+    est = budget.projections_estimate(10**8, 1000, 1536, 51)  # the issue's 9 GiB after 85 s
+    assert est.memory > 1e12 and est.memory > budget.machine_memory()
+
+
+def test_force_lets_a_refused_case_through(case, budget):
+    from meanfield_pde.cases import load_case
+    config = load_case(case, ["time.t_end=1e300"])
+    with pytest.raises(ConfigError, match="time.max_steps"):
+        budget.check_case(config)
+    assert budget.check_case(config, force=True).seconds > 0
+    with pytest.raises(ConfigError, match="force = 'yes'"):
+        budget.check_case(config, force="yes")
+
+
+@pytest.mark.parametrize("manifold, lmax, every", [("sphere", 31, 0.05), ("circle", 64, 0.01)])
+def test_disk_estimate_matches_the_written_file(tmp_path, manifold, lmax, every, budget):
+    """The estimate is the data the file holds: within 10% of the real size (headers aside)."""
+    from meanfield_pde import run
+    config = make_config(domain={"lmax": lmax, "manifold": manifold}, time={"t_end": 0.5},
+                         output={"every": every},
+                         initial={"type": "perturbed_uniform", "degree_max": 4, "amplitude": 1e-3})
+    ds = run(config, output=tmp_path / "r.nc", progress=False)
+    assert ds.attrs["status"] == "completed"
+    est = budget.pde_estimate(config)
+    real = (tmp_path / "r.nc").stat().st_size
+    assert ds.sizes["time"] == budget.snapshots(config) - 1 or ds.sizes["time"] == budget.snapshots(config)
+    assert 0.9 * real < est.disk < 1.1 * real + 20_000, (est.disk, real)
+    assert budget.grid_points(manifold, lmax) == int(np.prod(ds.density.shape[1:]))
+
+
+def test_a_tokens_sweep_of_a_million_tokens_is_refused(tmp_path):
+    proc = cli("sweep", "phase_tokens_sa", "--set", "particles.n=1000000", "-o", "tk", cwd=tmp_path)
+    assert_user_error(proc, "particles.n = 1000000, sweep.dimension = 128", "per velocity",
+                      "summed over the", "the cap is 24 h")
+    assert not (tmp_path / "tk").exists()

@@ -1,0 +1,244 @@
+"""Sweeps that must not falsify, crash or open the machine (issue 13: items 2, 7, 9, 12).
+
+Tiny circle points (lmax 12, t_end 0.2) on 2 workers: the whole file takes seconds.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from conftest import assert_user_error, cli
+from meanfield_pde import sweep as sweep_module
+from meanfield_pde.cases import load_case
+from meanfield_pde.errors import ConfigError
+from meanfield_pde.sweep import plan_sweep, run_sweep
+
+TINY = """\
+description = "tiny circle sweep"
+[model]
+kind = "USA"
+beta = 0.0
+nu = 0.3
+[domain]
+manifold = "circle"
+lmax = 12
+[initial]
+type = "von_mises_fisher"
+centres = [[1.0, 0.0]]
+concentrations = [1.0]
+[time]
+t_end = 0.2
+dt = 0.05
+[output]
+every = 0.1
+plot = false
+[sweep]
+grid = ["model.nu=[0.2, 0.3]"]
+"""
+
+
+@pytest.fixture
+def case(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A plain LocalCluster (2 processes) for the tests that are not about the sweep's own cluster."""
+    import logging
+
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as c:
+        yield c.scheduler_address
+
+
+# -- item 2: a point file counts only for the case it holds; names are lossless ----------------
+
+def test_changed_case_recomputes_points_instead_of_reusing_them(tmp_path, case, cluster):
+    first = run_sweep(load_case(case), tmp_path / "out", scheduler=cluster, progress=False)
+    assert first.attrs["skipped"] == 0
+    again = run_sweep(load_case(case), tmp_path / "out", scheduler=cluster, progress=False)
+    assert again.attrs["skipped"] == 2  # the same case: reused
+    changed = load_case(case, ["model.nu=0.3", "time.t_end=0.3"])
+    ds = run_sweep(changed, tmp_path / "out", ["model.nu=[0.2, 0.3]"], scheduler=cluster,
+                   progress=False)
+    assert ds.attrs["skipped"] == 0  # t_end changed: no point is "already done"
+    np.testing.assert_allclose(ds.t_final.values, 0.3)
+    for path in ds.path.values:
+        with xr.open_dataset(tmp_path / "out" / str(path)) as run:
+            assert "t_end = 0.3" in run.attrs["case"]
+
+
+def test_close_grid_values_get_their_own_files(tmp_path, case, cluster):
+    grid = ["model.nu=0.367879441:0.367879443:3"]
+    plan = plan_sweep(load_case(case), grid)
+    assert len({p.label for p in plan.points}) == 3
+    ds = run_sweep(load_case(case), tmp_path / "out", grid, scheduler=cluster, progress=False)
+    assert len(set(ds.path.values.tolist())) == 3 and ds.attrs["skipped"] == 0
+    for nu, path in zip(ds.nu.values, ds.path.values):
+        with xr.open_dataset(tmp_path / "out" / str(path)) as run:
+            assert run.attrs["nu"] == nu  # each file is its own point
+
+
+def test_points_that_would_share_a_file_are_refused_before_work(case):
+    # two string values that differ only in characters the file name cannot hold
+    with pytest.raises(ConfigError, match="would share the file"):
+        plan_sweep(load_case(case), ["output.path=['a b', 'a/b']"])
+
+
+# -- item 7: a lost worker is a failed point, not a lost sweep -----------------------------------
+
+class _CrashPoint(WorkerPlugin):
+    """Worker plugin: the point with ``label`` ends its own process (as the OOM killer or a
+    segfault would), on every worker, including the ones the nanny restarts."""
+
+    def __init__(self, label):
+        self.label = label
+
+    def setup(self, worker):
+        import meanfield_pde.sweep as sw
+        original, label = sw.run_point, self.label
+
+        def run_point(spec, previous=None):
+            if spec["label"] == label:
+                os._exit(1)
+            return original(spec, previous)
+        sw.run_point = run_point
+
+
+def test_killed_worker_is_recorded_as_failed_and_the_sweep_finishes(tmp_path, case, monkeypatch):
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    real = sweep_module.dask_client
+
+    def crashing(workers=None, scheduler=None):
+        ctx = real(workers, scheduler)
+        client = ctx.__enter__()
+        client.register_plugin(_CrashPoint("model.nu=0.25"))
+        return _Entered(ctx, client)
+
+    monkeypatch.setattr(sweep_module, "dask_client", crashing)
+    ds = run_sweep(load_case(case), tmp_path / "out", ["model.nu=[0.2, 0.25, 0.3]"], workers=2,
+                   progress=False)
+    assert (tmp_path / "out" / "sweep.nc").is_file()
+    status = dict(zip(ds.nu.values.tolist(), ds.status.values.tolist()))
+    assert status[0.25].startswith("failed: worker lost (KilledWorker)"), status
+    assert status[0.2] == status[0.3] == "completed"
+    assert ds.attrs["failed"] == 1 and np.isnan(ds.order_parameter.sel(nu=0.25))
+
+
+class _Entered:
+    def __init__(self, ctx, client):
+        self.ctx, self.client = ctx, client
+
+    def __enter__(self):
+        return self.client
+
+    def __exit__(self, *exc):
+        return self.ctx.__exit__(*exc)
+
+
+# -- item 9: the sweep's cluster runs no one else's code ----------------------------------------
+
+ATTACK = r"""
+import json, sys
+from distributed import Client
+from distributed.security import Security
+address = sys.argv[1]
+out = {}
+tries = {"as given": (address, None), "plain tcp": (address.replace("tls://", "tcp://"), None),
+         "own certificate": (address, Security.temporary())}
+for name, (addr, security) in tries.items():
+    try:
+        with Client(addr, security=security, timeout="3s") as c:
+            out[name] = "ran " + str(c.submit(lambda: 41 + 1, pure=False).result(timeout=10))
+    except Exception as exc:
+        out[name] = "refused: " + type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+def _serves_scheduler_pages(port: int) -> bool:
+    """True if 127.0.0.1:port answers one of distributed's pages that name the scheduler."""
+    import urllib.request
+    for page in ("json/identity.json", "info/main/workers.html"):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/{page}", timeout=2) as r:
+                if r.status == 200:
+                    return True
+        except Exception:  # noqa: BLE001 - refused, not HTTP, TLS, 404: nothing served
+            pass
+    return False
+
+
+def _listening(procs) -> set:
+    import psutil
+    return {c.laddr.port for p in procs for c in p.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN}
+
+
+def test_another_process_cannot_submit_work_to_the_sweeps_scheduler(tmp_path, case, monkeypatch):
+    import psutil
+    real = sweep_module.dask_client
+    seen = {}
+    me = psutil.Process()
+    before = _listening([me])  # e.g. another test's cluster in this process
+
+    def spied(workers=None, scheduler=None):
+        ctx = real(workers, scheduler)
+        client = ctx.__enter__()
+        address = client.scheduler.address
+        proc = subprocess.run([sys.executable, "-c", ATTACK, address], capture_output=True,
+                              text=True, timeout=120)
+        seen["address"], seen["attack"] = address, proc.stdout
+        ports = _listening([me] + me.children(recursive=True)) - before
+        seen["ports"] = ports
+        seen["http"] = sorted(p for p in ports if _serves_scheduler_pages(p))
+        return _Entered(ctx, client)
+
+    monkeypatch.setattr(sweep_module, "dask_client", spied)
+    ds = run_sweep(load_case(case), tmp_path / "out", workers=2, progress=False)
+    assert ds.attrs["failed"] == 0  # the sweep itself runs over TLS
+    assert seen["address"].startswith("tls://127.0.0.1:")
+    attack = json.loads(seen["attack"].strip().splitlines()[-1])
+    assert all(v.startswith("refused") for v in attack.values()), attack
+    assert seen["ports"] and seen["http"] == []  # no page names the scheduler's address
+
+
+# -- item 12: one-line errors, before any folder is made ------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (["--scheduler", "garbage"], "--scheduler 'garbage': must be tcp://HOST:PORT or tls://HOST:PORT"),
+    (["--grid", "model.beta=1e:2:3"], "--grid model.beta = '1e:2:3': a range is start:stop:count"),
+])
+def test_sweep_bad_arguments_exit_2_and_create_nothing(tmp_path, case, args, words):
+    proc = cli("sweep", case, "-o", tmp_path / "out", *args, cwd=tmp_path)
+    assert_user_error(proc, words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_sweep_into_a_folder_nobody_can_write_exits_2(tmp_path, case):
+    proc = cli("sweep", case, "-o", "/proc/meanfield-sweep", cwd=tmp_path)  # even root cannot
+    assert_user_error(proc, "cannot write in '/proc'")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_sweep_into_an_unwritable_folder_exits_2(tmp_path, case):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        proc = cli("sweep", case, "-o", locked / "out", cwd=tmp_path)
+        assert_user_error(proc, "cannot write in")
+    finally:
+        locked.chmod(0o700)
