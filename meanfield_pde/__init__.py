@@ -14,10 +14,10 @@ import os
 # (measured: 4x slower at L = 63 on 2 cores). Users can still override it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .cases import case_names, describe_cases, load_case
-from .config import Config, from_dict
-from .errors import ConfigError, NumericalFault, RunStoppedWarning
-from .runner import build, resume, run
+from .runs.cases import case_names, describe_cases, load_case
+from .runs.config import Config, from_dict
+from .core.errors import ConfigError, NumericalFault, RunStoppedWarning
+from .runs.runner import build, resume, run
 
 __version__ = "0.1.0"
 __all__ = ["load_case", "case_names", "describe_cases", "Config", "from_dict", "run", "resume", "build",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 TIME_TOLERANCE = 1e-9  # relative: snapshots of two runs at "the same" output time
 FLOOR_DRAWS = 3  # at most this many independent exact samples averaged in sliced_wasserstein_floor
@@ -183,7 +183,7 @@ def _n_particles(ds: xr.Dataset) -> int:
 
 
 def _geometry(manifold: str, lmax: int):
-    from .geometry import make_geometry
+    from ..core.geometry import make_geometry
     return make_geometry(manifold, max(int(lmax), 2))
 
 
@@ -465,7 +465,7 @@ def _floor_draws(n: int) -> int:
 
 def _wasserstein_floor(ds_a, ds_b, i0, j0, full_a, full_b, geo_a, geo_b, manifold, proj, seed):
     """(floor, description): the distance an exact sample gives at the first common time."""
-    from .measures import sample_density
+    from ..particles.measures import sample_density
     rng = np.random.default_rng([seed, 1])
     if is_particle_run(ds_a) and is_particle_run(ds_b):
         x0 = _positions(ds_a, i0)

@@ -16,8 +16,8 @@ import threading
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError, RunStoppedWarning, printable
-from .outputs import claim
+from ..core.errors import ConfigError, RunStoppedWarning, printable
+from ..runs.outputs import claim
 
 EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
 FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machine or the caps "
@@ -25,7 +25,7 @@ FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machin
 
 
 def _cmd_cases(args) -> int:
-    from .cases import cases_dir, describe_cases
+    from ..runs.cases import cases_dir, describe_cases
     rows = describe_cases()
     if not rows:
         print(f"no cases found in {cases_dir()}")
@@ -49,8 +49,8 @@ def _load_with_threads(args):
     resolved here so that a bad $MEANFIELD_PDE_THREADS fails before any work."""
     import dataclasses
 
-    from .cases import load_case
-    from .threads import check_threads, resolve_threads
+    from ..runs.cases import load_case
+    from ..core.threads import check_threads, resolve_threads
     config = load_case(args.case, list(args.set or []))
     if args.threads is not None:  # set on the built case: a --set would create a [domain]
         threads = check_threads(args.threads, "--threads")  # section a transformer study lacks
@@ -60,7 +60,7 @@ def _load_with_threads(args):
 
 
 def _cmd_run(args) -> int:
-    from .io import check_output_path
+    from ..runs.io import check_output_path
     if args.resume:
         return _resume(args)
     if args.case is None:
@@ -75,15 +75,15 @@ def _run_outputs(config, path: Path, args) -> list[Path]:
     """Every file `run` writes: the run file(s) and, unless --no-plot, the figure."""
     plot = config.output.plot and not args.no_plot
     if config.particles.mode == "compare" and config.transformer.study == "off":
-        from .particle_runner import comparison_paths
+        from ..runs.particle_runner import comparison_paths
         paths = comparison_paths(path)
         return [paths["pde"], paths["particles"], paths["compare"]] + ([paths["figure"]] if plot else [])
     return [path] + ([path.with_suffix(".png")] if plot else [])
 
 
 def _run_claimed(config, path: Path, args) -> int:
-    from .particle_runner import run_particles
-    from .runner import run
+    from ..runs.particle_runner import run_particles
+    from ..runs.runner import run
     if config.transformer.study != "off":
         return _run_study(config, path, args)
     if config.particles.mode == "compare":
@@ -99,8 +99,8 @@ def _run_claimed(config, path: Path, args) -> int:
 
 
 def _resume(args) -> int:
-    from .resume import resume_overrides
-    from .runner import resume
+    from ..runs.resume import resume_overrides
+    from ..runs.runner import resume
     if args.case is not None or args.output or args.overwrite or args.threads is not None:
         raise ConfigError("run --resume FILE.nc: takes no CASE, --output, --overwrite or --threads "
                           "(the case is stored in the file, which is continued in place)")
@@ -115,7 +115,7 @@ def _resume(args) -> int:
 
 def _check_resumable(path: Path) -> None:
     """A resume appends to the file and may rename it over FILE.nc: both must be writable."""
-    from .io import check_writable_folder
+    from ..runs.io import check_writable_folder
     if not path.is_file():
         return  # resume() names the missing file
     what = f"run --resume {str(path)!r}"
@@ -140,31 +140,31 @@ def _report(name: str, ds, path: Path, args) -> int:
               f"{written.name[:-len('.partial.nc')]}.nc; continue it with --resume {written})")
     path = written
     if ds.attrs.get("case") and not args.no_plot and "could not write" not in status:
-        from .config import from_dict, parse_toml
+        from ..runs.config import from_dict, parse_toml
         if from_dict(parse_toml(ds.attrs["case"], str(path))).output.plot:
-            from .plot import save_figure
+            from ..plotting.plot import save_figure
             print(f"wrote {save_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
     return 0 if status == "completed" else EXIT_STOPPED
 
 
 def _run_study(config, path: Path, args) -> int:
-    from .io import write_netcdf
-    from .transformer_study import run_study, summary_lines
+    from ..runs.io import write_netcdf
+    from ..studies.transformer_study import run_study, summary_lines
     ds = run_study(config, force=args.force)
     write_netcdf(ds, path, overwrite=args.overwrite)
     print(f"{config.name}: {config.transformer.study} study")
     print("\n".join(summary_lines(ds)))
     print(f"wrote {path}")
     if config.output.plot and not args.no_plot:
-        from .outputs import save_png
-        from .transformer_plot import plot_study
+        from ..runs.outputs import save_png
+        from ..plotting.transformer_plot import plot_study
         save_png(plot_study(ds), path.with_suffix(".png"), overwrite=args.overwrite)
         print(f"wrote {path.with_suffix('.png')}")
     return 0
 
 
 def _run_comparison(config, path: Path, args) -> int:
-    from .particle_runner import comparison_paths, run_comparison
+    from ..runs.particle_runner import comparison_paths, run_comparison
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
         out = run_comparison(config, path, overwrite=args.overwrite, force=args.force)
@@ -181,7 +181,7 @@ def _run_comparison(config, path: Path, args) -> int:
     print(line)
     if config.output.plot and not args.no_plot:
         try:
-            from .plot_compare import save_comparison_figure
+            from ..plotting.plot_compare import save_comparison_figure
         except ImportError:
             save_comparison_figure = None
         if save_comparison_figure is not None:
@@ -190,8 +190,8 @@ def _run_comparison(config, path: Path, args) -> int:
 
 
 def _cmd_plot(args) -> int:
-    from .plot import save_figure
-    from .runcheck import open_checked
+    from ..plotting.plot import save_figure
+    from ..runs.runcheck import open_checked
     path = Path(args.file)
     if not path.is_file():
         raise ConfigError(f"plot: file {str(path)!r} does not exist")
@@ -207,7 +207,7 @@ def _cmd_plot(args) -> int:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
-    from .io import check_writable_folder
+    from ..runs.io import check_writable_folder
     check_writable_folder(output.parent, f"plot --output {str(output)!r}")
     with claim([output], overwrite=args.overwrite, inputs=[path]):
         ds = open_checked(path, f"plot: {str(path)!r}")
@@ -221,9 +221,9 @@ def _cmd_plot(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from .compare import compare
-    from .io import check_output_path, write_netcdf
-    from .runcheck import open_checked
+    from ..analysis.compare import compare
+    from ..runs.io import check_output_path, write_netcdf
+    from ..runs.runcheck import open_checked
     inputs = (args.a, args.b)
     output = check_output_path(args.output, overwrite=args.overwrite, inputs=inputs)
     with claim([output], overwrite=args.overwrite, inputs=inputs):
@@ -242,7 +242,7 @@ def _cmd_compare(args) -> int:
 
 def _check_projections(args, runs, output) -> None:
     """Refuse (unless --force) projections beyond the cap or the machine's memory, before any work."""
-    from .budget import MAX_PROJECTIONS, check, projections_estimate
+    from ..runs.budget import MAX_PROJECTIONS, check, projections_estimate
     if args.projections > MAX_PROJECTIONS and not args.force:
         raise ConfigError(f"compare --projections {args.projections}: the cap is {MAX_PROJECTIONS} "
                           "(the default is 200); pass --force to run it anyway")
@@ -256,8 +256,8 @@ def _check_projections(args, runs, output) -> None:
 
 
 def _cmd_limits(args) -> int:
-    from .io import check_output_path
-    from .limit_sweep import check_sweep_config
+    from ..runs.io import check_output_path
+    from ..studies.limit_sweep import check_sweep_config
     config = _load_with_threads(args)
     check_sweep_config(config)
     path = check_output_path(Path(args.output) if args.output else Path.cwd() / f"{config.name}_limits.nc",
@@ -267,8 +267,8 @@ def _cmd_limits(args) -> int:
 
 
 def _limits_claimed(config, path: Path, args) -> int:
-    from .io import write_netcdf
-    from .limit_sweep import limit_sweep, save_limit_figure
+    from ..runs.io import write_netcdf
+    from ..studies.limit_sweep import limit_sweep, save_limit_figure
     lim = config.limit
     print(f"{config.name}: {config.model.kind} PDE versus its large-beta limit, orders "
           f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
@@ -297,8 +297,8 @@ def _limits_claimed(config, path: Path, args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from .cases import load_case
-    from .sweep import run_sweep
+    from ..runs.cases import load_case
+    from ..studies.sweep import run_sweep
     if args.workers is not None and args.scheduler:
         raise ConfigError("sweep: give --workers (a LocalCluster) or --scheduler, not both")
     if args.workers is not None and args.workers < 1:
@@ -312,7 +312,7 @@ def _cmd_sweep(args) -> int:
           f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
     print(f"wrote {out / 'sweep.nc'}")
     if not args.no_plot:
-        from .phase import save_sweep_figure
+        from ..plotting.phase import save_sweep_figure
         print(f"wrote {save_sweep_figure(ds, out / 'sweep.png', overwrite=True)}")
     return EXIT_STOPPED if ds.attrs["failed"] else 0
 
@@ -327,7 +327,7 @@ class _Parser(argparse.ArgumentParser):
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
-    from . import __version__
+    from .. import __version__
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a case and write a netCDF file")
@@ -405,8 +405,8 @@ def _warning_line(message, category, *args, **kwargs) -> None:
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
-    from .errors import DiskSpaceWarning
-    from .outputs import OutputFull
+    from ..core.errors import DiskSpaceWarning
+    from ..runs.outputs import OutputFull
     # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN) if main_thread else None

@@ -6,7 +6,7 @@ the time loops call :func:`check` between steps, which raises
 :class:`Interrupted` (a KeyboardInterrupt) there, so they stop with status
 "stopped: interrupted (SIGINT) at t = ..." and keep every snapshot. A
 second signal interrupts at once (the default behaviour). SIGKILL cannot be
-caught; the run file survives it by its format (:mod:`meanfield_pde.runfile`).
+caught; the run file survives it by its format (:mod:`meanfield_pde.runs.runfile`).
 """
 
 from __future__ import annotations

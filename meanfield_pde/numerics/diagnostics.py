@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .geometry import Geometry
+from ..core.geometry import Geometry
 from .models import MeanFieldModel
 
 TAIL_FRACTION = 2.0 / 3.0  # degrees above 2L/3 are the first to fill when a solution outgrows L

@@ -8,9 +8,9 @@ so a particle run can sample exactly the law the PDE starts from.
 from __future__ import annotations
 
 import numpy as np
-from .config import PerturbedUniform, SphericalHarmonic, VonMisesFisher
-from .errors import ConfigError
-from .geometry import Geometry
+from ..runs.config import PerturbedUniform, SphericalHarmonic, VonMisesFisher
+from ..core.errors import ConfigError
+from ..core.geometry import Geometry
 
 
 def uniform(geometry: Geometry) -> np.ndarray:
@@ -56,7 +56,7 @@ def von_mises_fisher_pdf(points: np.ndarray, centres, concentrations, weights=No
     """
     from scipy.stats import vonmises_fisher  # slow import, only needed here
 
-    from .particles.sampling import unit_rows
+    from ..particles.sampling import unit_rows
     centres = unit_rows(centres)
     k = len(centres)
     weights = np.full(k, 1.0 / k) if weights is None or len(weights) == 0 else np.asarray(weights)
@@ -95,7 +95,7 @@ LMAX_RANGE = (2, 1023)  # domain.lmax's schema range (config.DomainConfig)
 def von_mises_fisher_power(manifold: str, centres, concentrations, weights, lmax: int) -> np.ndarray:
     """Exact power spectrum C_l = Σ_m w_m |f_lm|², l = 0..lmax, of a vMF mixture, shape (lmax+1,).
 
-    Funk–Hecke (as in :mod:`meanfield_pde.kernels`) and the addition theorem
+    Funk–Hecke (as in :mod:`meanfield_pde.core.kernels`) and the addition theorem
     Σ_m Y_lm(μ) conj(Y_lm(ν)) = (2l+1)/(4π) P_l(⟨μ,ν⟩) give on S²
 
         C_l = (2l+1)/(4π) Σ_ab w_a w_b r_l(κ_a) r_l(κ_b) P_l(⟨μ_a, μ_b⟩),  r_l(κ) = i_l(κ)/i_0(κ),
@@ -157,10 +157,10 @@ def _truncated_minimum(manifold: str, kappa: float, lmax: int, npoints: int) -> 
 def von_mises_fisher_lmax(manifold: str, centres, concentrations, weights=None,
                           max_spectral_tail: float = 1e-6, negative_density: float = 1e-3) -> int | None:
     """The smallest domain.lmax in LMAX_RANGE at which the vMF mixture passes the resolution
-    monitor (:class:`meanfield_pde.diagnostics.ResolutionMonitor` with these limits), or None.
+    monitor (:class:`meanfield_pde.numerics.diagnostics.ResolutionMonitor` with these limits), or None.
 
     Both checks are made on the exact series with a factor 2 margin for the grid:
-    the spectral tail (:func:`meanfield_pde.diagnostics.spectral_tail` of
+    the spectral tail (:func:`meanfield_pde.numerics.diagnostics.spectral_tail` of
     :func:`von_mises_fisher_power`) <= max_spectral_tail/2, and the Gibbs undershoot
     of the cut series, bounded below by Σ_a w_a min f_{a,L} (each component's cut series
     is zonal: :func:`_truncated_minimum`), >= −negative_density/(2|S|).

@@ -19,7 +19,7 @@ and, put into V = ∇Φ/(βΦ) (SA) or V = ∇Φ/β (USA) and rescaled in time:
 Transformers", arXiv:2312.10794, and Rigollet, arXiv:2512.01868, for the
 limits; the order-1 terms are the next term of the same Laplace expansion.)
 The PDE–limit distance at fixed τ is O(β⁻¹) for order 0 and O(β⁻²) for
-order 1 (:mod:`meanfield_pde.limit_sweep` measures it).
+order 1 (:mod:`meanfield_pde.studies.limit_sweep` measures it).
 
 Conventions
 -----------
@@ -52,9 +52,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from .errors import ConfigError, NumericalFault
-from .geometry import Geometry
-from .kernels import energy_multipliers, scaled_multipliers
+from ..core.errors import ConfigError, NumericalFault
+from ..core.geometry import Geometry
+from ..core.kernels import energy_multipliers, scaled_multipliers
 
 LIMIT_EQUATIONS = {"limit0": 0, "limit1": 1}
 LIMIT_NAMES = {"SA": "backward heat", "USA": "backward porous medium"}
@@ -84,9 +84,9 @@ def backward_heat_exact(coef: np.ndarray, tau: float, geometry: Geometry) -> np.
 
 
 class LimitModel(ABC):
-    """Common part of the limit models: the interface of :class:`~meanfield_pde.models.MeanFieldModel`.
+    """Common part of the limit models: the interface of :class:`~meanfield_pde.numerics.models.MeanFieldModel`.
 
-    The time loop (:func:`meanfield_pde.solver.integrate`), observers,
+    The time loop (:func:`meanfield_pde.numerics.solver.integrate`), observers,
     Dataset and plots use it unchanged; the model's time is τ.
 
     Parameters
@@ -167,7 +167,7 @@ class LimitModel(ABC):
     # -- energies ----------------------------------------------------------------------------
     def energy(self, coef: np.ndarray) -> float:
         """E_β[f] of the mean-field PDE, exactly as :meth:`MeanFieldModel.energy
-        <meanfield_pde.models.MeanFieldModel.energy>` (the same functional of the density,
+        <meanfield_pde.numerics.models.MeanFieldModel.energy>` (the same functional of the density,
         so a PDE run and a limit run with the same density store the same ``energy``)."""
         return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
 

@@ -20,10 +20,10 @@ import math
 
 import numpy as np
 
-from .errors import NumericalFault
-from .geometry import Geometry
-from .kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
-from .linear import growth_rates
+from ..core.errors import NumericalFault
+from ..core.geometry import Geometry
+from ..core.kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
+from ..theory.linear import growth_rates
 
 MODEL_KINDS = ("SA", "USA")
 
@@ -188,7 +188,7 @@ class MeanFieldModel:
 
     # -- linear theory ---------------------------------------------------------
     def growth_rates(self) -> np.ndarray:
-        """σ_l about the uniform density, l = 0..L (:func:`meanfield_pde.linear.growth_rates`),
+        """σ_l about the uniform density, l = 0..L (:func:`meanfield_pde.theory.linear.growth_rates`),
         with this model's implicit part (noise, hyperviscosity) included."""
         g = self.geometry
         lin = np.zeros(g.lmax + 1)
@@ -200,7 +200,7 @@ class MeanFieldModel:
         """E_β[f] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ = Σ_lm w_m (λ_l − |S|δ_l0)/(2β) |f_lm|².
 
         The interaction energy less the constant M²/(2β) (see
-        :func:`meanfield_pde.kernels.energy_multipliers`): one smooth function of
+        :func:`meanfield_pde.core.kernels.energy_multipliers`): one smooth function of
         β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (DESIGN.md §1).
         """
         return float(np.sum(self._energy_mult * np.abs(coef) ** 2))

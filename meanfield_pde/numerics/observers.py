@@ -10,7 +10,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .diagnostics import snapshot_diagnostics
-from .io import snapshots_to_dataset
+from ..runs.io import snapshots_to_dataset
 from .models import MeanFieldModel
 
 

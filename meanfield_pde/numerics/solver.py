@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .diagnostics import ResolutionMonitor
-from .errors import NumericalFault
-from .signals import check as check_stop_request, interruption
+from ..core.errors import NumericalFault
+from ..core.signals import check as check_stop_request, interruption
 from .models import MeanFieldModel
 from .observers import Observer
 from .steppers import StepControl
-from .threads import single_threaded_blas
+from ..core.threads import single_threaded_blas
 
 MAX_CONSECUTIVE_REJECTIONS = 25
 
@@ -71,10 +71,10 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     accepted step the monitor may stop the run; the state it rejected is
     discarded, so the result (and the final snapshot) is the last good state.
     A KeyboardInterrupt, or a SIGINT/SIGTERM stop request
-    (:func:`meanfield_pde.signals.stop_on_signals`, honoured between steps),
+    (:func:`meanfield_pde.core.signals.stop_on_signals`, honoured between steps),
     stops the run the same way. ``stop(t, u)``, if given, is asked at every
     output time and ends the run early, still "completed", when it returns
-    True (e.g. :class:`meanfield_pde.stationary.StationaryStop`).
+    True (e.g. :class:`meanfield_pde.numerics.stationary.StationaryStop`).
     """
     with single_threaded_blas():  # BLAS only combines stages here; see threads.py
         return _integrate(model, control, u0, t_end, every=every, dt=dt, cfl=cfl,

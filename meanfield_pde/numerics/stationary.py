@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from .geometry import Geometry
+from ..core.geometry import Geometry
 
 UNIFORM_FLOOR = 1e-6
 """A deviation ‖f − f̄‖ below this fraction of ‖f̄‖ that still decays is 'uniform'."""
@@ -47,7 +47,7 @@ def reseed(geometry: Geometry, coef: np.ndarray, floor: float = UNIFORM_FLOOR) -
 
 
 class StationaryStop:
-    """Callable stop condition for :func:`meanfield_pde.solver.integrate`.
+    """Callable stop condition for :func:`meanfield_pde.numerics.solver.integrate`.
 
     Parameters
     ----------

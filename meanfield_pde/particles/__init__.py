@@ -20,7 +20,7 @@ Quick start::
     run = simulate(x0, "SA", beta=5.0, nu=0.0, t_end=10.0, dt=0.05, every=0.5)
     run.times, run.positions.shape, run.order_parameter, run.energy
 
-Errors are :class:`meanfield_pde.errors.ConfigError` (a ValueError) naming
+Errors are :class:`meanfield_pde.core.errors.ConfigError` (a ValueError) naming
 the argument and its allowed range.
 """
 

@@ -18,7 +18,7 @@ Numerics
   (default :data:`BLOCK_BYTES` = 256 KiB, so they stay in cache) are formed
   by one product, exponentiated in place and multiplied by [x_j, 1], which
   gives the weighted sums and the row sums at once; the threads
-  (:mod:`meanfield_pde.threads`) share the blocks. Peak memory at
+  (:mod:`meanfield_pde.core.threads`) share the blocks. Peak memory at
   n = 20 000 is a few MiB.
 * Overflow: SA is a softmax, evaluated with the row maximum of β⟨x_i,x_j⟩
   subtracted before exponentiating. USA factors out e^β:
@@ -45,9 +45,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..kernels import BETA_MAX, SMALL_BETA
-from ..threads import resolve_threads, single_threaded_blas
+from ..core.errors import ConfigError
+from ..core.kernels import BETA_MAX, SMALL_BETA
+from ..core.threads import resolve_threads, single_threaded_blas
 
 KINDS = ("SA", "USA")
 CHUNK_BYTES = 256 * 2**20
@@ -263,7 +263,7 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
         beyond round-off.
     threads : int >= 1 or None, keyword-only
         Threads sharing the rows; None: $MEANFIELD_PDE_THREADS, else all
-        cores (:func:`meanfield_pde.threads.resolve_threads`).
+        cores (:func:`meanfield_pde.core.threads.resolve_threads`).
 
     Returns
     -------
@@ -297,7 +297,7 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
 
     This is E_β[μ] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) dμ dμ of the empirical measure
     μ = (1/n) Σ δ_{x_i}: the definition of
-    :meth:`meanfield_pde.models.MeanFieldModel.energy` (the interaction energy less
+    :meth:`meanfield_pde.numerics.models.MeanFieldModel.energy` (the interaction energy less
     the constant 1/(2β)), one smooth function of β ∈ [0, 700]. Computed as
     e^β/(2β) · (1/n²) Σ e^{β(⟨x_i,x_j⟩−1)} − 1/(2β) for β >= 1 (finite up to β = 700),
     from Σ expm1(β⟨x_i,x_j⟩) for kernels.SMALL_BETA <= β < 1 (no cancellation), and

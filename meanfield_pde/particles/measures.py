@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ConfigError
-from .geometry import Geometry
+from ..core.errors import ConfigError
+from ..core.geometry import Geometry
 
 
 def density_from_particles(geometry: Geometry, points: np.ndarray, smoothing: float) -> np.ndarray:

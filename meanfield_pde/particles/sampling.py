@@ -4,7 +4,7 @@ All samplers return an array of shape (n, d) with unit rows (points of
 S^{d−1}) and take ``seed``: an integer (a fresh numpy Generator, PCG64) or a
 numpy Generator to draw from; the same integer seed gives identical points.
 The von Mises–Fisher draws use scipy.stats.vonmises_fisher, the law behind
-:func:`meanfield_pde.initial.von_mises_fisher_pdf`, so a particle run can
+:func:`meanfield_pde.numerics.initial.von_mises_fisher_pdf`, so a particle run can
 start from exactly the density a PDE run starts from.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .integrators import normalise
 
 
@@ -70,7 +70,7 @@ def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed
     ``scipy.stats.vonmises_fisher(μ_k, κ_k).rvs(size, random_state=rng)``
     (Wood's algorithm; Mardia & Jupp, *Directional Statistics*, §9.3.2).
     κ_k = 0 is the uniform law. The density is
-    :func:`meanfield_pde.initial.von_mises_fisher_pdf` with the same arguments.
+    :func:`meanfield_pde.numerics.initial.von_mises_fisher_pdf` with the same arguments.
 
     Parameters
     ----------

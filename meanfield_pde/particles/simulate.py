@@ -17,9 +17,9 @@ from functools import partial
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..signals import check as check_stop_request, interruption
-from ..threads import resolve_threads, single_threaded_blas
+from ..core.errors import ConfigError
+from ..core.signals import check as check_stop_request, interruption
+from ..core.threads import resolve_threads, single_threaded_blas
 from .dynamics import _check_beta, _check_chunk, _check_kind, energy, order_parameter, velocity
 from .integrators import SCHEMES
 
@@ -177,7 +177,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         Gram-matrix rows per chunk (:func:`dynamics.velocity`).
     threads : int >= 1 or None, keyword-only
         Threads of the velocity (:func:`dynamics.velocity`); None: the default
-        of :func:`meanfield_pde.threads.resolve_threads`.
+        of :func:`meanfield_pde.core.threads.resolve_threads`.
     store_positions : bool, keyword-only
         If False only the diagnostics and the final state are kept
         (``positions`` is then None).
@@ -191,7 +191,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         except the starting one of a resumed run (``start`` > 0).
 
     A KeyboardInterrupt (SIGINT, SIGTERM via
-    :func:`meanfield_pde.signals.stop_on_signals`) or non-finite positions
+    :func:`meanfield_pde.core.signals.stop_on_signals`) or non-finite positions
     stop the run early: the last good state is recorded and ``status``
     says why.
 

@@ -52,12 +52,12 @@ def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.
 
     DESIGN.md §1: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
     h_USA = (2/n) e^{βρ}. In the clock s with ds = h dt, ρ is logistic
-    (:mod:`meanfield_pde.equiangular`): 1 − ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),
+    (:mod:`meanfield_pde.theory.equiangular`): 1 − ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),
     R0 = (1+(n−1)ρ0)/((n−1)(1−ρ0)), so ρ = level at
     s* = log(((n/(n−1))/(1−level) − 1)/R0)/n and t* = ∫_0^{s*} ds/h(ρ(s)) (quad).
     """
     from scipy.integrate import quad
-    from .equiangular import rho_rate  # checks kind, beta, n
+    from ..theory.equiangular import rho_rate  # checks kind, beta, n
     rho_rate(kind, rho0, beta, n)
     r0 = (1 + (n - 1) * rho0) / ((n - 1) * (1 - rho0))
     s_star = np.log(((n / (n - 1)) / (1 - level) - 1) / r0) / n
@@ -141,7 +141,7 @@ def plot_noise(ds: xr.Dataset):
     """
     from matplotlib.figure import Figure
 
-    from .linear import critical_noise
+    from ..theory.linear import critical_noise
     m_all = ds.order_parameter.values
     st_all = ds.stationary.values.astype(bool)
     continuous = ("direction" in ds.dims and ds.sizes["direction"] == 2 and
@@ -184,7 +184,7 @@ def plot_clusters(ds: xr.Dataset):
     """Cluster counts against β (every seed; marker area ∝ how many) beside k*(β) or l*(β)."""
     from matplotlib.figure import Figure
 
-    from .linear import fastest_mode
+    from ..theory.linear import fastest_mode
     fig = Figure(figsize=(6.4, 4.6), layout="constrained")
     ax = fig.add_subplot()
     manifold, kind = ds.attrs.get("manifold", "sphere"), ds.attrs.get("model", "SA")
@@ -238,7 +238,7 @@ FIGURES = {"lines": plot_lines, "noise": plot_noise, "clusters": plot_clusters, 
 
 def save_sweep_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write the sweep's figure (``ds.attrs['figure']``) as a PNG through
-    :func:`meanfield_pde.outputs.save_png`; returns the path."""
-    from .outputs import save_png
+    :func:`meanfield_pde.runs.outputs.save_png`; returns the path."""
+    from ..runs.outputs import save_png
     return save_png(FIGURES.get(ds.attrs.get("figure", "lines"), plot_lines)(ds), path,
                     overwrite=overwrite)

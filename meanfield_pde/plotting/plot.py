@@ -20,7 +20,7 @@ import xarray as xr  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from .outputs import save_png  # noqa: E402
+from ..runs.outputs import save_png  # noqa: E402
 
 __all__ = ["plot_run", "save_figure", "cell_edges", "orthographic"]
 
@@ -383,7 +383,7 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
         Passed to :func:`plot_run`.
     overwrite : bool, keyword-only
         Replace an existing PNG (written through
-        :func:`meanfield_pde.outputs.save_png`: never into a link's target).
+        :func:`meanfield_pde.runs.outputs.save_png`: never into a link's target).
 
     Returns
     -------
@@ -395,13 +395,13 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
     ConfigError
         The PNG exists without ``overwrite``, is the input, or is claimed by
         another process; a damaged input file
-        (:func:`meanfield_pde.runcheck.open_checked`).
+        (:func:`meanfield_pde.runs.runcheck.open_checked`).
     """
     if isinstance(ds_or_path, xr.Dataset):
         ds, source = ds_or_path, ds_or_path.encoding.get("source")
         opened = False
     else:
-        from .runcheck import open_checked
+        from ..runs.runcheck import open_checked
         source = pathlib.Path(ds_or_path)
         ds, opened = open_checked(source, f"plot: {str(source)!r}"), True
     try:

@@ -4,7 +4,7 @@
 few common times (row A, row B) and, below, the distances over time with
 their sampling-noise levels and the differences of the order parameter and
 energy. :func:`save_comparison_figure` writes it to a PNG. Plain matplotlib
-with the Agg backend, as in :mod:`meanfield_pde.plot`.
+with the Agg backend, as in :mod:`meanfield_pde.plotting.plot`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import xarray as xr  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from .outputs import save_png  # noqa: E402
+from ..runs.outputs import save_png  # noqa: E402
 
-from .compare import (_coefficients, _flat_coefficients, _geometry, _positions,  # noqa: E402
+from ..analysis.compare import (_coefficients, _flat_coefficients, _geometry, _positions,  # noqa: E402
                       heat_factor, is_particle_run, on_common_time_axis)
 from .plot import _positive, _select_times, cell_edges  # noqa: E402
 
@@ -270,7 +270,7 @@ def save_comparison_figure(ds_a, ds_b, comparison, output, times=None, *,
     times : float or sequence of float, optional
         Passed to :func:`plot_comparison`.
     overwrite : bool, keyword-only
-        Replace an existing PNG (:func:`meanfield_pde.outputs.save_png`).
+        Replace an existing PNG (:func:`meanfield_pde.runs.outputs.save_png`).
 
     Returns
     -------
@@ -281,7 +281,7 @@ def save_comparison_figure(ds_a, ds_b, comparison, output, times=None, *,
     def load(obj):
         if isinstance(obj, xr.Dataset):
             return obj
-        from .runcheck import open_checked
+        from ..runs.runcheck import open_checked
         ds = open_checked(pathlib.Path(obj), f"figure input {str(obj)!r}")
         opened.append(ds)
         return ds

@@ -1,4 +1,4 @@
-"""Figures of the transformer studies (:mod:`meanfield_pde.transformer_study`), one per study.
+"""Figures of the transformer studies (:mod:`meanfield_pde.studies.transformer_study`), one per study.
 
 Plain matplotlib Figures with the Agg canvas (no display, no pyplot state).
 """

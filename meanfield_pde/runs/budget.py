@@ -33,7 +33,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 MAX_HOURS = 24.0            # estimated wall time above which a run needs --force
 MAX_SWEEP_POINTS = 10_000   # points of one sweep (each is a run and a file)
@@ -163,7 +163,7 @@ def particle_estimate(config) -> Estimate:
     one = velocity_seconds(p.n, dim)
     per = snapshot_bytes(d.manifold, d.lmax) + 8 * p.n * dim
     n_snap = snapshots(config)
-    from .particles.dynamics import CHUNK_BYTES
+    from ..particles.dynamics import CHUNK_BYTES
     memory = 8 * p.n * dim * 12 + 2 * CHUNK_BYTES  # positions and stages, chunks of Gram rows
     return Estimate(memory, n_snap * per, steps * PARTICLE_STAGES[scheme] * one, {
         "disk": f"particles.n = {p.n} with {n_snap:.3g} snapshots (output.every = "
@@ -175,7 +175,7 @@ def particle_estimate(config) -> Estimate:
 
 def tokens_estimate(config) -> Estimate:
     """A sweep point of task "tokens": particles.n tokens on S^{d-1}, d = sweep.dimension."""
-    from .particles.dynamics import CHUNK_BYTES
+    from ..particles.dynamics import CHUNK_BYTES
     p, t, dim = config.particles, config.time, config.sweep.dimension
     scheme = p.scheme if p.scheme != "auto" else ("euler_maruyama" if config.model.nu > 0 else "rk4")
     dt = p.dt or t.dt

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from .config import Config, apply_overrides, from_dict, parse_toml
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 MAX_CASE_BYTES = 1 << 20  # 1 MiB
 
@@ -18,7 +18,7 @@ MAX_CASE_BYTES = 1 << 20  # 1 MiB
 def cases_dir() -> Path:
     """The folder of named cases."""
     env = os.environ.get("MEANFIELD_PDE_CASES")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "cases"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "cases"
 
 
 def case_names() -> list[str]:

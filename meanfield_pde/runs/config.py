@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import tomli_w
 
-from .errors import ConfigError
-from .kernels import BETA_MAX, kernel_truncation_error, resolving_lmax
-from .normalisation.schemes import SCHEMES as NORMALISATION_SCHEMES
-from .steppers.tableaus import DEFAULT_SCHEME, SCHEMES
-from .threads import MAX_THREADS
+from ..core.errors import ConfigError
+from ..core.kernels import BETA_MAX, kernel_truncation_error, resolving_lmax
+from ..particles.normalisation.schemes import SCHEMES as NORMALISATION_SCHEMES
+from ..numerics.steppers.tableaus import DEFAULT_SCHEME, SCHEMES
+from ..core.threads import MAX_THREADS
 
 
 def _f(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False, hi_open=False,
@@ -186,7 +186,7 @@ class ParticlesConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class TransformerConfig:
-    """[transformer]: transformer architectures instead of the PDE (meanfield_pde.transformer_study).
+    """[transformer]: transformer architectures instead of the PDE (meanfield_pde.studies.transformer_study).
 
     study = "normalisation": 1−ρ(t) of every scheme (equiangular ODEs and
     particles; arXiv:2510.22026); "long_context_phase": the (γ, ρ) phase
@@ -220,10 +220,10 @@ class TransformerConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SweepConfig:
-    """[sweep]: a parameter sweep or phase diagram (``meanfield-pde sweep``, :mod:`meanfield_pde.sweep`).
+    """[sweep]: a parameter sweep or phase diagram (``meanfield-pde sweep``, :mod:`meanfield_pde.studies.sweep`).
 
     The grid items and the continuation key are checked by
-    :func:`meanfield_pde.sweep.check_sweep` (the keys must be case keys).
+    :func:`meanfield_pde.studies.sweep.check_sweep` (the keys must be case keys).
     """
     grid: list[str] = _f([], doc='swept keys, "section.key=values": a TOML list [a, b] or a range '
                                  '"start:stop:count" (count points, ends included)')
@@ -235,7 +235,7 @@ class SweepConfig:
                    doc="run: the case's run (PDE, or particles); tokens: n tokens in dimension "
                        "sweep.dimension (particles.simulate)")
     dimension: int = _f(3, lo=2, hi=100_000, doc="tokens: dimension d of the sphere S^{d-1}")
-    measure: list[str] = _f([], doc="extra measurements per point (see meanfield_pde.sweep.MEASURES)")
+    measure: list[str] = _f([], doc="extra measurements per point (see meanfield_pde.studies.sweep.MEASURES)")
     figure: str = _f("lines", choices=("lines", "noise", "clusters", "tokens"),
                      doc="figure written next to the combined Dataset")
 

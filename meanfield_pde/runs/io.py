@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .diagnostics import DIAGNOSTIC_ATTRS
-from .errors import ConfigError
-from .geometry import Geometry
+from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
+from ..core.errors import ConfigError
+from ..core.geometry import Geometry
 from .outputs import check_output, write_file
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
@@ -121,7 +121,7 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = True, inputs
     ------
     ConfigError
         If the name does not end in .nc or is over 200 bytes long, or as
-        :func:`meanfield_pde.outputs.check_output` (exists without
+        :func:`meanfield_pde.runs.outputs.check_output` (exists without
         ``overwrite``, is an input, a folder or special file, unwritable folder).
     """
     path = Path(path)
@@ -134,7 +134,7 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = True, inputs
 
 
 def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False, inputs=()) -> Path:
-    """Write with the default netCDF4 engine through :func:`meanfield_pde.outputs.write_file`
+    """Write with the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
     (claimed, written to a temporary file, renamed: an existing file is replaced only by a
     complete new one, and only with ``overwrite``).
 
@@ -142,7 +142,7 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     ------
     ConfigError
         From :func:`check_output_path`, before anything is written.
-    meanfield_pde.outputs.OutputFull
+    meanfield_pde.runs.outputs.OutputFull
         The disk, quota or file-size limit cannot take the file.
     """
     path = check_output_path(path, overwrite=overwrite, inputs=inputs)

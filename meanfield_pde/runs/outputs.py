@@ -6,7 +6,7 @@ limit studies, sweeps) goes through this module:
 * **Claim** (:func:`hold`): an exclusive ``fcntl.flock`` on a lock file
   ``.NAME.lock`` next to the output NAME, held for the whole run of the
   process that writes NAME (creation, ``--overwrite``, ``--resume``). A
-  second writer is refused with a :class:`~meanfield_pde.errors.ConfigError`
+  second writer is refused with a :class:`~meanfield_pde.core.errors.ConfigError`
   naming the holder (pid, command, start time, read from the lock file).
   A run's partial replacement ``X.partial.nc`` is claimed under its final
   name ``X.nc``. The lock is re-entrant within a process (one flock per
@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 TMP_MARK = ".meanfield-tmp-"  # between the output's name and mkstemp's random part
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)

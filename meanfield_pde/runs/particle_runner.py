@@ -19,19 +19,19 @@ import numpy as np
 import xarray as xr
 
 from .config import Config, VonMisesFisher
-from .errors import ConfigError, RunStoppedWarning
-from .geometry import make_geometry
-from .initial import initial_density
+from ..core.errors import ConfigError, RunStoppedWarning
+from ..core.geometry import make_geometry
+from ..numerics.initial import initial_density
 from .io import check_output_path, snapshots_to_dataset, software_versions, write_netcdf
-from .measures import sample_density
+from ..particles.measures import sample_density
 from .outputs import hold
 from .runcheck import require_file
-from .particles import simulate
-from .particles.simulate import snapshot_times
+from ..particles import simulate
+from ..particles.simulate import snapshot_times
 from .resume import resume_point
 from .runfile import MemoryRun, RunFile
-from .signals import stop_on_signals
-from .particles.sampling import von_mises_fisher_mixture
+from ..core.signals import stop_on_signals
+from ..particles.sampling import von_mises_fisher_mixture
 
 
 def initial_particles(config: Config, geometry) -> np.ndarray:
@@ -87,7 +87,7 @@ def run_particles(config: Config, output: str | Path | None = None, *, overwrite
     """Run the token system of a case; return (and write, snapshot by snapshot) its Dataset.
 
     The file is appended and synced at every snapshot like a PDE run's
-    (:class:`meanfield_pde.runfile.RunFile`); continue an interrupted run
+    (:class:`meanfield_pde.runs.runfile.RunFile`); continue an interrupted run
     with :func:`resume_particles`.
 
     Raises
@@ -95,7 +95,7 @@ def run_particles(config: Config, output: str | Path | None = None, *, overwrite
     ConfigError
         For a bad output path, an existing output without ``overwrite``, or
         an initial law that cannot be sampled, or (without ``force``) a
-        resource estimate beyond the machine or the caps (:mod:`meanfield_pde.budget`);
+        resource estimate beyond the machine or the caps (:mod:`meanfield_pde.runs.budget`);
         before anything is written.
     """
     from .runner import check_run_arguments
@@ -117,7 +117,7 @@ def resume_particles(path: str | Path, t_end: float | None = None) -> xr.Dataset
     Raises
     ------
     ConfigError
-        As :func:`meanfield_pde.resume.resume_point`.
+        As :func:`meanfield_pde.runs.resume.resume_point`.
     """
     require_file(path, f"--resume {str(path)!r}")
     with hold(path):  # claimed before the checks (see runner.resume)
@@ -170,7 +170,7 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
 
     Returns {"pde": ..., "particles": ..., "compare": ...} Datasets; the
     comparison uses the heat smoothing of [particles] smoothing for its L²
-    distance (see :func:`meanfield_pde.compare.compare`).
+    distance (see :func:`meanfield_pde.analysis.compare.compare`).
 
     Raises
     ------
@@ -180,7 +180,7 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
         estimates (both runs and the projections) beyond the machine or the caps.
     """
     from .budget import check_case
-    from .compare import compare
+    from ..analysis.compare import compare
     from .runner import run
     check_case(config, Path(output), force=force)  # the three pieces together, then each is cleared
     paths = comparison_paths(Path(output))

@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from .config import Config, from_dict, parse_toml
-from .errors import ConfigError
+from ..core.errors import ConfigError
 from .runcheck import open_checked
 
 RESUMABLE_KEYS = ("time.t_end",)
@@ -71,7 +71,7 @@ def resume_point(path: str | Path, t_end: float | None = None,
     ------
     ConfigError
         File missing, unreadable, damaged or read-only
-        (:func:`meanfield_pde.runcheck.open_checked`), not a run of this tool
+        (:func:`meanfield_pde.runs.runcheck.open_checked`), not a run of this tool
         (no ``case`` attribute), completed without a larger t_end, stopped for
         a reason that would recur (:func:`recurring_stop`), no restart snapshot.
     """

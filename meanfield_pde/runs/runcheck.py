@@ -7,7 +7,7 @@ checks, in this order, and raises a ConfigError naming the first fault:
 
 * the file is a regular, readable netCDF file (netCDF-3, or netCDF-4 where
   the purpose allows it: ``--resume`` appends only to the netCDF-3 files
-  the package writes, :mod:`meanfield_pde.runfile`);
+  the package writes, :mod:`meanfield_pde.runs.runfile`);
 * a netCDF-3 file is as long as its header says (records counted × record
   size; scipy's reader maps the file and fails on a short one);
 * ``time`` exists, is finite and strictly increasing;
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"

@@ -1,7 +1,7 @@
 """Where a run's snapshots go as they are computed: a crash-safe netCDF file, or memory.
 
 A run file is appended one snapshot (a one-time Dataset from
-:func:`meanfield_pde.io.snapshots_to_dataset`) at a time along an unlimited
+:func:`meanfield_pde.runs.io.snapshots_to_dataset`) at a time along an unlimited
 ``time`` dimension and synced after each, so a run killed at any moment
 (even by SIGKILL) leaves a file that ``xarray.open_dataset`` reads with every
 snapshot completed so far. The format is netCDF-3 64-bit offset (written by
@@ -21,7 +21,7 @@ state). A snapshot that does not fit (free disk space, ``ulimit -f``,
 checked before writing) or whose write fails (quota) is not written: the file
 is cut back to its complete records (the record count is rewritten in the
 header), the status says "stopped: could not write the file (...)", and the
-run stops like an interrupted one (:class:`meanfield_pde.signals.WriteFailed`)
+run stops like an interrupted one (:class:`meanfield_pde.core.signals.WriteFailed`)
 and can be resumed.
 """
 
@@ -37,11 +37,11 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
-from .errors import ConfigError, DiskSpaceWarning
+from ..core.errors import ConfigError, DiskSpaceWarning
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
-from .signals import WriteFailed
+from ..core.signals import WriteFailed
 
 FORMAT = "NETCDF3_64BIT_OFFSET"
 RUNNING = "running"
@@ -72,7 +72,7 @@ def _attr(value):
 class RunFile:
     """A run's netCDF file, appended and synced snapshot by snapshot.
 
-    The output name is claimed (:func:`meanfield_pde.outputs.acquire`) from
+    The output name is claimed (:func:`meanfield_pde.runs.outputs.acquire`) from
     construction until :meth:`close`, so no second process can create,
     replace or resume it meanwhile; a replacement ``X.partial.nc`` is
     claimed as ``X.nc``. Snapshot times are kept strictly increasing: a
@@ -96,7 +96,7 @@ class RunFile:
     Raises
     ------
     ConfigError
-        From :func:`meanfield_pde.io.check_output_path`, the name claimed by
+        From :func:`meanfield_pde.runs.io.check_output_path`, the name claimed by
         another process, or a partial file of an earlier replacement that was
         never finished; before anything is written.
     """
@@ -128,7 +128,7 @@ class RunFile:
         """Open an existing run file to append to it (``--resume``); status goes back to running.
 
         A partial file (``X.partial.nc``) replaces ``X.nc`` when the resumed run completes.
-        The caller has checked the file (:func:`meanfield_pde.runcheck.open_checked`).
+        The caller has checked the file (:func:`meanfield_pde.runs.runcheck.open_checked`).
 
         Raises
         ------
@@ -165,9 +165,9 @@ class RunFile:
         ------
         ConfigError
             First snapshot: the planned file does not fit the disk (nothing written).
-        meanfield_pde.outputs.OutputFull
+        meanfield_pde.runs.outputs.OutputFull
             First snapshot: it could not be written (nothing is left behind).
-        meanfield_pde.signals.WriteFailed
+        meanfield_pde.core.signals.WriteFailed
             A later snapshot could not be written (full disk, quota, file-size
             limit): the loops stop cleanly; the file keeps every earlier snapshot.
         """

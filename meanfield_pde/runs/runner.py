@@ -12,24 +12,24 @@ import numpy as np
 import xarray as xr
 
 from .config import Config, VonMisesFisher
-from .diagnostics import ResolutionMonitor
-from .errors import ConfigError, RunStoppedWarning
-from .geometry import Geometry, make_geometry
-from .initial import initial_density, von_mises_fisher_hint
-from .kernels import scaled_multipliers
+from ..numerics.diagnostics import ResolutionMonitor
+from ..core.errors import ConfigError, RunStoppedWarning
+from ..core.geometry import Geometry, make_geometry
+from ..numerics.initial import initial_density, von_mises_fisher_hint
+from ..core.kernels import scaled_multipliers
 from .io import coefficients_from_table, software_versions
-from .limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
+from ..numerics.limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
                      make_limit_model)
-from .models import MeanFieldModel
-from .observers import ProgressBar, SnapshotRecorder
+from ..numerics.models import MeanFieldModel
+from ..numerics.observers import ProgressBar, SnapshotRecorder
 from .outputs import hold
 from .runcheck import require_file
 from .resume import resume_point
 from .runfile import MemoryRun, RunFile
-from .signals import stop_on_signals
-from .solver import RunResult, integrate
-from .stationary import StationaryStop
-from .steppers import IMEXRungeKutta, StepControl, get_scheme
+from ..core.signals import stop_on_signals
+from ..numerics.solver import RunResult, integrate
+from ..numerics.stationary import StationaryStop
+from ..numerics.steppers import IMEXRungeKutta, StepControl, get_scheme
 
 
 @dataclass
@@ -112,7 +112,7 @@ def time_unit(config: Config) -> float:
 def check_run_arguments(config, overwrite, force: bool = False, output=None) -> None:
     """ConfigError for a ``config`` that is not a validated Config, an ``overwrite`` that is not a
     bool, or (unless ``force``) a case whose memory, disk or time estimate is refused
-    (:func:`meanfield_pde.budget.check_case`)."""
+    (:func:`meanfield_pde.runs.budget.check_case`)."""
     if not isinstance(config, Config):
         raise ConfigError(f"config = {type(config).__name__}: must be a Config from "
                           "meanfield_pde.load_case or meanfield_pde.from_dict")
@@ -150,10 +150,10 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     Parameters
     ----------
     config : Config
-        From :func:`meanfield_pde.load_case` or :func:`meanfield_pde.config.from_dict`.
+        From :func:`meanfield_pde.load_case` or :func:`meanfield_pde.runs.config.from_dict`.
     output : path, optional
         netCDF file, appended and synced at every snapshot
-        (:class:`meanfield_pde.runfile.RunFile`), so an interrupted or killed
+        (:class:`meanfield_pde.runs.runfile.RunFile`), so an interrupted or killed
         run keeps everything computed; continue it with :func:`resume`.
     progress : bool or None
         Progress bar; None shows it only on a terminal.
@@ -163,7 +163,7 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         Start from these coefficients (e.g. another run's final state: continuation)
         instead of the case's [initial] section.
     force : bool, keyword-only
-        Run even if the memory, disk or time estimate is refused (:mod:`meanfield_pde.budget`).
+        Run even if the memory, disk or time estimate is refused (:mod:`meanfield_pde.runs.budget`).
 
     Returns
     -------
@@ -203,7 +203,7 @@ def resume(path: str | Path, progress: bool | None = None, t_end: float | None =
     snapshot files are the checkpoints) and appends to the same file. With
     a fixed step the result equals the uninterrupted run bit for bit; with
     adaptive steps, to the step tolerance. A particle run file is handed to
-    :func:`meanfield_pde.particle_runner.resume_particles` (bit for bit too).
+    :func:`meanfield_pde.runs.particle_runner.resume_particles` (bit for bit too).
 
     Parameters
     ----------
@@ -215,9 +215,9 @@ def resume(path: str | Path, progress: bool | None = None, t_end: float | None =
     ------
     ConfigError
         Another process writes the file; a damaged file (refused untouched,
-        :func:`meanfield_pde.runcheck.open_checked`); not a run file of this
+        :func:`meanfield_pde.runs.runcheck.open_checked`); not a run file of this
         tool, a completed run without a larger t_end, a stop that would recur
-        (:func:`meanfield_pde.resume.recurring_stop`) or no regular snapshot
+        (:func:`meanfield_pde.runs.resume.recurring_stop`) or no regular snapshot
         to restart from.
     """
     require_file(path, f"--resume {str(path)!r}")

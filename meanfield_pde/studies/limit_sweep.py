@@ -8,9 +8,9 @@ the next term of the Laplace expansion Φ/λ_0 = f + Δf/(2β) + O(β⁻²)).
 For each β of ``[limit] betas`` :func:`limit_sweep` runs, from the case's
 initial density, the PDE (``time.unit = "backward_heat"`` for SA,
 ``"porous_medium"`` for USA) and each limit model of ``[limit] orders``
-(their time is τ, :mod:`meanfield_pde.limits`) to τ = ``[limit] tau``, and
+(their time is τ, :mod:`meanfield_pde.numerics.limits`) to τ = ``[limit] tau``, and
 measures the L² distance of the densities restricted to degrees
-l <= ``[limit] degrees`` (Parseval, :func:`meanfield_pde.compare.compare`):
+l <= ``[limit] degrees`` (Parseval, :func:`meanfield_pde.analysis.compare.compare`):
 
     distance = sqrt( Σ_{l <= degrees} Σ_m w_m |f^PDE_lm(τ) − f^limit_lm(τ)|² ),
     relative_distance = distance / sqrt( Σ_{1 <= l <= degrees} Σ_m w_m |f^PDE_lm(τ)|² ).
@@ -36,10 +36,10 @@ from typing import Callable
 import numpy as np
 import xarray as xr
 
-from .config import Config, from_dict
-from .errors import ConfigError, RunStoppedWarning
-from .limits import LIMIT_NAMES, PDE_TIME_UNITS, make_limit_model
-from .models import MeanFieldModel
+from ..runs.config import Config, from_dict
+from ..core.errors import ConfigError, RunStoppedWarning
+from ..numerics.limits import LIMIT_NAMES, PDE_TIME_UNITS, make_limit_model
+from ..numerics.models import MeanFieldModel
 
 SWEEP_RTOL, SWEEP_ATOL = 1e-10, 1e-16
 EXPECTED_SLOPES = {0: -1.0, 1: -2.0}
@@ -93,7 +93,7 @@ def sweep_configs(config: Config, beta: float) -> dict[str, Config]:
 
 def _final_distance(ds_pde: xr.Dataset, ds_lim: xr.Dataset, degrees: int) -> tuple[float, float]:
     """(distance, relative distance) at the last common time τ of two completed runs."""
-    from .compare import compare
+    from ..analysis.compare import compare
     c = compare(ds_pde, ds_lim, degrees)  # compares on τ: the PDE run carries a tau coordinate
     return float(c.l2_distance[-1]), float(c.relative_l2_distance[-1])
 
@@ -115,8 +115,8 @@ def amplification_factors(config: Config, beta: float) -> dict[str, float]:
     A perturbation ε at degree l (round-off) grows to about ε e^{σ_l τ} by τ;
     for backward heat the largest factor is e^{L(L+1)τ}, at the top degree.
     """
-    from .geometry import make_geometry
-    from .runner import time_unit
+    from ..core.geometry import make_geometry
+    from ..runs.runner import time_unit
     cfg = sweep_configs(config, beta)["mean_field"]
     g = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
     rates = {"mean_field": MeanFieldModel(g, config.model.kind, beta).growth_rates() * time_unit(cfg)}
@@ -155,7 +155,7 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
         attrs: model, equation names, tau, degrees, lmax, rtol, atol, the
         case TOML (``case``), slope_order<k> and expected_slope_order<k>.
     """
-    from .runner import run
+    from ..runs.runner import run
     check_sweep_config(config)
     lim = config.limit
     betas = [float(b) for b in lim.betas]
@@ -231,7 +231,7 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
     for o, s, e in zip(orders, slopes, expected):
         ds.attrs[f"slope_order{o}"] = s
         ds.attrs[f"expected_slope_order{o}"] = e
-    from .io import software_versions
+    from ..runs.io import software_versions
     ds.attrs.update(software_versions())
     return ds
 
@@ -270,7 +270,7 @@ def plot_limit_sweep(ds: xr.Dataset):
 
 
 def save_limit_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write :func:`plot_limit_sweep` as a PNG through :func:`meanfield_pde.outputs.save_png`;
+    """Write :func:`plot_limit_sweep` as a PNG through :func:`meanfield_pde.runs.outputs.save_png`;
     returns the path."""
-    from .outputs import save_png
+    from ..runs.outputs import save_png
     return save_png(plot_limit_sweep(ds), path, overwrite=overwrite, dpi=120)

@@ -29,7 +29,7 @@ Continuation (``[sweep] continuation = "model.nu"``): along that key the
 points run in order, each from the previous point's final state, upward
 and/or downward (``directions``); chains for the other keys run in parallel.
 With ``time.stationary_tol`` each run stops once stationary
-(:mod:`meanfield_pde.stationary`), which traces hysteresis.
+(:mod:`meanfield_pde.numerics.stationary`), which traces hysteresis.
 
 Tasks (``[sweep] task``): "run" is the case's PDE run (or its particle run
 with ``particles.mode = "particles"``); "tokens" simulates
@@ -54,13 +54,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .config import Config, apply_overrides, from_dict, parse_override, parse_toml
-from .errors import ConfigError, RunStoppedWarning
+from ..runs.config import Config, apply_overrides, from_dict, parse_override, parse_toml
+from ..core.errors import ConfigError, RunStoppedWarning
 
 RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
 FINALS = ("order_parameter", "energy", "free_energy", "mass", "min_density", "spectral_tail")
 MEASURES = {
-    "clusters": "number of clusters (peaks) of the final density (meanfield_pde.clusters.count_peaks)",
+    "clusters": "number of clusters (peaks) of the final density (meanfield_pde.analysis.clusters.count_peaks)",
     "clustered_pairs": "fraction of token pairs with <x_i, x_j> > 0.999 at every snapshot (tokens)",
 }
 
@@ -165,10 +165,10 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
         rejects (named as by --set, with the point), a continuation key not
         in the grid or with a non-numeric grid, continuation with
         task = "tokens" or particles, an unknown measure; more than
-        :data:`meanfield_pde.budget.MAX_SWEEP_POINTS` points (unless ``force``),
+        :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``),
         before any point is built.
     """
-    from .budget import check_sweep_points
+    from ..runs.budget import check_sweep_points
     sw = config.sweep
     grid = grid_of(config, extra_grid)
     check_sweep_points(math.prod(len(v) for _, v in grid), force=force)
@@ -248,7 +248,7 @@ def _finished(path: Path, planned: dict) -> bool:
 
 
 def _geometry(ds: xr.Dataset):
-    from .geometry import make_geometry
+    from ..core.geometry import make_geometry
     return make_geometry(ds.attrs["manifold"], int(ds.attrs["lmax"]), 1)
 
 
@@ -272,14 +272,14 @@ def summarise(ds: xr.Dataset, measures=(), with_state: bool = False) -> dict:
             out["finals"][name] = float(ds[name].values[-1])
     geometry = _geometry(ds) if ("density" in ds and (with_state or "clusters" in measures)) else None
     if "clusters" in measures and geometry is not None:
-        from .clusters import count_peaks
+        from ..analysis.clusters import count_peaks
         out["finals"]["clusters"] = float(count_peaks(geometry.points, ds.density.values[-1],
                                                       geometry.area))
     if "clustered_pairs" in measures:
         if "clustered_pairs" in ds:
             out["series"]["clustered_pairs"] = ds.clustered_pairs.values
         elif "positions" in ds:
-            from .clusters import clustered_pair_fraction
+            from ..analysis.clusters import clustered_pair_fraction
             out["series"]["clustered_pairs"] = clustered_pair_fraction(ds.positions.values)
     if with_state and "coef_real" in ds:
         out["state"] = final_coefficients(ds, geometry)
@@ -288,9 +288,9 @@ def summarise(ds: xr.Dataset, measures=(), with_state: bool = False) -> dict:
 
 def _run_tokens(config: Config) -> xr.Dataset:
     """n tokens uniform on S^{d-1}: order parameter, energy, clustered_pairs over time, final positions."""
-    from .clusters import clustered_pair_fraction
-    from .particles import simulate, uniform_sphere
-    from .runfile import _attr as exact_attr
+    from ..analysis.clusters import clustered_pair_fraction
+    from ..particles import simulate, uniform_sphere
+    from ..runs.runfile import _attr as exact_attr
     p, t = config.particles, config.time
     d = config.sweep.dimension
     scheme = p.scheme if p.scheme != "auto" else ("euler_maruyama" if config.model.nu > 0 else "rk4")
@@ -331,22 +331,22 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
             config = from_dict(spec["config"], name=spec["name"])
             initial = previous.get("state") if (cont and previous) else None
             if initial is not None:  # a near-uniform state keeps a small perturbation
-                from .geometry import make_geometry
-                from .stationary import reseed
+                from ..core.geometry import make_geometry
+                from ..numerics.stationary import reseed
                 initial = reseed(make_geometry(config.domain.manifold, config.domain.lmax, 1), initial)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RunStoppedWarning)
                 if spec["task"] == "tokens":
                     ds = _run_tokens(config)
                 elif config.particles.mode == "particles":
-                    from .particle_runner import run_particles
+                    from ..runs.particle_runner import run_particles
                     ds = run_particles(config, force=spec.get("force", False))
                 else:
-                    from .runner import run
+                    from ..runs.runner import run
                     ds = run(config, progress=False, initial=initial, force=spec.get("force", False))
             if initial is not None:
                 ds.attrs["continued_from"] = previous.get("label", "")
-            from .io import write_netcdf
+            from ..runs.io import write_netcdf
             write_netcdf(ds, path, overwrite=True)  # an unfinished point's file is replaced
             rec = summarise(ds, spec["measures"], with_state=cont)
             rec["skipped"] = 0
@@ -436,14 +436,14 @@ def _check_folder(out: Path) -> None:
     if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
         raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
                           "points/*.nc and sweep.nc in it)")
-    from .io import check_writable_folder
+    from ..runs.io import check_writable_folder
     check_writable_folder(out / "points", f"--output {str(out)!r}")
 
 
 def _check_budget(plan: Plan, out: Path, force: bool) -> None:
     """Refuse (unless ``force``) a sweep whose points together exceed the disk, memory or time caps;
     the points then run unchecked (``force`` in their spec)."""
-    from .budget import Estimate, case_estimate, check, tokens_estimate
+    from ..runs.budget import Estimate, case_estimate, check, tokens_estimate
     if force:
         return
     estimate = tokens_estimate if plan.config.sweep.task == "tokens" else case_estimate
@@ -486,7 +486,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         One line per finished point.
     force : bool
         Run even if the number of points or the summed memory/disk/time estimate
-        of the points is refused (:mod:`meanfield_pde.budget`).
+        of the points is refused (:mod:`meanfield_pde.runs.budget`).
 
     Returns
     -------
@@ -507,8 +507,8 @@ def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log) -> xr
               "path": str((out / "points" / f"{p.label}.nc").resolve()),
               "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
               "continuation": bool(plan.continuation)} for p in plan.points]
-    from .io import write_netcdf
-    from .outputs import hold
+    from ..runs.io import write_netcdf
+    from ..runs.outputs import hold
     with dask_client(workers, scheduler) as client:
         try:  # only now: a scheduler that cannot be reached leaves no folder behind
             (out / "points").mkdir(parents=True, exist_ok=True)
@@ -624,6 +624,6 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     for key in ("model.beta", "model.nu"):  # the fixed model parameters (figures use them)
         if key not in keys:
             ds.attrs[key.split(".")[1]] = getattr(c.model, key.split(".")[1])
-    from .io import software_versions
+    from ..runs.io import software_versions
     ds.attrs.update(software_versions())
     return ds

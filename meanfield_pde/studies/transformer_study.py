@@ -3,8 +3,8 @@
 ``meanfield-pde run CASE`` with ``[transformer] study = ...`` runs one of
 
 * "normalisation": for each scheme of ``transformer.schemes`` the equiangular
-  (ρ, r) ODEs (:func:`meanfield_pde.normalisation.solve_scheme_equiangular`)
-  and n particles started equiangular (:func:`meanfield_pde.normalisation.simulate`)
+  (ρ, r) ODEs (:func:`meanfield_pde.particles.normalisation.solve_scheme_equiangular`)
+  and n particles started equiangular (:func:`meanfield_pde.particles.normalisation.simulate`)
   on log-spaced depths up to ``t_end``, the largest particle–ODE deviation and
   the fitted asymptotic rate over the last decade (arXiv:2510.22026; Rigollet
   arXiv:2512.01868 §6.2);
@@ -13,10 +13,10 @@
   (``layers`` layers at ρ = ``rho`` for each γ of ``gammas``) (arXiv:2512.01868 Thm 7);
 * "long_context_limits": ⟨θ_i, θ_j⟩ against n ∈ [10, n_max] at each γ of
   ``gammas`` (exact formula) and their limits, with direct computations at
-  n <= ``direct_max`` (:mod:`meanfield_pde.long_context`).
+  n <= ``direct_max`` (:mod:`meanfield_pde.theory.long_context`).
 
 Every study returns an xarray Dataset (written as netCDF) and a figure
-(:mod:`meanfield_pde.transformer_plot`).
+(:mod:`meanfield_pde.plotting.transformer_plot`).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import time as _time
 import numpy as np
 import xarray as xr
 
-from . import long_context as lc
-from .config import Config
-from .normalisation import (ASYMPTOTIC_LAWS, fitted_rate, get_scheme, simulate,
+from ..theory import long_context as lc
+from ..runs.config import Config
+from ..particles.normalisation import (ASYMPTOTIC_LAWS, fitted_rate, get_scheme, simulate,
                             solve_scheme_equiangular)
-from .particles.sampling import equiangular
+from ..particles.sampling import equiangular
 
 GAP_FLOOR = 1e-18
 """Particle gaps 1−⟨θ_i,θ_j⟩ below this are not reported (NaN): the positions carry absolute
@@ -123,7 +123,7 @@ def long_context_limits(config: Config) -> xr.Dataset:
     direct(gamma, n_direct) (mean over 16 tokens' pairs), direct_error(gamma, n_direct)
     = max |direct − formula| over the pairs; random_mean, random_std (gamma, n_random):
     the same on random near-equiangular inputs of dimension ``random_dim``
-    (:func:`meanfield_pde.long_context.near_equiangular_tokens`, 64 tokens' pairs),
+    (:func:`meanfield_pde.theory.long_context.near_equiangular_tokens`, 64 tokens' pairs),
     with input_std(n_random), the spread of their input inner products.
     """
     tr = config.transformer
@@ -175,9 +175,9 @@ def run_study(config: Config, force: bool = False) -> xr.Dataset:
     """Run ``config.transformer.study`` and return its Dataset (with case attributes).
 
     Raises ConfigError (unless ``force``) if its memory or time estimate is refused
-    (:func:`meanfield_pde.budget.check_case`).
+    (:func:`meanfield_pde.runs.budget.check_case`).
     """
-    from .budget import check_case
+    from ..runs.budget import check_case
     check_case(config, force=force)
     start = _time.perf_counter()
     ds = STUDIES[config.transformer.study](config)

@@ -2,7 +2,7 @@
 
 Linearising ∂_t f + div(f V[f]) = ν Δf about the uniform density f̄ = 1/|S|
 diagonalises in spherical harmonics (S²) or Fourier modes (S¹), because the
-kernel e^{β⟨x,y⟩} is zonal (Funk–Hecke, λ_l in :mod:`meanfield_pde.kernels`).
+kernel e^{β⟨x,y⟩} is zonal (Funk–Hecke, λ_l in :mod:`meanfield_pde.core.kernels`).
 A perturbation ε Y_l grows like e^{σ_l t} with (DESIGN.md §1)
 
     S²:  σ_l^USA = l(l+1) [ i_l(β)/β − ν ]     σ_l^SA = l(l+1) [ i_l(β)/(β i_0(β)) − ν ]
@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .kernels import BETA_MAX, gradient_multipliers, kernel_degree_cutoff
+from ..core.kernels import BETA_MAX, gradient_multipliers, kernel_degree_cutoff
 
 KINDS = ("SA", "USA")
 MANIFOLDS = ("sphere", "circle")

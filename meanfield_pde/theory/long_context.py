@@ -33,8 +33,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import ConfigError
-from .particles.sampling import _rng, random_rotation
+from ..core.errors import ConfigError
+from ..particles.sampling import _rng, random_rotation
 
 
 def _check_rho(rho):
@@ -228,7 +228,7 @@ def attention_rows(x, beta: float, rows=None, chunk: int = 256) -> np.ndarray:
     ConfigError
         x not a finite (n, d) array, beta out of range, rows not valid indices.
     """
-    from .particles.dynamics import _check_beta
+    from ..particles.dynamics import _check_beta
     beta = _check_beta(beta)
     x, rows = _check_tokens(x, rows)
     n = x.shape[0]

@@ -75,7 +75,7 @@ class Sphere(Geometry):
         lmax < 2; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
     threads : int, optional
         OpenMP threads of the transforms; 0 = the default of
-        :func:`meanfield_pde.threads.resolve_threads` ($MEANFIELD_PDE_THREADS, else all cores).
+        :func:`meanfield_pde.core.threads.resolve_threads` ($MEANFIELD_PDE_THREADS, else all cores).
 
     Attributes
     ----------

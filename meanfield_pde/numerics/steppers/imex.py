@@ -34,7 +34,7 @@ class IMEXRungeKutta:
     the coefficients instead of two per term), and the implicit division uses
     1/(1 − dt a_ii L), computed once per step size and diagonal entry.
     The products are small: run them with BLAS on one thread
-    (:func:`meanfield_pde.threads.single_threaded_blas`, as the solver does).
+    (:func:`meanfield_pde.core.threads.single_threaded_blas`, as the solver does).
     """
 
     def __init__(self, tableau: IMEXTableau, explicit: Explicit, linear: np.ndarray):

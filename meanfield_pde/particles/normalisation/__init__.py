@@ -4,7 +4,7 @@
 discrete layer), :mod:`.dynamics` (continuous token model with solve_ivp and
 the discrete layers), :mod:`.equiangular` (the (ρ, r) ODEs and asymptotic rates).
 
-    from meanfield_pde.normalisation import simulate, solve_scheme_equiangular
+    from meanfield_pde.particles.normalisation import simulate, solve_scheme_equiangular
     run = solve_scheme_equiangular("pre_ln", rho0=0.2, beta=1.0, n=16, t=[0, 10, 100])
 """
 

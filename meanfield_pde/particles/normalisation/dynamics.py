@@ -24,8 +24,8 @@ from functools import partial
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..errors import ConfigError
-from ..particles.dynamics import _check_beta, attention
+from ...core.errors import ConfigError
+from ..dynamics import _check_beta, attention
 from .schemes import Scheme, get_scheme
 
 

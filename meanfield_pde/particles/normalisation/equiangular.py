@@ -2,7 +2,7 @@
 
 If the n tokens start with equal radii r and equal pairwise inner products
 ⟨θ_i, θ_j⟩ = ρ (i ≠ j), every scheme keeps them so (permutation symmetry, as
-for SA, :mod:`meanfield_pde.equiangular`), and with E = e^{−β(1−ρ)},
+for SA, :mod:`meanfield_pde.theory.equiangular`), and with E = e^{−β(1−ρ)},
 D = 1 + (n−1)E the SA attention of the directions gives exactly
 
     ⟨θ_i, A_i⟩ = (1 + (n−1)Eρ)/D,
@@ -32,8 +32,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from ..errors import ConfigError
-from ..particles.dynamics import _check_beta
+from ...core.errors import ConfigError
+from ..dynamics import _check_beta
 from .dynamics import _check_times, solve_piecewise
 from .schemes import Scheme, get_scheme
 

@@ -54,7 +54,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...core.errors import ConfigError
 
 Law = Callable[..., np.ndarray]
 """(r, dot, norm, t) -> array: r radii (n,), dot = ⟨θ_i, A_i⟩ (n,), norm = |A_i| (n,), t float."""

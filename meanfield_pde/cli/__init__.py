@@ -1,0 +1,2 @@
+"""TODO"""
+from .commands import main
