@@ -27,7 +27,7 @@ FLOOR_POINTS = 12_000  # ... and no more draws than this many sampled points all
 _AREA = {"sphere": 4.0 * np.pi, "circle": 2.0 * np.pi}
 
 
-def _coefficients(ds: xr.Dataset) -> xr.DataArray:
+def complex_coefficients(ds: xr.Dataset) -> xr.DataArray:
     """Complex coefficients with dims (time, degree[, m]); NaN (m > l) set to 0."""
     c = (ds.coef_real + 1j * ds.coef_imag).fillna(0.0)
     return c.rename({"k": "l"}) if "k" in c.dims else c
@@ -168,7 +168,7 @@ def wasserstein_distance(manifold: str, xs: np.ndarray, xt: np.ndarray, a=None, 
 # --------------------------------------------------------------------------
 # particle runs: positions, PDE densities as weighted grids, statistics
 # --------------------------------------------------------------------------
-def _positions(ds: xr.Dataset, i: int) -> np.ndarray:
+def snapshot_positions(ds: xr.Dataset, i: int) -> np.ndarray:
     """Positions (n, dim) of snapshot i of a particle run."""
     pos = ds["positions"]
     xyz = "xyz" if "xyz" in pos.dims else pos.dims[-1]
@@ -182,12 +182,12 @@ def _n_particles(ds: xr.Dataset) -> int:
     return int(pos.sizes[[d for d in pos.dims if d not in ("time", xyz)][0]])
 
 
-def _geometry(manifold: str, lmax: int):
+def comparison_geometry(manifold: str, lmax: int):
     from ..core.geometry import make_geometry
     return make_geometry(manifold, max(int(lmax), 2))
 
 
-def _flat_coefficients(geometry, table: xr.DataArray) -> np.ndarray:
+def flat_coefficients(geometry, table: xr.DataArray) -> np.ndarray:
     """A snapshot's coefficients (l[, m]) in the geometry's order; degrees above the table's are 0."""
     vals = np.asarray(table.values)
     out = geometry.zeros_coef()
@@ -213,8 +213,8 @@ def _grid_measure(geometry, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _measures(ds: xr.Dataset, coef: xr.DataArray, i: int, geometry):
     """(points, weights or None) of snapshot i: particles as they are, a PDE run as its weighted grid."""
     if is_particle_run(ds):
-        return _positions(ds, i), None
-    return _grid_measure(geometry, _flat_coefficients(geometry, coef.isel(time=i)))
+        return snapshot_positions(ds, i), None
+    return _grid_measure(geometry, flat_coefficients(geometry, coef.isel(time=i)))
 
 
 def _statistical_variance(power_f: xr.DataArray, manifold: str, top: int, smoothing: float,
@@ -347,7 +347,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     s = float(smoothing or 0.0)
     ds_a, ds_b = on_common_time_axis(ds_a, ds_b)
     ia, ib = common_times(ds_a, ds_b)
-    full_a, full_b = _coefficients(ds_a), _coefficients(ds_b)
+    full_a, full_b = complex_coefficients(ds_a), complex_coefficients(ds_b)
     ca, cb = full_a.isel(time=ia), full_b.isel(time=ib)
     top = min(int(ca.l.max()), int(cb.l.max()))
     top = top if degrees is None else min(top, int(degrees))
@@ -437,8 +437,8 @@ def _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, manifo
                                       "be tested")
     if n_projections == 0:
         return
-    geo_a = None if is_particle_run(ds_a) else _geometry(manifold, int(full_a.l.max()))
-    geo_b = None if is_particle_run(ds_b) else _geometry(manifold, int(full_b.l.max()))
+    geo_a = None if is_particle_run(ds_a) else comparison_geometry(manifold, int(full_a.l.max()))
+    geo_b = None if is_particle_run(ds_b) else comparison_geometry(manifold, int(full_b.l.max()))
     proj = _sphere_projections(n_projections, seed) if manifold == "sphere" else None
     sw = []
     for i, j in zip(ia, ib):
@@ -468,7 +468,7 @@ def _wasserstein_floor(ds_a, ds_b, i0, j0, full_a, full_b, geo_a, geo_b, manifol
     from ..particles.measures import sample_density
     rng = np.random.default_rng([seed, 1])
     if is_particle_run(ds_a) and is_particle_run(ds_b):
-        x0 = _positions(ds_a, i0)
+        x0 = snapshot_positions(ds_a, i0)
         na, nb = _n_particles(ds_a), _n_particles(ds_b)
         draws = FLOOR_DRAWS
         values = [wasserstein_distance(manifold, x0[rng.integers(0, len(x0), na)],
@@ -480,7 +480,7 @@ def _wasserstein_floor(ds_a, ds_b, i0, j0, full_a, full_b, geo_a, geo_b, manifol
         pde, full, geo, i, n = ds_b, full_b, geo_b, j0, _n_particles(ds_a)
     else:
         pde, full, geo, i, n = ds_a, full_a, geo_a, i0, _n_particles(ds_b)
-    coef = _flat_coefficients(geo, full.isel(time=i))
+    coef = flat_coefficients(geo, full.isel(time=i))
     pts, w = _grid_measure(geo, coef)
     draws = _floor_draws(n)
     try:

@@ -75,7 +75,7 @@ def _run_outputs(config, path: Path, args) -> list[Path]:
     """Every file `run` writes: the run file(s) and, unless --no-plot, the figure."""
     plot = config.output.plot and not args.no_plot
     if config.particles.mode == "compare" and config.transformer.study == "off":
-        from ..runs.particle_runner import comparison_paths
+        from ..studies.compare_particles import comparison_paths
         paths = comparison_paths(path)
         return [paths["pde"], paths["particles"], paths["compare"]] + ([paths["figure"]] if plot else [])
     return [path] + ([path.with_suffix(".png")] if plot else [])
@@ -164,7 +164,7 @@ def _run_study(config, path: Path, args) -> int:
 
 
 def _run_comparison(config, path: Path, args) -> int:
-    from ..runs.particle_runner import comparison_paths, run_comparison
+    from ..studies.compare_particles import comparison_paths, run_comparison
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
         out = run_comparison(config, path, overwrite=args.overwrite, force=args.force)

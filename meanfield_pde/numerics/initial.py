@@ -8,9 +8,8 @@ so a particle run can sample exactly the law the PDE starts from.
 from __future__ import annotations
 
 import numpy as np
-from ..runs.config import PerturbedUniform, SphericalHarmonic, VonMisesFisher
 from ..core.errors import ConfigError
-from ..core.geometry import Geometry
+from ..core.geometry import Geometry, unit_rows
 
 
 def uniform(geometry: Geometry) -> np.ndarray:
@@ -56,7 +55,6 @@ def von_mises_fisher_pdf(points: np.ndarray, centres, concentrations, weights=No
     """
     from scipy.stats import vonmises_fisher  # slow import, only needed here
 
-    from ..particles.sampling import unit_rows
     centres = unit_rows(centres)
     k = len(centres)
     weights = np.full(k, 1.0 / k) if weights is None or len(weights) == 0 else np.asarray(weights)
@@ -223,13 +221,15 @@ def initial_density(geometry: Geometry, spec, max_spectral_tail: float = 1e-6,
         somewhere on the grid (amplitude too large), or a vMF mixture too
         concentrated for domain.lmax.
     """
-    if isinstance(spec, PerturbedUniform):
+    # Dispatch on the section's ``type`` key, not on the config classes: those live in the
+    # runs layer above this one.
+    if getattr(spec, "type", None) == "perturbed_uniform":
         return _nonnegative(geometry, perturbed_uniform(geometry, spec.amplitude, spec.degree_min,
                                                         spec.degree_max, spec.seed), spec)
-    if isinstance(spec, SphericalHarmonic):
+    if getattr(spec, "type", None) == "spherical_harmonic":
         return _nonnegative(geometry, spherical_harmonic(geometry, spec.degree, spec.order,
                                                          spec.amplitude), spec)
-    if isinstance(spec, VonMisesFisher):
+    if getattr(spec, "type", None) == "von_mises_fisher":
         return von_mises_fisher(geometry, spec.centres, spec.concentrations, spec.weights,
                                 max_spectral_tail, negative_density)
     raise TypeError(f"unknown initial specification {spec!r}")

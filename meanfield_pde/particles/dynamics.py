@@ -55,20 +55,20 @@ CHUNK_BYTES = 256 * 2**20
 
 
 # -- argument checks -----------------------------------------------------------
-def _check_kind(kind) -> str:
+def check_kind(kind) -> str:
     if kind not in KINDS:
         raise ConfigError(f"kind = {kind!r}: must be one of {KINDS}")
     return kind
 
 
-def _check_beta(beta) -> float:
+def check_beta(beta) -> float:
     beta = float(beta)
     if not 0.0 <= beta <= BETA_MAX:  # also rejects NaN
         raise ConfigError(f"beta = {beta}: must be in [0, {BETA_MAX:g}]")
     return beta
 
 
-def _check_chunk(chunk_rows) -> int | None:
+def check_chunk(chunk_rows) -> int | None:
     if chunk_rows is None:
         return None
     if isinstance(chunk_rows, bool) or int(chunk_rows) != chunk_rows or chunk_rows < 1:
@@ -207,7 +207,7 @@ def attention(x, kind: str, beta: float, *, chunk_rows: int | None = None,
 
     Parameters and errors as :func:`velocity`.
     """
-    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     n, d = x.shape
     if beta == 0.0:  # every weight is 1: A_i = m for both kinds
@@ -284,7 +284,7 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
     Source: Geshkovski et al., arXiv:2312.10794 (SA eq. (1.2)-(1.3) family,
     USA the unnormalised variant); DESIGN.md §1.
     """
-    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     if beta == 0.0:  # fast path, all weights 1 for SA and USA: v_i = m − ⟨x_i, m⟩ x_i
         m = _mean(x)
@@ -319,7 +319,7 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
     ConfigError (a ValueError)
         beta out of range; x not (n, d) with d >= 2; bad chunk_rows.
     """
-    beta, chunk_rows = _check_beta(beta), _check_chunk(chunk_rows)
+    beta, chunk_rows = check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     n = x.shape[0]
     if beta < SMALL_BETA:
@@ -377,7 +377,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
     Source: DESIGN.md §1 (Kuramoto, d = 2); Geshkovski et al.,
     arXiv:2312.10794 (the circle case).
     """
-    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     theta = np.asarray(theta, dtype=float)
     if theta.ndim != 1:
         raise ConfigError(f"theta: shape {theta.shape}: must be (n,)")

@@ -20,7 +20,7 @@ import numpy as np
 from ..core.errors import ConfigError
 from ..core.signals import check as check_stop_request, interruption
 from ..core.threads import resolve_threads, single_threaded_blas
-from .dynamics import _check_beta, _check_chunk, _check_kind, energy, order_parameter, velocity
+from .dynamics import check_beta, check_chunk, check_kind, energy, order_parameter, velocity
 from .integrators import SCHEMES
 
 UNIT_TOL = 1e-10
@@ -210,7 +210,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         nu > 0, seed not an integer >= 0, chunk_rows.
     """
     x = _check_positions(x0)
-    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     nu = _check_positive("nu", nu, allow_zero=True)
     t_end = _check_positive("t_end", t_end, allow_zero=True)
     dt = _check_positive("dt", dt, allow_zero=False)

@@ -112,7 +112,7 @@ def _time_values(ds):
     return np.asarray(ds["time"].values, dtype=float) if "time" in ds.coords else np.arange(n, dtype=float)
 
 
-def _select_times(ds, times, n_times):
+def select_times(ds, times, n_times):
     """Indices of the snapshots to draw (sorted, unique)."""
     t = _time_values(ds)
     valid = np.flatnonzero(np.isfinite(t))
@@ -157,7 +157,7 @@ def _power(ds):
     return deg, power
 
 
-def _positive(y):
+def positive_only(y):
     """y with non-positive values hidden, so a log axis never sees them."""
     y = np.asarray(y, dtype=float).copy()
     y[~(y > 0)] = np.nan
@@ -262,7 +262,7 @@ def _draw_diagnostics(axes, ds, t):
         elif name == "mass":
             y = np.abs(y - _first_finite(y))
         if log:
-            y = _positive(y)
+            y = positive_only(y)
         ax.plot(t, y, ".-", ms=3, lw=1)
         if not np.isfinite(y).any():
             ax.text(0.5, 0.5, "no finite data" + (" > 0" if log else ""), ha="center",
@@ -283,8 +283,8 @@ def _draw_spectrum(ax, ds, idx, t, circle):
         ax.text(0.5, 0.5, "no coefficients", ha="center", va="center", transform=ax.transAxes)
         return
     for i in idx:
-        ax.plot(deg, _positive(power[i]), ".-", ms=4, lw=1, label=f"t = {t[i]:.4g}")
-    if np.isfinite(_positive(power[idx])).any():
+        ax.plot(deg, positive_only(power[i]), ".-", ms=4, lw=1, label=f"t = {t[i]:.4g}")
+    if np.isfinite(positive_only(power[idx])).any():
         ax.set_yscale("log")
     if circle:
         ax.set(xlabel="wavenumber k", ylabel=r"$|f_k|^2$", title="power spectrum")
@@ -345,7 +345,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     else:
         raise ValueError(f"'density' has dimensions {ds['density'].dims}; expected "
                          "(time, lat, lon) on the sphere or (time, theta) on the circle")
-    idx = _select_times(ds, times, n_times)
+    idx = select_times(ds, times, n_times)
     t = _time_values(ds)
 
     ncol = len(idx)

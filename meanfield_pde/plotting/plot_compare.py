@@ -22,9 +22,9 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ..runs.outputs import save_png  # noqa: E402
 
-from ..analysis.compare import (_coefficients, _flat_coefficients, _geometry, _positions,  # noqa: E402
+from ..analysis.compare import (complex_coefficients, flat_coefficients, comparison_geometry, snapshot_positions,  # noqa: E402
                       heat_factor, is_particle_run, on_common_time_axis)
-from .plot import _positive, _select_times, cell_edges  # noqa: E402
+from .plot import positive_only, select_times, cell_edges  # noqa: E402
 
 __all__ = ["plot_comparison", "save_comparison_figure"]
 
@@ -59,7 +59,7 @@ def _snapshot(ds, i, manifold, smoothing):
     """
     particles = is_particle_run(ds)
     if particles and smoothing <= 0:
-        return "points", _positions(ds, i), None, f"particles (n = {ds['positions'].shape[1]})"
+        return "points", snapshot_positions(ds, i), None, f"particles (n = {ds['positions'].shape[1]})"
     what = f"particles (n = {ds['positions'].shape[1]})" if particles else "density"
     if smoothing <= 0 and "density" in ds:
         dens = ds["density"]
@@ -68,9 +68,9 @@ def _snapshot(ds, i, manifold, smoothing):
                     np.asarray(dens.transpose("time", "lat", "lon").values[i], float), what)
         return ("grid", (np.asarray(ds["theta"], float),),
                 np.asarray(dens.transpose("time", "theta").values[i], float), what)
-    coef = _coefficients(ds).isel(time=i)
-    geo = _geometry(manifold, int(coef.l.max()))
-    values = geo.synthesis(_flat_coefficients(geo, coef) * heat_factor(geo.degree, manifold, smoothing))
+    coef = complex_coefficients(ds).isel(time=i)
+    geo = comparison_geometry(manifold, int(coef.l.max()))
+    values = geo.synthesis(flat_coefficients(geo, coef) * heat_factor(geo.degree, manifold, smoothing))
     coords = (geo.lat, geo.lon) if manifold == "sphere" else (geo.theta,)
     return "grid", coords, values, what + (f", heat-smoothed s = {smoothing:g}" if smoothing > 0 else "")
 
@@ -152,7 +152,7 @@ def _draw_circle_rows(subfig, runs, comparison, times):
 
 def _plot_series(ax, t, y, label, log=False, **kw):
     y = np.asarray(y, float)
-    ax.plot(t, _positive(y) if log else y, ".-", ms=3, lw=1, label=label, **kw)
+    ax.plot(t, positive_only(y) if log else y, ".-", ms=3, lw=1, label=label, **kw)
 
 
 def _draw_distances(axes, comparison):
@@ -160,13 +160,13 @@ def _draw_distances(axes, comparison):
     ax = axes[0]
     _plot_series(ax, t, comparison["l2_distance"], "‖a − b‖ (L²)", log=True)
     if "expected_statistical_l2" in comparison:
-        ax.plot(t, _positive(comparison["expected_statistical_l2"]), "k--", lw=1,
+        ax.plot(t, positive_only(comparison["expected_statistical_l2"]), "k--", lw=1,
                 label="expected from sampling")
     s = comparison.attrs.get("smoothing", 0.0)
     ax.set(xlabel="time", ylabel="L² distance",
            title=f"degrees <= {comparison.attrs.get('degrees_compared', '?')}"
                  + (f", heat smoothing s = {float(s):g}" if s else ""))
-    if np.isfinite(_positive(comparison["l2_distance"])).any():
+    if np.isfinite(positive_only(comparison["l2_distance"])).any():
         ax.set_yscale("log")
     ax.legend(fontsize="small")
 
@@ -181,7 +181,7 @@ def _draw_distances(axes, comparison):
         ax.legend(fontsize="small")
     else:
         _plot_series(ax, t, comparison["relative_l2_distance"], "relative", log=True)
-        if np.isfinite(_positive(comparison["relative_l2_distance"])).any():
+        if np.isfinite(positive_only(comparison["relative_l2_distance"])).any():
             ax.set_yscale("log")
         ax.set(xlabel="time", ylabel="‖a − b‖ / ‖a − mean(a)‖", title="relative L² distance")
 
@@ -239,7 +239,7 @@ def plot_comparison(ds_a, ds_b, comparison, times=None, n_times=4) -> Figure:
         If a requested time is outside the comparison's range.
     """
     ds_a, ds_b = on_common_time_axis(ds_a, ds_b)
-    idx = _select_times(comparison, times, n_times)
+    idx = select_times(comparison, times, n_times)
     times = np.asarray(comparison["time"].values, float)[idx]
     manifold = comparison.attrs.get("manifold") or ds_a.attrs.get("manifold", "sphere")
     circle = manifold == "circle"

@@ -40,6 +40,7 @@ MAX_SWEEP_POINTS = 10_000   # points of one sweep (each is a run and a file)
 MAX_PROJECTIONS = 100_000   # great circles of the sliced Wasserstein distance (= particles.projections)
 from .cases import MAX_CASE_BYTES  # noqa: E402,F401 - stated here with the other caps
 from .config import MAX_DESCRIPTION  # noqa: E402,F401
+from .config import Config  # noqa: E402
 
 SPHERE_RHS_PER_L3 = 6e-10   # s per (L+1)^3, one PDE right-hand side on S² (measured, L = 127..255)
 MIN_RHS_SECONDS = 3e-5      # Python overhead of one right-hand side (circle, small L)
@@ -284,3 +285,15 @@ def check_sweep_points(count: int, *, force: bool = False) -> None:
         raise ConfigError(f"sweep grid: {count:.6g} points (the product of the grid sizes); the cap is "
                           f"{MAX_SWEEP_POINTS} (each point is a run and a file); pass --force "
                           "(Python: force=True) to run it anyway")
+
+
+def check_run_arguments(config, overwrite, force: bool = False, output=None) -> None:
+    """ConfigError for a ``config`` that is not a validated Config, an ``overwrite`` that is not a
+    bool, or (unless ``force``) a case whose memory, disk or time estimate is refused
+    (:func:`meanfield_pde.runs.budget.check_case`)."""
+    if not isinstance(config, Config):
+        raise ConfigError(f"config = {type(config).__name__}: must be a Config from "
+                          "meanfield_pde.load_case or meanfield_pde.from_dict")
+    if not isinstance(overwrite, bool):
+        raise ConfigError(f"overwrite = {overwrite!r}: must be True or False")
+    check_case(config, output, force=force)

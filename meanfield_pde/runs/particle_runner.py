@@ -10,7 +10,6 @@ particles.smoothing (stated in its attributes), for maps and plots.
 
 from __future__ import annotations
 
-import dataclasses
 import time as _time
 import warnings
 from pathlib import Path
@@ -18,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .budget import check_run_arguments
 from .config import Config, VonMisesFisher
 from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.geometry import make_geometry
 from ..numerics.initial import initial_density
-from .io import check_output_path, snapshots_to_dataset, software_versions, write_netcdf
+from .io import snapshots_to_dataset, software_versions
 from ..particles.measures import sample_density
 from .outputs import hold
 from .runcheck import require_file
@@ -98,7 +98,6 @@ def run_particles(config: Config, output: str | Path | None = None, *, overwrite
         resource estimate beyond the machine or the caps (:mod:`meanfield_pde.runs.budget`);
         before anything is written.
     """
-    from .runner import check_run_arguments
     check_run_arguments(config, overwrite, force, output)
     snapshots = snapshot_times(config.time.t_end, config.snapshot_interval).size
     sink = RunFile(output, overwrite=overwrite, attrs=particle_attributes(config), snapshots=snapshots) \
@@ -155,43 +154,3 @@ def _advance_particles(config: Config, geometry, sink, x0: np.ndarray, start: in
     if res.status != "completed":
         warnings.warn(f"{config.name}: {res.status}", RunStoppedWarning, stacklevel=3)
     return ds
-
-
-def comparison_paths(output: Path) -> dict[str, Path]:
-    """File names of a compare-mode run: FILE.nc (PDE), FILE_particles.nc, FILE_compare.nc."""
-    stem = output.with_suffix("")
-    return {"pde": output, "particles": Path(f"{stem}_particles.nc"),
-            "compare": Path(f"{stem}_compare.nc"), "figure": Path(f"{stem}_compare.png")}
-
-
-def run_comparison(config: Config, output: str | Path, *, overwrite: bool = False,
-                   force: bool = False) -> dict[str, xr.Dataset]:
-    """PDE and particles from the same initial law, and their comparison (all written).
-
-    Returns {"pde": ..., "particles": ..., "compare": ...} Datasets; the
-    comparison uses the heat smoothing of [particles] smoothing for its L²
-    distance (see :func:`meanfield_pde.analysis.compare.compare`).
-
-    Raises
-    ------
-    ConfigError
-        A bad path or, without ``overwrite``, an existing one; checked for
-        all three files before anything runs. Without ``force``, resource
-        estimates (both runs and the projections) beyond the machine or the caps.
-    """
-    from .budget import check_case
-    from ..analysis.compare import compare
-    from .runner import run
-    check_case(config, Path(output), force=force)  # the three pieces together, then each is cleared
-    paths = comparison_paths(Path(output))
-    files = (paths["pde"], paths["particles"], paths["compare"])
-    with hold(*files):  # all three claimed for the whole comparison
-        for path in files:
-            check_output_path(path, overwrite=overwrite)
-        pde_config = dataclasses.replace(config, particles=dataclasses.replace(config.particles, mode="off"))
-        pde = run(pde_config, output=paths["pde"], overwrite=overwrite, force=True)
-        particles = run_particles(config, output=paths["particles"], overwrite=overwrite, force=True)
-        result = compare(pde, particles, smoothing=config.particles.smoothing,
-                         n_projections=config.particles.projections, seed=config.particles.seed)
-        write_netcdf(result, paths["compare"], overwrite=overwrite)
-    return {"pde": pde, "particles": particles, "compare": result}

@@ -56,7 +56,7 @@ def partial_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}.partial.nc")
 
 
-def _attr(value):
+def netcdf_attr(value):
     """A global attribute value netCDF-3 can hold (no int64, no bool).
 
     An integer outside int32 (a seed of 3000000000 or 2**64 + 5) is stored as its
@@ -210,7 +210,7 @@ class RunFile:
         first = record.copy()
         first.attrs.update(self.attrs)
         first.attrs.update(status=RUNNING, running_note=self._note())
-        first.attrs = {k: _attr(v) for k, v in first.attrs.items()}
+        first.attrs = {k: netcdf_attr(v) for k, v in first.attrs.items()}
         header = 4096 + sum(len(str(v)) + 64 for v in first.attrs.values())
         first_size = header + sum(int(v.nbytes) + 8 for v in first.variables.values())
         if self.snapshots:
@@ -246,7 +246,7 @@ class RunFile:
         try:
             if "running_note" in self.nc.ncattrs():
                 self.nc.delncattr("running_note")  # frees the reserved header space first
-            self.nc.setncatts({k: _attr(v) for k, v in {**(attrs or {}), "status": status}.items()})
+            self.nc.setncatts({k: netcdf_attr(v) for k, v in {**(attrs or {}), "status": status}.items()})
             self.nc.sync()
         except (OSError, RuntimeError):  # a full disk: the status is stored when possible
             pass
@@ -297,5 +297,5 @@ class MemoryRun:
     def finish(self, status: str, attrs: dict | None = None) -> xr.Dataset:
         ds = xr.concat(self.records, dim="time", data_vars="minimal", coords="minimal",
                        compat="override", join="override", combine_attrs="override")
-        ds.attrs.update({k: _attr(v) for k, v in {**self.attrs, **(attrs or {}), "status": status}.items()})
+        ds.attrs.update({k: netcdf_attr(v) for k, v in {**self.attrs, **(attrs or {}), "status": status}.items()})
         return ds

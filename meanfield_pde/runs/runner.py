@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .budget import check_run_arguments
 from .config import Config, VonMisesFisher
 from ..numerics.diagnostics import ResolutionMonitor
 from ..core.errors import ConfigError, RunStoppedWarning
@@ -21,8 +22,9 @@ from .io import coefficients_from_table, software_versions
 from ..numerics.limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
                      make_limit_model)
 from ..numerics.models import MeanFieldModel
-from ..numerics.observers import ProgressBar, SnapshotRecorder
+from ..numerics.observers import ProgressBar
 from .outputs import hold
+from .recorder import SnapshotRecorder
 from .runcheck import require_file
 from .resume import resume_point
 from .runfile import MemoryRun, RunFile
@@ -107,19 +109,6 @@ def time_unit(config: Config) -> float:
         scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold)[0]
         return 2.0 * beta * np.exp(-beta) / scaled_l0
     return 1.0
-
-
-def check_run_arguments(config, overwrite, force: bool = False, output=None) -> None:
-    """ConfigError for a ``config`` that is not a validated Config, an ``overwrite`` that is not a
-    bool, or (unless ``force``) a case whose memory, disk or time estimate is refused
-    (:func:`meanfield_pde.runs.budget.check_case`)."""
-    if not isinstance(config, Config):
-        raise ConfigError(f"config = {type(config).__name__}: must be a Config from "
-                          "meanfield_pde.load_case or meanfield_pde.from_dict")
-    if not isinstance(overwrite, bool):
-        raise ConfigError(f"overwrite = {overwrite!r}: must be True or False")
-    from .budget import check_case
-    check_case(config, output, force=force)
 
 
 def run_attributes(config: Config) -> dict:

@@ -290,7 +290,7 @@ def _run_tokens(config: Config) -> xr.Dataset:
     """n tokens uniform on S^{d-1}: order parameter, energy, clustered_pairs over time, final positions."""
     from ..analysis.clusters import clustered_pair_fraction
     from ..particles import simulate, uniform_sphere
-    from ..runs.runfile import _attr as exact_attr
+    from ..runs.runfile import netcdf_attr as exact_attr
     p, t = config.particles, config.time
     d = config.sweep.dimension
     scheme = p.scheme if p.scheme != "auto" else ("euler_maruyama" if config.model.nu > 0 else "rk4")

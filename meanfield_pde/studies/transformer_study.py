@@ -13,7 +13,8 @@
   (``layers`` layers at ρ = ``rho`` for each γ of ``gammas``) (arXiv:2512.01868 Thm 7);
 * "long_context_limits": ⟨θ_i, θ_j⟩ against n ∈ [10, n_max] at each γ of
   ``gammas`` (exact formula) and their limits, with direct computations at
-  n <= ``direct_max`` (:mod:`meanfield_pde.theory.long_context`).
+  n <= ``direct_max`` (:mod:`meanfield_pde.theory.long_context`,
+  :mod:`meanfield_pde.particles.long_context`).
 
 Every study returns an xarray Dataset (written as netCDF) and a figure
 (:mod:`meanfield_pde.plotting.transformer_plot`).
@@ -26,6 +27,7 @@ import time as _time
 import numpy as np
 import xarray as xr
 
+from ..particles import long_context as tokens
 from ..theory import long_context as lc
 from ..runs.config import Config
 from ..particles.normalisation import (ASYMPTOTIC_LAWS, fitted_rate, get_scheme, simulate,
@@ -123,7 +125,7 @@ def long_context_limits(config: Config) -> xr.Dataset:
     direct(gamma, n_direct) (mean over 16 tokens' pairs), direct_error(gamma, n_direct)
     = max |direct − formula| over the pairs; random_mean, random_std (gamma, n_random):
     the same on random near-equiangular inputs of dimension ``random_dim``
-    (:func:`meanfield_pde.theory.long_context.near_equiangular_tokens`, 64 tokens' pairs),
+    (:func:`meanfield_pde.particles.long_context.near_equiangular_tokens`, 64 tokens' pairs),
     with input_std(n_random), the spread of their input inner products.
     """
     tr = config.transformer
@@ -135,20 +137,20 @@ def long_context_limits(config: Config) -> xr.Dataset:
     direct = np.full((gam.size, len(n_direct)), np.nan)
     direct_error = np.full_like(direct, np.nan)
     for j, n in enumerate(n_direct):
-        x = lc.equiangular_tokens(n, tr.rho)
+        x = tokens.equiangular_tokens(n, tr.rho)
         for i, g in enumerate(gam):
-            d = lc.direct_inner_products(x, g, rows=np.arange(min(n, 16)))
+            d = tokens.direct_inner_products(x, g, rows=np.arange(min(n, 16)))
             direct[i, j] = d.mean()
             direct_error[i, j] = np.abs(d - lc.one_layer_inner_product(tr.rho, g, n)).max()
     n_random = [n for n in (100, 1000) if tr.random_dim]
     rnd = np.full((2, gam.size, len(n_random)), np.nan)
     input_std = np.full(len(n_random), np.nan)
     for j, n in enumerate(n_random):
-        x = lc.near_equiangular_tokens(n, tr.rho, tr.random_dim, seed=0)
+        x = tokens.near_equiangular_tokens(n, tr.rho, tr.random_dim, seed=0)
         iu = np.triu_indices(64, 1)
         input_std[j] = (x[:64] @ x[:64].T)[iu].std()
         for i, g in enumerate(gam):
-            d = lc.direct_inner_products(x, g, rows=np.arange(64))
+            d = tokens.direct_inner_products(x, g, rows=np.arange(64))
             rnd[:, i, j] = d.mean(), d.std()
     return xr.Dataset(
         {

@@ -36,11 +36,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .linear import _check_beta, _check_int, _check_kind
+from .linear import check_beta, check_int, check_kind
 
 
 def _check_n(n) -> int:
-    return _check_int("n", n, 2)
+    return check_int("n", n, 2)
 
 
 def rho_rate(kind: str, rho, beta: float, n: int):
@@ -64,7 +64,7 @@ def rho_rate(kind: str, rho, beta: float, n: int):
     ValueError
         kind not in {SA, USA}; beta outside [0, 700]; n not an integer >= 2.
     """
-    kind, beta, n = _check_kind(kind), _check_beta(beta), _check_n(n)
+    kind, beta, n = check_kind(kind), check_beta(beta), _check_n(n)
     rho = np.asarray(rho, dtype=float)
     core = (1.0 - rho) * (1.0 + (n - 1) * rho)
     if kind == "SA":
@@ -132,7 +132,7 @@ def solve_equiangular(kind: str, rho0: float, beta: float, n: int, t, *,
     t itself, so ρ(t) there is only as determined as t is (the clock s, and
     hence ρ as a function of s, stays exact).
     """
-    kind, beta, n = _check_kind(kind), _check_beta(beta), _check_n(n)
+    kind, beta, n = check_kind(kind), check_beta(beta), _check_n(n)
     rho0 = float(rho0)
     if not -1.0 / (n - 1) < rho0 < 1.0:
         raise ValueError(f"rho0 = {rho0}: must be in (-1/(n-1), 1) = ({-1.0 / (n - 1):.6g}, 1)")
@@ -190,5 +190,5 @@ def collapse_rate(kind: str, beta: float) -> float:
     ValueError
         kind or beta out of range.
     """
-    kind, beta = _check_kind(kind), _check_beta(beta)
+    kind, beta = check_kind(kind), check_beta(beta)
     return 2.0 if kind == "SA" else 2.0 * float(np.exp(beta))

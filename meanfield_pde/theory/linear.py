@@ -37,13 +37,13 @@ _AREA = {"sphere": 4.0 * np.pi, "circle": 2.0 * np.pi}
 
 
 # -- argument checks (shared with equiangular.py) ------------------------------
-def _check_kind(kind: str) -> str:
+def check_kind(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"kind = {kind!r}: must be one of {KINDS}")
     return kind
 
 
-def _check_beta(beta: float) -> float:
+def check_beta(beta: float) -> float:
     beta = float(beta)
     if not 0.0 <= beta <= BETA_MAX:  # also rejects NaN
         raise ValueError(f"beta = {beta}: must be in [0, {BETA_MAX:g}]")
@@ -63,7 +63,7 @@ def _check_manifold(manifold: str) -> str:
     return manifold
 
 
-def _check_int(name: str, value, minimum: int) -> int:
+def check_int(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or int(value) != value or value < minimum:
         raise ValueError(f"{name} = {value!r}: must be an integer >= {minimum}")
     return int(value)
@@ -108,8 +108,8 @@ def growth_rates(kind: str, beta: float, nu: float, lmax: int,
         kind not in {SA, USA}; beta outside [0, 700]; nu < 0 or not finite;
         lmax not an integer >= 0; manifold not in {sphere, circle}.
     """
-    kind, beta, nu = _check_kind(kind), _check_beta(beta), _check_nu(nu)
-    lmax, manifold = _check_int("lmax", lmax, 0), _check_manifold(manifold)
+    kind, beta, nu = check_kind(kind), check_beta(beta), _check_nu(nu)
+    lmax, manifold = check_int("lmax", lmax, 0), _check_manifold(manifold)
     l = np.arange(lmax + 1, dtype=float)
     eig = l * (l + 1.0) if manifold == "sphere" else l * l  # eigenvalue of −Δ
     return eig * (_kernel_part(kind, beta, lmax, manifold) - nu)
@@ -151,8 +151,8 @@ def fastest_mode(kind: str, beta: float, nu: float = 0.0, manifold: str = "spher
     ValueError
         As :func:`growth_rates`; lmax < 1.
     """
-    beta = _check_beta(beta)
-    lmax = _auto_lmax(beta) if lmax is None else _check_int("lmax", lmax, 1)
+    beta = check_beta(beta)
+    lmax = _auto_lmax(beta) if lmax is None else check_int("lmax", lmax, 1)
     sigma = growth_rates(kind, beta, nu, lmax, manifold)
     return int(np.argmax(sigma[1:])) + 1
 
@@ -186,7 +186,7 @@ def critical_noise(kind: str, beta: float, manifold: str = "sphere") -> float:
         kind, beta or manifold out of range.
     """
     # Computed as an explicit max (not just l = 1) so the claim above is checked by the tests.
-    kappa = _kernel_part(_check_kind(kind), _check_beta(beta), 8, _check_manifold(manifold))
+    kappa = _kernel_part(check_kind(kind), check_beta(beta), 8, _check_manifold(manifold))
     return float(np.max(kappa[1:]))
 
 
@@ -223,7 +223,7 @@ def predicted_cluster_positions(coef_k_star: complex, k_star: int) -> np.ndarray
     ValueError
         k_star not an integer >= 1; coef_k_star zero or not finite (no phase).
     """
-    k = _check_int("k_star", k_star, 1)
+    k = check_int("k_star", k_star, 1)
     c = complex(coef_k_star)
     if not (c != 0 and np.isfinite(c.real) and np.isfinite(c.imag)):
         raise ValueError(f"coef_k_star = {coef_k_star!r}: must be finite and nonzero "

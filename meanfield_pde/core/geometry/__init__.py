@@ -1,10 +1,10 @@
 """Manifolds behind one interface: the sphere S² (shtns) and the circle S¹ (FFT)."""
 
-from .base import Geometry
+from .base import Geometry, unit_rows
 from .circle import Circle
 from .sphere import Sphere
 
-__all__ = ["Geometry", "Sphere", "Circle", "make_geometry"]
+__all__ = ["Geometry", "Sphere", "Circle", "make_geometry", "unit_rows"]
 
 
 def make_geometry(manifold: str, lmax: int, threads: int = 0) -> Geometry:

@@ -125,3 +125,15 @@ class Geometry(ABC):
         """C_l = Σ_m |f_lm|² over all orders (−l..l), shape (lmax+1,)."""
         return np.bincount(self.degree, weights=self.parseval_weight * np.abs(coef) ** 2,
                            minlength=self.lmax + 1)
+
+
+def unit_rows(vectors) -> np.ndarray:
+    """Finite non-zero rows (K, d) scaled to unit length, for any magnitude.
+
+    Each row is divided by its largest |entry| first: the plain norm
+    overflows for entries near 1e308 and underflows to 0 for subnormal ones
+    (1e-320), while the direction of such a row is well defined.
+    """
+    v = np.asarray(vectors, dtype=float)
+    v = v / np.max(np.abs(v), axis=-1, keepdims=True)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ...core.errors import ConfigError
-from ..dynamics import _check_beta, attention
+from ..dynamics import check_beta, attention
 from .schemes import Scheme, get_scheme
 
 
@@ -39,7 +39,7 @@ def _check_positions(x) -> np.ndarray:
     return x
 
 
-def _check_times(t) -> np.ndarray:
+def check_times(t) -> np.ndarray:
     t = np.atleast_1d(np.asarray(t, dtype=float))
     if t.ndim != 1 or not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(np.diff(t) <= 0):
         raise ConfigError("t: times must be finite, >= 0 and increasing")
@@ -160,8 +160,8 @@ def simulate(x0, scheme: str | Scheme, beta: float, t, *, rtol: float = 1e-12,
     ConfigError
         Bad x0, times, beta or scheme.
     """
-    scheme, beta = get_scheme(scheme), _check_beta(beta)
-    x0, t_eval = _check_positions(x0), _check_times(t)
+    scheme, beta = get_scheme(scheme), check_beta(beta)
+    x0, t_eval = _check_positions(x0), check_times(t)
     if scheme.starts_normalised:
         x0 = x0 / np.linalg.norm(x0, axis=1, keepdims=True)
     shape = x0.shape
@@ -196,7 +196,7 @@ def layers(x0, scheme: str | Scheme, beta: float, h: float, n_layers: int,
     ConfigError
         Bad x0, beta, scheme, h <= 0, n_layers < 0 or every < 1.
     """
-    scheme, beta = get_scheme(scheme), _check_beta(beta)
+    scheme, beta = get_scheme(scheme), check_beta(beta)
     x = _check_positions(x0)
     h = float(h)
     if not (np.isfinite(h) and h > 0):

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from ...core.errors import ConfigError
-from ..dynamics import _check_beta
-from .dynamics import _check_times, solve_piecewise
+from ..dynamics import check_beta
+from .dynamics import check_times, solve_piecewise
 from .schemes import Scheme, get_scheme
 
 
@@ -107,9 +107,9 @@ def solve_scheme_equiangular(scheme: str | Scheme, rho0: float, beta: float, n: 
     ConfigError
         Bad scheme, rho0, beta, n, r0 or times.
     """
-    scheme, beta = get_scheme(scheme), _check_beta(beta)
+    scheme, beta = get_scheme(scheme), check_beta(beta)
     n, rho0, r0 = _check(n, rho0, r0)
-    t_eval = _check_times(t)
+    t_eval = check_times(t)
     if scheme.starts_normalised:
         r0 = 1.0
 
@@ -160,7 +160,7 @@ def collapse_clock(scheme: str | Scheme, t, *, r0: float = 1.0) -> np.ndarray:
     """
     scheme = get_scheme(scheme)
     _n, _rho, r0 = _check(2, 0.0, r0)
-    t_eval = _check_times(t)
+    t_eval = check_times(t)
     if scheme.starts_normalised:
         r0 = 1.0
     one = np.ones(1)
