@@ -1,4 +1,5 @@
-"""Phase diagrams from sweeps: theory curves, measured transitions and the figures.
+"""Phase-diagram figures of sweeps (the theory curves come from :mod:`meanfield_pde.theory`,
+the measured transitions from :mod:`meanfield_pde.analysis.phase`).
 
 Figures (``[sweep] figure``):
 - "lines": every final diagnostic against the first swept key;
@@ -8,7 +9,7 @@ Figures (``[sweep] figure``):
   fastest mode k*(β) or l*(β) (:func:`linear.fastest_mode`);
 - "tokens": fraction of token pairs with ⟨x_i, x_j⟩ > 0.999 on the (t, β)
   grid, with the measured transition (fraction 1/2) and the equiangular
-  prediction (:func:`equiangular_transition_time`).
+  prediction (:func:`meanfield_pde.theory.equiangular.equiangular_transition_time`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+
+from ..analysis.phase import critical_noise_fit, token_transition
+from ..theory.equiangular import equiangular_transition_time
 
 
 def _other_dims(ds, keep):
@@ -42,84 +46,6 @@ def plot_lines(ds: xr.Dataset):
         ax.set_visible(False)
     fig.suptitle(ds.attrs.get("title", ""), fontsize=10)
     return fig
-
-
-# -- theory and measured transitions ------------------------------------------------------------
-
-def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.0,
-                                level: float = 0.999) -> float:
-    """The time t* at which the equiangular ρ(t) from ρ0 reaches ``level``.
-
-    DESIGN.md §1: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
-    h_USA = (2/n) e^{βρ}. In the clock s with ds = h dt, ρ is logistic
-    (:mod:`meanfield_pde.theory.equiangular`): 1 − ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),
-    R0 = (1+(n−1)ρ0)/((n−1)(1−ρ0)), so ρ = level at
-    s* = log(((n/(n−1))/(1−level) − 1)/R0)/n and t* = ∫_0^{s*} ds/h(ρ(s)) (quad).
-    """
-    from scipy.integrate import quad
-    from ..theory.equiangular import rho_rate  # checks kind, beta, n
-    rho_rate(kind, rho0, beta, n)
-    r0 = (1 + (n - 1) * rho0) / ((n - 1) * (1 - rho0))
-    s_star = np.log(((n / (n - 1)) / (1 - level) - 1) / r0) / n
-    if s_star <= 0:
-        return 0.0
-
-    def inv_h(s):
-        gap = (n / (n - 1)) / (1 + r0 * np.exp(n * s))
-        if kind == "SA":
-            return (np.exp(beta * gap) + n - 1) / 2.0
-        return n * np.exp(-beta * (1 - gap)) / 2.0
-    return float(quad(inv_h, 0.0, s_star, epsabs=0, epsrel=1e-10, limit=200)[0])
-
-
-def crossing_time(times, values, level: float = 0.5) -> float:
-    """First time an increasing-ish series reaches ``level`` (linear interpolation; inf if never)."""
-    times, values = np.asarray(times, float), np.asarray(values, float)
-    above = np.flatnonzero(values >= level)
-    if above.size == 0:
-        return np.inf
-    i = above[0]
-    if i == 0:
-        return float(times[0])
-    t0, t1, v0, v1 = times[i - 1], times[i], values[i - 1], values[i]
-    return float(t0 + (level - v0) * (t1 - t0) / (v1 - v0))
-
-
-def token_transition(ds: xr.Dataset, level: float = 0.5) -> xr.DataArray:
-    """Measured transition time per (beta, dimension): the seed-mean clustered_pairs reaches ``level``."""
-    frac = ds.clustered_pairs.mean("seed") if "seed" in ds.clustered_pairs.dims else ds.clustered_pairs
-    return xr.apply_ufunc(lambda v: crossing_time(ds.time.values, v, level), frac,
-                          input_core_dims=[["time"]], vectorize=True)
-
-
-def within_one_cell(betas, measured, predicted_at, dt: float, t_end: float = np.inf) -> np.ndarray:
-    """True where the measured transition (t_m at β) lies within one (Δt, Δβ) cell of the prediction.
-
-    The predicted t*(β) increases with β, so the prediction passes within one
-    cell of (t_m, β) iff t_m ∈ [t*(β − Δβ) − Δt, t*(β + Δβ) + Δt] (Δβ the grid
-    spacing at β). ``predicted_at``: callable β -> t*. No measured transition
-    (inf) agrees if the prediction lies beyond the grid, t*(β − Δβ) − Δt > t_end.
-    """
-    betas = np.asarray(betas, float)
-    ok = np.zeros(len(betas), bool)
-    for i, (b, tm) in enumerate(zip(betas, measured)):
-        db = np.diff(betas).max() if len(betas) > 1 else 0.0
-        lo, hi = predicted_at(max(b - db, 0.0)) - dt, predicted_at(b + db) + dt
-        ok[i] = lo <= tm <= hi if np.isfinite(tm) else lo > t_end
-    return ok
-
-
-def critical_noise_fit(nu, m, window: float = 0.02) -> tuple[float, float]:
-    """ν_c and slope a from |m|² = a (ν_c − ν), fitted on ordered points within ``window`` below
-    the first point where |m| vanishes (|m| < 1e-3). Returns (ν_c, a)."""
-    nu, m = np.asarray(nu, float), np.asarray(m, float)
-    order = np.argsort(nu)
-    nu, m2 = nu[order], m[order] ** 2
-    zero = np.flatnonzero(m2 < 1e-6)
-    top = nu[zero[0]] if zero.size else nu[-1]
-    sel = (nu < top) & (nu >= top - window) & (m2 >= 1e-6)
-    slope, icept = np.polyfit(nu[sel], m2[sel], 1)
-    return float(-icept / slope), float(-slope)
 
 
 # -- figures -----------------------------------------------------------------------------------

@@ -192,3 +192,28 @@ def collapse_rate(kind: str, beta: float) -> float:
     """
     kind, beta = check_kind(kind), check_beta(beta)
     return 2.0 if kind == "SA" else 2.0 * float(np.exp(beta))
+
+
+def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.0,
+                                level: float = 0.999) -> float:
+    """The time t* at which the equiangular ρ(t) from ρ0 reaches ``level``.
+
+    DESIGN.md §1: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
+    h_USA = (2/n) e^{βρ}. In the clock s with ds = h dt, ρ is logistic
+    (:func:`solve_equiangular`): 1 − ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),
+    R0 = (1+(n−1)ρ0)/((n−1)(1−ρ0)), so ρ = level at
+    s* = log(((n/(n−1))/(1−level) − 1)/R0)/n and t* = ∫_0^{s*} ds/h(ρ(s)) (quad).
+    """
+    from scipy.integrate import quad
+    rho_rate(kind, rho0, beta, n)  # checks kind, beta, n
+    r0 = (1 + (n - 1) * rho0) / ((n - 1) * (1 - rho0))
+    s_star = np.log(((n / (n - 1)) / (1 - level) - 1) / r0) / n
+    if s_star <= 0:
+        return 0.0
+
+    def inv_h(s):
+        gap = (n / (n - 1)) / (1 + r0 * np.exp(n * s))
+        if kind == "SA":
+            return (np.exp(beta * gap) + n - 1) / 2.0
+        return n * np.exp(-beta * (1 - gap)) / 2.0
+    return float(quad(inv_h, 0.0, s_star, epsabs=0, epsrel=1e-10, limit=200)[0])
