@@ -96,8 +96,10 @@ def problems(graph) -> list[str]:
             name_d, rank_d = layer(dep)
             if rank_d > rank_m or (rank_d == rank_m and name_d != name_m):
                 found.append(f"upward: {module} ({name_m}) imports {dep} ({name_d})")
+            # a package may import its own private submodule (the root's _compat)
+            own_module = dep == f"{target}.{name}" and target in (module, module.rpartition(".")[0])
             if name is not None and name.startswith("_") and not name.startswith("__") \
-                    and dep != module:
+                    and not own_module:
                 found.append(f"private: {module} imports {name} from {target}")
             if dep in edges and dep != module and not dep.startswith(module + "."):
                 edges[module].add(dep)
@@ -182,5 +184,5 @@ def test_detector_finds_each_fault(tmp_path, files, expected):
 def test_detector_accepts_downward_imports(tmp_path):
     root = _write(tmp_path, {"core/__init__.py": "from .a import f\n", "core/a.py": "def f(): ...\n",
                              "runs/__init__.py": "", "runs/b.py": "from ..core import a\nfrom ..core.a import f\n",
-                             "__init__.py": "from .runs.b import f\n"})
+                             "__init__.py": "from . import _c\nfrom .runs.b import f\n", "_c.py": ""})
     assert problems(package_graph(root)) == []
