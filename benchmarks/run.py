@@ -369,7 +369,7 @@ def main(argv=None) -> int:
           f"{threads} thread(s) for the PDE rows, load average {load0[0]:.2f} at start", flush=True)
     print(f"  {'row':<3s} {'measurement':<52s} {'measured':>12s}  {'target':<14s}", flush=True)
     table = Table()
-    with single_threaded_blas():  # as in the time loops (see meanfield_pde/threads.py)
+    with single_threaded_blas():  # as in the time loops (see meanfield_pde/core/threads.py)
         _rows(table, cfg, threads, set(args.rows.replace(" ", "").split(",")))
     wall, load1 = time.perf_counter() - start, os.getloadavg()
     footer = (f"{datetime.date.today()}, {platform.processor() or platform.machine()}, "
