@@ -177,7 +177,7 @@ def test_adaptive_resume_agrees_to_the_step_tolerance(tmp_path):
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RunStoppedWarning)
-            resumed = meanfield_pde.runs.resume(out, progress=False)
+            resumed = meanfield_pde.resume(out, progress=False)
         if resumed.attrs["status"] == "completed":
             break
     r = resumed.sel(time=reference.time)
