@@ -13,7 +13,7 @@ import xarray as xr
 
 from meanfield_pde import ConfigError, run
 from meanfield_pde.analysis.compare import (FLOOR_DRAWS, _sphere_projections, compare,
-                                   wasserstein_distance)
+                                            wasserstein_distance)
 from meanfield_pde.core.geometry import Circle, Sphere
 from meanfield_pde.particles.measures import sample_density
 from meanfield_pde.numerics.diagnostics import DIAGNOSTIC_ATTRS

@@ -22,7 +22,7 @@ import meanfield_pde
 from meanfield_pde import ConfigError
 from meanfield_pde.runs.cases import case_names, cases_dir, describe_cases, load_case
 from meanfield_pde.runs.config import (Config, PerturbedUniform, VonMisesFisher, apply_overrides,
-                                  from_dict, parse_override)
+                                       from_dict, parse_override)
 
 from conftest import TINY_TOML
 

@@ -13,7 +13,7 @@ import pytest
 
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.particles.long_context import (deep_direct, direct_inner_products,
-                                                 equiangular_tokens, near_equiangular_tokens)
+                                                  equiangular_tokens, near_equiangular_tokens)
 from meanfield_pde.theory.long_context import (critical_gamma, deep_equiangular, limit_inner_product,
                                                one_layer_inner_product, one_layer_radius)
 

@@ -15,8 +15,8 @@ import pytest
 from meanfield_pde.theory.equiangular import solve_equiangular
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.particles.normalisation import (ASYMPTOTIC_LAWS, SCHEMES, Scheme, attention_moments,
-                                         collapse_clock, fitted_rate, get_scheme, layers, register_scheme,
-                                         simulate, solve_scheme_equiangular)
+                                                   collapse_clock, fitted_rate, get_scheme, layers, register_scheme,
+                                                   simulate, solve_scheme_equiangular)
 from meanfield_pde.particles import attention
 from meanfield_pde.particles.sampling import equiangular, uniform_sphere
 

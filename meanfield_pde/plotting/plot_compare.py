@@ -22,8 +22,9 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ..runs.outputs import save_png  # noqa: E402
 
-from ..analysis.compare import (complex_coefficients, flat_coefficients, comparison_geometry, snapshot_positions,  # noqa: E402
-                      heat_factor, is_particle_run, on_common_time_axis)
+from ..analysis.compare import (comparison_geometry, complex_coefficients,  # noqa: E402
+                                flat_coefficients, heat_factor, is_particle_run,
+                                on_common_time_axis, snapshot_positions)
 from .plot import positive_only, select_times, cell_edges  # noqa: E402
 
 __all__ = ["plot_comparison", "save_comparison_figure"]

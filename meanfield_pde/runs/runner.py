@@ -20,7 +20,7 @@ from ..numerics.initial import initial_density, von_mises_fisher_hint
 from ..core.kernels import scaled_multipliers
 from .io import coefficients_from_table, software_versions
 from ..numerics.limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
-                     make_limit_model)
+                               make_limit_model)
 from ..numerics.models import MeanFieldModel
 from ..numerics.observers import ProgressBar
 from .outputs import hold

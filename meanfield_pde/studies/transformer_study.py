@@ -31,7 +31,7 @@ from ..particles import long_context as tokens
 from ..theory import long_context as lc
 from ..runs.config import Config
 from ..particles.normalisation import (ASYMPTOTIC_LAWS, fitted_rate, get_scheme, simulate,
-                            solve_scheme_equiangular)
+                                       solve_scheme_equiangular)
 from ..particles.sampling import equiangular
 
 GAP_FLOOR = 1e-18
