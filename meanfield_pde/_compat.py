@@ -7,8 +7,8 @@ package root and the command line: nothing in the package imports an old path.
 
 ``import meanfield_pde.runner`` returns the module ``meanfield_pde.runs.runner``
 itself (so the module is the same object under both names). The few old modules
-that were split between layers (``long_context``, ``phase``, ``observers``,
-``runner``, ``particle_runner``) become a read-only merge of the public names of
+that were split between layers (``long_context``, ``phase``, ``runner``,
+``particle_runner``) become a read-only merge of the public names of
 their parts.
 """
 
@@ -29,6 +29,7 @@ MOVED = {
     "linear": "theory.linear", "equiangular": "theory.equiangular",
     "models": "numerics.models", "limits": "numerics.limits", "steppers": "numerics.steppers",
     "initial": "numerics.initial", "diagnostics": "numerics.diagnostics", "solver": "numerics.solver",
+    "observers": "numerics.observers",
     "stationary": "numerics.stationary",
     "measures": "particles.measures", "normalisation": "particles.normalisation",
     "config": "runs.config", "cases": "runs.cases", "io": "runs.io", "runfile": "runs.runfile",
@@ -47,7 +48,6 @@ MOVED = {
 SPLIT = {
     "long_context": ("theory.long_context", "particles.long_context"),
     "phase": ("plotting.phase", "analysis.phase", "theory.equiangular"),
-    "observers": ("numerics.observers", "runs.recorder"),
     "runner": ("runs.runner", "runs.budget"),
     "particle_runner": ("runs.particle_runner", "studies.compare_particles"),
 }

@@ -47,7 +47,6 @@ def test_submodule_of_an_old_subpackage_is_not_loaded_twice():
     ("long_context", ["one_layer_inner_product", "direct_inner_products", "equiangular_tokens"]),
     ("phase", ["save_sweep_figure", "crossing_time", "critical_noise_fit",
                "equiangular_transition_time"]),
-    ("observers", ["Observer", "ProgressBar", "SnapshotRecorder"]),
     ("runner", ["run", "resume", "build", "check_run_arguments"]),
     ("particle_runner", ["run_particles", "resume_particles", "run_comparison", "comparison_paths"]),
 ])

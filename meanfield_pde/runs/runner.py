@@ -18,13 +18,12 @@ from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
 from ..core.kernels import scaled_multipliers
-from .io import coefficients_from_table, software_versions
+from .io import coefficients_from_table, snapshots_to_dataset, software_versions
 from ..numerics.limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
 from ..numerics.models import MeanFieldModel
-from ..numerics.observers import ProgressBar
+from ..numerics.observers import ProgressBar, SnapshotRecorder
 from .outputs import hold
-from .recorder import SnapshotRecorder
 from .runcheck import require_file
 from .resume import resume_point
 from .runfile import MemoryRun, RunFile
@@ -234,7 +233,8 @@ def _advance(sim: Simulation, sink, u0: np.ndarray, t0: float, progress: bool | 
     config = sim.config
     stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
     unit = time_unit(config)
-    recorder = SnapshotRecorder(sim.model, sink, tau_unit=(config.time.unit, unit) if unit != 1.0 else None)
+    recorder = SnapshotRecorder(sim.model, sink, snapshots_to_dataset,
+                                tau_unit=(config.time.unit, unit) if unit != 1.0 else None)
     bar = ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)
     start = _time.perf_counter()
     with stop_on_signals():
