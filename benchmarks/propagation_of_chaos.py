@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import meanfield_pde as mf
-from meanfield_pde.geometry import Sphere
+from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.particles import simulate
 from meanfield_pde.particles.sampling import von_mises_fisher_mixture
 

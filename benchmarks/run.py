@@ -50,15 +50,15 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
 import numpy as np  # noqa: E402
 
 import meanfield_pde as mf  # noqa: E402
-from meanfield_pde.geometry import Sphere  # noqa: E402
-from meanfield_pde.initial import perturbed_uniform  # noqa: E402
-from meanfield_pde.models import MeanFieldModel  # noqa: E402
+from meanfield_pde.core.geometry import Sphere  # noqa: E402
+from meanfield_pde.numerics.initial import perturbed_uniform  # noqa: E402
+from meanfield_pde.numerics.models import MeanFieldModel  # noqa: E402
 from meanfield_pde.particles import dynamics, simulate  # noqa: E402
 from meanfield_pde.particles.sampling import uniform_sphere, von_mises_fisher_mixture  # noqa: E402
-from meanfield_pde.runner import build  # noqa: E402
-from meanfield_pde.solver import integrate  # noqa: E402
-from meanfield_pde.steppers import SCHEMES, IMEXRungeKutta, StepControl  # noqa: E402
-from meanfield_pde.threads import resolve_threads, single_threaded_blas  # noqa: E402
+from meanfield_pde.runs.runner import build  # noqa: E402
+from meanfield_pde.numerics.solver import integrate  # noqa: E402
+from meanfield_pde.numerics.steppers import SCHEMES, IMEXRungeKutta, StepControl  # noqa: E402
+from meanfield_pde.core.threads import resolve_threads, single_threaded_blas  # noqa: E402
 
 FULL = dict(lmax=[63, 127, 255], rounds=5, n=[2000, 8000, 20000], t_end3=200.0, lmax3=63,
             n_threads=8000, pde_L=[7, 10, 15, 21, 31], pde_rtol=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
@@ -369,7 +369,7 @@ def main(argv=None) -> int:
           f"{threads} thread(s) for the PDE rows, load average {load0[0]:.2f} at start", flush=True)
     print(f"  {'row':<3s} {'measurement':<52s} {'measured':>12s}  {'target':<14s}", flush=True)
     table = Table()
-    with single_threaded_blas():  # as in the time loops (see meanfield_pde/threads.py)
+    with single_threaded_blas():  # as in the time loops (see meanfield_pde/core/threads.py)
         _rows(table, cfg, threads, set(args.rows.replace(" ", "").split(",")))
     wall, load1 = time.perf_counter() - start, os.getloadavg()
     footer = (f"{datetime.date.today()}, {platform.processor() or platform.machine()}, "

@@ -1,7 +1,7 @@
 import sys
 
 try:
-    from .cli import main
+    from .cli.commands import main
 except KeyboardInterrupt:  # Ctrl-C while the libraries load: no traceback
     print("meanfield-pde: interrupted", file=sys.stderr)
     sys.exit(130)

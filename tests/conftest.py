@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from meanfield_pde.config import from_dict
+from meanfield_pde.runs.config import from_dict
 
 TINY_TOML = """\
 description = "tiny test case"

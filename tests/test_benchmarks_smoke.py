@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from meanfield_pde.errors import ConfigError
-from meanfield_pde.geometry import Sphere
-from meanfield_pde.threads import ENV_VAR, check_threads, resolve_threads
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.core.geometry import Sphere
+from meanfield_pde.core.threads import ENV_VAR, check_threads, resolve_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Resource bombs refused before work with their estimate (issue 13, item 11; meanfield_pde.budget)."""
+"""Resource bombs refused before work with their estimate (issue 13, item 11; meanfield_pde.runs.budget)."""
 
 import time
 
@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 from conftest import assert_user_error, cli, make_config
-from meanfield_pde.errors import ConfigError
+from meanfield_pde.core.errors import ConfigError
 
 CIRCLE = """\
 [model]
@@ -29,7 +29,7 @@ plot = false
 @pytest.fixture
 def budget():
     """The estimator module (imported per test, so the CLI tests also run against a main without it)."""
-    from meanfield_pde import budget
+    from meanfield_pde.runs import budget
     return budget
 
 
@@ -90,7 +90,7 @@ def test_compare_projections_beyond_the_cap_are_refused(tmp_path, case, budget):
 
 
 def test_force_lets_a_refused_case_through(case, budget):
-    from meanfield_pde.cases import load_case
+    from meanfield_pde.runs.cases import load_case
     config = load_case(case, ["time.t_end=1e300"])
     with pytest.raises(ConfigError, match="time.max_steps"):
         budget.check_case(config)

@@ -14,7 +14,7 @@ from scipy import ndimage
 from scipy.optimize import brentq
 from scipy.special import spherical_in
 
-from meanfield_pde.cases import case_names
+from meanfield_pde.runs.cases import case_names
 
 F_BAR = 1 / (4 * np.pi)
 

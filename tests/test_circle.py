@@ -11,9 +11,9 @@ from scipy.optimize import brentq
 from scipy.special import iv
 
 from meanfield_pde import run
-from meanfield_pde.geometry import Circle
-from meanfield_pde.linear import fastest_mode, predicted_cluster_positions
-from meanfield_pde.models import MeanFieldModel
+from meanfield_pde.core.geometry import Circle
+from meanfield_pde.theory.linear import fastest_mode, predicted_cluster_positions
+from meanfield_pde.numerics.models import MeanFieldModel
 
 from conftest import make_config
 from test_cases import run_case

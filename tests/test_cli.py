@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield_pde.cases import describe_cases
+from meanfield_pde.runs.cases import describe_cases
 
 from conftest import TINY_TOML, assert_user_error, cli
 

@@ -8,8 +8,8 @@ import pytest
 import xarray as xr
 
 from meanfield_pde import run
-from meanfield_pde.compare import compare
-from meanfield_pde.geometry import Sphere
+from meanfield_pde.analysis.compare import compare
+from meanfield_pde.core.geometry import Sphere
 
 from conftest import make_config
 

@@ -12,13 +12,13 @@ import pytest
 import xarray as xr
 
 from meanfield_pde import ConfigError, run
-from meanfield_pde.compare import (FLOOR_DRAWS, _sphere_projections, compare,
-                                   wasserstein_distance)
-from meanfield_pde.geometry import Circle, Sphere
-from meanfield_pde.measures import sample_density
-from meanfield_pde.diagnostics import DIAGNOSTIC_ATTRS
+from meanfield_pde.analysis.compare import (FLOOR_DRAWS, _sphere_projections, compare,
+                                            wasserstein_distance)
+from meanfield_pde.core.geometry import Circle, Sphere
+from meanfield_pde.particles.measures import sample_density
+from meanfield_pde.numerics.diagnostics import DIAGNOSTIC_ATTRS
 from meanfield_pde.particles.dynamics import energy, order_parameter
-from meanfield_pde.plot_compare import save_comparison_figure
+from meanfield_pde.plotting.plot_compare import save_comparison_figure
 
 from conftest import make_config
 

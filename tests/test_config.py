@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 import meanfield_pde
 from meanfield_pde import ConfigError
-from meanfield_pde.cases import case_names, cases_dir, describe_cases, load_case
-from meanfield_pde.config import (Config, PerturbedUniform, VonMisesFisher, apply_overrides,
-                                  from_dict, parse_override)
+from meanfield_pde.runs.cases import case_names, cases_dir, describe_cases, load_case
+from meanfield_pde.runs.config import (Config, PerturbedUniform, VonMisesFisher, apply_overrides,
+                                       from_dict, parse_override)
 
 from conftest import TINY_TOML
 
@@ -432,7 +432,7 @@ def test_named_case_not_shadowed_by_a_folder_of_the_same_name(tmp_path, monkeypa
 def test_kernel_resolution_check_accepts_exactly_from_the_resolving_lmax(beta, lmax, tol):
     """lmax is accepted iff the kernel cut at lmax has relative L² error <= kernel_tol, and the
     suggested lmax is the smallest such (the error itself is checked in test_kernels.py)."""
-    from meanfield_pde.kernels import kernel_truncation_error, resolving_lmax
+    from meanfield_pde.core.kernels import kernel_truncation_error, resolving_lmax
     need = resolving_lmax(beta, tol)
     data = with_(model__beta=beta, domain__lmax=lmax, domain__kernel_tol=tol,
                  initial__degree_max=min(2, lmax))

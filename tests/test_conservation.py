@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from meanfield_pde import run
-from meanfield_pde.runner import build
+from meanfield_pde.runs.runner import build
 
 from conftest import make_config
 

@@ -1,11 +1,11 @@
-"""meanfield_pde.equiangular: closed form at β = 0, asymptotic collapse rates, and a
+"""meanfield_pde.theory.equiangular: closed form at β = 0, asymptotic collapse rates, and a
 direct particle simulation that starts equiangular."""
 
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from meanfield_pde import equiangular as eq
+from meanfield_pde.theory import equiangular as eq
 
 
 def usa_beta0_gap(rho0, n, t):

@@ -26,9 +26,9 @@ import xarray as xr
 
 import meanfield_pde
 from meanfield_pde import load_case
-from meanfield_pde.cli import main
-from meanfield_pde.particle_runner import run_particles
-from meanfield_pde.runfile import RunFile
+from meanfield_pde.cli.commands import main
+from meanfield_pde.runs.particle_runner import run_particles
+from meanfield_pde.runs.runfile import RunFile
 
 from conftest import assert_user_error, cli
 
@@ -84,7 +84,7 @@ def snapshot(path: Path) -> Snapshot:
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from meanfield_pde.outputs import acquire, temporary
+    from meanfield_pde.runs.outputs import acquire, temporary
     from pathlib import Path
     for p in sys.argv[2:]:
         acquire(p)
@@ -314,9 +314,9 @@ FSIZE = textwrap.dedent("""
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the limit, write() fails with EFBIG
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
     if sys.argv[2] == "unchecked":  # the write itself fails (no room check before it)
-        import meanfield_pde.runfile as rf
+        import meanfield_pde.runs.runfile as rf
         rf.check_room = rf.disk_estimate = lambda *a, **k: None
-    from meanfield_pde.cli import main
+    from meanfield_pde.cli.commands import main
     sys.exit(main(sys.argv[3:]))
 """)
 
@@ -333,7 +333,7 @@ def test_a_file_size_limit_mid_run_stops_cleanly_and_the_run_resumes(mode, run_f
                    cwd=tmp_path)
     assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
     assert "could not write the file" in proc.stdout
-    from meanfield_pde.runcheck import open_checked
+    from meanfield_pde.runs.runcheck import open_checked
     ds = open_checked(run_file, "test", netcdf4=False)  # a valid file: every complete snapshot
     with ds:
         assert ds.attrs["status"].startswith("stopped: could not write the file")
@@ -366,7 +366,7 @@ def test_a_figure_that_does_not_fit_stops_with_one_line(run_file, tmp_path):
 
 
 def test_the_disk_space_estimate_refuses_or_warns_before_the_run(tmp_path, monkeypatch):
-    import meanfield_pde.outputs as outputs
+    import meanfield_pde.runs.outputs as outputs
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(outputs.shutil, "disk_usage", lambda p: usage(10**9, 10**9 - 8000, 8000))
     code, _, err = run_cli("run", CASE, "-o", tmp_path / "x.nc", *set_args(SETS))

@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from meanfield_pde.errors import ConfigError
+from meanfield_pde.core.errors import ConfigError
 
 from test_file_safety import CASE, ENV, run_cli, set_args
 
@@ -30,7 +30,7 @@ SETS = ["domain.lmax=16", "time.adaptive=false", "time.dt=0.02", "output.every=0
 
 def times_or_refused(path: Path):
     """The file's times if it passes the readers' checks, None if refused (any other error fails)."""
-    from meanfield_pde.runcheck import open_checked
+    from meanfield_pde.runs.runcheck import open_checked
     try:
         ds = open_checked(path, str(path), netcdf4=False)
     except ConfigError:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from meanfield_pde.geometry import Sphere
-from meanfield_pde.geometry.sphere import _transform
+from meanfield_pde.core.geometry import Sphere
+from meanfield_pde.core.geometry.sphere import _transform
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ plot = false
 # -- item 10: user text is printed escaped ---------------------------------------------------------
 
 def test_printable_escapes_control_and_format_characters():
-    from meanfield_pde.errors import printable
+    from meanfield_pde.core.errors import printable
     assert printable("a\nb\x1b[2J\u202ec\x7f\x9b\u2028é") == "a\\nb\\x1b[2J\\u202ec\\x7f\\x9b\\u2028é"
     assert printable("plain 'quoted' text") == "plain 'quoted' text"
 
@@ -69,8 +69,8 @@ def test_deeply_nested_toml_is_refused(tmp_path):
                                                ([-5e-324, 0.0, 5e-324], [-1.0, 0.0, 1.0])])
 def test_vmf_centres_of_any_magnitude_are_their_direction(centre, direction):
     """A centre is a direction: scaling it by any positive number leaves the density alone."""
-    from meanfield_pde.geometry import make_geometry
-    from meanfield_pde.initial import initial_density
+    from meanfield_pde.core.geometry import make_geometry
+    from meanfield_pde.numerics.initial import initial_density
     from meanfield_pde.particles.sampling import von_mises_fisher_mixture
     g = make_geometry("sphere", 12, 1)
     ini = {"type": "von_mises_fisher", "concentrations": [3.0]}
@@ -111,7 +111,7 @@ def test_one_thread_cap_for_every_way_of_setting_it(tmp_path, how, monkeypatch):
 
 @pytest.mark.parametrize("seed", [3_000_000_000, 2**64 + 5])
 def test_integer_attributes_and_the_case_keep_their_exact_value(tmp_path, seed):
-    from meanfield_pde.config import from_dict, parse_toml
+    from meanfield_pde.runs.config import from_dict, parse_toml
     (tmp_path / "c.toml").write_text(CIRCLE + f"\n[particles]\nmode = 'particles'\nn = 20\nseed = {seed}\n")
     assert cli("run", "c.toml", "-o", "p.nc", "-q", cwd=tmp_path).returncode == 0
     with xr.open_dataset(tmp_path / "p.nc") as ds:
@@ -121,8 +121,8 @@ def test_integer_attributes_and_the_case_keep_their_exact_value(tmp_path, seed):
 
 @pytest.mark.parametrize("manifold", ["sphere", "circle"])
 def test_geometry_and_model_pickle_by_parameters_with_the_same_rhs(manifold):
-    from meanfield_pde.geometry import make_geometry
-    from meanfield_pde.models import MeanFieldModel
+    from meanfield_pde.core.geometry import make_geometry
+    from meanfield_pde.numerics.models import MeanFieldModel
     g = make_geometry(manifold, 12, 1)
     model = MeanFieldModel(g, "SA", 4.0, nu=0.1, hyperviscosity=0.5, hyperviscosity_order=3)
     back = pickle.loads(pickle.dumps(model))
@@ -168,7 +168,7 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 @given(st.text())
 def test_printable_leaves_no_control_character_and_keeps_plain_text(text):
     import unicodedata
-    from meanfield_pde.errors import printable
+    from meanfield_pde.core.errors import printable
     out = printable(text)
     assert not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in out)
     if not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
@@ -178,5 +178,5 @@ def test_printable_leaves_no_control_character_and_keeps_plain_text(text):
 @settings(max_examples=300, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_sweep_point_names_are_lossless(x):
-    from meanfield_pde.sweep import _fmt
+    from meanfield_pde.studies.sweep import _fmt
     assert float(_fmt(x)) == x

@@ -4,7 +4,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from meanfield_pde.kernels import gradient_multipliers, ratio_multipliers, scaled_multipliers
+from meanfield_pde.core.kernels import gradient_multipliers, ratio_multipliers, scaled_multipliers
 
 mpmath.mp.dps = 40
 
@@ -71,7 +71,7 @@ def test_kernel_tail_estimate():
 @pytest.mark.parametrize("manifold", ["sphere", "circle"])
 @pytest.mark.parametrize("normalise", [False, True])
 def test_small_beta_series_is_continuous_and_does_not_underflow(manifold, normalise):
-    from meanfield_pde.kernels import SMALL_BETA
+    from meanfield_pde.core.kernels import SMALL_BETA
     below = gradient_multipliers(SMALL_BETA * (1 - 1e-12), 6, manifold, normalise)
     above = gradient_multipliers(SMALL_BETA * (1 + 1e-12), 6, manifold, normalise)
     np.testing.assert_allclose(below[1:4], above[1:4], rtol=1e-11)
@@ -86,7 +86,7 @@ def test_kernel_truncation_error_against_closed_forms(manifold, beta):
     2π I_0(2β) on S¹. Parseval on the truncation: error² = 1 − (Σ_{l≤L} power)/norm²."""
     from scipy.special import ive
 
-    from meanfield_pde.kernels import kernel_truncation_error
+    from meanfield_pde.core.kernels import kernel_truncation_error
     L = 40
     lam = scaled_multipliers(beta, L, manifold)  # e^{−β} λ_l
     l = np.arange(L + 1)

@@ -20,11 +20,11 @@ import xarray as xr
 from scipy.special import spherical_in
 
 from meanfield_pde import ConfigError, NumericalFault, load_case, run
-from meanfield_pde.geometry import Sphere
-from meanfield_pde.limit_sweep import limit_sweep
-from meanfield_pde.limits import BackwardHeat, PorousMedium, backward_heat_exact, make_limit_model
-from meanfield_pde.models import MeanFieldModel
-from meanfield_pde.runner import build
+from meanfield_pde.core.geometry import Sphere
+from meanfield_pde.studies.limit_sweep import limit_sweep
+from meanfield_pde.numerics.limits import BackwardHeat, PorousMedium, backward_heat_exact, make_limit_model
+from meanfield_pde.numerics.models import MeanFieldModel
+from meanfield_pde.runs.runner import build
 
 from conftest import linear_response, make_config
 
@@ -92,7 +92,7 @@ def test_limit_rates_agree_with_pde_to_the_expected_order(kind):
     g = Sphere(8)
     cfg = make_config(model={"kind": kind, "beta": 50.0}, domain={"kernel_tol": 1.0},
                       time={"unit": "backward_heat" if kind == "SA" else "porous_medium"})
-    from meanfield_pde.runner import time_unit
+    from meanfield_pde.runs.runner import time_unit
     rates = MeanFieldModel(g, kind, 50.0).growth_rates()[1:7] * time_unit(cfg)
     np.testing.assert_allclose(rates, pde_rate_tau(kind, 50.0, l), rtol=1e-10)
 
@@ -248,7 +248,7 @@ def test_cli_limits_user_error(tmp_path):
 @pytest.mark.parametrize("kind", ["SA", "USA"])
 @pytest.mark.parametrize("order", [0, 1])
 def test_circle_linear_rates(kind, order):
-    from meanfield_pde.geometry import Circle
+    from meanfield_pde.core.geometry import Circle
     g, beta = Circle(16), 40.0
     model = make_limit_model(g, kind, beta, order)
     base = g.zeros_coef()

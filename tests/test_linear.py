@@ -1,4 +1,4 @@
-"""meanfield_pde.linear against independent Bessel functions, the PDE right-hand side,
+"""meanfield_pde.theory.linear against independent Bessel functions, the PDE right-hand side,
 the published fastest modes, and a direct check of the cluster-position derivation."""
 
 import mpmath
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.special import iv, spherical_in
 
-from meanfield_pde import linear
-from meanfield_pde.geometry import Sphere
-from meanfield_pde.models import MeanFieldModel
+from meanfield_pde.theory import linear
+from meanfield_pde.core.geometry import Sphere
+from meanfield_pde.numerics.models import MeanFieldModel
 
 
 def reference_sigma(kind, beta, nu, l, manifold):

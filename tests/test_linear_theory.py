@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.special import spherical_in
 
-from meanfield_pde.geometry import Sphere
-from meanfield_pde.models import MeanFieldModel
-from meanfield_pde.runner import build
+from meanfield_pde.core.geometry import Sphere
+from meanfield_pde.numerics.models import MeanFieldModel
+from meanfield_pde.runs.runner import build
 
 from conftest import linear_response, make_config
 

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from meanfield_pde.errors import ConfigError
-from meanfield_pde.long_context import (critical_gamma, deep_direct, deep_equiangular,
-                                        direct_inner_products, equiangular_tokens,
-                                        limit_inner_product, near_equiangular_tokens,
-                                        one_layer_inner_product, one_layer_radius)
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.particles.long_context import (deep_direct, direct_inner_products,
+                                                  equiangular_tokens, near_equiangular_tokens)
+from meanfield_pde.theory.long_context import (critical_gamma, deep_equiangular, limit_inner_product,
+                                               one_layer_inner_product, one_layer_radius)
 
 RHO = 0.5  # critical gamma = 2
 

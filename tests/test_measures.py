@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from meanfield_pde.geometry import Circle, Sphere
-from meanfield_pde.initial import von_mises_fisher
-from meanfield_pde.measures import density_from_particles, sample_density
+from meanfield_pde.core.geometry import Circle, Sphere
+from meanfield_pde.numerics.initial import von_mises_fisher
+from meanfield_pde.particles.measures import density_from_particles, sample_density
 
 
 @pytest.mark.parametrize("geometry,centres", [(Sphere(12), [[0, 0, 1], [1, 0, 0]]),

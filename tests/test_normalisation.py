@@ -12,11 +12,11 @@ user-registered scheme.
 import numpy as np
 import pytest
 
-from meanfield_pde.equiangular import solve_equiangular
-from meanfield_pde.errors import ConfigError
-from meanfield_pde.normalisation import (ASYMPTOTIC_LAWS, SCHEMES, Scheme, attention_moments,
-                                         collapse_clock, fitted_rate, get_scheme, layers, register_scheme,
-                                         simulate, solve_scheme_equiangular)
+from meanfield_pde.theory.equiangular import solve_equiangular
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.particles.normalisation import (ASYMPTOTIC_LAWS, SCHEMES, Scheme, attention_moments,
+                                                   collapse_clock, fitted_rate, get_scheme, layers, register_scheme,
+                                                   simulate, solve_scheme_equiangular)
 from meanfield_pde.particles import attention
 from meanfield_pde.particles.sampling import equiangular, uniform_sphere
 

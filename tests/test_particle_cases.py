@@ -8,8 +8,8 @@ import pytest
 import xarray as xr
 
 from meanfield_pde import load_case
-from meanfield_pde.particle_runner import run_particles
-from meanfield_pde.linear import growth_rates
+from meanfield_pde.runs.particle_runner import run_particles
+from meanfield_pde.theory.linear import growth_rates
 
 
 def run_cli(tmp_path, case, *overrides):

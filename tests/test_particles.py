@@ -16,8 +16,8 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from meanfield_pde.equiangular import solve_equiangular
-from meanfield_pde.errors import ConfigError
+from meanfield_pde.theory.equiangular import solve_equiangular
+from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.particles import (SCHEMES, attention, energy, equiangular, kuramoto_velocity,
                                      order_parameter, simulate, sphere_exp, uniform_sphere,
                                      velocity, von_mises_fisher_mixture)
@@ -409,7 +409,7 @@ def test_snapshots_and_outputs():
 def test_small_beta_energy_is_continuous():
     """E_β = (1/(2βn²)) Σ (e^{β⟨x_i,x_j⟩} − 1) at every β: continuous across SMALL_BETA and
     β = 1 (the switches of its evaluation), and at β = 1e-300 finite and |m|²/2 to O(β)."""
-    from meanfield_pde.kernels import SMALL_BETA
+    from meanfield_pde.core.kernels import SMALL_BETA
     from meanfield_pde.particles.dynamics import energy, order_parameter
     x = np.random.default_rng(4).standard_normal((50, 3))
     x /= np.linalg.norm(x, axis=1, keepdims=True)

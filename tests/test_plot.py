@@ -1,10 +1,10 @@
-"""Tests of meanfield_pde.plot on small synthetic Datasets (no solver needed)."""
+"""Tests of meanfield_pde.plotting.plot on small synthetic Datasets (no solver needed)."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield_pde import plot
+from meanfield_pde.plotting import plot
 
 
 def _sphere_ds(nlat=24, nlon=48, lmax=7, times=(0.0, 1.0, 2.0)):

@@ -25,7 +25,7 @@ import xarray as xr
 
 import meanfield_pde
 from meanfield_pde import RunStoppedWarning, load_case
-from meanfield_pde.particle_runner import run_particles
+from meanfield_pde.runs.particle_runner import run_particles
 
 from conftest import assert_user_error, cli
 
@@ -258,7 +258,7 @@ def test_an_existing_output_needs_overwrite_and_is_replaced_only_when_complete(t
 def test_pde_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch):
     """A transport that turns non-finite at t > 0.1: every retry fails, the run stops with the
     last good state kept, and the file holds no NaN."""
-    from meanfield_pde.models import MeanFieldModel
+    from meanfield_pde.numerics.models import MeanFieldModel
     config = load_case(PDE_CASE, ["domain.lmax=15", "time.t_end=1", "output.every=0.05",
                                   "output.plot=false"])
     original = MeanFieldModel.transport

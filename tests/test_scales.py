@@ -14,17 +14,17 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from meanfield_pde import run
-from meanfield_pde.compare import compare
-from meanfield_pde.config import from_dict
-from meanfield_pde.errors import ConfigError
-from meanfield_pde.geometry import Circle, Sphere
-from meanfield_pde.geometry.sphere import SHTNS_MIN_NLAT
-from meanfield_pde.initial import von_mises_fisher_lmax
-from meanfield_pde.kernels import SMALL_BETA
-from meanfield_pde.limits import make_limit_model
-from meanfield_pde.models import MeanFieldModel
+from meanfield_pde.analysis.compare import compare
+from meanfield_pde.runs.config import from_dict
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.core.geometry import Circle, Sphere
+from meanfield_pde.core.geometry.sphere import SHTNS_MIN_NLAT
+from meanfield_pde.numerics.initial import von_mises_fisher_lmax
+from meanfield_pde.core.kernels import SMALL_BETA
+from meanfield_pde.numerics.limits import make_limit_model
+from meanfield_pde.numerics.models import MeanFieldModel
 from meanfield_pde.particles.dynamics import energy as particle_energy
-from meanfield_pde.runner import build
+from meanfield_pde.runs.runner import build
 
 from conftest import make_config
 
@@ -73,7 +73,7 @@ def test_small_grid_is_a_value_error_not_a_dead_process():
     """shtns 3.7 exits the process (status 1) for an explicit nlat < 32: checked in a child."""
     import subprocess
     import sys
-    code = ("from meanfield_pde.geometry import Sphere\n"
+    code = ("from meanfield_pde.core.geometry import Sphere\n"
             "for lmax, nlat, nphi in [(5, 16, 16), (5, 7, 11), (20, 31, 64)]:\n"
             "    try:\n        Sphere(lmax, nlat=nlat, nphi=nphi)\n"
             "    except ValueError as exc:\n        assert 'nlat' in str(exc)\n"

@@ -23,9 +23,9 @@ import pytest
 from scipy.special import iv, spherical_in
 
 from meanfield_pde import load_case
-from meanfield_pde.observers import Observer
-from meanfield_pde.runner import build
-from meanfield_pde.solver import integrate
+from meanfield_pde.numerics.observers import Observer
+from meanfield_pde.runs.runner import build
+from meanfield_pde.numerics.solver import integrate
 
 from conftest import make_config
 

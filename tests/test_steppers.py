@@ -4,9 +4,9 @@ smooth nonlinear run, and adaptive stepping against fixed steps (acceptance 5)."
 import numpy as np
 import pytest
 
-from meanfield_pde.runner import build
-from meanfield_pde.solver import integrate
-from meanfield_pde.steppers import SCHEMES
+from meanfield_pde.runs.runner import build
+from meanfield_pde.numerics.solver import integrate
+from meanfield_pde.numerics.steppers import SCHEMES
 
 from conftest import fitted_slope, make_config
 

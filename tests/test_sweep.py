@@ -25,9 +25,9 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import i0e, i1e, ive, spherical_in
 
-from meanfield_pde.cases import load_case
-from meanfield_pde.errors import ConfigError
-from meanfield_pde.sweep import parse_grid_item, plan_sweep, run_sweep
+from meanfield_pde.runs.cases import load_case
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.studies.sweep import parse_grid_item, plan_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, MPLBACKEND="Agg",
@@ -245,7 +245,7 @@ def test_noise_beta3_hysteresis_and_clustered_state_above_nu1(tmp_path, cluster)
     L = run.sizes["l"] - 1
     fl = (run.coef_real + 1j * run.coef_imag).values
     lam = 4 * np.pi * spherical_in(np.arange(L + 1), 3.0)  # Funk–Hecke
-    from meanfield_pde.geometry import Sphere
+    from meanfield_pde.core.geometry import Sphere
     g = Sphere(L)
     phi = g.synthesis((lam[:, None] * fl)[g.degree, g.order])
     f = run.density.values
@@ -322,8 +322,8 @@ def test_cli_sweep_user_errors_exit_2_before_any_work(tmp_path, args, words):
 def test_stationary_stop_measures_change_relative_to_the_deviation():
     """A linear mode g e^{σt} has r = |e^{σΔ} − 1|/(Δ e^{σΔ}) ≈ |σ| at any amplitude: a slow
     instability is never 'stationary'; a decaying one below the floor is the uniform state."""
-    from meanfield_pde.geometry import Circle
-    from meanfield_pde.stationary import UNIFORM_FLOOR, StationaryStop, reseed
+    from meanfield_pde.core.geometry import Circle
+    from meanfield_pde.numerics.stationary import UNIFORM_FLOOR, StationaryStop, reseed
     g = Circle(8)
     base = np.zeros(g.ncoef, complex)
     base[0] = 1 / np.sqrt(2 * np.pi)

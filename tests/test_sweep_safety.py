@@ -15,10 +15,10 @@ import xarray as xr
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from conftest import assert_user_error, cli
-from meanfield_pde import sweep as sweep_module
-from meanfield_pde.cases import load_case
-from meanfield_pde.errors import ConfigError
-from meanfield_pde.sweep import plan_sweep, run_sweep
+from meanfield_pde.studies import sweep as sweep_module
+from meanfield_pde.runs.cases import load_case
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.studies.sweep import plan_sweep, run_sweep
 
 TINY = """\
 description = "tiny circle sweep"
@@ -106,7 +106,7 @@ class _CrashPoint(WorkerPlugin):
         self.label = label
 
     def setup(self, worker):
-        import meanfield_pde.sweep as sw
+        import meanfield_pde.studies.sweep as sw
         original, label = sw.run_point, self.label
 
         def run_point(spec, previous=None):

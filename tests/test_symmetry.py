@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from meanfield_pde.runner import build
-from meanfield_pde.solver import integrate
+from meanfield_pde.runs.runner import build
+from meanfield_pde.numerics.solver import integrate
 
 from conftest import make_config
 

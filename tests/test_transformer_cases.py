@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield_pde.cases import load_case
-from meanfield_pde.config import from_dict
-from meanfield_pde.errors import ConfigError
-from meanfield_pde.transformer_study import run_study
+from meanfield_pde.runs.cases import load_case
+from meanfield_pde.runs.config import from_dict
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.studies.transformer_study import run_study
 
 EXPECTED = {"post_ln": -2.0, "pre_ln": -2.0, "peri_ln": -2.0, "mix_ln": -2.0, "ngpt": -2.0,
             "sqrt_scaling": -4.0}
@@ -64,7 +64,7 @@ def test_long_context_limits_case():
     assert float(ds.n_direct.max()) == 20000
     assert float(ds.direct_error.max()) < 1e-10              # direct = formula
     # random near-equiangular inputs: within the formula's range over the inputs' spread
-    from meanfield_pde.long_context import one_layer_inner_product
+    from meanfield_pde.theory.long_context import one_layer_inner_product
     for n in ds.n_random.values:
         spread = 3 * float(ds.input_std.sel(n_random=n))
         for g in ds.gamma.values:

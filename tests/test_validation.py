@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 import meanfield_pde
 from meanfield_pde import ConfigError
-from meanfield_pde.cli import main
-from meanfield_pde.config import SECTIONS, from_dict
-from meanfield_pde.kernels import resolving_lmax
+from meanfield_pde.cli.commands import main
+from meanfield_pde.runs.config import SECTIONS, from_dict
+from meanfield_pde.core.kernels import resolving_lmax
 from meanfield_pde.particles import simulate
 
 from conftest import TINY_TOML
@@ -237,7 +237,7 @@ def valid_cases(draw) -> dict:
 
 def _schema_fields(data: dict):
     """(section, key, dataclass field) for every key the case uses and the schema knows."""
-    from meanfield_pde.config import INITIAL_TYPES
+    from meanfield_pde.runs.config import INITIAL_TYPES
     for section, table in data.items():
         if not isinstance(table, dict):
             continue

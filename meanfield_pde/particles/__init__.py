@@ -11,7 +11,11 @@ Modules: :mod:`.dynamics` (velocity fields, chunked and overflow-safe, the
 Kuramoto form for d = 2, energy and order parameter), :mod:`.integrators`
 (projected Heun/RK4 and a Lie-group midpoint method, Hairer–Lubich–Wanner,
 *Geometric Numerical Integration* §IV.4 and §IV.8; geodesic Euler–Maruyama),
-:mod:`.simulate` (:func:`simulate`) and :mod:`.sampling` (initial laws).
+:mod:`.simulate` (:func:`simulate`) and :mod:`.sampling` (initial laws);
+:mod:`.measures` (clouds <-> densities), :mod:`.normalisation` (transformer
+normalisation schemes), :mod:`.long_context` (one layer computed on explicit tokens).
+
+Layer: particles may import core and theory; not numerics (its sibling) nor anything above.
 
 Quick start::
 
@@ -20,7 +24,7 @@ Quick start::
     run = simulate(x0, "SA", beta=5.0, nu=0.0, t_end=10.0, dt=0.05, every=0.5)
     run.times, run.positions.shape, run.order_parameter, run.energy
 
-Errors are :class:`meanfield_pde.errors.ConfigError` (a ValueError) naming
+Errors are :class:`meanfield_pde.core.errors.ConfigError` (a ValueError) naming
 the argument and its allowed range.
 """
 

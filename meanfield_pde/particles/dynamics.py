@@ -18,7 +18,7 @@ Numerics
   (default :data:`BLOCK_BYTES` = 256 KiB, so they stay in cache) are formed
   by one product, exponentiated in place and multiplied by [x_j, 1], which
   gives the weighted sums and the row sums at once; the threads
-  (:mod:`meanfield_pde.threads`) share the blocks. Peak memory at
+  (:mod:`meanfield_pde.core.threads`) share the blocks. Peak memory at
   n = 20 000 is a few MiB.
 * Overflow: SA is a softmax, evaluated with the row maximum of β⟨x_i,x_j⟩
   subtracted before exponentiating. USA factors out e^β:
@@ -45,9 +45,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..kernels import BETA_MAX, SMALL_BETA
-from ..threads import resolve_threads, single_threaded_blas
+from ..core.errors import ConfigError
+from ..core.kernels import BETA_MAX, SMALL_BETA
+from ..core.threads import resolve_threads, single_threaded_blas
 
 KINDS = ("SA", "USA")
 CHUNK_BYTES = 256 * 2**20
@@ -55,20 +55,20 @@ CHUNK_BYTES = 256 * 2**20
 
 
 # -- argument checks -----------------------------------------------------------
-def _check_kind(kind) -> str:
+def check_kind(kind) -> str:
     if kind not in KINDS:
         raise ConfigError(f"kind = {kind!r}: must be one of {KINDS}")
     return kind
 
 
-def _check_beta(beta) -> float:
+def check_beta(beta) -> float:
     beta = float(beta)
     if not 0.0 <= beta <= BETA_MAX:  # also rejects NaN
         raise ConfigError(f"beta = {beta}: must be in [0, {BETA_MAX:g}]")
     return beta
 
 
-def _check_chunk(chunk_rows) -> int | None:
+def check_chunk(chunk_rows) -> int | None:
     if chunk_rows is None:
         return None
     if isinstance(chunk_rows, bool) or int(chunk_rows) != chunk_rows or chunk_rows < 1:
@@ -207,7 +207,7 @@ def attention(x, kind: str, beta: float, *, chunk_rows: int | None = None,
 
     Parameters and errors as :func:`velocity`.
     """
-    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     n, d = x.shape
     if beta == 0.0:  # every weight is 1: A_i = m for both kinds
@@ -263,7 +263,7 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
         beyond round-off.
     threads : int >= 1 or None, keyword-only
         Threads sharing the rows; None: $MEANFIELD_PDE_THREADS, else all
-        cores (:func:`meanfield_pde.threads.resolve_threads`).
+        cores (:func:`meanfield_pde.core.threads.resolve_threads`).
 
     Returns
     -------
@@ -284,7 +284,7 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
     Source: Geshkovski et al., arXiv:2312.10794 (SA eq. (1.2)-(1.3) family,
     USA the unnormalised variant); DESIGN.md §1.
     """
-    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     if beta == 0.0:  # fast path, all weights 1 for SA and USA: v_i = m − ⟨x_i, m⟩ x_i
         m = _mean(x)
@@ -297,7 +297,7 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
 
     This is E_β[μ] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) dμ dμ of the empirical measure
     μ = (1/n) Σ δ_{x_i}: the definition of
-    :meth:`meanfield_pde.models.MeanFieldModel.energy` (the interaction energy less
+    :meth:`meanfield_pde.numerics.models.MeanFieldModel.energy` (the interaction energy less
     the constant 1/(2β)), one smooth function of β ∈ [0, 700]. Computed as
     e^β/(2β) · (1/n²) Σ e^{β(⟨x_i,x_j⟩−1)} − 1/(2β) for β >= 1 (finite up to β = 700),
     from Σ expm1(β⟨x_i,x_j⟩) for kernels.SMALL_BETA <= β < 1 (no cancellation), and
@@ -319,7 +319,7 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
     ConfigError (a ValueError)
         beta out of range; x not (n, d) with d >= 2; bad chunk_rows.
     """
-    beta, chunk_rows = _check_beta(beta), _check_chunk(chunk_rows)
+    beta, chunk_rows = check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     n = x.shape[0]
     if beta < SMALL_BETA:
@@ -377,7 +377,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
     Source: DESIGN.md §1 (Kuramoto, d = 2); Geshkovski et al.,
     arXiv:2312.10794 (the circle case).
     """
-    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     theta = np.asarray(theta, dtype=float)
     if theta.ndim != 1:
         raise ConfigError(f"theta: shape {theta.shape}: must be (n,)")

@@ -4,7 +4,7 @@ All samplers return an array of shape (n, d) with unit rows (points of
 S^{d−1}) and take ``seed``: an integer (a fresh numpy Generator, PCG64) or a
 numpy Generator to draw from; the same integer seed gives identical points.
 The von Mises–Fisher draws use scipy.stats.vonmises_fisher, the law behind
-:func:`meanfield_pde.initial.von_mises_fisher_pdf`, so a particle run can
+:func:`meanfield_pde.numerics.initial.von_mises_fisher_pdf`, so a particle run can
 start from exactly the density a PDE run starts from.
 """
 
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
+from ..core.geometry import unit_rows
 from .integrators import normalise
 
 
-def _rng(seed) -> np.random.Generator:
+def make_rng(seed) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -47,19 +48,7 @@ def uniform_sphere(n: int, d: int, seed=0) -> np.ndarray:
         n < 1, d < 2, bad seed.
     """
     n, d = _check_int("n", n, 1), _check_int("d", d, 2)
-    return normalise(_rng(seed).standard_normal((n, d)))
-
-
-def unit_rows(vectors) -> np.ndarray:
-    """Finite non-zero rows (K, d) scaled to unit length, for any magnitude.
-
-    Each row is divided by its largest |entry| first: the plain norm
-    overflows for entries near 1e308 and underflows to 0 for subnormal ones
-    (1e-320), while the direction of such a row is well defined.
-    """
-    v = np.asarray(vectors, dtype=float)
-    v = v / np.max(np.abs(v), axis=-1, keepdims=True)
-    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+    return normalise(make_rng(seed).standard_normal((n, d)))
 
 
 def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed=0) -> np.ndarray:
@@ -70,7 +59,7 @@ def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed
     ``scipy.stats.vonmises_fisher(μ_k, κ_k).rvs(size, random_state=rng)``
     (Wood's algorithm; Mardia & Jupp, *Directional Statistics*, §9.3.2).
     κ_k = 0 is the uniform law. The density is
-    :func:`meanfield_pde.initial.von_mises_fisher_pdf` with the same arguments.
+    :func:`meanfield_pde.numerics.initial.von_mises_fisher_pdf` with the same arguments.
 
     Parameters
     ----------
@@ -112,7 +101,7 @@ def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed
             raise ConfigError(f"weights = {np.asarray(weights).tolist()}: must be {k} numbers >= 0 "
                               "with a positive sum")
         w = w / w.sum()
-    rng = _rng(seed)
+    rng = make_rng(seed)
     from scipy.stats import vonmises_fisher  # slow import, only needed here
 
     label = rng.choice(k, size=n, p=w)
@@ -137,7 +126,7 @@ def random_rotation(d: int, seed=0) -> np.ndarray:
     moved into Q.
     """
     d = _check_int("d", d, 1)
-    q, r = np.linalg.qr(_rng(seed).standard_normal((d, d)))
+    q, r = np.linalg.qr(make_rng(seed).standard_normal((d, d)))
     return q * np.sign(np.diag(r))
 
 
@@ -177,4 +166,4 @@ def equiangular(n: int, d: int, rho: float, seed=0) -> np.ndarray:
     chol = np.linalg.cholesky(gram)
     x = np.zeros((n, d))
     x[:, :n] = chol
-    return normalise(x @ random_rotation(d, _rng(seed)))
+    return normalise(x @ random_rotation(d, make_rng(seed)))

@@ -17,10 +17,10 @@ from functools import partial
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..signals import check as check_stop_request, interruption
-from ..threads import resolve_threads, single_threaded_blas
-from .dynamics import _check_beta, _check_chunk, _check_kind, energy, order_parameter, velocity
+from ..core.errors import ConfigError
+from ..core.signals import check as check_stop_request, interruption
+from ..core.threads import resolve_threads, single_threaded_blas
+from .dynamics import check_beta, check_chunk, check_kind, energy, order_parameter, velocity
 from .integrators import SCHEMES
 
 UNIT_TOL = 1e-10
@@ -177,7 +177,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         Gram-matrix rows per chunk (:func:`dynamics.velocity`).
     threads : int >= 1 or None, keyword-only
         Threads of the velocity (:func:`dynamics.velocity`); None: the default
-        of :func:`meanfield_pde.threads.resolve_threads`.
+        of :func:`meanfield_pde.core.threads.resolve_threads`.
     store_positions : bool, keyword-only
         If False only the diagnostics and the final state are kept
         (``positions`` is then None).
@@ -191,7 +191,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         except the starting one of a resumed run (``start`` > 0).
 
     A KeyboardInterrupt (SIGINT, SIGTERM via
-    :func:`meanfield_pde.signals.stop_on_signals`) or non-finite positions
+    :func:`meanfield_pde.core.signals.stop_on_signals`) or non-finite positions
     stop the run early: the last good state is recorded and ``status``
     says why.
 
@@ -210,7 +210,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         nu > 0, seed not an integer >= 0, chunk_rows.
     """
     x = _check_positions(x0)
-    kind, beta, chunk_rows = _check_kind(kind), _check_beta(beta), _check_chunk(chunk_rows)
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     nu = _check_positive("nu", nu, allow_zero=True)
     t_end = _check_positive("t_end", t_end, allow_zero=True)
     dt = _check_positive("dt", dt, allow_zero=False)

@@ -1,0 +1,109 @@
+"""The old flat module paths (``meanfield_pde.runner``, ``meanfield_pde.linear``, ...),
+kept for one release as aliases of the layered modules; importing one warns
+(DeprecationWarning) and names the new path.
+
+This is the only place that knows the old layout. It sits at the top with the
+package root and the command line: nothing in the package imports an old path.
+
+``import meanfield_pde.runner`` returns the module ``meanfield_pde.runs.runner``
+itself (so the module is the same object under both names). The few old modules
+that were split between layers (``long_context``, ``phase``, ``runner``,
+``particle_runner``) become a read-only merge of the public names of
+their parts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+
+PACKAGE = "meanfield_pde"
+
+# old flat name -> new module (a subpackage alias also covers its submodules)
+MOVED = {
+    "errors": "core.errors", "threads": "core.threads", "signals": "core.signals",
+    "kernels": "core.kernels", "geometry": "core.geometry",
+    "linear": "theory.linear", "equiangular": "theory.equiangular",
+    "models": "numerics.models", "limits": "numerics.limits", "steppers": "numerics.steppers",
+    "initial": "numerics.initial", "diagnostics": "numerics.diagnostics", "solver": "numerics.solver",
+    "observers": "numerics.observers",
+    "stationary": "numerics.stationary",
+    "measures": "particles.measures", "normalisation": "particles.normalisation",
+    "config": "runs.config", "cases": "runs.cases", "io": "runs.io", "runfile": "runs.runfile",
+    "outputs": "runs.outputs", "runcheck": "runs.runcheck", "resume": "runs.resume",
+    "budget": "runs.budget",
+    "compare": "analysis.compare", "clusters": "analysis.clusters",
+    "sweep": "studies.sweep", "limit_sweep": "studies.limit_sweep",
+    "transformer_study": "studies.transformer_study",
+    "plot": "plotting.plot", "plot_compare": "plotting.plot_compare",
+    "transformer_plot": "plotting.transformer_plot",
+}
+# (``meanfield_pde.cli`` and ``meanfield_pde.particles`` keep their names: the cli
+# package exports ``main``, the entry point of the old cli module.)
+
+# old modules split between layers -> their parts (the first one named in the warning)
+SPLIT = {
+    "long_context": ("theory.long_context", "particles.long_context"),
+    "phase": ("plotting.phase", "analysis.phase", "theory.equiangular"),
+    "runner": ("runs.runner", "runs.budget"),
+    "particle_runner": ("runs.particle_runner", "studies.compare_particles"),
+}
+
+
+def new_name(old: str) -> str | None:
+    """The layered module behind an old dotted path ``meanfield_pde.X[.Y]`` (None: not old)."""
+    parts = old.split(".")
+    if len(parts) < 2 or parts[0] != PACKAGE:
+        return None
+    if parts[1] in MOVED:
+        return ".".join([PACKAGE, MOVED[parts[1]], *parts[2:]])
+    if parts[1] in SPLIT and len(parts) == 2:
+        return f"{PACKAGE}.{SPLIT[parts[1]][0]}"
+    return None
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def create_module(self, spec):
+        return None  # a fresh module; exec_module puts the real one in its place
+
+    def exec_module(self, module):
+        old = module.__name__
+        target = new_name(old)
+        warnings.warn(f"{old} is now {target}; the old path goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        head = old.split(".")[1]
+        if head in SPLIT:
+            for part in SPLIT[head]:
+                real = importlib.import_module(f"{PACKAGE}.{part}")
+                for name, value in vars(real).items():
+                    if not name.startswith("_"):
+                        module.__dict__.setdefault(name, value)
+            return
+        # the import system returns whatever sys.modules holds after exec_module
+        sys.modules[old] = importlib.import_module(target)
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if new_name(fullname) is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, _AliasLoader())
+
+
+def install() -> None:
+    """Make the old paths importable (idempotent)."""
+    if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
+        # First: the alias of a subpackage (meanfield_pde.normalisation) has the real
+        # package's __path__, where the path finder would load its submodules a second
+        # time under the old names. It answers for old names only.
+        sys.meta_path.insert(0, _AliasFinder())
+    # An old path that is also a name of the package root (meanfield_pde.resume, the
+    # function) is registered now: importing it later would rebind the root's name to
+    # the module, as the import system sets a loaded submodule on its parent.
+    root = sys.modules[PACKAGE]
+    for old, new in MOVED.items():
+        if hasattr(root, old):
+            sys.modules.setdefault(f"{PACKAGE}.{old}", importlib.import_module(f"{PACKAGE}.{new}"))

@@ -1,0 +1,57 @@
+"""Measured transitions of sweeps, set against theory: crossing times, the token
+transition, agreement within one grid cell, and the critical-noise fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+
+def crossing_time(times, values, level: float = 0.5) -> float:
+    """First time an increasing-ish series reaches ``level`` (linear interpolation; inf if never)."""
+    times, values = np.asarray(times, float), np.asarray(values, float)
+    above = np.flatnonzero(values >= level)
+    if above.size == 0:
+        return np.inf
+    i = above[0]
+    if i == 0:
+        return float(times[0])
+    t0, t1, v0, v1 = times[i - 1], times[i], values[i - 1], values[i]
+    return float(t0 + (level - v0) * (t1 - t0) / (v1 - v0))
+
+
+def token_transition(ds: xr.Dataset, level: float = 0.5) -> xr.DataArray:
+    """Measured transition time per (beta, dimension): the seed-mean clustered_pairs reaches ``level``."""
+    frac = ds.clustered_pairs.mean("seed") if "seed" in ds.clustered_pairs.dims else ds.clustered_pairs
+    return xr.apply_ufunc(lambda v: crossing_time(ds.time.values, v, level), frac,
+                          input_core_dims=[["time"]], vectorize=True)
+
+
+def within_one_cell(betas, measured, predicted_at, dt: float, t_end: float = np.inf) -> np.ndarray:
+    """True where the measured transition (t_m at β) lies within one (Δt, Δβ) cell of the prediction.
+
+    The predicted t*(β) increases with β, so the prediction passes within one
+    cell of (t_m, β) iff t_m ∈ [t*(β − Δβ) − Δt, t*(β + Δβ) + Δt] (Δβ the grid
+    spacing at β). ``predicted_at``: callable β -> t*. No measured transition
+    (inf) agrees if the prediction lies beyond the grid, t*(β − Δβ) − Δt > t_end.
+    """
+    betas = np.asarray(betas, float)
+    ok = np.zeros(len(betas), bool)
+    for i, (b, tm) in enumerate(zip(betas, measured)):
+        db = np.diff(betas).max() if len(betas) > 1 else 0.0
+        lo, hi = predicted_at(max(b - db, 0.0)) - dt, predicted_at(b + db) + dt
+        ok[i] = lo <= tm <= hi if np.isfinite(tm) else lo > t_end
+    return ok
+
+
+def critical_noise_fit(nu, m, window: float = 0.02) -> tuple[float, float]:
+    """ν_c and slope a from |m|² = a (ν_c − ν), fitted on ordered points within ``window`` below
+    the first point where |m| vanishes (|m| < 1e-3). Returns (ν_c, a)."""
+    nu, m = np.asarray(nu, float), np.asarray(m, float)
+    order = np.argsort(nu)
+    nu, m2 = nu[order], m[order] ** 2
+    zero = np.flatnonzero(m2 < 1e-6)
+    top = nu[zero[0]] if zero.size else nu[-1]
+    sel = (nu < top) & (nu >= top - window) & (m2 >= 1e-6)
+    slope, icept = np.polyfit(nu[sel], m2[sel], 1)
+    return float(-icept / slope), float(-slope)

@@ -1,0 +1,436 @@
+"""Command line: ``meanfield-pde run | cases | plot | compare | limits | sweep`` (DESIGN.md §4).
+
+User errors (bad case, bad --set, unreadable file) print one line naming
+the field and exit with status 2, without a traceback. A run that stops
+early (lost resolution, numerical fault, Ctrl-C, SIGTERM) keeps its file,
+which is written snapshot by snapshot, and exits with status 3; ``run
+--resume FILE`` continues it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+from ..core.errors import ConfigError, RunStoppedWarning, printable
+from ..runs.outputs import claim
+
+EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
+FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machine or the caps "
+              "(see README, 'Resource caps')")
+
+
+def _cmd_cases(args) -> int:
+    from ..runs.cases import cases_dir, describe_cases
+    rows = describe_cases()
+    if not rows:
+        print(f"no cases found in {cases_dir()}")
+        return 1
+    width = max(len(name) for name, _ in rows)
+    for name, desc in rows:
+        print(f"{name:<{width}}  {desc}")
+    return 0
+
+
+def _output_path(args, config) -> Path:
+    if args.output:
+        return Path(args.output)
+    if config.output.path:
+        return Path(config.output.path)
+    return Path.cwd() / f"{config.name}.nc"
+
+
+def _load_with_threads(args):
+    """The case with --set overrides and --threads (domain.threads); the thread count is
+    resolved here so that a bad $MEANFIELD_PDE_THREADS fails before any work."""
+    import dataclasses
+
+    from ..runs.cases import load_case
+    from ..core.threads import check_threads, resolve_threads
+    config = load_case(args.case, list(args.set or []))
+    if args.threads is not None:  # set on the built case: a --set would create a [domain]
+        threads = check_threads(args.threads, "--threads")  # section a transformer study lacks
+        config = dataclasses.replace(config, domain=dataclasses.replace(config.domain, threads=threads))
+    resolve_threads(config.domain.threads or None)
+    return config
+
+
+def _cmd_run(args) -> int:
+    from ..runs.io import check_output_path
+    if args.resume:
+        return _resume(args)
+    if args.case is None:
+        raise ConfigError("run: give a CASE (a named case or a .toml file), or --resume FILE.nc")
+    config = _load_with_threads(args)
+    path = check_output_path(_output_path(args, config), overwrite=args.overwrite)
+    with claim(_run_outputs(config, path, args), overwrite=args.overwrite):  # for the whole run
+        return _run_claimed(config, path, args)
+
+
+def _run_outputs(config, path: Path, args) -> list[Path]:
+    """Every file `run` writes: the run file(s) and, unless --no-plot, the figure."""
+    plot = config.output.plot and not args.no_plot
+    if config.particles.mode == "compare" and config.transformer.study == "off":
+        from ..studies.compare_particles import comparison_paths
+        paths = comparison_paths(path)
+        return [paths["pde"], paths["particles"], paths["compare"]] + ([paths["figure"]] if plot else [])
+    return [path] + ([path.with_suffix(".png")] if plot else [])
+
+
+def _run_claimed(config, path: Path, args) -> int:
+    from ..runs.particle_runner import run_particles
+    from ..runs.runner import run
+    if config.transformer.study != "off":
+        return _run_study(config, path, args)
+    if config.particles.mode == "compare":
+        return _run_comparison(config, path, args)
+    progress = None if not args.quiet else False
+    with warnings.catch_warnings():  # the status line below says it already
+        warnings.simplefilter("ignore", RunStoppedWarning)
+        if config.particles.mode == "particles":
+            ds = run_particles(config, output=path, overwrite=args.overwrite, force=args.force)
+        else:
+            ds = run(config, output=path, progress=progress, overwrite=args.overwrite, force=args.force)
+    return _report(config.name, ds, path, args)
+
+
+def _resume(args) -> int:
+    from ..runs.resume import resume_overrides
+    from ..runs.runner import resume
+    if args.case is not None or args.output or args.overwrite or args.threads is not None:
+        raise ConfigError("run --resume FILE.nc: takes no CASE, --output, --overwrite or --threads "
+                          "(the case is stored in the file, which is continued in place)")
+    t_end = resume_overrides(args.set)
+    _check_resumable(Path(args.resume))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunStoppedWarning)
+        ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end)
+    args.overwrite = True  # a resumed run replaces its own figure
+    return _report(str(ds.attrs.get("case_name", "run")), ds, Path(args.resume), args)
+
+
+def _check_resumable(path: Path) -> None:
+    """A resume appends to the file and may rename it over FILE.nc: both must be writable."""
+    from ..runs.io import check_writable_folder
+    if not path.is_file():
+        return  # resume() names the missing file
+    what = f"run --resume {str(path)!r}"
+    check_writable_folder(path.parent, what)
+    try:
+        with open(path, "r+b"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot write the file ({exc.strerror})") from None
+
+
+def _report(name: str, ds, path: Path, args) -> int:
+    """Status, snapshots and files of a finished run; its figure; the exit status."""
+    status = ds.attrs["status"]
+    what = f"{ds.attrs['n']} particles" if ds.attrs.get("equation") == "particles" else "PDE"
+    print(f"{printable(name)} ({what}): {status}")
+    print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
+    written = Path(ds.encoding.get("source", path))
+    print(f"wrote {written}")
+    if written.name.endswith(".partial.nc"):
+        print(f"(the run did not complete, so {written.name} does not replace the existing "
+              f"{written.name[:-len('.partial.nc')]}.nc; continue it with --resume {written})")
+    path = written
+    if ds.attrs.get("case") and not args.no_plot and "could not write" not in status:
+        from ..runs.config import from_dict, parse_toml
+        if from_dict(parse_toml(ds.attrs["case"], str(path))).output.plot:
+            from ..plotting.plot import save_figure
+            print(f"wrote {save_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
+    return 0 if status == "completed" else EXIT_STOPPED
+
+
+def _run_study(config, path: Path, args) -> int:
+    from ..runs.io import write_netcdf
+    from ..studies.transformer_study import run_study, summary_lines
+    ds = run_study(config, force=args.force)
+    write_netcdf(ds, path, overwrite=args.overwrite)
+    print(f"{config.name}: {config.transformer.study} study")
+    print("\n".join(summary_lines(ds)))
+    print(f"wrote {path}")
+    if config.output.plot and not args.no_plot:
+        from ..runs.outputs import save_png
+        from ..plotting.transformer_plot import plot_study
+        save_png(plot_study(ds), path.with_suffix(".png"), overwrite=args.overwrite)
+        print(f"wrote {path.with_suffix('.png')}")
+    return 0
+
+
+def _run_comparison(config, path: Path, args) -> int:
+    from ..studies.compare_particles import comparison_paths, run_comparison
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunStoppedWarning)
+        out = run_comparison(config, path, overwrite=args.overwrite, force=args.force)
+    paths = comparison_paths(path)
+    status = out["pde"].attrs["status"]
+    c = out["compare"]
+    print(f"{config.name}: PDE {status}; {config.particles.n} particles")
+    for name in ("pde", "particles", "compare"):
+        print(f"wrote {paths[name]}")
+    d = c.l2_distance.values
+    line = f"L2 distance PDE - particles: {d[0]:.3e} at t = 0, {d[-1]:.3e} at t = {float(c.time[-1]):g}"
+    if "expected_statistical_l2" in c:
+        line += f" (sampling level {float(c.expected_statistical_l2[-1]):.3e})"
+    print(line)
+    if config.output.plot and not args.no_plot:
+        try:
+            from ..plotting.plot_compare import save_comparison_figure
+        except ImportError:
+            save_comparison_figure = None
+        if save_comparison_figure is not None:
+            print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'], overwrite=args.overwrite)}")
+    return 0 if status == "completed" else EXIT_STOPPED
+
+
+def _cmd_plot(args) -> int:
+    from ..plotting.plot import save_figure
+    from ..runs.runcheck import open_checked
+    path = Path(args.file)
+    if not path.is_file():
+        raise ConfigError(f"plot: file {str(path)!r} does not exist")
+    try:
+        times = [float(t) for t in args.times.split(",")] if args.times else None
+    except ValueError:
+        raise ConfigError(f"plot --times {args.times!r}: must be comma-separated numbers, "
+                          "e.g. --times 0,1.5,10") from None
+    output = Path(args.output) if args.output else path.with_suffix(".png")
+    if output.suffix.lower() != ".png":
+        raise ConfigError(f"plot --output {str(output)!r}: the file name must end in .png")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
+    from ..runs.io import check_writable_folder
+    check_writable_folder(output.parent, f"plot --output {str(output)!r}")
+    with claim([output], overwrite=args.overwrite, inputs=[path]):
+        ds = open_checked(path, f"plot: {str(path)!r}")
+        try:
+            with ds:
+                out = save_figure(ds, output, times=times, overwrite=args.overwrite)
+        except ValueError as exc:
+            raise ConfigError(f"plot: {exc}") from None
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from ..analysis.compare import compare
+    from ..runs.io import check_output_path, write_netcdf
+    from ..runs.runcheck import open_checked
+    inputs = (args.a, args.b)
+    output = check_output_path(args.output, overwrite=args.overwrite, inputs=inputs)
+    with claim([output], overwrite=args.overwrite, inputs=inputs):
+        runs = [open_checked(name, f"compare: {name!r}") for name in inputs]
+        _check_projections(args, runs, output)
+        result = compare(*runs, degrees=args.degrees, smoothing=args.smoothing,
+                         n_projections=args.projections)
+        write_netcdf(result, output, overwrite=args.overwrite, inputs=inputs)
+    d = result.l2_distance.values
+    print(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
+          f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
+          f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
+    print(f"wrote {output}")
+    return 0
+
+
+def _check_projections(args, runs, output) -> None:
+    """Refuse (unless --force) projections beyond the cap or the machine's memory, before any work."""
+    from ..runs.budget import MAX_PROJECTIONS, check, projections_estimate
+    if args.projections > MAX_PROJECTIONS and not args.force:
+        raise ConfigError(f"compare --projections {args.projections}: the cap is {MAX_PROJECTIONS} "
+                          "(the default is 200); pass --force to run it anyway")
+    if args.projections > 0 and any("positions" in ds for ds in runs):
+        import numpy as np
+        points = [ds.sizes.get("particle") or int(np.prod([ds.sizes[d] for d in ds.density.dims[1:]]))
+                  for ds in runs]
+        times = min(ds.sizes["time"] for ds in runs)
+        check(projections_estimate(args.projections, points[0], points[1], times, "--projections"),
+              output, force=args.force)
+
+
+def _cmd_limits(args) -> int:
+    from ..runs.io import check_output_path
+    from ..studies.limit_sweep import check_sweep_config
+    config = _load_with_threads(args)
+    check_sweep_config(config)
+    path = check_output_path(Path(args.output) if args.output else Path.cwd() / f"{config.name}_limits.nc",
+                             overwrite=args.overwrite)
+    with claim([path] + ([] if args.no_plot else [path.with_suffix(".png")]), overwrite=args.overwrite):
+        return _limits_claimed(config, path, args)
+
+
+def _limits_claimed(config, path: Path, args) -> int:
+    from ..runs.io import write_netcdf
+    from ..studies.limit_sweep import limit_sweep, save_limit_figure
+    lim = config.limit
+    print(f"{config.name}: {config.model.kind} PDE versus its large-beta limit, orders "
+          f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
+          f"lmax = {config.domain.lmax}")
+    ds = limit_sweep(config, log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
+    write_netcdf(ds, path, overwrite=args.overwrite)
+    print(f"{'beta':>8}  {'order':>5}  {'distance':>12}  {'relative':>12}  {'amplification':>13}")
+    for b in ds.beta.values:
+        for o in ds.order.values:
+            d = ds.sel(beta=b, order=o)
+            print(f"{b:8g}  {int(o):5d}  {float(d.distance):12.4e}  {float(d.relative_distance):12.4e}  "
+                  f"{float(d.amplification):13.3e}")
+    for o in ds.order.values:
+        print(f"order {int(o)}: fitted slope {float(ds.slope.sel(order=o)):+.3f} "
+              f"(expected {float(ds.expected_slope.sel(order=o)):+g})")
+    print(f"wrote {path}")
+    if not args.no_plot:
+        print(f"wrote {save_limit_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
+    if not ds.attrs["completed"]:
+        bad = [f"beta = {float(b):g} {str(r)}: {str(ds.status.sel(beta=b, run=r).values)}"
+               for b in ds.beta.values for r in ds.run.values
+               if str(ds.status.sel(beta=b, run=r).values) != "completed"]
+        print("some runs stopped early (their distances are NaN): " + "; ".join(bad))
+        return EXIT_STOPPED
+    return 0
+
+
+def _cmd_sweep(args) -> int:
+    from ..runs.cases import load_case
+    from ..studies.sweep import run_sweep
+    if args.workers is not None and args.scheduler:
+        raise ConfigError("sweep: give --workers (a LocalCluster) or --scheduler, not both")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"sweep --workers {args.workers}: must be >= 1")
+    config = load_case(args.case, args.set or [])
+    out = Path(args.output) if args.output else Path.cwd() / f"{config.name}_sweep"
+    ds = run_sweep(config, out, args.grid or [], args.continuation, args.workers, args.scheduler,
+                   progress=None if not args.quiet else False, force=args.force,
+                   log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
+    print(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
+          f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
+    print(f"wrote {out / 'sweep.nc'}")
+    if not args.no_plot:
+        from ..plotting.phase import save_sweep_figure
+        print(f"wrote {save_sweep_figure(ds, out / 'sweep.png', overwrite=True)}")
+    return EXIT_STOPPED if ds.attrs["failed"] else 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors (which quote the user's arguments) escaped."""
+
+    def error(self, message):
+        super().error(printable(message))
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="meanfield-pde",
+                                description="Mean-field dynamics of self-attention on the sphere.")
+    from .. import __version__
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a case and write a netCDF file")
+    r.add_argument("case", nargs="?", help="a named case (see `meanfield-pde cases`) or a .toml file")
+    r.add_argument("--output", "-o", help="netCDF file (default: output.path or ./<case>.nc), "
+                                          "written snapshot by snapshot")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output file (only once the new run has ended)")
+    r.add_argument("--resume", metavar="FILE.nc",
+                   help="continue an interrupted run from its file (no CASE; --set time.t_end=T "
+                        "extends a completed run)")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a case key, e.g. --set model.beta=5 (repeatable)")
+    r.add_argument("--no-plot", action="store_true", help="do not write the figure next to the file")
+    r.add_argument("--threads", metavar="N", help="threads of the transforms and particles "
+                   "(default: domain.threads, else $MEANFIELD_PDE_THREADS, else all cores)")
+    r.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    r.add_argument("--force", action="store_true", help=FORCE_HELP)
+    r.set_defaults(func=_cmd_run)
+    c = sub.add_parser("cases", help="list the named cases")
+    c.set_defaults(func=_cmd_cases)
+    cmp = sub.add_parser("compare", help="distances between two runs at their common times")
+    cmp.add_argument("a", help="first run (.nc)")
+    cmp.add_argument("b", help="second run (.nc)")
+    cmp.add_argument("--output", "-o", required=True, help="netCDF file for the comparison")
+    cmp.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    cmp.add_argument("--degrees", type=int, help="compare degrees l <= DEGREES only")
+    cmp.add_argument("--smoothing", type=float, help="heat-kernel time s applied to both runs first")
+    cmp.add_argument("--projections", type=int, default=200,
+                     help="great circles of the sliced Wasserstein distance (particle runs; 0: skip)")
+    cmp.add_argument("--force", action="store_true", help=FORCE_HELP)
+    cmp.set_defaults(func=_cmd_compare)
+    pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
+    pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
+    pl.add_argument("--output", "-o", help="PNG file (default: FILE with .png)")
+    pl.add_argument("--overwrite", action="store_true", help="replace an existing figure")
+    pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")
+    pl.set_defaults(func=_cmd_plot)
+    li = sub.add_parser("limits", help="PDE versus its large-beta limits: distance against beta "
+                                       "and its fitted slope ([limit] section of the case)")
+    li.add_argument("case", help="a named case (e.g. sa_backward_heat) or a .toml file")
+    li.add_argument("--output", "-o", help="netCDF file (default: ./<case>_limits.nc); "
+                                           "a figure .png is written next to it")
+    li.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a case key, e.g. --set limit.betas=[25,100] (repeatable)")
+    li.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    li.add_argument("--no-plot", action="store_true", help="do not write the figure")
+    li.add_argument("--threads", metavar="N", help="threads of the transforms (as for run)")
+    li.add_argument("--quiet", "-q", action="store_true", help="no line per finished run")
+    li.set_defaults(func=_cmd_limits)
+    sw = sub.add_parser("sweep", help="a parameter sweep on dask.distributed: one run per grid "
+                                      "point, one combined Dataset ([sweep] section of the case)")
+    sw.add_argument("case", help="a named case (e.g. phase_noise_beta3) or a .toml file")
+    sw.add_argument("--grid", action="append", metavar="KEY=VALUES",
+                    help="a swept key: KEY=[a,b,c] or KEY=start:stop:count (repeatable; adds to "
+                         "or replaces sweep.grid)")
+    sw.add_argument("--continuation", metavar="KEY",
+                    help="start each point from the previous one's final state along KEY "
+                         "(default: sweep.continuation; '' for none)")
+    sw.add_argument("--workers", "-n", type=int, help="LocalCluster processes (default: the cores)")
+    sw.add_argument("--scheduler", metavar="ADDRESS",
+                    help="a running dask scheduler, e.g. tcp://10.0.0.1:8786, instead of a LocalCluster")
+    sw.add_argument("--output", "-o", help="folder (default: ./<case>_sweep): points/*.nc, sweep.nc, sweep.png")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a case key (repeatable)")
+    sw.add_argument("--no-plot", action="store_true", help="do not write the figure")
+    sw.add_argument("--quiet", "-q", action="store_true", help="no progress bar or per-point lines")
+    sw.add_argument("--force", action="store_true", help=FORCE_HELP)
+    sw.set_defaults(func=_cmd_sweep)
+    return p
+
+
+def _warning_line(message, category, *args, **kwargs) -> None:
+    print(f"meanfield-pde: warning: {message}", file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    args = make_parser().parse_args(argv)
+    from ..core.errors import DiskSpaceWarning
+    from ..runs.outputs import OutputFull
+    # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN) if main_thread else None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", DiskSpaceWarning)
+            warnings.showwarning = _warning_line
+            return args.func(args)
+    except ConfigError as exc:
+        print(f"meanfield-pde: error: {printable(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except OutputFull as exc:  # nothing (or every complete snapshot) was kept: a clean stop
+        print(f"meanfield-pde: error: {exc.strerror}", file=sys.stderr)
+        return EXIT_STOPPED
+    except KeyboardInterrupt:  # outside a time loop (which stops cleanly and writes its file)
+        print("meanfield-pde: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into e.g. `head`: not an error of the run
+        sys.stderr.close()
+        return 0
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGXFSZ, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

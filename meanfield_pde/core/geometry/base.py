@@ -1,0 +1,139 @@
+"""The small interface every manifold (sphere, circle) offers to the models.
+
+A geometry owns the spectral basis (coefficients of a real density, one
+complex number per basis function with m >= 0) and the quadrature grid.
+Models, steppers and diagnostics only talk to this interface, so the same
+right-hand side and time loop serve S² (shtns) and S¹ (FFT).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class Geometry(ABC):
+    """Spectral basis and quadrature grid on a compact manifold.
+
+    Attributes
+    ----------
+    lmax : int
+        Degree (sphere) or wavenumber (circle) cut-off L.
+    degree : ndarray of int, shape (ncoef,)
+        Degree l of each coefficient.
+    laplacian : ndarray of float, shape (ncoef,)
+        Eigenvalue of the Laplace–Beltrami operator on each basis function
+        (−l(l+1) on S², −k² on S¹).
+    order : ndarray of int, shape (ncoef,)
+        Order m of each coefficient (0 on the circle).
+    parseval_weight : ndarray of float, shape (ncoef,)
+        1 for m = 0 and 2 for m > 0: only m >= 0 is stored for a real field,
+        so ∫ f g dσ = Σ parseval_weight · Re(f_lm conj(g_lm)).
+    area : float
+        Total measure |S| (4π on S², 2π on S¹).
+    points : ndarray, shape grid_shape + (dim,)
+        Cartesian coordinates of the grid points (unit vectors).
+    """
+
+    lmax: int
+    degree: np.ndarray
+    laplacian: np.ndarray
+    parseval_weight: np.ndarray
+    area: float
+    points: np.ndarray
+    manifold: str
+
+    @property
+    def real_coefficient(self) -> np.ndarray:
+        """True where a real field's coefficient must be real (m = 0 on S², k = 0 on S¹)."""
+        return self.order == 0 if self.manifold == "sphere" else self.degree == 0
+
+    @property
+    def ncoef(self) -> int:
+        return self.degree.size
+
+    def zeros_coef(self) -> np.ndarray:
+        return np.zeros(self.ncoef, dtype=np.complex128)
+
+    @abstractmethod
+    def analysis(self, grid: np.ndarray) -> np.ndarray:
+        """Grid values (grid_shape) → coefficients (ncoef,)."""
+
+    @abstractmethod
+    def synthesis(self, coef: np.ndarray) -> np.ndarray:
+        """Coefficients (ncoef,) → grid values (grid_shape)."""
+
+    @abstractmethod
+    def gradient(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Coefficients → tangent gradient components on the grid."""
+
+    @abstractmethod
+    def divergence(self, components: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Tangent vector field on the grid → coefficients of its divergence."""
+
+    @abstractmethod
+    def integrate(self, grid: np.ndarray) -> float:
+        """∫ g dσ by the grid quadrature (exact for band-limited products)."""
+
+    @abstractmethod
+    def basis(self, points: np.ndarray) -> np.ndarray:
+        """Basis functions at unit vectors: shape (npoints, ncoef), complex (Y_lm(x) or e_k(θ))."""
+
+    # points per block in evaluate/empirical_coefficients: bounds the (block, ncoef) basis array
+    POINT_BLOCK = 2048
+
+    def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Values of the real field with coefficients ``coef`` at unit vectors ``points`` (..., dim).
+
+        f(x) = Re Σ parseval_weight · f_lm Y_lm(x) (the m < 0 half is the conjugate).
+        """
+        pts = np.asarray(points, dtype=float)
+        flat = pts.reshape(-1, pts.shape[-1])
+        wc = self.parseval_weight * coef
+        out = np.concatenate([(self.basis(flat[i:i + self.POINT_BLOCK]) @ wc).real
+                              for i in range(0, len(flat), self.POINT_BLOCK)] or [np.zeros(0)])
+        return out.reshape(pts.shape[:-1])
+
+    def empirical_coefficients(self, points: np.ndarray) -> np.ndarray:
+        """Coefficients of the empirical measure (1/n) Σ δ_{x_i}: f_lm = (1/n) Σ_i conj(Y_lm(x_i)).
+
+        As a "density" it has mass 1 and the same normalisation as PDE
+        coefficients (it is the projection of the measure on degrees <= L).
+        points : (n, dim) unit vectors.
+        """
+        pts = np.asarray(points, dtype=float)
+        total = self.zeros_coef()
+        for i in range(0, len(pts), self.POINT_BLOCK):
+            total += self.basis(pts[i:i + self.POINT_BLOCK]).conj().sum(axis=0)
+        return total / len(pts)
+
+    def mass(self, coef: np.ndarray) -> float:
+        """∫ f dσ from the l = 0 coefficient (exact, no quadrature)."""
+        return float(np.sqrt(self.area) * coef[0].real)
+
+    def inner(self, a: np.ndarray, b: np.ndarray) -> float:
+        """L² inner product ∫ a b dσ of two real fields given by coefficients."""
+        return float(np.sum(self.parseval_weight * (a * b.conj()).real))
+
+    def first_moment(self, grid: np.ndarray) -> np.ndarray:
+        """∫ x f(x) dσ, shape (dim,), by quadrature of the grid values f."""
+        return np.array([self.integrate(self.points[..., i] * grid)
+                         for i in range(self.points.shape[-1])])
+
+    def power_spectrum(self, coef: np.ndarray) -> np.ndarray:
+        """C_l = Σ_m |f_lm|² over all orders (−l..l), shape (lmax+1,)."""
+        return np.bincount(self.degree, weights=self.parseval_weight * np.abs(coef) ** 2,
+                           minlength=self.lmax + 1)
+
+
+def unit_rows(vectors) -> np.ndarray:
+    """Finite non-zero rows (K, d) scaled to unit length, for any magnitude.
+
+    Each row is divided by its largest |entry| first: the plain norm
+    overflows for entries near 1e308 and underflows to 0 for subnormal ones
+    (1e-320), while the direction of such a row is well defined.
+    """
+    v = np.asarray(vectors, dtype=float)
+    v = v / np.max(np.abs(v), axis=-1, keepdims=True)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)

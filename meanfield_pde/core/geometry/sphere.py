@@ -1,0 +1,195 @@
+"""The sphere S² on shtns: orthonormal spherical harmonics on a dealiased Gauss grid.
+
+Conventions (shtns ≥ 3.6.5, checked in tests/test_geometry.py):
+- coefficients f_lm for 0 <= m <= l <= L of a real field, orthonormal
+  (∫ |Y_lm|² dσ = 1), Condon–Shortley phase on, shtns index order;
+- grid arrays have shape (nlat, nphi), north pole first; θ is colatitude;
+- gradient components are (∂_θ, ∂_φ / sin θ), the θ component pointing south;
+- a tangent field v = ∇S − r̂×∇T has div v with coefficients −l(l+1) S_lm.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+
+import numpy as np
+
+from ..threads import resolve_threads
+from .base import Geometry
+
+
+def _import_shtns_quietly():
+    """Import shtns without its C build banner on stdout (it would pollute CLI output and pipes)."""
+    sys.stdout.flush()
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        import shtns
+        ctypes.CDLL(None).fflush(None)  # the banner may sit in C's stdio buffer
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    shtns.set_verbosity(0)
+    return shtns
+
+
+shtns = _import_shtns_quietly()
+
+
+# shtns aborts the whole process ("nlat is too small! try setting nlat>=32") for a
+# smaller explicit grid, so it is refused here first (measured with shtns 3.7).
+SHTNS_MIN_NLAT = 32
+
+
+@functools.lru_cache(maxsize=None)
+def _transform(lmax: int, nlat: int, nphi: int, threads: int) -> shtns.sht:
+    """One shtns plan per (L, grid, threads) per process: planning costs far more than a transform."""
+    sh = shtns.sht(lmax, lmax, 1, shtns.sht_orthonormal, threads)
+    # nl_order=2 is shtns's 3/2 rule: a product of two degree-L fields is
+    # integrated exactly, so the quadratic flux f ∇Φ is not aliased.
+    sh.set_grid(nlat, nphi, shtns.sht_gauss, 1e-10, 2)
+    return sh
+
+
+class Sphere(Geometry):
+    """S² with spherical-harmonic degree cut-off ``lmax`` on a Gauss grid.
+
+    Parameters
+    ----------
+    lmax : int
+        Highest degree L (>= 2).
+    nlat, nphi : int, optional
+        Grid size; 0 (default) lets shtns pick the dealiased grid
+        (nlat > 3L/2, nphi > 3L). shtns accepts nlat > L and nphi > 2L (even or
+        odd nlat): then the Gauss quadrature (weights w_j 2π/nphi, Gauss–Legendre
+        in cos θ) integrates every product of two fields of degree <= L exactly;
+        only the default grid also dealiases the solver's cubic products.
+
+    Raises
+    ------
+    ValueError
+        lmax < 2; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
+    threads : int, optional
+        OpenMP threads of the transforms; 0 = the default of
+        :func:`meanfield_pde.core.threads.resolve_threads` ($MEANFIELD_PDE_THREADS, else all cores).
+
+    Attributes
+    ----------
+    lat, lon : ndarray
+        Latitude (degrees north, shape (nlat,), decreasing) and longitude
+        (degrees east, shape (nphi,)) of the grid.
+    order : ndarray of int, shape (ncoef,)
+        Order m of each coefficient.
+    """
+
+    manifold = "sphere"
+    area = 4.0 * np.pi
+
+    def __reduce__(self):
+        """Pickle by parameters: the shtns plan is a C handle, made again on unpickling
+        (e.g. in a dask worker) for the same grid and thread count."""
+        return (Sphere, (self.lmax, self.nlat, self.nphi, self.threads))
+
+    def __init__(self, lmax: int, nlat: int = 0, nphi: int = 0, threads: int = 0):
+        if lmax < 2:
+            raise ValueError(f"domain.lmax = {lmax}: must be >= 2 on the sphere")
+        self.lmax = int(lmax)
+        if nlat and not nlat >= max(self.lmax + 1, SHTNS_MIN_NLAT):
+            raise ValueError(f"nlat = {nlat}: must be 0 (automatic) or >= "
+                             f"{max(self.lmax + 1, SHTNS_MIN_NLAT)} (> lmax = {self.lmax}, and "
+                             f">= {SHTNS_MIN_NLAT}, the smallest grid shtns builds)")
+        if nphi and not nphi > 2 * self.lmax:
+            raise ValueError(f"nphi = {nphi}: must be 0 (automatic) or > 2·lmax = {2 * self.lmax}")
+        self.threads = resolve_threads(threads)
+        self.sh = _transform(self.lmax, nlat, nphi, self.threads)
+        sh = self.sh
+        self.nlat, self.nphi = sh.nlat, sh.nphi
+        self.degree = np.asarray(sh.l, dtype=np.int64)
+        self.order = np.asarray(sh.m, dtype=np.int64)
+        l = self.degree.astype(float)
+        self.laplacian = -l * (l + 1.0)
+        self.parseval_weight = np.where(self.order == 0, 1.0, 2.0)
+
+        cos_theta = np.asarray(sh.cos_theta)
+        sin_theta = np.sqrt(1.0 - cos_theta**2)
+        phi = 2.0 * np.pi * np.arange(self.nphi) / self.nphi
+        self.colatitude = np.arccos(cos_theta)
+        self.lat = 90.0 - np.degrees(self.colatitude)
+        self.lon = np.degrees(phi)
+        self.points = np.stack(np.broadcast_arrays(
+            sin_theta[:, None] * np.cos(phi)[None, :],
+            sin_theta[:, None] * np.sin(phi)[None, :],
+            cos_theta[:, None]), axis=-1)
+        half = np.asarray(sh.gauss_wts())  # northern half only, without 2π/nphi
+        full = np.concatenate([half, half[: self.nlat // 2][::-1]])
+        if self.nlat % 2:
+            # odd nlat: shtns stores the equator node's weight halved (it is shared by the
+            # two hemispheres of its symmetric sums); the Gauss–Legendre weight is twice that
+            full[self.nlat // 2] *= 2.0
+        if not abs(full.sum() - 2.0) <= 1e-13:  # Σ Gauss–Legendre weights = ∫_{-1}^{1} dx
+            raise RuntimeError(f"Sphere({lmax}, nlat={self.nlat}, nphi={self.nphi}): the Gauss "
+                               f"weights sum to {full.sum()!r}, not 2; this grid is not supported")
+        self._toroidal = self.zeros_coef()
+        self.weights = np.broadcast_to((2.0 * np.pi / self.nphi) * full[:, None],
+                                       (self.nlat, self.nphi)).copy()
+
+    # -- transforms ---------------------------------------------------------
+    def analysis(self, grid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        out = self.zeros_coef() if out is None else out
+        self.sh.spat_to_SH(np.ascontiguousarray(grid, dtype=np.float64), out)
+        return out
+
+    def synthesis(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        out = np.empty((self.nlat, self.nphi)) if out is None else out
+        self.sh.SH_to_spat(coef, out)
+        return out
+
+    def gradient(self, coef: np.ndarray, out: tuple[np.ndarray, np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """(∂_θ g, ∂_φ g / sin θ) on the grid, each (nlat, nphi)."""
+        if out is None:
+            out = (np.empty((self.nlat, self.nphi)), np.empty((self.nlat, self.nphi)))
+        self.sh.SHsph_to_spat(coef, out[0], out[1])
+        return out
+
+    def divergence(self, components: tuple[np.ndarray, np.ndarray],
+                   out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of div v for v = (v_θ, v_φ) on the grid: −l(l+1) S_lm."""
+        spheroidal = self.zeros_coef() if out is None else out
+        toroidal = self._toroidal  # discarded; allocated once
+        self.sh.spat_to_SHsphtor(np.ascontiguousarray(components[0]),
+                                 np.ascontiguousarray(components[1]), spheroidal, toroidal)
+        spheroidal *= self.laplacian
+        return spheroidal
+
+    def integrate(self, grid: np.ndarray) -> float:
+        return float(np.sum(self.weights * grid))
+
+    def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Values at unit vectors (..., 3) by shtns SH_to_point, one call per point: ~100x
+        faster than the basis matrix at lmax 63 (same values to ~1e-13)."""
+        pts = np.asarray(points, dtype=float).reshape(-1, 3)
+        cos_theta = np.clip(pts[:, 2], -1.0, 1.0)
+        phi = np.arctan2(pts[:, 1], pts[:, 0])
+        c = np.ascontiguousarray(coef, dtype=np.complex128)
+        to_point = self.sh.SH_to_point
+        values = np.fromiter((to_point(c, ct, ph) for ct, ph in zip(cos_theta, phi)),
+                             dtype=float, count=len(pts))
+        return values.reshape(np.shape(points)[:-1])
+
+    def basis(self, points: np.ndarray) -> np.ndarray:
+        """Y_lm(x) at unit vectors x (n, 3): shape (n, ncoef), orthonormal with the
+        Condon–Shortley phase (scipy.special.sph_harm_y: the shtns convention, checked in tests)."""
+        from scipy.special import sph_harm_y
+        pts = np.asarray(points, dtype=float)
+        theta = np.arccos(np.clip(pts[:, 2], -1.0, 1.0))
+        phi = np.arctan2(pts[:, 1], pts[:, 0])
+        return sph_harm_y(self.degree[None, :], self.order[None, :], theta[:, None], phi[:, None])
+
+    def index(self, l: int, m: int) -> int:
+        """Position of (l, m) in the coefficient array."""
+        return int(self.sh.idx(int(l), int(m)))

@@ -1,0 +1,63 @@
+"""Stopping cleanly on SIGINT and SIGTERM, between steps, never in the middle of a write.
+
+Within :func:`stop_on_signals` the first SIGINT (Ctrl-C) or SIGTERM (what
+`kill`, batch schedulers and timeouts send) only records a stop request;
+the time loops call :func:`check` between steps, which raises
+:class:`Interrupted` (a KeyboardInterrupt) there, so they stop with status
+"stopped: interrupted (SIGINT) at t = ..." and keep every snapshot. A
+second signal interrupts at once (the default behaviour). SIGKILL cannot be
+caught; the run file survives it by its format (:mod:`meanfield_pde.runs.runfile`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+_requested: list[str] = []  # names of the signals received inside stop_on_signals
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop request honoured between steps (argument: the signal name)."""
+
+
+class WriteFailed(Interrupted):
+    """The run file cannot take the next snapshot (full disk, quota, file-size limit): the time
+    loops stop as for a signal, keeping every snapshot written (argument: the reason)."""
+
+
+def interruption(exc: KeyboardInterrupt) -> str:
+    """A status fragment: 'interrupted (SIGTERM)', or 'interrupted (SIGINT)' for a plain Ctrl-C,
+    or 'could not write the file (<reason>)' for :class:`WriteFailed`."""
+    if isinstance(exc, WriteFailed):
+        return f"could not write the file ({exc.args[0]})"
+    name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
+    return f"interrupted ({name})"
+
+
+def check() -> None:
+    """Raise :class:`Interrupted` if a stop was requested (called by the time loops between steps)."""
+    if _requested:
+        raise Interrupted(_requested[0])
+
+
+def _request(signum, frame):
+    if _requested:  # second signal: stop now
+        raise Interrupted(signal.Signals(signum).name)
+    _requested.append(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """SIGINT and SIGTERM become stop requests for the duration (main thread only, else a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _request) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _requested.clear()

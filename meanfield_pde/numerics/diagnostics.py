@@ -1,0 +1,93 @@
+"""Per-snapshot diagnostics and the resolution monitor (DESIGN.md §2).
+
+Names match the Dataset contract (DESIGN.md §4): mass, energy, free_energy,
+order_parameter, min_density, spectral_tail.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.geometry import Geometry
+from .models import MeanFieldModel
+
+TAIL_FRACTION = 2.0 / 3.0  # degrees above 2L/3 are the first to fill when a solution outgrows L
+
+# One definition for every run (PDE, large-β limit, particles): the interaction energy
+# less the run-constant M²/(2β), continuous in β and finite at β = 0 (kernels.energy_multipliers).
+ENERGY_DEFINITION = ("E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ: the interaction energy less "
+                     "the constant M²/(2β) (M = mass); continuous in β, |∫ x f dσ|²/2 at β = 0")
+
+DIAGNOSTIC_ATTRS = {
+    "mass": dict(long_name="total mass ∫ f dσ", units="1"),
+    "energy": dict(long_name="interaction energy E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f(x) f(y) dσ dσ",
+                   description=ENERGY_DEFINITION),
+    "free_energy": dict(long_name="free energy ν ∫ f log f dσ − E_β",
+                        description="E_β as in energy: " + ENERGY_DEFINITION),
+    "limit_energy": dict(long_name="E_β with the kernel expanded to the limit model's order "
+                                   "(λ_l/λ_0 ≈ 1, or 1 − l(l+1)/2β); the limit's Lyapunov function"),
+    "order_parameter": dict(long_name="order parameter |∫ x f(x) dσ|", units="1"),
+    "min_density": dict(long_name="minimum of f on the grid (uniform = 1/|S|)"),
+    "spectral_tail": dict(long_name="fraction of Σ|f_lm|² at degree l > 2L/3", units="1"),
+}
+
+
+def spectral_tail(geometry: Geometry, coef: np.ndarray) -> float:
+    """Σ_{l > 2L/3} |f_lm|² / Σ_l |f_lm|² (all orders), in [0, 1]."""
+    power = geometry.power_spectrum(coef)
+    cut = int(np.floor(TAIL_FRACTION * geometry.lmax))
+    total = power.sum()
+    return float(power[cut + 1:].sum() / total) if total > 0 else 0.0
+
+
+def snapshot_diagnostics(model: MeanFieldModel, coef: np.ndarray, density: np.ndarray) -> dict:
+    """All scalar diagnostics of one state (coef: (ncoef,), density: grid values of f)."""
+    g = model.geometry
+    out = {
+        "mass": g.mass(coef),
+        "energy": model.energy(coef),
+        "order_parameter": float(np.linalg.norm(g.first_moment(density))),
+        "min_density": float(np.min(density)),
+        "spectral_tail": spectral_tail(g, coef),
+    }
+    if hasattr(model, "limit_energy"):
+        out["limit_energy"] = model.limit_energy(coef)
+    if model.nu > 0:
+        out["free_energy"] = model.free_energy(coef, density)
+    return out
+
+
+class ResolutionMonitor:
+    """Says why a state can no longer be trusted, before it goes bad.
+
+    A noise-free flow sharpens clusters without bound; at fixed L the
+    spectral tail fills, then Gibbs ringing makes f negative and the
+    solution blows up. The monitor flags the first sign of either.
+
+    Parameters
+    ----------
+    geometry : Geometry
+    max_spectral_tail : float
+        Largest allowed :func:`spectral_tail`.
+    negative_density : float
+        Allowed undershoot: flag if min f < −negative_density / |S|.
+    """
+
+    def __init__(self, geometry: Geometry, max_spectral_tail: float, negative_density: float):
+        self.geometry = geometry
+        self.max_spectral_tail = max_spectral_tail
+        self.floor = -negative_density / geometry.area
+
+    def check(self, coef: np.ndarray) -> str | None:
+        """None if the state is trustworthy, else the reason (for status 'stopped: ...')."""
+        if not np.all(np.isfinite(coef)):
+            return "non-finite values in the density"
+        tail = spectral_tail(self.geometry, coef)
+        if tail > self.max_spectral_tail:
+            return (f"resolution lost: spectral tail {tail:.2e} > {self.max_spectral_tail:.0e} "
+                    f"at lmax = {self.geometry.lmax}")
+        fmin = float(np.min(self.geometry.synthesis(coef)))
+        if fmin < self.floor:
+            return (f"resolution lost: density went negative (min f = {fmin:.2e}) "
+                    f"at lmax = {self.geometry.lmax}")
+        return None

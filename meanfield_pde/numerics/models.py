@@ -1,0 +1,215 @@
+"""Right-hand sides of the mean-field equation of self-attention (SA and USA).
+
+    ∂_t f + div(f V[f]) = ν Δf − η (Δ/Δ_L)^p f                    (DESIGN.md §1)
+    Φ(x) = ∫ e^{β⟨x,y⟩} f(y) dσ(y)
+    USA: V = ∇Φ / β          SA: V = ∇Φ / (β Φ) = ∇ log Φ / β
+
+(Geshkovski, Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on
+Transformers", arXiv:2312.10794, eqs. (SA), (USA) and their continuity
+equations; noise as in Rigollet arXiv:2512.01868 §5 with ν = 1/κ.)
+
+The split for IMEX stepping: the nonlocal transport −div(f V) is explicit,
+the diagonal operator ν Δ − hyperviscosity is implicit. The anti-diffusive
+linearisation of the transport is deliberately *not* in the implicit part:
+1 − dt σ_l could vanish.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.errors import NumericalFault
+from ..core.geometry import Geometry
+from ..core.kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
+from ..theory.linear import growth_rates
+
+MODEL_KINDS = ("SA", "USA")
+
+
+class MeanFieldModel:
+    """Spectral right-hand side of the SA/USA mean-field PDE on a geometry.
+
+    Parameters
+    ----------
+    geometry : Geometry
+        Sphere or circle; coefficients have shape (geometry.ncoef,).
+    kind : {"SA", "USA"}
+    beta : float
+        Inverse temperature β in [0, 700].
+    nu : float
+        Noise ν in [0, 1e6] (diffusion coefficient; Brownian motion √(2ν) dB).
+    hyperviscosity : float
+        Damping rate η in [0, 1e6] (1/time) of the highest degree L; degree l is
+        damped at rate η (l(l+1)/(L(L+1)))^p. Zero (default) is the exact PDE.
+    hyperviscosity_order : int
+        The exponent p >= 1.
+
+    Attributes
+    ----------
+    linear : ndarray, shape (ncoef,)
+        The diagonal implicit operator (ν Δ minus hyperviscosity).
+    max_speed : float
+        max |V| on the grid at the last transport evaluation (for the CFL bound).
+    min_density : float
+        min f on the grid at the last transport evaluation.
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind or out-of-range parameter.
+    """
+
+    def __init__(self, geometry: Geometry, kind: str, beta: float, nu: float = 0.0,
+                 hyperviscosity: float = 0.0, hyperviscosity_order: int = 4):
+        if kind not in MODEL_KINDS:
+            raise ValueError(f"model.kind = {kind!r}: must be one of {MODEL_KINDS}")
+        if not 0.0 <= nu <= 1e6:  # the schema's range (config.ModelConfig.nu says why)
+            raise ValueError(f"model.nu = {nu}: must be in [0, 1e+06]")
+        if not 0.0 <= hyperviscosity <= 1e6:
+            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be in [0, 1e+06]")
+        self.geometry, self.kind, self.beta, self.nu = geometry, kind, float(beta), float(nu)
+        self._hyper = (float(hyperviscosity), int(hyperviscosity_order))
+        g, lmax, man = geometry, geometry.lmax, geometry.manifold
+        deg = g.degree
+        # Multipliers broadcast to the coefficient layout once, so a right-hand
+        # side is a few multiplies and transforms with no loop over l or m.
+        self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"))[deg]
+        self._ratio = ratio_multipliers(beta, lmax, man)[deg]
+        self._energy_mult = energy_multipliers(beta, lmax, man)[deg] * g.parseval_weight
+        lap = g.laplacian
+        self.linear = nu * lap
+        if hyperviscosity > 0.0:
+            lap_max = lmax * (lmax + 1.0) if man == "sphere" else float(lmax) ** 2
+            self.linear = self.linear - hyperviscosity * (-lap / lap_max) ** hyperviscosity_order
+        self._fresh = False  # the work arrays hold an evaluation whose extrema are not taken yet
+        self.max_speed = 0.0
+        self.min_density = np.nan
+        self._tmp = g.zeros_coef()
+        # Work arrays of the right-hand side, allocated once (no allocation,
+        # hence no page faults, in the hot loop): f, the velocity components,
+        # Φ (SA) and |V|² on the grid.
+        grid = np.shape(g.synthesis(self._tmp))
+        self._f = np.empty(grid)
+        self._v = tuple(np.empty(grid) for _ in g.gradient(self._tmp))
+        self._flux = tuple(np.empty(grid) for _ in self._v)
+        self._phi = np.empty(grid) if kind == "SA" else None
+        self._speed2 = (np.empty(grid), np.empty(grid)) if len(self._v) == 2 else None
+
+    def __reduce__(self):
+        """Pickle by parameters (the geometry may hold a C handle; work arrays are rebuilt)."""
+        return (MeanFieldModel, (self.geometry, self.kind, self.beta, self.nu, *self._hyper))
+
+    # -- the explicit part ---------------------------------------------------
+    def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays."""
+        if self._fresh:  # the work arrays are about to be reused
+            self._update_extrema()
+        return tuple(c.copy() for c in self._velocity(coef))
+
+    def _velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
+        """V[f] into the model's work arrays (overwritten by the next call)."""
+        np.multiply(self._grad_mult, coef, out=self._tmp)
+        v = self.geometry.gradient(self._tmp, self._v)
+        if self.kind == "SA":
+            np.multiply(self._ratio, coef, out=self._tmp)
+            phi = self.geometry.synthesis(self._tmp, self._phi)  # Φ/λ_0 > 0 for any f >= 0
+            low = np.min(phi)
+            if np.isnan(low):
+                raise NumericalFault("non-finite values in the density")
+            if not low > 0.0:
+                raise NumericalFault("kernel potential Φ is not positive: the density "
+                                     "has lost positivity (resolution lost)")
+            np.reciprocal(phi, out=phi)  # one division, then multiplications
+            for comp in v:
+                np.multiply(comp, phi, out=comp)
+        return v
+
+    def _max_speed(self, v: tuple[np.ndarray, ...]) -> float:
+        """max |V| on the grid as sqrt(max(v_θ² + v_φ²)): three cheap passes (np.hypot costs
+        as much as a transform at L = 63). USA speeds reach e^β/β, whose square overflows
+        for β ≳ 350: there (β > 300) hypot."""
+        if self._speed2 is None:
+            return float(np.max(np.abs(v[0])))
+        if self.kind == "USA" and self.beta > 300.0:
+            return float(np.max(np.hypot(*v)))
+        s, t = self._speed2
+        np.multiply(v[0], v[0], out=s)
+        np.multiply(v[1], v[1], out=t)
+        s += t
+        return math.sqrt(float(np.max(s)))
+
+    def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density.
+
+        Four transforms (five for SA: Φ too) into preallocated work arrays, and
+        a few pointwise passes; nothing is allocated except ``out`` if not given.
+        """
+        f = self.geometry.synthesis(coef, self._f)
+        v = self._velocity(coef)
+        for comp, flux in zip(v, self._flux):  # v and f are kept for max_speed, min_density
+            np.multiply(comp, f, out=flux)
+        self._fresh = True
+        out = self.geometry.divergence(self._flux, out)
+        np.negative(out, out=out)
+        return out
+
+    # max|V| and min f of the last evaluation, computed when asked: the solver asks once
+    # per step (the CFL bound), not once per stage, and they cost as much as 5 grid passes.
+    @property
+    def max_speed(self) -> float:
+        if self._fresh:
+            self._update_extrema()
+        return self._max_speed_value
+
+    @max_speed.setter
+    def max_speed(self, value: float) -> None:
+        self._max_speed_value = value
+
+    @property
+    def min_density(self) -> float:
+        if self._fresh:
+            self._update_extrema()
+        return self._min_density_value
+
+    @min_density.setter
+    def min_density(self, value: float) -> None:
+        self._min_density_value = value
+
+    def _update_extrema(self) -> None:
+        self._max_speed_value = self._max_speed(self._v)
+        self._min_density_value = float(np.min(self._f))
+        self._fresh = False
+
+    def rhs(self, coef: np.ndarray) -> np.ndarray:
+        """The whole right-hand side −div(f V) + linear·f (for tests and diagnostics)."""
+        return self.transport(coef) + self.linear * coef
+
+    # -- linear theory ---------------------------------------------------------
+    def growth_rates(self) -> np.ndarray:
+        """σ_l about the uniform density, l = 0..L (:func:`meanfield_pde.theory.linear.growth_rates`),
+        with this model's implicit part (noise, hyperviscosity) included."""
+        g = self.geometry
+        lin = np.zeros(g.lmax + 1)
+        lin[g.degree] = self.linear
+        return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold) + lin
+
+    # -- energies ----------------------------------------------------------------
+    def energy(self, coef: np.ndarray) -> float:
+        """E_β[f] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ = Σ_lm w_m (λ_l − |S|δ_l0)/(2β) |f_lm|².
+
+        The interaction energy less the constant M²/(2β) (see
+        :func:`meanfield_pde.core.kernels.energy_multipliers`): one smooth function of
+        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (DESIGN.md §1).
+        """
+        return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
+
+    def entropy(self, density: np.ndarray) -> float:
+        """∫ f log f dσ on the grid; points with f <= 0 contribute 0 (min_density shows them)."""
+        f = np.where(density > 0.0, density, 1.0)
+        return self.geometry.integrate(np.where(density > 0.0, f * np.log(f), 0.0))
+
+    def free_energy(self, coef: np.ndarray, density: np.ndarray) -> float:
+        """F = ν ∫ f log f dσ − E_β: non-increasing for noisy USA (Wasserstein gradient flow)."""
+        return self.nu * self.entropy(density) - self.energy(coef)

@@ -1,0 +1,158 @@
+"""The time loop: adaptive IMEX stepping with CFL bound, rejection, monitor and observers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .diagnostics import ResolutionMonitor
+from ..core.errors import NumericalFault
+from ..core.signals import check as check_stop_request, interruption
+from .models import MeanFieldModel
+from .observers import Observer
+from .steppers import StepControl
+from ..core.threads import single_threaded_blas
+
+MAX_CONSECUTIVE_REJECTIONS = 25
+
+
+@dataclass
+class RunResult:
+    """How an integration ended.
+
+    Attributes
+    ----------
+    status : str
+        "completed" or "stopped: <reason>".
+    t : float
+        Time of the last good state.
+    coef : ndarray, shape (ncoef,)
+        The last good state.
+    steps, rejected : int
+        Accepted and rejected steps.
+    """
+
+    status: str
+    t: float
+    coef: np.ndarray
+    steps: int
+    rejected: int
+
+    @property
+    def completed(self) -> bool:
+        return self.status == "completed"
+
+
+def next_output_index(t0: float, every: float) -> int:
+    """n such that n·every is the first output time after t0 (t0 itself an output time or not)."""
+    if not every > 0.0:  # t_end = 0: the initial state is the only snapshot
+        return 1
+    k = t0 / every
+    return int(round(k)) + 1 if abs(k - round(k)) <= 1e-9 * max(1.0, k) else math.ceil(k)
+
+
+def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end: float, *,
+              every: float, dt: float, cfl: float | None = 0.5,
+              monitor: ResolutionMonitor | None = None, observers: list[Observer] = (),
+              max_steps: int = 10_000_000, t0: float = 0.0, stop=None) -> RunResult:
+    """Integrate from u0 at t0 to t_end, snapshots at the multiples of ``every``.
+
+    A run resumed from a snapshot at t0 > 0 (``--resume``) does not record
+    t0 again and takes exactly the steps the uninterrupted run took after t0
+    when dt is fixed, so its results agree bit for bit.
+
+    Steps land exactly on output times. With adaptive control a step is
+    rejected (and retried smaller) if its error ratio exceeds 1, its result is
+    not finite or the model raises NumericalFault; after
+    MAX_CONSECUTIVE_REJECTIONS in a row the run stops. The CFL bound
+    dt <= cfl·π/(L max|V|) uses max|V| from the previous evaluation. After each
+    accepted step the monitor may stop the run; the state it rejected is
+    discarded, so the result (and the final snapshot) is the last good state.
+    A KeyboardInterrupt, or a SIGINT/SIGTERM stop request
+    (:func:`meanfield_pde.core.signals.stop_on_signals`, honoured between steps),
+    stops the run the same way. ``stop(t, u)``, if given, is asked at every
+    output time and ends the run early, still "completed", when it returns
+    True (e.g. :class:`meanfield_pde.numerics.stationary.StationaryStop`).
+    """
+    with single_threaded_blas():  # BLAS only combines stages here; see threads.py
+        return _integrate(model, control, u0, t_end, every=every, dt=dt, cfl=cfl,
+                          monitor=monitor, observers=observers, max_steps=max_steps, t0=t0,
+                          stop=stop)
+
+
+def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
+               max_steps, t0, stop) -> RunResult:
+    L = model.geometry.lmax
+    t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
+    n_out, status = next_output_index(t0, every), "completed"
+    control.start(u0)  # the error floor is relative to the initial deviation from uniform
+    try:
+        model.transport(u)  # sets max_speed for the first CFL bound
+    except NumericalFault as exc:
+        status = f"stopped: {exc} at t = {t:.6g}"
+    if t0 == 0.0:
+        for obs in observers:
+            obs.snapshot(t, u)
+    eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
+    try:
+        while status == "completed" and t < t_end - eps:
+            check_stop_request()
+            if steps >= max_steps:
+                status = f"stopped: reached time.max_steps = {max_steps} at t = {t:.6g}"
+                break
+            t_out = min(n_out * every, t_end)
+            h = min(dt, t_out - t)
+            if control.adaptive and cfl and model.max_speed > 0:
+                h = min(h, cfl * math.pi / (L * model.max_speed))
+            if not h > 0.0:
+                status = f"stopped: time step underflow (dt = {h:.3g}) at t = {t:.6g}"
+                break
+            fault = ""
+            try:
+                new, ratio = control.attempt(u, h)
+                if not np.all(np.isfinite(new)):
+                    ratio, fault = math.inf, "non-finite values in the density"
+            except NumericalFault as exc:
+                new, ratio, fault = None, math.inf, str(exc)
+            if ratio > 1.0:
+                rejected += 1
+                consecutive += 1
+                if not control.adaptive or consecutive > MAX_CONSECUTIVE_REJECTIONS:
+                    why = fault or f"error tolerance not met after {consecutive} retries"
+                    status = f"stopped: {why} at t = {t:.6g} (dt = {h:.3g})"
+                    break
+                dt = control.propose(h, ratio)
+                continue
+            reason = monitor.check(new) if monitor is not None else None
+            if reason:
+                status = (f"stopped: {reason} at t = {t + h:.6g}; the last good state (t = {t:.6g}) "
+                          "is kept (raise domain.lmax, add noise or hyperviscosity)")
+                break
+            consecutive = 0
+            proposal = control.propose(h, ratio)
+            # A step shortened to hit an output time or the CFL bound says
+            # nothing about the error-limited dt: keep the larger proposal.
+            dt = proposal if h == dt else max(dt, proposal)
+            # land exactly on the output time when a step ends there to round-off
+            # (fixed steps that divide `every` accumulate t + h errors otherwise)
+            t = t_out if h == t_out - t or t + h >= t_out - eps else t + h
+            u = new
+            steps += 1
+            for obs in observers:
+                obs.step(t, u)
+            if t >= t_out - eps:
+                for obs in observers:
+                    obs.snapshot(t, u)
+                n_out += 1
+                if stop is not None and stop(t, u):
+                    break
+    except KeyboardInterrupt as exc:
+        status = f"stopped: {interruption(exc)} at t = {t:.6g}"
+    if status != "completed":
+        for obs in observers:
+            obs.snapshot(t, u)  # keep the last good state
+    for obs in observers:
+        obs.finish(status)
+    return RunResult(status, t, u, steps, rejected)

@@ -1,0 +1,93 @@
+"""Named cases: the TOML files in the repository's ``cases/`` folder.
+
+The folder is found next to the package (editable install, the README's
+way) or through the environment variable MEANFIELD_PDE_CASES.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .config import Config, apply_overrides, from_dict, parse_toml
+from ..core.errors import ConfigError
+
+MAX_CASE_BYTES = 1 << 20  # 1 MiB
+
+
+def cases_dir() -> Path:
+    """The folder of named cases."""
+    env = os.environ.get("MEANFIELD_PDE_CASES")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "cases"
+
+
+def case_names() -> list[str]:
+    """Names of the cases in :func:`cases_dir`, sorted."""
+    d = cases_dir()
+    return sorted(p.stem for p in d.glob("*.toml")) if d.is_dir() else []
+
+
+def describe_cases() -> list[tuple[str, str]]:
+    """(name, one-line description) of every named case."""
+    out = []
+    for name in case_names():
+        data = parse_toml((cases_dir() / f"{name}.toml").read_text(), name)
+        out.append((name, str(data.get("description", ""))))
+    return out
+
+
+def case_path(case: str | os.PathLike) -> Path:
+    """Resolve a case name or a path to a .toml file.
+
+    Raises
+    ------
+    ConfigError
+        If neither a file nor a named case (the message lists the names).
+    """
+    p = Path(case)
+    if p.is_file():
+        return p
+    named = cases_dir() / f"{case}.toml"
+    if p.suffix != ".toml" and named.is_file():
+        return named
+    if p.is_dir():
+        raise ConfigError(f"case file {str(p)!r} is a folder, not a .toml file")
+    if p.suffix == ".toml" or p.exists():
+        raise ConfigError(f"case file {str(p)!r} does not exist")
+    import difflib
+    names = case_names()
+    close = difflib.get_close_matches(str(case), names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ConfigError(f"case {str(case)!r} is neither a .toml file nor a named case{hint}; "
+                      f"named cases: {', '.join(names)}")
+
+
+def load_case(case: str | os.PathLike, overrides=()) -> Config:
+    """Read, override and validate a case.
+
+    Parameters
+    ----------
+    case : str or path
+        A name under cases/ (see ``meanfield-pde cases``) or a .toml path.
+    overrides : list of 'section.key=value' or dict {'section.key': value}
+        Applied before validation (as ``--set`` on the command line).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown case, invalid TOML or any invalid value.
+    """
+    path = case_path(case)
+    try:  # a case is a page of TOML; a huge file is a mistake, refused before it is read
+        nbytes = path.stat().st_size
+    except OSError as exc:
+        raise ConfigError(f"case file {str(path)!r}: cannot read it ({exc.strerror})") from None
+    if nbytes > MAX_CASE_BYTES:
+        raise ConfigError(f"case file {str(path)!r}: {nbytes} bytes; a case must be at most "
+                          f"{MAX_CASE_BYTES} bytes")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"case file {str(path)!r}: not a UTF-8 text file (TOML)") from None
+    data = parse_toml(text, str(path))
+    return from_dict(apply_overrides(data, overrides), name=path.stem)

@@ -1,0 +1,174 @@
+"""Snapshots → xarray Dataset (DESIGN.md §4) → netCDF, written atomically."""
+
+from __future__ import annotations
+
+import os
+import platform
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
+from ..core.errors import ConfigError
+from ..core.geometry import Geometry
+from .outputs import check_output, write_file
+
+COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
+                   "m >= 0 of a real field: f = sum_l [f_l0 Y_l0 + 2 Re sum_{m>0} f_lm Y_lm]; "
+                   "NaN where m > l")
+CIRCLE_CONVENTION = ("orthonormal Fourier modes e_k = exp(i k theta)/sqrt(2 pi), k >= 0 of a real "
+                     "field: f = f_0 e_0 + 2 Re sum_{k>0} f_k e_k")
+
+
+def software_versions() -> dict[str, str]:
+    """Versions of this package, of the libraries that shape its numbers and of the platform.
+
+    With the case (its seeds included) these determine a run's numbers
+    bit for bit on one machine (tests/test_reliability.py checks reruns).
+    """
+    out = {}
+    for name in ("meanfield_pde", "shtns", "numpy", "scipy", "xarray", "netCDF4", "pot"):
+        try:
+            out[f"version_{name}"] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[f"version_{name}"] = "unknown"
+    import netCDF4
+    out["version_netcdf_c"] = netCDF4.__netcdf4libversion__
+    out["version_python"] = platform.python_version()
+    out["platform"] = platform.platform()
+    return out
+
+
+def coefficient_table(geometry: Geometry, coefs: np.ndarray) -> np.ndarray:
+    """(time, ncoef) complex → (time, L+1, L+1) complex indexed [l, m], NaN where m > l."""
+    L = geometry.lmax
+    table = np.full((len(coefs), L + 1, L + 1), np.nan + 1j * np.nan)
+    table[:, geometry.degree, geometry.order] = coefs
+    return table
+
+
+def coefficients_from_table(geometry: Geometry, table: np.ndarray) -> np.ndarray:
+    """One snapshot's stored coefficients ((L+1, L+1) [l, m] on S², (L+1,) on S¹) → (ncoef,) complex.
+
+    The inverse of :func:`coefficient_table` (exact: the file holds the float64 values).
+    """
+    if geometry.manifold == "circle":
+        return np.array(table, dtype=complex)
+    return np.array(table[geometry.degree, geometry.order], dtype=complex)
+
+
+def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
+    """Variables density/coef_* and coordinates of one manifold (DESIGN.md §4)."""
+    L = geometry.lmax
+    if geometry.manifold == "circle":
+        coef_dims, table = ("time", "k"), np.asarray(coefs)
+        coords = {"theta": ("theta", geometry.theta, dict(units="radian", long_name="angle θ")),
+                  "k": ("k", np.arange(L + 1), dict(long_name="Fourier wavenumber"))}
+        grid_dims = ("time", "theta")
+        convention = CIRCLE_CONVENTION
+        density_name = "density f w.r.t. arc length (uniform = 1/2π)"
+    else:
+        coef_dims, table = ("time", "l", "m"), coefficient_table(geometry, np.asarray(coefs))
+        coords = {"lat": ("lat", geometry.lat, dict(units="degrees_north", long_name="Gauss latitude")),
+                  "lon": ("lon", geometry.lon, dict(units="degrees_east", long_name="longitude")),
+                  "l": ("l", np.arange(L + 1), dict(long_name="spherical-harmonic degree")),
+                  "m": ("m", np.arange(L + 1), dict(long_name="spherical-harmonic order"))}
+        grid_dims = ("time", "lat", "lon")
+        convention = COEF_CONVENTION
+        density_name = "density f w.r.t. area (uniform = 1/4π)"
+    variables = {
+        "coef_real": (coef_dims, table.real, dict(long_name="real part of the coefficients",
+                                                  convention=convention)),
+        "coef_imag": (coef_dims, table.imag, dict(long_name="imaginary part of the coefficients",
+                                                  convention=convention)),
+    }
+    return variables, coords, grid_dims, density_name
+
+
+def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
+                         attrs: dict) -> xr.Dataset:
+    """Build the Dataset of a run (DESIGN.md §4).
+
+    Parameters
+    ----------
+    geometry : Sphere or Circle
+    times : sequence of float, length nt
+    coefs : sequence of ndarray (ncoef,) complex
+    densities : sequence of grid arrays ((nlat, nphi) on S², (N,) on S¹)
+    diagnostics : sequence of dict name -> float
+    attrs : dict
+        Global attributes (model, beta, nu, status, case, ...).
+    """
+    variables, coords, grid_dims, density_name = _layout(geometry, coefs)
+    variables["density"] = (grid_dims, np.asarray(densities, dtype=np.float64),
+                            dict(long_name=density_name))
+    coords["time"] = ("time", np.asarray(times, dtype=np.float64), dict(long_name="time"))
+    ds = xr.Dataset(variables, coords=coords)
+    for name, meta in DIAGNOSTIC_ATTRS.items():
+        if diagnostics and name in diagnostics[0]:
+            ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64), meta)
+    ds.attrs.update({k: (int(v) if isinstance(v, bool) else v) for k, v in attrs.items()})
+    return ds
+
+
+def check_output_path(path: str | os.PathLike, *, overwrite: bool = True, inputs=()) -> Path:
+    """Refuse an output path that cannot or must not receive a netCDF file, before any work.
+
+    Raises
+    ------
+    ConfigError
+        If the name does not end in .nc or is over 200 bytes long, or as
+        :func:`meanfield_pde.runs.outputs.check_output` (exists without
+        ``overwrite``, is an input, a folder or special file, unwritable folder).
+    """
+    path = Path(path)
+    if path.suffix != ".nc":
+        raise ConfigError(f"output {str(path)!r}: the file name must end in .nc")
+    if len(path.name.encode()) > 200:  # leaves room for the temporary, partial and lock names
+        raise ConfigError(f"output {str(path)[:60]!r}...: the file name is {len(path.name.encode())} "
+                          "bytes long; must be at most 200")
+    return check_output(path, overwrite=overwrite, inputs=inputs)
+
+
+def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False, inputs=()) -> Path:
+    """Write with the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
+    (claimed, written to a temporary file, renamed: an existing file is replaced only by a
+    complete new one, and only with ``overwrite``).
+
+    Raises
+    ------
+    ConfigError
+        From :func:`check_output_path`, before anything is written.
+    meanfield_pde.runs.outputs.OutputFull
+        The disk, quota or file-size limit cannot take the file.
+    """
+    path = check_output_path(path, overwrite=overwrite, inputs=inputs)
+    return write_file(path, lambda tmp: ds.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)
+
+
+def check_writable_folder(folder: str | os.PathLike, what: str) -> Path:
+    """Refuse, before any work, a folder (or the nearest existing folder above it) that cannot be
+    written; ``what`` names the argument in the message (e.g. "plot --output 'x.png'").
+
+    A file is made and removed there: ``os.access`` says yes to root even where writing fails
+    (a read-only file system, /proc).
+
+    Raises
+    ------
+    ConfigError
+        If the nearest existing path is a file, or writing there fails (with the reason).
+    """
+    ancestor = Path(folder).absolute()
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"{what}: {str(ancestor)!r} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot write in {str(ancestor)!r} ({exc.strerror})") from None
+    return ancestor

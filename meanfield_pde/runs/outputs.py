@@ -1,0 +1,421 @@
+"""The one path by which the package writes files: claimed, checked, written aside, renamed.
+
+Every output (run files, their partial replacements, figures, comparisons,
+limit studies, sweeps) goes through this module:
+
+* **Claim** (:func:`hold`): an exclusive ``fcntl.flock`` on a lock file
+  ``.NAME.lock`` next to the output NAME, held for the whole run of the
+  process that writes NAME (creation, ``--overwrite``, ``--resume``). A
+  second writer is refused with a :class:`~meanfield_pde.core.errors.ConfigError`
+  naming the holder (pid, command, start time, read from the lock file).
+  A run's partial replacement ``X.partial.nc`` is claimed under its final
+  name ``X.nc``. The lock is re-entrant within a process (one flock per
+  name, counted), and is released when the process ends, however it ends.
+* **Check** (:func:`check_output`): an existing output is refused unless
+  ``overwrite``; an output that is one of the command's inputs is always
+  refused; special files and folders are refused.
+* **Write** (:func:`write_file`): into a temporary file ``.NAME.<random>.tmp``
+  in the same folder, then ``os.replace``: readers see the old file or the
+  whole new one. The rename replaces a symbolic link itself, never writing
+  through it into its target. A temporary file left by a killed process is
+  deleted by the next process that claims a name in that folder, and only
+  if nobody holds its output's lock (its writer is dead).
+* **Room** (:func:`check_room`): writes that would exceed the free disk space
+  or the process's file-size limit (``ulimit -f``, RLIMIT_FSIZE) are not
+  attempted; they, and writes failing with ENOSPC, EDQUOT or EFBIG, raise
+  :class:`OutputFull`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import glob
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ..core.errors import ConfigError
+
+TMP_MARK = ".meanfield-tmp-"  # between the output's name and mkstemp's random part
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+RETRIES = 3
+LEGACY_AGE = 3600.0  # seconds
+
+
+class OutputFull(OSError):
+    """The disk, the quota or the file-size limit cannot take a write (the CLI exits with 3)."""
+
+
+# -- claims ---------------------------------------------------------------------------------------
+
+_held: dict[str, list] = {}  # lock-file path -> [descriptor, count]
+_guard = threading.Lock()
+
+
+def final_name(path: str | os.PathLike) -> Path:
+    """The output a path stands for: ``X.partial.nc`` (a replacement in progress) is claimed as ``X.nc``."""
+    path = Path(path)
+    if path.name.endswith(".partial.nc"):
+        return path.with_name(path.name[:-len(".partial.nc")] + ".nc")
+    return path
+
+
+def lock_path(path: str | os.PathLike) -> Path:
+    """``.NAME.lock`` in the output's folder (the folder's own links resolved, not the name's)."""
+    path = final_name(path)
+    return Path(os.path.realpath(path.parent if str(path.parent) else ".")) / f".{path.name}.lock"
+
+
+def _holder_text() -> str:
+    command = " ".join(sys.argv) if sys.argv and sys.argv[0] else "python"
+    command = "".join(c if c.isprintable() else repr(c)[1:-1] for c in command)[:300]
+    return (f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, "
+            f"command: {command}")
+
+
+def _try_lock(lock: Path) -> int | None:
+    """A descriptor holding the flock of ``lock`` (created if needed), or None if another process holds it."""
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        try:  # the holder may have unlinked the file between our open and our flock: retry
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+
+
+def _release(lock: Path, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(lock)  # while still locked: a waiting opener sees the inode change and retries
+    os.close(fd)
+
+
+def acquire(path: str | os.PathLike) -> Path:
+    """Claim the output ``path`` for this process (re-entrant); pair with :func:`release`.
+
+    Raises
+    ------
+    ConfigError
+        If another process holds it (the message names that process), or the
+        folder cannot take the lock file.
+    """
+    lock = lock_path(path)
+    key = str(lock)
+    with _guard:
+        if key in _held:
+            _held[key][1] += 1
+            return lock
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = _try_lock(lock)
+            for _ in range(RETRIES):  # a cleaner (clean_stale_temporaries) holds a lock for microseconds
+                if fd is not None:
+                    break
+                time.sleep(0.05)
+                fd = _try_lock(lock)
+        except OSError as exc:
+            raise ConfigError(f"output {str(path)!r}: cannot create its lock file in "
+                              f"{str(lock.parent)!r} ({exc.strerror})") from None
+        if fd is None:
+            try:
+                holder = lock.read_text(errors="replace").strip() or "details not yet written"
+            except OSError:
+                holder = "details unreadable"
+            raise ConfigError(f"output {str(final_name(path))!r} is being written by a running "
+                              f"meanfield-pde process ({holder}); wait for it to end (or stop it) "
+                              "before writing or resuming it, or choose another name")
+        os.ftruncate(fd, 0)
+        os.write(fd, (_holder_text() + "\n").encode())
+        _held[key] = [fd, 1]
+    clean_stale_temporaries(lock.parent)
+    return lock
+
+
+def release(path: str | os.PathLike) -> None:
+    """Undo one :func:`acquire` of ``path``; the last one unlocks."""
+    key = str(lock_path(path))
+    with _guard:
+        entry = _held.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _held[key]
+            _release(Path(key), entry[0])
+
+
+@contextlib.contextmanager
+def hold(*paths: str | os.PathLike):
+    """Claim every path for the duration (see :func:`acquire`); all or none."""
+    done: list = []
+    try:
+        for p in paths:
+            acquire(p)
+            done.append(p)
+        yield
+    finally:
+        for p in reversed(done):
+            release(p)
+
+
+def clean_stale_temporaries(folder: Path) -> list[Path]:
+    """Delete the files in ``folder`` that killed writers left: their temporary files and lock files.
+
+    A temporary file is only ever written by the holder of its output's
+    claim, so a free claim means a killed writer; claims of this process are
+    skipped (it may be writing them). Lock files are deleted only if free and
+    written by this package (their text starts with "pid "). Temporary files
+    of versions before the claims (``.meanfield-pde.XXXXXXXX.nc``, written
+    unlocked) are deleted once unlocked and an hour old: such a writer renames
+    its file within seconds. Returns the files deleted.
+    """
+    removed = []
+    pattern = os.path.join(glob.escape(str(folder)), ".*{}")
+    for tmp in glob.glob(pattern.format(f"{TMP_MARK}*.tmp")):
+        name = os.path.basename(tmp)[1:].split(TMP_MARK)[0]
+        if _with_free_claim(folder / f".{name}.lock", lambda: os.remove(tmp)):
+            removed.append(Path(tmp))
+    for lock in glob.glob(pattern.format(".lock")):
+        try:
+            ours = Path(lock).read_bytes().startswith(b"pid ")
+        except OSError:
+            continue
+        if ours and _with_free_claim(Path(lock), lambda: None):  # _release unlinks it
+            removed.append(Path(lock))
+    for old in glob.glob(pattern.format("meanfield-pde.*.nc")):
+        try:
+            stale = time.time() - os.stat(old).st_mtime > LEGACY_AGE
+            fd = os.open(old, os.O_RDONLY) if stale else None
+        except OSError:
+            continue
+        if fd is None:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.remove(old)
+            removed.append(Path(old))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _with_free_claim(lock: Path, action: Callable[[], object]) -> bool:
+    """Run ``action`` while holding the free, not-ours lock ``lock``; False if it is held."""
+    with _guard:
+        if str(lock) in _held:
+            return False
+        try:
+            fd = _try_lock(lock)
+        except OSError:
+            return False
+        if fd is None:
+            return False
+        try:
+            action()
+        except FileNotFoundError:
+            return False
+        finally:
+            _release(lock, fd)
+    return True
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def check_output(path: str | os.PathLike, *, overwrite: bool, inputs: Iterable = (),
+                 suffix: str | None = None) -> Path:
+    """Refuse an output path before any work.
+
+    Raises
+    ------
+    ConfigError
+        Wrong suffix (when ``suffix`` is given); the path is one of the
+        command's ``inputs`` (even with ``overwrite``); it exists (a file or
+        a symbolic link, even a dangling one) and ``overwrite`` is false; it
+        is a folder or a special file; its folder lies below a file or is
+        not writable.
+    """
+    path = Path(path)
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise ConfigError(f"output {str(path)!r}: the file name must end in {suffix}")
+    for source in inputs:
+        if _same_file(path, Path(source)):
+            raise ConfigError(f"output {str(path)!r} is also an input of the command; "
+                              "choose another output name")
+    link = path.is_symlink()
+    if path.exists() and not link and not path.is_file():
+        raise ConfigError(f"output {str(path)!r}: exists and is not a regular file")
+    if (link or path.exists()) and not overwrite:
+        what = "exists (a symbolic link)" if link else "exists"
+        raise ConfigError(f"output {str(path)!r} {what}: pass --overwrite (Python: overwrite=True) "
+                          "to replace it, or choose another name")
+    ancestor = path.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"output {str(path)!r}: {str(ancestor)!r} is a file, not a folder")
+    try:  # os.access says yes to root even where writing fails (/proc)
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"output {str(path)!r}: cannot write in {str(ancestor)!r} ({exc.strerror})") from None
+    return path
+
+
+@contextlib.contextmanager
+def claim(paths: Iterable, *, overwrite: bool, inputs: Iterable = ()):
+    """Claim every output of a command for its whole run, then check each (:func:`check_output`).
+
+    Claiming first makes the existence check race-free against other writers.
+    """
+    paths = [Path(p) for p in paths if p is not None]
+    inputs = list(inputs)
+    for p in paths:  # usable names before anything (the lock files) is created
+        check_output(p, overwrite=True, inputs=inputs)
+    with hold(*paths):
+        for p in paths:
+            check_output(p, overwrite=overwrite, inputs=inputs)
+        yield paths
+
+
+# -- room -----------------------------------------------------------------------------------------
+
+def file_size_limit() -> int | None:
+    """The process's file-size limit in bytes (``ulimit -f``), None if unlimited."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def check_room(path: Path, nbytes: int, size_after: int | None = None) -> None:
+    """Raise :class:`OutputFull` unless ``nbytes`` more fit on ``path``'s disk and the file,
+    ``size_after`` bytes long after the write (default ``nbytes``), fits the file-size limit."""
+    limit = file_size_limit()
+    size_after = nbytes if size_after is None else size_after
+    if limit is not None and size_after > limit:
+        raise OutputFull(errno.EFBIG, f"file-size limit (ulimit -f) of {limit} bytes reached: the "
+                         f"file would grow to {size_after} bytes")
+    folder = path.parent if path.parent.exists() else Path(".")
+    free = shutil.disk_usage(folder).free
+    if nbytes > free:
+        raise OutputFull(errno.ENOSPC, f"no space left on the disk of {str(folder)!r}: {nbytes} bytes "
+                         f"needed, {free} free")
+
+
+def disk_estimate(path: Path, nbytes: int, what: str) -> str | None:
+    """Refuse (ConfigError) a planned file of ``nbytes`` that the free disk space or the file-size
+    limit cannot hold; return a warning text when it would take more than half the free space."""
+    folder = path.absolute().parent
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    limit = file_size_limit()
+    if limit is not None and nbytes > limit:
+        raise ConfigError(f"{what}: about {nbytes / 1e6:.3g} MB, over the file-size limit "
+                          f"(ulimit -f) of {limit / 1e6:.3g} MB; raise the limit or store fewer "
+                          "snapshots (output.every)")
+    if nbytes > free:
+        raise ConfigError(f"{what}: about {nbytes / 1e6:.3g} MB, but {str(folder)!r} has "
+                          f"{free / 1e6:.3g} MB free; free space or store fewer snapshots (output.every)")
+    if nbytes > free / 2:
+        return (f"{what}: about {nbytes / 1e6:.3g} MB, more than half of the {free / 1e6:.3g} MB "
+                f"free in {str(folder)!r}")
+    return None
+
+
+def full_error(exc: BaseException) -> OutputFull | None:
+    """The :class:`OutputFull` that an OSError of a full disk/quota/size limit means, else None."""
+    if isinstance(exc, OutputFull):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS:
+        return OutputFull(exc.errno, os.strerror(exc.errno))
+    return None
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+def temporary(path: Path) -> Path:
+    """A new empty temporary file for ``path`` in its folder (0600, see :func:`publish`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TMP_MARK}", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def publish(tmp: Path, path: Path) -> None:
+    """Give ``tmp`` the usual permissions (0666 less the umask) and rename it to ``path``
+    (replacing a symbolic link itself, never its target)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files
+    os.replace(tmp, path)
+
+
+def write_file(path: str | os.PathLike, write: Callable[[Path], object], *, overwrite: bool,
+               inputs: Iterable = (), suffix: str | None = None) -> Path:
+    """Write an output file the one safe way: claim, check, write aside, rename.
+
+    Parameters
+    ----------
+    path : the output
+    write : callable(temporary_path)
+        Writes the whole content into the temporary file given.
+    overwrite, inputs, suffix :
+        As :func:`check_output`.
+
+    Raises
+    ------
+    ConfigError
+        From :func:`acquire` / :func:`check_output`, before anything is written.
+    OutputFull
+        The disk, quota or file-size limit could not take the file (nothing
+        is left behind, an existing file is kept).
+    """
+    path = Path(path)
+    with hold(path):
+        check_output(path, overwrite=overwrite, inputs=inputs, suffix=suffix)
+        tmp = temporary(path)
+        try:
+            write(tmp)
+            publish(tmp, path)
+        except OSError as exc:
+            full = full_error(exc)
+            if full is None:
+                raise
+            raise OutputFull(full.errno, f"cannot write {str(path)!r}: {full.strerror}") from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+    return path
+
+
+def save_png(fig, path: str | os.PathLike, *, overwrite: bool, dpi: int = 110, inputs: Iterable = ()) -> Path:
+    """Write a matplotlib figure as PNG through :func:`write_file` (and close it)."""
+    import matplotlib.pyplot as plt
+    try:
+        return write_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"),
+                          overwrite=overwrite, inputs=inputs, suffix=".png")
+    finally:
+        plt.close(fig)

@@ -1,0 +1,140 @@
+"""Where an interrupted run file can be continued from (``meanfield-pde run --resume``).
+
+The snapshots are the checkpoints: a run restarts from its last snapshot at
+a regular output time (a multiple of output.every, or t_end). A snapshot
+recorded when a run stopped between output times (the last good state of an
+interrupted run) stays in the file but is not a restart point: the
+uninterrupted run never passed through that state with the same steps.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .config import Config, from_dict, parse_toml
+from ..core.errors import ConfigError
+from .runcheck import open_checked
+
+RESUMABLE_KEYS = ("time.t_end",)
+
+
+def _regular(t: float, every: float, t_end: float) -> bool:
+    """t is an output time n·every (to the solver's own rounding) or t_end."""
+    if not every > 0.0:
+        return t == 0.0
+    k = t / every
+    return abs(k - round(k)) <= 1e-9 * max(1.0, k) or math.isclose(t, t_end, rel_tol=1e-12)
+
+
+RESUMABLE_STOPS = ("stopped: interrupted", "stopped: could not write", "stopped: reached time.max_steps")
+
+
+def recurring_stop(status: str) -> str | None:
+    """Why a stopped run would stop again at the same point if resumed, or None.
+
+    A run is continued from its last regular snapshot by the same steps, so a
+    stop caused by the solution itself (lost resolution, non-finite values,
+    step-size failure) recurs; an interruption, a full disk or the step
+    budget of one session do not.
+    """
+    if status in ("completed", "running") or status.startswith(RESUMABLE_STOPS):
+        return None
+    return status.removeprefix("stopped: ").split("; ")[0].join(("stopped (", ")"))
+
+
+def resume_point(path: str | Path, t_end: float | None = None,
+                 unit: Callable[[Config], float] = lambda config: 1.0) -> tuple[Config, xr.Dataset, int]:
+    """The case of a run file, the opened file and the index of its restart snapshot.
+
+    Parameters
+    ----------
+    path : run file (.nc) written by meanfield-pde
+    t_end : float, optional
+        New final time, to extend a run (must exceed the last stored time).
+    unit : callable
+        Stored time per unit of the case's times (runner.time_unit for PDE runs).
+
+    Returns
+    -------
+    (Config, xarray.Dataset, int)
+        The stored case (with t_end replaced), the open Dataset (the caller
+        closes it) and the index of the snapshot to restart from.
+
+    Raises
+    ------
+    ConfigError
+        File missing, unreadable, damaged or read-only
+        (:func:`meanfield_pde.runs.runcheck.open_checked`), not a run of this tool
+        (no ``case`` attribute), completed without a larger t_end, stopped for
+        a reason that would recur (:func:`recurring_stop`), no restart snapshot.
+    """
+    path = Path(path)
+    where = f"--resume {str(path)!r}"
+    ds = open_checked(path, where, netcdf4=False)  # damaged files are refused untouched
+    # the mode bits too: root may write anyway, but a file made read-only is meant to stay as it is
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK) \
+            or not path.stat().st_mode & stat.S_IWUSR:
+        ds.close()
+        raise ConfigError(f"{where}: the file or its folder is read-only; a resumed run appends "
+                          "to the file (make it writable, or copy it and resume the copy)")
+    try:
+        if "case" not in ds.attrs or "status" not in ds.attrs:
+            raise ConfigError(f"--resume {str(path)!r}: not a run file of meanfield-pde "
+                              "(no 'case' or 'status' attribute)")
+        data = parse_toml(str(ds.attrs["case"]), f"{path} (attribute 'case')")
+        name = str(ds.attrs.get("case_name", path.stem))
+        stored = from_dict(data, name=name)
+        if t_end is not None:
+            data.setdefault("time", {})["t_end"] = t_end
+        config = from_dict(data, name=name)
+        times = ds.time.values / unit(config)  # in the case's time unit
+        if t_end is not None and not t_end > times[-1]:
+            raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
+                              "to extend a run")
+        recurring = recurring_stop(str(ds.attrs["status"]))
+        if recurring:  # its restart point precedes the stop: the same steps would reach it again
+            raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again. "
+                              "Run the case again with a larger domain.lmax (or more noise, "
+                              "hyperviscosity, a smaller time step) under a new output name")
+        if ds.attrs["status"] == "completed" and t_end is None:
+            raise ConfigError(f"--resume {str(path)!r}: the run is completed (t_end = {times[-1]:g}); "
+                              "to extend it give a larger time.t_end, e.g. --set time.t_end="
+                              f"{2 * times[-1]:g}")
+        every = config.snapshot_interval
+        regular = [i for i, t in enumerate(times) if _regular(float(t), every, stored.time.t_end)]
+        if not regular:
+            raise ConfigError(f"--resume {str(path)!r}: no snapshot at an output time to restart from")
+        return config, ds, regular[-1]
+    except BaseException:
+        ds.close()
+        raise
+
+
+def resume_overrides(overrides) -> float | None:
+    """The new t_end from ``--set`` items given with --resume (only time.t_end may change).
+
+    Raises
+    ------
+    ConfigError
+        For any other key: a resumed run must be the same run.
+    """
+    from .config import parse_override
+    t_end = None
+    for item in overrides or ():
+        keys, value = parse_override(item)
+        key = ".".join(keys)
+        if key not in RESUMABLE_KEYS:
+            raise ConfigError(f"--set {key}: with --resume only {', '.join(RESUMABLE_KEYS)} may change "
+                              "(a resumed run continues the same case)")
+        if key == "time.t_end":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise ConfigError(f"time.t_end = {value!r}: must be a finite number")
+            t_end = float(value)
+    return t_end

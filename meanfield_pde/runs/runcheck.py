@@ -1,0 +1,189 @@
+"""Checks on a file read back (``run --resume``, ``compare``, ``plot``) before anything uses it.
+
+A damaged run file must be refused with one line, never read as if it were
+good: a cut file can read its missing last record as zeros (t = 0), a file
+edited by hand can claim another case than its data. :func:`open_checked`
+checks, in this order, and raises a ConfigError naming the first fault:
+
+* the file is a regular, readable netCDF file (netCDF-3, or netCDF-4 where
+  the purpose allows it: ``--resume`` appends only to the netCDF-3 files
+  the package writes, :mod:`meanfield_pde.runs.runfile`);
+* a netCDF-3 file is as long as its header says (records counted × record
+  size; scipy's reader maps the file and fails on a short one);
+* ``time`` exists, is finite and strictly increasing;
+* the data are finite (``density``, ``positions``, the coefficients where
+  they are defined: the S² table is NaN exactly where m > l by convention);
+* a run file (one with a ``case`` attribute) has the variables of a run and
+  its case agrees with the data: manifold, lmax (size of l/k), and for a
+  particle run n (size of ``particle``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ..core.errors import ConfigError
+
+NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+RUN_VARIABLES = ("coef_real", "coef_imag", "density")
+
+
+def _check_length(path: Path, where: str) -> None:
+    """A netCDF-3 file cut short (fewer bytes than header + records) is refused."""
+    from scipy.io import netcdf_file
+    try:
+        with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
+            if f.variables:
+                pass  # reading the header maps every variable: a short file fails here
+    except (ValueError, TypeError, OSError, IndexError, MemoryError):
+        raise ConfigError(f"{where}: the file is damaged: its {path.stat().st_size} bytes are fewer "
+                          "than its header describes (cut short, e.g. by a full disk or an "
+                          "interrupted copy) or its header is corrupt") from None
+
+
+def _finite(name: str, var: xr.DataArray, where: str) -> None:
+    if not np.issubdtype(var.dtype, np.number):
+        return
+    if {"l", "m"} <= set(var.dims):  # the S² coefficient table: NaN where m > l by convention
+        var = var.transpose(..., "l", "m")
+        lower = np.arange(var.sizes["m"])[None, :] <= np.arange(var.sizes["l"])[:, None]
+        values = np.asarray(var.values)[..., lower]
+    else:
+        values = np.asarray(var.values)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        where_t = np.argwhere(bad)[0]
+        raise ConfigError(f"{where}: variable {name!r} holds non-finite values (first at index "
+                          f"{tuple(int(i) for i in where_t)}); the file is damaged")
+
+
+def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
+    """The content checks of :func:`open_checked` on an open Dataset (module docstring);
+    ``strict``: an unparsable stored case is a fault (else the attributes stand for it).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first fault found.
+    """
+    if "time" not in ds.variables:
+        missing = "no 'time' variable" + ("" if "case" in ds.attrs else " and no 'case' attribute")
+        raise ConfigError(f"{where}: not a run of meanfield-pde (not a run file: {missing})")
+    t = np.asarray(ds["time"].values, dtype=float)
+    if t.size == 0:
+        raise ConfigError(f"{where}: no snapshot (empty time axis)")
+    if not np.all(np.isfinite(t)):
+        raise ConfigError(f"{where}: 'time' holds non-finite values ({t[~np.isfinite(t)][0]}); "
+                          "the file is damaged")
+    if t.size > 1 and not np.all(np.diff(t) > 0):
+        i = int(np.argmin(np.diff(t) > 0))
+        raise ConfigError(f"{where}: 'time' is not strictly increasing (t[{i}] = {t[i]:.6g}, "
+                          f"t[{i + 1}] = {t[i + 1]:.6g}); the file is damaged")
+    if "case" in ds.attrs:
+        _check_case(ds, where, strict)
+    for name in (*RUN_VARIABLES, "positions"):
+        if name in ds.variables:
+            _finite(name, ds[name], where)
+
+
+def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
+    from .config import from_dict, parse_toml
+    missing = [v for v in RUN_VARIABLES if v not in ds.variables]
+    particles = ds.attrs.get("equation") == "particles"
+    if particles and "positions" not in ds.variables:
+        missing.append("positions")
+    if missing:
+        raise ConfigError(f"{where}: variable(s) {', '.join(missing)} missing; the file is damaged")
+    try:
+        config = from_dict(parse_toml(str(ds.attrs["case"]), f"{where} (attribute 'case')"),
+                           name=str(ds.attrs.get("case_name", "run")))
+    except ConfigError as exc:
+        if strict:
+            raise ConfigError(f"{where}: its stored case is invalid: {exc}") from None
+        config = None  # a reader only needs the data to agree with the attributes
+    if config is not None:
+        manifold, lmax, n = config.domain.manifold, config.domain.lmax, config.particles.n
+        for key, value in (("manifold", manifold), ("lmax", lmax)):
+            if key in ds.attrs and str(ds.attrs[key]) != str(value):
+                raise ConfigError(f"{where}: attribute {key} = {ds.attrs[key]!r} but the stored case "
+                                  f"says {value!r}; the file is damaged")
+    else:
+        manifold = str(ds.attrs.get("manifold", "sphere"))
+        lmax = int(ds.attrs["lmax"]) if "lmax" in ds.attrs else None
+        n = int(ds.attrs["n"]) if "n" in ds.attrs else None
+    grid, degree = (("theta",), "k") if manifold == "circle" else (("lat", "lon"), "l")
+    dims = ds["density"].dims[1:]
+    if dims != grid:
+        raise ConfigError(f"{where}: density has dims {dims}, a run on the {manifold} has {grid}; "
+                          "the stored case does not match the data")
+    if lmax is not None and ds.sizes.get(degree) != lmax + 1:
+        raise ConfigError(f"{where}: the coefficients go to degree {ds.sizes.get(degree, 0) - 1}, "
+                          f"the stored case says domain.lmax = {lmax}; the file is damaged")
+    if particles:
+        stored = ds["positions"].sizes.get("particle")
+        if stored != n or ("n" in ds.attrs and int(ds.attrs["n"]) != n):
+            raise ConfigError(f"{where}: the stored case has particles.n = {n} (attribute n = "
+                              f"{ds.attrs.get('n')}) but the file holds {stored} positions per "
+                              "snapshot; the file is damaged")
+
+
+def require_file(path: str | os.PathLike, where: str) -> Path:
+    """``path`` as a Path if it is an existing regular file, else a ConfigError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{where}: " + ("not a regular file" if path.exists() else "no such file"))
+    return path
+
+
+def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -> xr.Dataset:
+    """Open a file written by meanfield-pde after checking it (module docstring).
+
+    Parameters
+    ----------
+    path : the file
+    where : str
+        How error messages name it, e.g. "--resume 'x.nc'".
+    netcdf4 : bool
+        Accept netCDF-4 (HDF5) files; ``--resume`` does not (it appends to
+        netCDF-3 files only).
+
+    Returns
+    -------
+    xarray.Dataset
+        Opened lazily (the caller closes it); the checked variables are loaded.
+
+    Raises
+    ------
+    ConfigError
+        Missing, not a regular file, unreadable, not netCDF, or any fault of
+        the module docstring. Nothing is written to the file.
+    """
+    path = require_file(path, where)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(8)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the file ({exc.strerror})") from None
+    if magic[:4] in NETCDF3_MAGIC:
+        _check_length(path, where)
+    elif magic != HDF5_MAGIC:
+        raise ConfigError(f"{where}: not a readable netCDF file")
+    try:
+        ds = xr.open_dataset(path)
+    except (ValueError, OSError, RuntimeError, KeyError, IndexError):
+        raise ConfigError(f"{where}: not a readable netCDF file") from None
+    try:
+        check_dataset(ds, where, strict=not netcdf4)
+        if magic == HDF5_MAGIC and not netcdf4:
+            raise ConfigError(f"{where}: a netCDF-4 (HDF5) copy; only the netCDF-3 run files written "
+                              "by meanfield-pde can be continued (convert it with: "
+                              "nccopy -k '64-bit offset' IN OUT)")
+    except BaseException:
+        ds.close()
+        raise
+    return ds

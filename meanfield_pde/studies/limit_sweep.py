@@ -1,0 +1,276 @@
+"""PDE versus its large-β limits: the distance at fixed τ against β, and its fitted slope.
+
+DESIGN.md §1: the SA PDE in τ = t/β tends to the backward heat equation, the
+USA PDE in τ = t λ_0/(2β) to the backward porous-medium equation; the
+distance at fixed τ falls like β⁻¹ (order-0 limit) and β⁻² (order-1 limit,
+the next term of the Laplace expansion Φ/λ_0 = f + Δf/(2β) + O(β⁻²)).
+
+For each β of ``[limit] betas`` :func:`limit_sweep` runs, from the case's
+initial density, the PDE (``time.unit = "backward_heat"`` for SA,
+``"porous_medium"`` for USA) and each limit model of ``[limit] orders``
+(their time is τ, :mod:`meanfield_pde.numerics.limits`) to τ = ``[limit] tau``, and
+measures the L² distance of the densities restricted to degrees
+l <= ``[limit] degrees`` (Parseval, :func:`meanfield_pde.analysis.compare.compare`):
+
+    distance = sqrt( Σ_{l <= degrees} Σ_m w_m |f^PDE_lm(τ) − f^limit_lm(τ)|² ),
+    relative_distance = distance / sqrt( Σ_{1 <= l <= degrees} Σ_m w_m |f^PDE_lm(τ)|² ).
+
+Every run uses rtol <= 1e-10 and atol <= 1e-16 (tighter case values are kept)
+so the time-stepping error stays far below the O(β⁻²) distances.
+
+Round-off: the limits (and the PDE for l ≲ √β) amplify a perturbation at
+degree l by e^{σ_l τ}, e.g. e^{L(L+1)τ} at the top degree for backward heat.
+The Dataset reports that factor (``amplification``) rather than hiding it;
+choose domain.lmax so that amplification · 1e-16 stays far below the
+distances (the named cases: L = 15, τ = 0.05, amplification e^{12} ≈ 1.6e5).
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import xarray as xr
+
+from ..runs.config import Config, from_dict
+from ..core.errors import ConfigError, RunStoppedWarning
+from ..numerics.limits import LIMIT_NAMES, PDE_TIME_UNITS, make_limit_model
+from ..numerics.models import MeanFieldModel
+
+SWEEP_RTOL, SWEEP_ATOL = 1e-10, 1e-16
+EXPECTED_SLOPES = {0: -1.0, 1: -2.0}
+
+
+def check_sweep_config(config: Config) -> None:
+    """ConfigError (naming the key) for a case the sweep cannot compare like with like.
+
+    The limits are noise-free and unregularised, so the case must be too
+    (model.nu = 0, regularisation.hyperviscosity = 0); [limit] needs at least
+    two different β and one order, and limit.degrees <= domain.lmax.
+    """
+    if config.model.nu != 0.0:
+        raise ConfigError(f"model.nu = {config.model.nu:g}: must be 0 for the limit sweep "
+                          "(the large-beta limits are noise-free)")
+    if config.regularisation.hyperviscosity != 0.0:
+        raise ConfigError(f"regularisation.hyperviscosity = {config.regularisation.hyperviscosity:g}: "
+                          "must be 0 for the limit sweep (the limits are not regularised)")
+    if len(set(config.limit.betas)) < 2:
+        raise ConfigError(f"limit.betas = {config.limit.betas}: give at least two different inverse "
+                          "temperatures (the sweep fits the slope of distance against beta)")
+    if not config.limit.orders:
+        raise ConfigError("limit.orders = []: give at least one order (0 and/or 1)")
+    if config.limit.degrees > config.domain.lmax:
+        raise ConfigError(f"limit.degrees = {config.limit.degrees}: must be <= domain.lmax = "
+                          f"{config.domain.lmax}")
+
+
+def sweep_configs(config: Config, beta: float) -> dict[str, Config]:
+    """The configs of one β: {"mean_field": PDE in τ units, "limit0"/"limit1": limits in τ}.
+
+    Everything but β, the equation, the time unit, t_end (= limit.tau), the
+    snapshot interval (= tau: two snapshots) and the tolerances comes from the
+    case; time.dt is read as τ by every run (and capped at tau).
+    """
+    tau = config.limit.tau
+    base = config.to_dict()
+    base["model"].update(beta=float(beta), nu=0.0)
+    base["time"].update(t_end=tau, rtol=min(config.time.rtol, SWEEP_RTOL),
+                        atol=min(config.time.atol, SWEEP_ATOL), dt=min(config.time.dt, tau))
+    base["output"].update(every=tau, path="", plot=False)
+    out = {}
+    for eq in ["mean_field"] + [f"limit{o}" for o in sorted(set(config.limit.orders))]:
+        d = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+        d["model"] = dict(base["model"], equation=eq)
+        d["time"] = dict(base["time"], unit=PDE_TIME_UNITS[config.model.kind] if eq == "mean_field"
+                         else "natural")
+        out[eq] = from_dict(d, name=config.name)
+    return out
+
+
+def _final_distance(ds_pde: xr.Dataset, ds_lim: xr.Dataset, degrees: int) -> tuple[float, float]:
+    """(distance, relative distance) at the last common time τ of two completed runs."""
+    from ..analysis.compare import compare
+    c = compare(ds_pde, ds_lim, degrees)  # compares on τ: the PDE run carries a tau coordinate
+    return float(c.l2_distance[-1]), float(c.relative_l2_distance[-1])
+
+
+def fitted_slope(betas, distances) -> float:
+    """Least-squares slope of log distance against log β (NaN with fewer than 2 usable points)."""
+    b, d = np.asarray(betas, float), np.asarray(distances, float)
+    ok = np.isfinite(d) & (d > 0)
+    if ok.sum() < 2:
+        return math.nan
+    return float(np.polyfit(np.log(b[ok]), np.log(d[ok]), 1)[0])
+
+
+def amplification_factors(config: Config, beta: float) -> dict[str, float]:
+    """Per run ("mean_field", "limit0", ...): the largest e^{σ_l τ} over degrees l <= L.
+
+    σ_l are the linear rates about the uniform density in τ units (PDE: its
+    growth_rates times the time unit; limits: their formulas), τ = limit.tau.
+    A perturbation ε at degree l (round-off) grows to about ε e^{σ_l τ} by τ;
+    for backward heat the largest factor is e^{L(L+1)τ}, at the top degree.
+    """
+    from ..core.geometry import make_geometry
+    from ..runs.runner import time_unit
+    cfg = sweep_configs(config, beta)["mean_field"]
+    g = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+    rates = {"mean_field": MeanFieldModel(g, config.model.kind, beta).growth_rates() * time_unit(cfg)}
+    for o in sorted(set(config.limit.orders)):
+        rates[f"limit{o}"] = make_limit_model(g, config.model.kind, beta, o).growth_rates()
+    return {k: float(np.exp(max(0.0, float(np.max(r))) * config.limit.tau)) for k, r in rates.items()}
+
+
+def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.Dataset:
+    """Distance between the PDE and its large-β limits at τ = limit.tau, for each β and order.
+
+    Parameters
+    ----------
+    config : Config
+        A validated case (model.kind SA or USA; [limit] betas, orders, tau,
+        degrees; domain, initial and [time] scheme/dt/cfl used by every run).
+    log : callable(str), optional
+        Called with one line per finished run (progress for the CLI).
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``beta``, ``order`` (and ``run`` = "mean_field", "limit0", ...):
+
+        - ``distance(beta, order)``: L² distance PDE − limit on degrees l <= degrees at τ
+          (NaN if a run did not complete);
+        - ``relative_distance(beta, order)``: distance / the PDE's non-uniform part
+          on the same degrees;
+        - ``slope(order)``: fitted slope of log distance vs log β;
+          ``expected_slope(order)``: −1 (order 0), −2 (order 1);
+        - ``amplification(beta)``: the largest of ``run_amplification(beta, run)``
+          (:func:`amplification_factors`): round-off growth reported, not hidden;
+        - ``pde_norm(beta)``: the PDE's non-uniform norm on the compared degrees;
+        - ``status(beta, run)``: each run's status; ``steps(beta, run)``, ``wall_time(beta, run)``.
+
+        attrs: model, equation names, tau, degrees, lmax, rtol, atol, the
+        case TOML (``case``), slope_order<k> and expected_slope_order<k>.
+    """
+    from ..runs.runner import run
+    check_sweep_config(config)
+    lim = config.limit
+    betas = [float(b) for b in lim.betas]
+    orders = sorted(set(int(o) for o in lim.orders))
+    runs = ["mean_field"] + [f"limit{o}" for o in orders]
+    dist = np.full((len(betas), len(orders)), np.nan)
+    rel = np.full_like(dist, np.nan)
+    norm = np.full(len(betas), np.nan)
+    status = np.full((len(betas), len(runs)), "", dtype=object)
+    steps = np.zeros((len(betas), len(runs)), dtype=np.int64)
+    wall = np.zeros((len(betas), len(runs)))
+    amp_run = np.array([[a[r] for r in runs] for a in (amplification_factors(config, b) for b in betas)])
+    for i, beta in enumerate(betas):
+        cfgs = sweep_configs(config, beta)
+        results = {}
+        for j, eq in enumerate(runs):
+            start = _time.perf_counter()
+            with warnings.catch_warnings():  # the status is stored and reported
+                warnings.simplefilter("ignore", RunStoppedWarning)
+                ds = run(cfgs[eq], progress=False)
+            wall[i, j] = _time.perf_counter() - start
+            status[i, j], steps[i, j] = ds.attrs["status"], ds.attrs["steps"]
+            results[eq] = ds
+            if log is not None:
+                log(f"beta = {beta:g}, {eq}: {ds.attrs['status']} ({steps[i, j]} steps, "
+                    f"{wall[i, j]:.2f} s)")
+        pde = results["mean_field"]
+        if pde.attrs["status"] != "completed":
+            continue
+        for k, o in enumerate(orders):
+            ds_lim = results[f"limit{o}"]
+            if ds_lim.attrs["status"] == "completed":
+                dist[i, k], rel[i, k] = _final_distance(pde, ds_lim, lim.degrees)
+                norm[i] = dist[i, k] / rel[i, k]
+    slopes = np.array([fitted_slope(betas, dist[:, k]) for k in range(len(orders))])
+    expected = np.array([EXPECTED_SLOPES[o] for o in orders])
+    kind = config.model.kind
+    unit = "tau = t/beta" if kind == "SA" else "tau = t lambda_0/(2 beta)"
+    ds = xr.Dataset(
+        {
+            "distance": (("beta", "order"), dist, dict(
+                long_name=f"L2 distance PDE - limit on degrees l <= {lim.degrees} at tau = {lim.tau:g}")),
+            "relative_distance": (("beta", "order"), rel, dict(
+                long_name="distance / L2 norm of the PDE's non-uniform part (1 <= l <= degrees)")),
+            "slope": ("order", slopes, dict(long_name="fitted slope of log distance vs log beta")),
+            "expected_slope": ("order", expected, dict(
+                long_name="slope predicted by the Laplace expansion (DESIGN.md §1)")),
+            "amplification": ("beta", amp_run.max(axis=1), dict(
+                long_name="largest factor exp(sigma_l tau) over degrees l <= lmax and the compared "
+                          "runs: how much a round-off error at degree l can grow by tau "
+                          "(backward heat: exp(L(L+1) tau))")),
+            "run_amplification": (("beta", "run"), amp_run, dict(
+                long_name="amplification of each run: largest exp(sigma_l tau) over l <= lmax")),
+            "pde_norm": ("beta", norm, dict(
+                long_name=f"L2 norm of the PDE's non-uniform part on 1 <= l <= {lim.degrees} at tau")),
+            "status": (("beta", "run"), status.astype(str)),
+            "steps": (("beta", "run"), steps, dict(long_name="accepted time steps")),
+            "wall_time": (("beta", "run"), wall, dict(units="s")),
+        },
+        coords={"beta": ("beta", np.array(betas), dict(long_name="inverse temperature")),
+                "order": ("order", np.array(orders), dict(long_name="order of the limit model")),
+                "run": ("run", np.array(runs, dtype=str))},
+    )
+    some = cfgs["mean_field"]
+    ds.attrs.update({
+        "title": f"{kind} mean-field PDE versus its large-beta limit ({LIMIT_NAMES[kind]})",
+        "model": kind, "limit": LIMIT_NAMES[kind], "time_unit": unit, "tau": lim.tau,
+        "degrees": lim.degrees, "lmax": config.domain.lmax, "manifold": config.domain.manifold,
+        "scheme": some.time.scheme, "rtol": some.time.rtol, "atol": some.time.atol,
+        "case": config.to_toml(), "case_name": config.name, "description": config.description,
+        "completed": int(all(s == "completed" for s in status.ravel())),
+    })
+    for o, s, e in zip(orders, slopes, expected):
+        ds.attrs[f"slope_order{o}"] = s
+        ds.attrs[f"expected_slope_order{o}"] = e
+    from ..runs.io import software_versions
+    ds.attrs.update(software_versions())
+    return ds
+
+
+def plot_limit_sweep(ds: xr.Dataset):
+    """Log-log distance against β per order, with the fitted lines and reference slopes −1, −2.
+
+    Returns a matplotlib Figure (Agg canvas, no pyplot state).
+    """
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(6.4, 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    betas = ds.beta.values
+    colours = {0: "tab:blue", 1: "tab:red"}
+    for o in ds.order.values:
+        d = ds.distance.sel(order=o).values
+        ok = np.isfinite(d) & (d > 0)
+        col = colours.get(int(o), None)
+        slope = float(ds.slope.sel(order=o))
+        ax.loglog(betas[ok], d[ok], "o", color=col,
+                  label=f"order {int(o)}: fitted slope {slope:.3f}")
+        if ok.sum() >= 2:
+            c = np.polyfit(np.log(betas[ok]), np.log(d[ok]), 1)
+            ax.loglog(betas[ok], np.exp(np.polyval(c, np.log(betas[ok]))), "-", color=col, lw=1)
+            e = float(ds.expected_slope.sel(order=o))
+            b0, d0 = betas[ok][-1], d[ok][-1]  # anchored at the largest β (most asymptotic)
+            ax.loglog(betas[ok], d0 * (betas[ok] / b0) ** e, "--" if int(o) == 0 else ":",
+                      color="0.4", lw=1.2, label=f"reference slope {e:g}")
+    ax.set_xlabel("β")
+    ax.set_ylabel(f"‖f_PDE − f_limit‖ on l ≤ {ds.attrs.get('degrees')}")
+    ax.set_title(f"{ds.attrs.get('model')} → {ds.attrs.get('limit')} at τ = {ds.attrs.get('tau'):g} "
+                 f"(L = {ds.attrs.get('lmax')})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def save_limit_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write :func:`plot_limit_sweep` as a PNG through :func:`meanfield_pde.runs.outputs.save_png`;
+    returns the path."""
+    from ..runs.outputs import save_png
+    return save_png(plot_limit_sweep(ds), path, overwrite=overwrite, dpi=120)

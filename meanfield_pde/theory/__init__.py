@@ -1,0 +1,5 @@
+"""theory: closed forms and reduced equations, no time stepping of the PDE: linear growth
+rates about the uniform density (linear), the equiangular reduction ρ(t) of the token
+flows and its transition time (equiangular), one attention layer at β = γ log n on
+equiangular tokens (long_context). May import only core.
+"""

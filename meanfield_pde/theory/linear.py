@@ -1,0 +1,233 @@
+"""Linear stability of the uniform density for the SA/USA mean-field equation.
+
+Linearising ∂_t f + div(f V[f]) = ν Δf about the uniform density f̄ = 1/|S|
+diagonalises in spherical harmonics (S²) or Fourier modes (S¹), because the
+kernel e^{β⟨x,y⟩} is zonal (Funk–Hecke, λ_l in :mod:`meanfield_pde.core.kernels`).
+A perturbation ε Y_l grows like e^{σ_l t} with (DESIGN.md §1)
+
+    S²:  σ_l^USA = l(l+1) [ i_l(β)/β − ν ]     σ_l^SA = l(l+1) [ i_l(β)/(β i_0(β)) − ν ]
+    S¹:  σ_k^USA = k²     [ I_k(β)/β − ν ]     σ_k^SA = k²     [ I_k(β)/(β I_0(β)) − ν ]
+
+where i_l(β) = √(π/2β) I_{l+1/2}(β). Derivation: USA V = ∇(λ_l ε Y_l)/β, so
+−div(f̄ V) = f̄ λ_l l(l+1) ε Y_l / β and f̄ λ_l = i_l(β) (S²: λ_l = 4π i_l) or
+I_k(β) (S¹: λ_k = 2π I_k); SA divides by Φ̄ = λ_0 f̄. Sources: Geshkovski,
+Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on Transformers"
+(arXiv:2312.10794), the linearisation of the mean-field equation about the
+uniform measure and the mode selection it implies (number of clusters of the
+first metastable state ≈ the fastest mode); Bruno, Pasqualotto, Agazzi et al.
+on the emergence of metastable clusters from the uniform state, which use the
+same growth rates; derivation checked in DESIGN.md §1.
+
+Everything is built on :func:`kernels.gradient_multipliers`, which works from
+exponentially scaled Bessel functions: β = 0 gives the exact limits and β up
+to 700 gives the USA rates (~ e^β/β²) without overflow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.kernels import BETA_MAX, gradient_multipliers, kernel_degree_cutoff
+
+KINDS = ("SA", "USA")
+MANIFOLDS = ("sphere", "circle")
+_AREA = {"sphere": 4.0 * np.pi, "circle": 2.0 * np.pi}
+
+
+# -- argument checks (shared with equiangular.py) ------------------------------
+def check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"kind = {kind!r}: must be one of {KINDS}")
+    return kind
+
+
+def check_beta(beta: float) -> float:
+    beta = float(beta)
+    if not 0.0 <= beta <= BETA_MAX:  # also rejects NaN
+        raise ValueError(f"beta = {beta}: must be in [0, {BETA_MAX:g}]")
+    return beta
+
+
+def _check_nu(nu: float) -> float:
+    nu = float(nu)
+    if not 0.0 <= nu < math.inf:
+        raise ValueError(f"nu = {nu}: must be finite and >= 0")
+    return nu
+
+
+def _check_manifold(manifold: str) -> str:
+    if manifold not in MANIFOLDS:
+        raise ValueError(f"manifold = {manifold!r}: must be one of {MANIFOLDS}")
+    return manifold
+
+
+def check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or int(value) != value or value < minimum:
+        raise ValueError(f"{name} = {value!r}: must be an integer >= {minimum}")
+    return int(value)
+
+
+# -- growth rates ---------------------------------------------------------------
+def _kernel_part(kind: str, beta: float, lmax: int, manifold: str) -> np.ndarray:
+    """The bracket's kernel term, shape (lmax+1,), entry 0 set to 0 (mass is conserved).
+
+    USA: λ_l/(|S| β) = i_l(β)/β (S²) or I_k(β)/β (S¹);  SA: λ_l/(β λ_0).
+    """
+    if kind == "SA":
+        return gradient_multipliers(beta, lmax, manifold, normalise=True)
+    return gradient_multipliers(beta, lmax, manifold) / _AREA[manifold]
+
+
+def growth_rates(kind: str, beta: float, nu: float, lmax: int,
+                 manifold: str = "sphere") -> np.ndarray:
+    """Growth rates σ_l of mode l about the uniform density, l = 0..lmax.
+
+    Parameters
+    ----------
+    kind : {"SA", "USA"}
+    beta : float
+        Inverse temperature β in [0, 700] (dimensionless).
+    nu : float
+        Noise ν >= 0 (diffusion coefficient, units of 1/time on the unit sphere).
+    lmax : int
+        Largest degree l (sphere) or wavenumber k (circle), >= 0.
+    manifold : {"sphere", "circle"}
+
+    Returns
+    -------
+    ndarray, shape (lmax+1,)
+        σ_l in units of 1/time (the time of the PDE, i.e. transformer depth).
+        σ_0 = 0. Mode l grows iff σ_l > 0. USA rates are ~ e^β/β², large but
+        finite for β <= 700 (each is a product of finite floats).
+
+    Raises
+    ------
+    ValueError
+        kind not in {SA, USA}; beta outside [0, 700]; nu < 0 or not finite;
+        lmax not an integer >= 0; manifold not in {sphere, circle}.
+    """
+    kind, beta, nu = check_kind(kind), check_beta(beta), _check_nu(nu)
+    lmax, manifold = check_int("lmax", lmax, 0), _check_manifold(manifold)
+    l = np.arange(lmax + 1, dtype=float)
+    eig = l * (l + 1.0) if manifold == "sphere" else l * l  # eigenvalue of −Δ
+    return eig * (_kernel_part(kind, beta, lmax, manifold) - nu)
+
+
+def _auto_lmax(beta: float) -> int:
+    # Beyond the kernel cutoff (λ_l/λ_0 < 1e-16) the kernel part is negligible,
+    # while σ_l peaks near l(l+1) ≈ 2β (l ≈ √(2β) < 8.6√β): the argmax lies below it.
+    return max(4, int(math.ceil(kernel_degree_cutoff(beta))) + 2)
+
+
+def fastest_mode(kind: str, beta: float, nu: float = 0.0, manifold: str = "sphere",
+                 lmax: int | None = None) -> int:
+    """The fastest-growing degree l*(β) (sphere) or wavenumber k*(β) (circle).
+
+    argmax over l >= 1 of σ_l (:func:`growth_rates`); l* sets the number of
+    clusters of the first metastable state. SA and USA select the same mode
+    (their kernel parts differ by the positive factor i_0(β)), except through
+    ν. Examples: l* = 2, 3, 4, 6, 10, 14 at β = 2, 5, 10, 20, 50, 100 on S²;
+    k* = 3 at β = 5 and 4 at β = 7 on S¹.
+
+    If ν >= :func:`critical_noise` no mode grows; the result is then the least
+    damped mode, which is l = 1 (κ_l − ν < κ_1 − ν <= 0 and l(l+1) > 2).
+
+    Parameters
+    ----------
+    lmax : int or None
+        Largest degree searched (>= 1). Default: the kernel cutoff
+        ≈ 8.6√β, plus 2 and at least 4 (:func:`kernels.kernel_degree_cutoff`),
+        where λ_l/λ_0 < 1e-16; σ_l peaks near l ≈ √(2β), well below it.
+    Other parameters as in :func:`growth_rates`.
+
+    Returns
+    -------
+    int >= 1
+
+    Raises
+    ------
+    ValueError
+        As :func:`growth_rates`; lmax < 1.
+    """
+    beta = check_beta(beta)
+    lmax = _auto_lmax(beta) if lmax is None else check_int("lmax", lmax, 1)
+    sigma = growth_rates(kind, beta, nu, lmax, manifold)
+    return int(np.argmax(sigma[1:])) + 1
+
+
+def critical_noise(kind: str, beta: float, manifold: str = "sphere") -> float:
+    """The largest noise ν at which the uniform density has an unstable mode.
+
+    Mode l is unstable iff ν < kernel part κ_l (the bracket of σ_l without ν),
+    so the threshold is max_{l>=1} κ_l. κ_l is strictly decreasing in l for
+    β > 0 (I_a(β) decreases in the order a >= 0), and zero for l >= 2 at β = 0,
+    so the maximum is attained at l = 1 for both kinds:
+        USA: ν_1 = i_1(β)/β (S²), I_1(β)/β (S¹)
+        SA:  ν_1 = i_1(β)/(β i_0(β)) (S²), I_1(β)/(β I_0(β)) (S¹).
+    At β = 0 both give 1/3 on S² and 1/2 on S¹ (the noisy Kuramoto pitchfork).
+    This is the *linear* threshold; for β > 0 the transition may be
+    discontinuous (a clustered minimiser can exist above it; DESIGN.md §1).
+
+    Parameters
+    ----------
+    kind : {"SA", "USA"};  beta : float in [0, 700];  manifold : {"sphere", "circle"}
+
+    Returns
+    -------
+    float
+        ν_1 (units of 1/time). For USA it grows like e^β/(2β²) on S² and
+        e^β/(√(2π) β^{3/2}) on S¹, finite for β <= 700.
+
+    Raises
+    ------
+    ValueError
+        kind, beta or manifold out of range.
+    """
+    # Computed as an explicit max (not just l = 1) so the claim above is checked by the tests.
+    kappa = _kernel_part(check_kind(kind), check_beta(beta), 8, _check_manifold(manifold))
+    return float(np.max(kappa[1:]))
+
+
+# -- cluster positions on the circle --------------------------------------------
+def predicted_cluster_positions(coef_k_star: complex, k_star: int) -> np.ndarray:
+    """Angles of the k* clusters grown by the linear instability on the circle.
+
+    Convention (stated so no guessing is needed): μ̂_k = ∫_0^{2π} f(θ) e^{−ikθ} dθ,
+    the k-th Fourier coefficient of the initial density f. Any coefficient
+    a·μ̂_k with a > 0 (e.g. the normalisation 1/2π or an empirical 1/n Σ
+    e^{−ikθ_i}) has the same argument and gives the same answer; for a
+    convention with e^{+ikθ}, pass the complex conjugate.
+
+    Derivation: the linear flow multiplies mode k by the real factor e^{σ_k t},
+    so the dominant part of f is f̄ + ε Re(c e^{ikθ}), c = |c| e^{iφ}, ε > 0,
+    i.e. f̄ + ε|c| cos(kθ + φ), whose maxima are at kθ + φ = 2πj:
+        θ_j = (2πj − φ)/k  mod 2π,   j = 0..k−1.
+    And ∫ (ε/2)(c e^{ikθ} + c̄ e^{−ikθ}) e^{−ikθ} dθ = π ε c, so arg μ̂_k = φ.
+
+    Parameters
+    ----------
+    coef_k_star : complex
+        μ̂_{k*} of the initial density (nonzero).
+    k_star : int
+        The selected wavenumber k* >= 1 (e.g. :func:`fastest_mode` on the circle).
+
+    Returns
+    -------
+    ndarray, shape (k_star,)
+        The angles θ_j in radians, in [0, 2π), sorted ascending.
+
+    Raises
+    ------
+    ValueError
+        k_star not an integer >= 1; coef_k_star zero or not finite (no phase).
+    """
+    k = check_int("k_star", k_star, 1)
+    c = complex(coef_k_star)
+    if not (c != 0 and np.isfinite(c.real) and np.isfinite(c.imag)):
+        raise ValueError(f"coef_k_star = {coef_k_star!r}: must be finite and nonzero "
+                         "(its phase sets the positions)")
+    theta = np.mod((2.0 * np.pi * np.arange(k) - np.angle(c)) / k, 2.0 * np.pi)
+    theta[theta >= 2.0 * np.pi] = 0.0  # mod of a tiny negative rounds up to 2π
+    return np.sort(theta)
