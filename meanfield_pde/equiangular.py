@@ -4,7 +4,7 @@ If n unit tokens start equiangular, ⟨x_i, x_j⟩ = ρ for all i ≠ j, both fl
 keep them so (the Gram matrix obeys a closed ODE that commutes with permuting
 the tokens; an equiangular Gram matrix is permutation invariant, so by
 uniqueness it stays equiangular), and the common inner product solves a
-scalar ODE (DESIGN.md §1; Geshkovski, Letrouit, Polyanskiy & Rigollet,
+scalar ODE (README §Equiangular reduction; Geshkovski, Letrouit, Polyanskiy & Rigollet,
 arXiv:2312.10794, the equiangular / simplex example):
 
     SA:  ρ̇ = 2(1−ρ)(1+(n−1)ρ) / (e^{β(1−ρ)} + n − 1)

@@ -3,7 +3,7 @@
 Figures (``[sweep] figure``):
 - "lines": every final diagnostic against the first swept key;
 - "noise": stationary order parameter against ν, continued up and down, with
-  the linear threshold ν_1 (DESIGN.md §1, :func:`linear.critical_noise`);
+  the linear threshold ν_1 (README §Linear theory, :func:`linear.critical_noise`);
 - "clusters": number of clusters against β, every seed shown, beside the
   fastest mode k*(β) or l*(β) (:func:`linear.fastest_mode`);
 - "tokens": fraction of token pairs with ⟨x_i, x_j⟩ > 0.999 on the (t, β)
@@ -50,7 +50,7 @@ def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.
                                 level: float = 0.999) -> float:
     """The time t* at which the equiangular ρ(t) from ρ0 reaches ``level``.
 
-    DESIGN.md §1: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
+    README §Equiangular reduction: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
     h_USA = (2/n) e^{βρ}. In the clock s with ds = h dt, ρ is logistic
     (:mod:`meanfield_pde.equiangular`): 1 − ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),
     R0 = (1+(n−1)ρ0)/((n−1)(1−ρ0)), so ρ = level at
