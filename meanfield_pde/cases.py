@@ -23,6 +23,7 @@ def cases_dir() -> Path:
     env = os.environ.get("MEANFIELD_PDE_CASES")
     if env:
         return Path(env)
+    # The top-level package's folder, wherever this module sits inside it.
     package = Path(importlib.import_module("meanfield_pde").__file__).resolve().parent
     installed = package / "case_files"
     return installed if installed.is_dir() else package.parent / "cases"
