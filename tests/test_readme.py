@@ -108,13 +108,16 @@ def installed(tmp_path_factory):
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
         ".venv", ".git", "build", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache",
         "*.nc", "runs", "tests", "benchmarks", "figures"))
-    run = dict(check=True, capture_output=True, text=True, cwd=root)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(root / "wheel"), str(src)], **run)
+
+    def pip(*args):  # no build isolation: needs setuptools and wheel (the test extras), no network
+        proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True,
+                              text=True, cwd=root)
+        assert proc.returncode == 0, f"pip {' '.join(args)} failed:\n{proc.stderr[-3000:]}"
+
+    pip("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(root / "wheel"), str(src))
     wheel, = (root / "wheel").glob("*.whl")
     target = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--target", str(target), str(wheel)], **run)
+    pip("install", "-q", "--no-deps", "--no-index", "--target", str(target), str(wheel))
     return target, target / "bin"
 
 
