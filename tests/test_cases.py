@@ -1,6 +1,6 @@
 """Every named case runs from the CLI and shows what its comment says (acceptance 9).
 
-Long cases are shortened with --set; each claim is checked against DESIGN.md §1
+Long cases are shortened with --set; each claim is checked against README 'Mathematics and numerics'
 (growth rates σ_l, the critical noise ν_1 = i_1(β)/β, the Langevin state).
 """
 

@@ -1,4 +1,4 @@
-"""shtns conventions the models rely on (DESIGN.md §2), checked against closed forms."""
+"""shtns conventions the models rely on (README §shtns conventions), checked against closed forms."""
 
 import numpy as np
 import pytest

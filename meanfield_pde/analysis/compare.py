@@ -5,7 +5,7 @@ they are L² distances of densities (w.r.t. the area measure):
     ‖f − g‖² = Σ_l Σ_m w_m |f_lm − g_lm|²,  w_0 = 1, w_m = 2 for m > 0
 (only m >= 0 is stored for a real field; on the circle l is the wavenumber k).
 
-A particle run (it has ``positions``; DESIGN.md §4) stores the coefficients
+A particle run (it has ``positions``; README §Dataset contract) stores the coefficients
 of its empirical measure, (1/n) Σ_i conj(Y_lm(x_i)), under the same names, so
 the same L² distance applies to its projection on degrees <= L. Beside it,
 :func:`compare` then gives the level that sampling noise alone produces
@@ -233,7 +233,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     Parameters
     ----------
     ds_a, ds_b : Dataset
-        Runs on the same manifold with the names of DESIGN.md §4. A particle
+        Runs on the same manifold with the names of README §Dataset contract. A particle
         run is recognised by its ``positions(time, particle, xyz)``; its
         coef_real/coef_imag must be the raw empirical coefficients
         (1/n) Σ_i conj(Y_lm(x_i)) (not smoothed).

@@ -1,4 +1,4 @@
-"""Command line: ``meanfield-pde run | cases | plot | compare | limits | sweep`` (DESIGN.md §4).
+"""Command line: ``meanfield-pde run | cases | plot | compare | limits | sweep`` (README, 'Command line').
 
 User errors (bad case, bad --set, unreadable file) print one line naming
 the field and exit with status 2, without a traceback. A run that stops

@@ -1,6 +1,6 @@
-"""Per-snapshot diagnostics and the resolution monitor (DESIGN.md §2).
+"""Per-snapshot diagnostics and the resolution monitor (README §Numerics).
 
-Names match the Dataset contract (DESIGN.md §4): mass, energy, free_energy,
+Names match the Dataset contract (README §Dataset contract): mass, energy, free_energy,
 order_parameter, min_density, spectral_tail.
 """
 

@@ -1,6 +1,6 @@
 """Large-β limits of the mean-field PDE: backward heat (SA) and backward porous medium (USA).
 
-DESIGN.md §1, "Large-β limits". Laplace's method on the kernel e^{β⟨x,y⟩}
+README §Large-β limits. Laplace's method on the kernel e^{β⟨x,y⟩}
 (its Funk–Hecke multipliers λ_l = 4π i_l(β) on S², λ_k = 2π I_k(β) on S¹,
 with λ_l/λ_0 = 1 − l(l+1)/(2β) + O(β⁻²)) gives
 
@@ -33,7 +33,7 @@ Conventions
   coefficients are the geometry's orthonormal ones, shape (ncoef,).
 - Noise is not part of the limits (ν = 0 is required).
 
-Numerics (DESIGN.md §2): the same IMEX steppers as the PDE, with a diagonal
+Numerics (README §Numerics): the same IMEX steppers as the PDE, with a diagonal
 implicit part and everything else explicit. Order 0 has no implicit part
 (the anti-diffusion −Δ must *never* be implicit: 1 − dt σ_l can vanish).
 Order 1 is stiff (fourth order); its linearisation about f̄ is implicit:
@@ -60,13 +60,16 @@ LIMIT_EQUATIONS = {"limit0": 0, "limit1": 1}
 LIMIT_NAMES = {"SA": "backward heat", "USA": "backward porous medium"}
 PDE_TIME_UNITS = {"SA": "backward_heat", "USA": "porous_medium"}
 
+# The smallest β of a large-β limit model (see check_limit_config).
+MIN_LIMIT_BETA = 1.0
+
 
 def backward_heat_exact(coef: np.ndarray, tau: float, geometry: Geometry) -> np.ndarray:
     """Exact solution of ∂_τ f = −Δf (the SA order-0 limit) at time τ.
 
     Diagonal in the spectral basis: f_lm(τ) = e^{l(l+1)τ} f_lm(0) (S²;
     e^{k²τ} on S¹). Ill posed: the factor at the top degree L,
-    e^{L(L+1)τ}, also multiplies round-off (DESIGN.md §1).
+    e^{L(L+1)τ}, also multiplies round-off (README §Large-β limits).
 
     Parameters
     ----------
@@ -115,8 +118,9 @@ class LimitModel(ABC):
     def __init__(self, geometry: Geometry, beta: float, order: int):
         if order not in (0, 1):
             raise ValueError(f"order = {order}: must be 0 or 1")
-        if not beta > 0.0:
-            raise ValueError(f"model.beta = {beta}: must be > 0 for a large-beta limit")
+        if not beta >= MIN_LIMIT_BETA:
+            raise ValueError(f"model.beta = {beta}: must be >= {MIN_LIMIT_BETA:g} for a large-beta limit "
+                             "(the limits expand in 1/beta)")
         self.geometry, self.beta, self.order = geometry, float(beta), int(order)
         self.nu = 0.0
         self.equation = f"limit{order}"
@@ -197,7 +201,7 @@ class LimitModel(ABC):
 
 
 class BackwardHeat(LimitModel):
-    """SA at large β in τ = t/β (DESIGN.md §1):
+    """SA at large β in τ = t/β (README §Large-β limits):
 
         order 0: ∂_τ f = −Δf                                (explicit, exact: :func:`backward_heat_exact`)
         order 1: ∂_τ f = −Δf − (1/2β) div(f ∇(Δf/f))
@@ -248,7 +252,7 @@ class BackwardHeat(LimitModel):
 
 
 class PorousMedium(LimitModel):
-    """USA at large β in τ = t λ_0/(2β) (DESIGN.md §1):
+    """USA at large β in τ = t λ_0/(2β) (README §Large-β limits):
 
         order 0: ∂_τ f = −Δ(f²)
         order 1: ∂_τ f = −Δ(f²) − (1/β) div(f ∇Δf)
@@ -315,7 +319,10 @@ def check_limit_config(config) -> None:
       limit to the same τ.
     - model.nu must be 0 and regularisation.hyperviscosity 0: the limits are
       noise-free and unregularised.
-    - model.beta must be > 0 (it sets the order-1 terms and the time scale).
+    - model.beta must be >= MIN_LIMIT_BETA = 1: the limits are expansions in
+      1/β, and below 1 the order-1 term l(l+1)/(2β) exceeds the leading one at
+      every degree l >= 1 (the "limit" approximates nothing, and at subnormal
+      β its multipliers overflow to inf).
 
     Raises
     ------
@@ -338,8 +345,9 @@ def check_limit_config(config) -> None:
             f"time.unit = {config.time.unit!r}: must be {tau_unit!r} (or 'natural') for {which}: "
             f"a limit model's own time is tau ({'t/beta' if config.model.kind == 'SA' else 't lambda_0/(2 beta)'}), "
             "so time.t_end, time.dt and output.every are given in tau")
-    if not config.model.beta > 0.0:
-        raise ConfigError(f"model.beta = {config.model.beta:g}: must be > 0 for {which}")
+    if not config.model.beta >= MIN_LIMIT_BETA:
+        raise ConfigError(f"model.beta = {config.model.beta:g}: must be in [{MIN_LIMIT_BETA:g}, 700] for "
+                          f"{which}: the limits expand in 1/beta")
     if config.regularisation.hyperviscosity != 0.0:
         raise ConfigError(f"regularisation.hyperviscosity = {config.regularisation.hyperviscosity:g}: "
                           f"must be 0 for {which}")

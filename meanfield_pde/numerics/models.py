@@ -1,6 +1,6 @@
 """Right-hand sides of the mean-field equation of self-attention (SA and USA).
 
-    ∂_t f + div(f V[f]) = ν Δf − η (Δ/Δ_L)^p f                    (DESIGN.md §1)
+    ∂_t f + div(f V[f]) = ν Δf − η (Δ/Δ_L)^p f                    (README §Model)
     Φ(x) = ∫ e^{β⟨x,y⟩} f(y) dσ(y)
     USA: V = ∇Φ / β          SA: V = ∇Φ / (β Φ) = ∇ log Φ / β
 
@@ -201,7 +201,7 @@ class MeanFieldModel:
 
         The interaction energy less the constant M²/(2β) (see
         :func:`meanfield_pde.core.kernels.energy_multipliers`): one smooth function of
-        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (DESIGN.md §1).
+        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (README §Energies).
         """
         return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
 

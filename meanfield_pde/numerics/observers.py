@@ -24,7 +24,7 @@ class Observer:
 
 
 class SnapshotRecorder(Observer):
-    """Turns each snapshot into a one-time Dataset (DESIGN.md §4) and appends it to a sink.
+    """Turns each snapshot into a one-time Dataset (README §Dataset contract) and appends it to a sink.
 
     Parameters
     ----------

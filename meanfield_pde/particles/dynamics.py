@@ -1,7 +1,7 @@
 """Velocity fields of the SA/USA token dynamics on the sphere S^{d−1}, any d >= 2.
 
 n tokens x_1..x_n (rows of X, shape (n, d), unit vectors) move with
-(DESIGN.md §1; Geshkovski, Letrouit, Polyanskiy & Rigollet, "A mathematical
+(README §Model; Geshkovski, Letrouit, Polyanskiy & Rigollet, "A mathematical
 perspective on Transformers", arXiv:2312.10794, the SA and USA particle
 systems with Q = K = V = I):
 
@@ -282,7 +282,7 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
     Cost O(n² d) time (one n×n product, n² exponentials, one more skinny
     product) and O(threads · chunk_rows · n) memory (O(n d) at β = 0).
     Source: Geshkovski et al., arXiv:2312.10794 (SA eq. (1.2)-(1.3) family,
-    USA the unnormalised variant); DESIGN.md §1.
+    USA the unnormalised variant); README §Model.
     """
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
@@ -374,7 +374,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
 
     Notes
     -----
-    Source: DESIGN.md §1 (Kuramoto, d = 2); Geshkovski et al.,
+    Source: README §Model (Kuramoto, d = 2); Geshkovski et al.,
     arXiv:2312.10794 (the circle case).
     """
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)

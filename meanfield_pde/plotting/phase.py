@@ -4,7 +4,7 @@ the measured transitions from :mod:`meanfield_pde.analysis.phase`).
 Figures (``[sweep] figure``):
 - "lines": every final diagnostic against the first swept key;
 - "noise": stationary order parameter against ν, continued up and down, with
-  the linear threshold ν_1 (DESIGN.md §1, :func:`linear.critical_noise`);
+  the linear threshold ν_1 (README §Linear theory, :func:`linear.critical_noise`);
 - "clusters": number of clusters against β, every seed shown, beside the
   fastest mode k*(β) or l*(β) (:func:`linear.fastest_mode`);
 - "tokens": fraction of token pairs with ⟨x_i, x_j⟩ > 0.999 on the (t, β)

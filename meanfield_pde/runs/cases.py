@@ -1,11 +1,14 @@
 """Named cases: the TOML files in the repository's ``cases/`` folder.
 
-The folder is found next to the package (editable install, the README's
-way) or through the environment variable MEANFIELD_PDE_CASES.
+The folder is, in this order: the environment variable MEANFIELD_PDE_CASES;
+the installed data package ``meanfield_pde/case_files`` (setup.py installs
+``cases/*.toml`` there, so a non-editable ``pip install .`` has them); the
+``cases/`` folder next to the package (a source checkout or editable install).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
@@ -18,7 +21,12 @@ MAX_CASE_BYTES = 1 << 20  # 1 MiB
 def cases_dir() -> Path:
     """The folder of named cases."""
     env = os.environ.get("MEANFIELD_PDE_CASES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "cases"
+    if env:
+        return Path(env)
+    # The top-level package's folder, wherever this module sits inside it.
+    package = Path(importlib.import_module("meanfield_pde").__file__).resolve().parent
+    installed = package / "case_files"
+    return installed if installed.is_dir() else package.parent / "cases"
 
 
 def case_names() -> list[str]:

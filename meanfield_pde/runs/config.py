@@ -38,7 +38,7 @@ def _f(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False, hi_open=
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """[model]: which mean-field equation (DESIGN.md §1)."""
+    """[model]: which mean-field equation (README §Model)."""
     kind: str = _f(choices=("SA", "USA"), doc="SA (softmax) or USA (unnormalised) attention")
     beta: float = _f(lo=0.0, hi=BETA_MAX, doc="inverse temperature β")
     # ν <= 1e6: the stiffest implicit rate ν L(L+1) <= 1.05e12 (L <= 1023) keeps
@@ -48,7 +48,7 @@ class ModelConfig:
     nu: float = _f(0.0, lo=0.0, hi=1e6, doc="noise ν (diffusion coefficient)")
     equation: str = _f("mean_field", choices=("mean_field", "limit0", "limit1"),
                        doc="the mean-field PDE, or its large-β limit of order 0 or 1 "
-                           "(SA: backward heat, USA: porous medium; DESIGN.md §1)")
+                           "(SA: backward heat, USA: porous medium; README §Large-β limits)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,7 +157,7 @@ class LimitConfig:
     Used by ``meanfield-pde limits CASE``: for each β the PDE and the limit
     models of the given orders run to rescaled time τ from the case's initial
     density; their distance on degrees l <= ``degrees`` is reported against β
-    with the fitted slope (DESIGN.md §1: −1 for order 0, −2 for order 1).
+    with the fitted slope (README §Large-β limits: −1 for order 0, −2 for order 1).
     """
     betas: list[float] = _f([25.0, 50.0, 100.0, 200.0, 400.0], lo=0.0, hi=BETA_MAX, lo_open=True,
                             doc="inverse temperatures of the sweep")

@@ -1,4 +1,4 @@
-"""Snapshots → xarray Dataset (DESIGN.md §4) → netCDF, written atomically."""
+"""Snapshots → xarray Dataset (README §Dataset contract) → netCDF, written atomically."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def coefficients_from_table(geometry: Geometry, table: np.ndarray) -> np.ndarray
 
 
 def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
-    """Variables density/coef_* and coordinates of one manifold (DESIGN.md §4)."""
+    """Variables density/coef_* and coordinates of one manifold (README §Dataset contract)."""
     L = geometry.lmax
     if geometry.manifold == "circle":
         coef_dims, table = ("time", "k"), np.asarray(coefs)
@@ -90,7 +90,7 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
 
 def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
                          attrs: dict) -> xr.Dataset:
-    """Build the Dataset of a run (DESIGN.md §4).
+    """Build the Dataset of a run (README §Dataset contract).
 
     Parameters
     ----------

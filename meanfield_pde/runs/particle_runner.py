@@ -1,6 +1,6 @@
 """Case → particle run → Dataset with the PDE's names; and PDE + particles + comparison.
 
-A particle run stores (DESIGN.md §4) positions(time, particle, xyz), the
+A particle run stores (README §Dataset contract) positions(time, particle, xyz), the
 empirical coefficients (1/n) Σ_i conj(Y_lm(x_i)) as coef_real/coef_imag
 (the projection of the empirical measure: the names and normalisation of a
 PDE run, so `compare` treats both alike), order_parameter, energy and mass,

@@ -92,7 +92,7 @@ EQUATION_TITLES = {"mean_field": "mean-field PDE", "limit0": "large-beta limit (
 
 
 def time_unit(config: Config) -> float:
-    """Natural time per unit of ``time.unit`` (DESIGN.md §1, large-β limits).
+    """Natural time per unit of ``time.unit`` (README §Large-β limits).
 
     Limit models (model.equation = "limit0" | "limit1") run in τ: factor 1.
     backward_heat: τ = t/β, so t = β τ (SA → backward heat).
@@ -111,7 +111,7 @@ def time_unit(config: Config) -> float:
 
 
 def run_attributes(config: Config) -> dict:
-    """Global attributes known before a PDE run starts (DESIGN.md §4), with placeholders
+    """Global attributes known before a PDE run starts (README §Dataset contract), with placeholders
     for the end-of-run counters (steps, rejected_steps, wall_time_s)."""
     m = config.model
     return {
@@ -133,7 +133,7 @@ def run_attributes(config: Config) -> dict:
 
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
         overwrite: bool = False, initial: np.ndarray | None = None, force: bool = False) -> xr.Dataset:
-    """Run a validated case and return its Dataset (DESIGN.md §4); write it if ``output``.
+    """Run a validated case and return its Dataset (README §Dataset contract); write it if ``output``.
 
     Parameters
     ----------

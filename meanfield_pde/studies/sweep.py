@@ -9,7 +9,7 @@ LocalCluster of ``workers`` processes with one thread each, or the scheduler
 at ``scheduler`` (``tcp://host:port``) of a cluster started by hand.
 
 Output folder DIR:
-    DIR/points/<label>.nc   each point's own run (the usual Dataset, DESIGN.md §4)
+    DIR/points/<label>.nc   each point's own run (the usual Dataset, README §Dataset contract)
     DIR/sweep.nc            the combined Dataset, dims = the swept keys
                             (+ ``direction`` with continuation)
     DIR/sweep.png           its figure (``[sweep] figure``)

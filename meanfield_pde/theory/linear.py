@@ -3,7 +3,7 @@
 Linearising ∂_t f + div(f V[f]) = ν Δf about the uniform density f̄ = 1/|S|
 diagonalises in spherical harmonics (S²) or Fourier modes (S¹), because the
 kernel e^{β⟨x,y⟩} is zonal (Funk–Hecke, λ_l in :mod:`meanfield_pde.core.kernels`).
-A perturbation ε Y_l grows like e^{σ_l t} with (DESIGN.md §1)
+A perturbation ε Y_l grows like e^{σ_l t} with (README §Linear theory)
 
     S²:  σ_l^USA = l(l+1) [ i_l(β)/β − ν ]     σ_l^SA = l(l+1) [ i_l(β)/(β i_0(β)) − ν ]
     S¹:  σ_k^USA = k²     [ I_k(β)/β − ν ]     σ_k^SA = k²     [ I_k(β)/(β I_0(β)) − ν ]
@@ -16,7 +16,7 @@ Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on Transformers"
 uniform measure and the mode selection it implies (number of clusters of the
 first metastable state ≈ the fastest mode); Bruno, Pasqualotto, Agazzi et al.
 on the emergence of metastable clusters from the uniform state, which use the
-same growth rates; derivation checked in DESIGN.md §1.
+same growth rates; derivation in README §Linear theory.
 
 Everything is built on :func:`kernels.gradient_multipliers`, which works from
 exponentially scaled Bessel functions: β = 0 gives the exact limits and β up
@@ -168,7 +168,7 @@ def critical_noise(kind: str, beta: float, manifold: str = "sphere") -> float:
         SA:  ν_1 = i_1(β)/(β i_0(β)) (S²), I_1(β)/(β I_0(β)) (S¹).
     At β = 0 both give 1/3 on S² and 1/2 on S¹ (the noisy Kuramoto pitchfork).
     This is the *linear* threshold; for β > 0 the transition may be
-    discontinuous (a clustered minimiser can exist above it; DESIGN.md §1).
+    discontinuous (a clustered minimiser can exist above it; README §Linear theory).
 
     Parameters
     ----------

@@ -2,7 +2,7 @@
 
 Framework (Karagodin, Ge, Polyanskiy & Rigollet, "Normalization in Attention
 Dynamics", arXiv:2510.22026, §2-3; Rigollet, arXiv:2512.01868 §6.2;
-DESIGN.md §1). Tokens x_i = r_i θ_i (r_i > 0, θ_i ∈ S^{d−1}) and the SA
+README §Normalisation schemes). Tokens x_i = r_i θ_i (r_i > 0, θ_i ∈ S^{d−1}) and the SA
 attention of the directions
 
     A_i = Σ_j e^{β⟨θ_i,θ_j⟩} θ_j / Σ_k e^{β⟨θ_i,θ_k⟩}
@@ -23,7 +23,7 @@ paper's body here: the layers below are the standard architectures
 (Post-LN: Vaswani et al. 2017; Pre-LN: Xiong et al. 2020; Mix-LN: Li et al.
 2024; Peri-LN: Kim et al. 2025; nGPT: Loshchilov et al. 2024) and the speed
 factors are derived from them as the h → 0 limit ẋ = (update)/h, which gives
-Post-LN s = 1 and Pre-LN s = r (ṙ = ⟨θ, A⟩) exactly as DESIGN.md §1 states.
+Post-LN s = 1 and Pre-LN s = r (ṙ = ⟨θ, A⟩) exactly as README §Normalisation schemes states.
 
 ============  ==================================  =================  ==================  ==========
 name          layer x ← ...                        s_i                 ṙ_i                 1−ρ(t) ~
@@ -111,14 +111,14 @@ def _positive(name: str, value) -> float:
 
 
 def post_ln() -> Scheme:
-    """Post-LN, x ← LN(x + h A(x)): s = 1, the SA flow on the sphere (arXiv:2510.22026 §3; DESIGN.md §1)."""
+    """Post-LN, x ← LN(x + h A(x)): s = 1, the SA flow on the sphere (arXiv:2510.22026 §3; README §Normalisation schemes)."""
     return Scheme("post_ln", speed=lambda r, dot, norm, t: np.ones_like(dot),
                   layer=lambda x, h, t, attend: _unit(x + h * attend(x)),
                   description="Post-LN: x <- LN(x + h A(x)); s = 1 (SA)")
 
 
 def pre_ln() -> Scheme:
-    """Pre-LN, x ← x + h A(LN x): ẋ = A, so s = r and ṙ = ⟨θ, A⟩ (arXiv:2510.22026 §3; DESIGN.md §1)."""
+    """Pre-LN, x ← x + h A(LN x): ẋ = A, so s = r and ṙ = ⟨θ, A⟩ (arXiv:2510.22026 §3; README §Normalisation schemes)."""
     return Scheme("pre_ln", speed=lambda r, dot, norm, t: r, radial=lambda r, dot, norm, t: dot,
                   layer=lambda x, h, t, attend: x + h * attend(x),
                   description="Pre-LN: x <- x + h A(LN x); s = r, r' = <theta, A>")

@@ -1,0 +1,191 @@
+"""The README runs: every Python block and command line of README.md, from a non-editable install.
+
+The package is built into a wheel (from a copy of the source, so nothing is
+written into the checkout) and installed with ``pip --target`` into a
+temporary folder that goes first on PYTHONPATH and PATH; the snippets run in
+README order in one scratch folder, as a reader would run them (a block may
+read a file that an earlier block wrote). A snippet is run unless SKIPPED
+below names it with a reason, so a new snippet is run by default; a snippet
+that fails, or a skip entry that no longer matches a snippet, fails the test.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+
+# Command lines of the README that are not run, by their exact text (without
+# the trailing comment), each with the reason.
+SKIPPED = {
+    # The two commands of a fresh clone: the setup script installs system packages
+    # and a virtualenv, the default run takes about a minute and the full test
+    # suite about 8 minutes (CI runs `.ci/run`, which is that command).
+    "bash .ci/setup && .venv/bin/meanfield-pde run sa_beta10_noisy --output runs/sa_beta10_noisy.nc":
+        "setup script + a one-minute run",
+    "bash .ci/setup && .venv/bin/python -m pytest -q": "the whole test suite (minutes)",
+    # The syntax summary: CASE, FILE.nc, A.nc, ADDRESS... are placeholders.
+    "meanfield-pde run CASE [--output FILE.nc] [--overwrite] [--set key=value ...] [--threads N] "
+    "[--no-plot] [--quiet] [--force]": "syntax summary (placeholders)",
+    "meanfield-pde run --resume FILE.nc [--set time.t_end=T]": "syntax summary (placeholders)",
+    "meanfield-pde plot FILE.nc [--output FIG.png] [--overwrite] [--times=0,10,50]":
+        "syntax summary (placeholders)",
+    "meanfield-pde compare A.nc B.nc --output C.nc [--overwrite] [--degrees N] [--smoothing S] "
+    "[--projections P] [--force]": "syntax summary (placeholders)",
+    "meanfield-pde limits CASE [--output FILE.nc] [--set key=value ...]": "syntax summary (placeholders)",
+    "meanfield-pde sweep CASE [--grid key=values ...] [--workers N | --scheduler ADDRESS] "
+    "[--output DIR] [--force]": "syntax summary (placeholders)",
+    # Sweeps of a whole phase diagram: minutes of runs.
+    "meanfield-pde sweep phase_noise_beta3 --workers 2 --output runs/beta3":
+        "a whole phase diagram (25 continued points, minutes)",
+    "meanfield-pde sweep sa_beta10_noisy --grid model.beta=5:20:4 --grid initial.seed=0:4:5 "
+    "--set time.t_end=50": "20 runs to t = 50 (about 3 minutes on 2 cores)",
+    # A cluster started by hand on other machines.
+    "dask scheduler --host 10.0.0.1 --port 8786 --protocol tls --tls-ca-file ca.pem --tls-cert "
+    "node.pem --tls-key node.key": "needs a cluster (head node, TLS files)",
+    "dask worker tls://10.0.0.1:8786 --nthreads 1 --nworkers 4 --tls-ca-file ca.pem --tls-cert "
+    "node.pem --tls-key node.key": "needs a cluster (compute nodes, TLS files)",
+    "meanfield-pde sweep CASE --scheduler tls://10.0.0.1:8786 --output /shared/runs/sweep":
+        "needs that cluster; CASE is a placeholder",
+    # The benchmarks take minutes; their smoke mode is run by tests/test_benchmarks_smoke.py.
+    "python benchmarks/run.py [--threads N]": "the benchmarks (minutes)",
+    "python benchmarks/run.py --rows 1,2": "benchmark rows (a minute)",
+    "python benchmarks/run.py --smoke": "run by tests/test_benchmarks_smoke.py",
+}
+
+# The first word of a command line in an indented (command) block.
+COMMAND_START = ("meanfield-pde", "python", ".venv/bin/", "bash", "dask", "PYTHONPATH=")
+
+
+def readme_snippets(text: str) -> list[tuple[int, str, str]]:
+    """(line number, kind 'python' | 'command', text) of the README's snippets, in order.
+
+    Python: every ```python fenced block. Commands: every line of an indented
+    code block (4 spaces, after a blank line, outside fences) that starts with
+    one of COMMAND_START; backslash continuations are joined and a trailing
+    ``# comment`` is dropped.
+    """
+    lines = text.splitlines()
+    out, i, in_block = [], 0, False
+    while i < len(lines):
+        line = lines[i]
+        fence = re.match(r"^\s*```(\w*)", line)
+        if fence:
+            lang, start, body = fence.group(1), i + 1, []
+            i += 1
+            while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
+                body.append(lines[i])
+                i += 1
+            if lang == "python":
+                out.append((start, "python", "\n".join(body) + "\n"))
+            i += 1
+            in_block = False
+            continue
+        indented = line.startswith("    ") and (in_block or i == 0 or not lines[i - 1].strip())
+        in_block = indented or (in_block and not line.strip())
+        if indented and line.strip().startswith(COMMAND_START):
+            start, cmd = i + 1, line.strip()
+            while cmd.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                cmd = cmd[:-1].rstrip() + " " + lines[i].strip()
+            out.append((start, "command", " ".join(shlex.split(cmd, comments=True))))
+        i += 1
+    return out
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory):
+    """A non-editable install of the package: (folder on PYTHONPATH, folder of the script)."""
+    root = tmp_path_factory.mktemp("install")
+    src = root / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache",
+        "*.nc", "runs", "tests", "benchmarks", "figures"))
+
+    def pip(*args):  # no build isolation: needs setuptools and wheel (the test extras), no network
+        proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True,
+                              text=True, cwd=root)
+        assert proc.returncode == 0, f"pip {' '.join(args)} failed:\n{proc.stderr[-3000:]}"
+
+    pip("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(root / "wheel"), str(src))
+    wheel, = (root / "wheel").glob("*.whl")
+    target = root / "site"
+    pip("install", "-q", "--no-deps", "--no-index", "--target", str(target), str(wheel))
+    return target, target / "bin"
+
+
+def _env(installed):
+    target, bindir = installed
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(target), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    # `python` is this interpreter; `meanfield-pde` is the installed script.
+    env["PATH"] = os.pathsep.join([str(bindir), str(Path(sys.executable).parent), env["PATH"]])
+    env.pop("MEANFIELD_PDE_CASES", None)
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def test_install_is_used_not_the_checkout(installed, tmp_path):
+    """The snippets import the installed copy, and it carries the named cases."""
+    target, _ = installed
+    code = ("import meanfield_pde, meanfield_pde.cases as c; "
+            "print(meanfield_pde.__file__); print(c.cases_dir()); print(len(c.case_names()))")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(installed), cwd=tmp_path,
+                         check=True, capture_output=True, text=True).stdout.split("\n")
+    assert Path(out[0]).is_relative_to(target)
+    assert Path(out[1]).is_relative_to(target)
+    assert int(out[2]) == len(list((REPO / "cases").glob("*.toml")))
+
+
+def test_installed_cases_are_listed_and_found(installed, tmp_path):
+    """`meanfield-pde cases` lists every TOML of cases/; `run NAME` finds a named case."""
+    env = _env(installed)
+    listed = subprocess.run(["meanfield-pde", "cases"], env=env, cwd=tmp_path, check=True,
+                            capture_output=True, text=True).stdout
+    names = sorted(line.split()[0] for line in listed.splitlines() if line.strip())
+    assert names == sorted(p.stem for p in (REPO / "cases").glob("*.toml"))
+    run = subprocess.run(["meanfield-pde", "run", "langevin_beta0", "--set", "time.t_end=0.1",
+                          "--set", "output.every=0.1", "--no-plot", "--quiet",
+                          "--output", "x.nc"], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "x.nc").is_file()
+
+
+def test_snippets_found_and_skip_list_matches_readme():
+    """Every ```python block is extracted, the command blocks give commands, and every
+    skip entry names a command of the README (a stale entry would hide nothing)."""
+    text = README.read_text()
+    snippets = readme_snippets(text)
+    assert sum(kind == "python" for _, kind, _ in snippets) == text.count("```python")
+    commands = {cmd for _, kind, cmd in snippets if kind == "command"}
+    assert "meanfield-pde cases" in commands
+    assert set(SKIPPED) <= commands, set(SKIPPED) - commands
+
+
+def test_readme_snippets_run(installed, tmp_path):
+    """Every Python block and every command line not in SKIPPED runs without error, in order."""
+    env = _env(installed)
+    ran = []
+    for line, kind, text in readme_snippets(README.read_text()):
+        if kind == "command" and text in SKIPPED:
+            continue
+        if kind == "python":
+            argv = [sys.executable, "-c", text]
+        else:
+            argv = shlex.split(text)
+            if argv[0].startswith(".venv/bin/"):
+                argv[0] = argv[0][len(".venv/bin/"):]
+        proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, (
+            f"README.md line {line} ({kind}) failed with exit status {proc.returncode}:\n{text}\n"
+            f"--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}")
+        ran.append(line)
+    assert ran, "no README snippet was run"
