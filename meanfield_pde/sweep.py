@@ -109,8 +109,13 @@ def grid_of(config: Config, extra=()) -> list[tuple[str, list]]:
     for i, item in enumerate(config.sweep.grid):
         key, values = parse_grid_item(item, f"sweep.grid[{i}]")
         grid[key] = values
+    given: set[str] = set()
     for item in extra:
         key, values = parse_grid_item(item)
+        if key in given:  # a product with itself: which values were meant? (the last won silently)
+            raise ConfigError(f"--grid {key}: given twice; give all its values in one --grid "
+                              f"(e.g. --grid \"{key}=[0.3, 0.4]\")")
+        given.add(key)
         grid.pop(key, None)
         grid[key] = values
     if not grid:
