@@ -54,3 +54,115 @@ def test_sweep_rerun_on_a_shorter_chain_recomputes_continued_points(tmp_path):
     again = run_point(spec, None)
     assert again["skipped"] == 1
     assert run_point(down[1][1], again)["skipped"] == 1
+
+
+# -- damaged run files (ncatted-like edits) ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory):
+    """A short SA run stopped by its step budget: resumable, 4 snapshots."""
+    from meanfield_pde.cli import main
+    path = tmp_path_factory.mktemp("damaged") / "a.nc"
+    code = main(["run", "sa_beta5_uniform", "-o", str(path), "--no-plot", "-q", "--threads", "1",
+                 "--set", "time.t_end=2", "--set", "domain.lmax=15", "--set", "time.max_steps=30",
+                 "--set", "output.every=0.5"])
+    assert code == 3
+    return path
+
+
+def _edited(src, dst, edit):
+    import shutil
+
+    import netCDF4
+    shutil.copy(src, dst)
+    with netCDF4.Dataset(dst, "a") as d:
+        edit(d)
+    return dst
+
+
+EDITS = {
+    # the stored case names another ν: the resume ran, appended, then crashed (KeyError free_energy)
+    "case-nu": lambda d: d.setncattr("case", d.getncattr("case").replace("nu = 0.0", "nu = 5.0")),
+    # another β or kind: resumed silently under a model that did not make the data
+    "case-beta": lambda d: d.setncattr("case", d.getncattr("case").replace("beta = 5.0", "beta = 7.0")),
+    "case-kind": lambda d: d.setncattr("case", d.getncattr("case").replace('kind = "SA"', 'kind = "USA"')),
+    # a counter that is not a number: traceback after appending (int('lots'))
+    "steps-text": lambda d: d.setncattr("steps", "lots"),
+    "wall-text": lambda d: d.setncattr("wall_time_s", "x"),
+    # a last record holding the netCDF fill value as its time: resumed as "completed" at t = 9.97e36
+    "time-fill": lambda d: d["time"].__setitem__(len(d["time"]) - 1, 9.969209968386869e36),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_edited_run_file_is_refused_untouched(stopped_run, tmp_path, capsys, name):
+    from meanfield_pde.cli import main
+    path = _edited(stopped_run, tmp_path / f"{name}.nc", EDITS[name])
+    before = path.read_bytes()
+    for argv in (["run", "--resume", str(path), "--no-plot"],
+                 ["plot", str(path), "-o", str(tmp_path / f"{name}.png")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("meanfield-pde: error:") and "\n" not in err and "damaged" in err, err
+    assert path.read_bytes() == before
+    assert not (tmp_path / f"{name}.png").exists()
+
+
+def test_unedited_run_file_still_resumes(stopped_run, tmp_path):
+    """The checks refuse only damage: the same file, unedited, resumes to completion."""
+    import shutil
+
+    import xarray as xr
+
+    from meanfield_pde.cli import main
+    path = shutil.copy(stopped_run, tmp_path / "ok.nc")
+    assert main(["run", "--resume", str(path), "--no-plot", "-q"]) == 0
+    with xr.open_dataset(path) as ds:
+        assert ds.attrs["status"] == "completed" and float(ds.time[-1]) == 2.0
+
+
+# -- sweep figure ------------------------------------------------------------------------------
+
+def _noise_dataset(stationary: bool):
+    """A continued noise sweep: |m|² = 2 (0.37 − ν) below ν_c = 0.37, 0 above, both branches."""
+    import xarray as xr
+    nu = np.round(np.arange(0.34, 0.4001, 0.005), 3)
+    m = np.sqrt(np.clip(2.0 * (0.37 - nu), 0.0, None))
+    both = np.stack([m, m], axis=1)
+    return xr.Dataset({"order_parameter": (("nu", "direction"), both),
+                       "stationary": (("nu", "direction"), np.full(both.shape, int(stationary)))},
+                      coords={"nu": nu, "direction": ["up", "down"]},
+                      attrs={"beta": 1.0, "model": "USA", "figure": "noise"})
+
+
+def test_noise_sweep_figure_without_stationary_points(tmp_path):
+    """`sweep phase_noise_beta1 --grid model.nu=0.3:0.4:3 --set time.t_end=1`: no point is
+    stationary by t_end; the figure's fit had no point (IndexError), a traceback and exit 1
+    after sweep.nc was written. Now one panel, no fit."""
+    from meanfield_pde.phase import plot_noise, save_sweep_figure
+    ds = _noise_dataset(stationary=False)
+    assert len(plot_noise(ds).axes) == 1
+    assert save_sweep_figure(ds, tmp_path / "sweep.png").stat().st_size > 0
+
+
+def test_noise_sweep_figure_fits_the_critical_noise():
+    """With stationary points the second panel fits |m|² = a (ν_c − ν): ν_c and a exactly."""
+    from meanfield_pde.phase import critical_noise_fit, plot_noise
+    ds = _noise_dataset(stationary=True)
+    assert len(plot_noise(ds).axes) == 2
+    nu_c, a = critical_noise_fit(ds.nu.values, ds.order_parameter.values[:, 0])
+    assert abs(nu_c - 0.37) < 1e-12 and abs(a - 2.0) < 1e-9
+    with pytest.raises(ValueError, match="at least 2"):
+        critical_noise_fit([], [])
+
+
+def test_the_same_grid_key_twice_is_refused():
+    """`sweep CASE --grid "model.nu=[0.3]" --grid "model.nu=[0.4]"` ran one ν (the last)
+    without a word; the README says several --grid make a product."""
+    from meanfield_pde.errors import ConfigError
+    from meanfield_pde.sweep import plan_sweep
+    config = load_case("phase_noise_beta1")
+    with pytest.raises(ConfigError, match=r"--grid model\.nu: given twice"):
+        plan_sweep(config, ["model.nu=[0.3]", "model.nu=[0.4]"])
+    # replacing the case's own [sweep] grid key with one --grid stays allowed
+    assert [v for _, v in plan_sweep(config, ["model.nu=[0.3, 0.4]"]).grid] == [[0.3, 0.4]]
