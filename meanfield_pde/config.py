@@ -105,6 +105,11 @@ INITIAL_TYPES = {c.__dataclass_fields__["type"].default: c
                  for c in (PerturbedUniform, VonMisesFisher, SphericalHarmonic)}
 
 
+# The smallest time.rtol: a step's local error estimate carries round-off of ~1e-16 times the
+# step's operations; rtol = 1e-17 crawled (SA β = 5: t = 0.18 in a minute), 1e-30 stopped at t = 0.
+RTOL_MIN = 1e-14
+
+
 @dataclass(frozen=True, kw_only=True)
 class TimeConfig:
     """[time]: horizon and the IMEX stepping."""
@@ -379,6 +384,9 @@ def _build_initial(table: Any):
 
 def _cross_checks(c: Config) -> None:
     """Constraints between fields, each naming the field that must change."""
+    if c.time.rtol < RTOL_MIN:  # below, round-off alone fails the test: no step is accepted
+        raise ConfigError(f"time.rtol = {c.time.rtol!r}: must be in [{RTOL_MIN:g}, 1) (below, the "
+                          "round-off of one step exceeds the tolerance and the run crawls or stops at t = 0)")
     L, ini = c.domain.lmax, c.initial
     if isinstance(ini, PerturbedUniform):
         if ini.degree_min > ini.degree_max:

@@ -166,3 +166,35 @@ def test_the_same_grid_key_twice_is_refused():
         plan_sweep(config, ["model.nu=[0.3]", "model.nu=[0.4]"])
     # replacing the case's own [sweep] grid key with one --grid stays allowed
     assert [v for _, v in plan_sweep(config, ["model.nu=[0.3, 0.4]"]).grid] == [[0.3, 0.4]]
+
+
+# -- ranges the numerics can honour ------------------------------------------------------------
+
+@pytest.mark.parametrize("rtol", ["1e-15", "1e-30", "1e-300"])
+def test_rtol_below_round_off_is_refused_before_work(tmp_path, capsys, rtol):
+    """`--set time.rtol=1e-300` was accepted ((0, 1)) and stopped at t = 0 with "error tolerance
+    not met" (exit 3; the README then says to lower rtol); 1e-17 crawled for minutes."""
+    from meanfield_pde.cli import main
+    out = tmp_path / "x.nc"
+    assert main(["run", "sa_beta5_uniform", "-o", str(out), "--no-plot", "--set", f"time.rtol={rtol}",
+                 "--set", "time.t_end=0.01", "--set", "time.max_steps=100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "time.rtol" in err and "[1e-14, 1)" in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_smallest_rtol_runs(tmp_path):
+    """rtol = 1e-14, the bound, runs: the growth of the fastest degree of SA at β = 5 matches
+    e^{σ_3 t} of the linear theory (perturbation 1e-3, t = 0.05: linear regime)."""
+    import meanfield_pde as mf
+    from meanfield_pde.linear import growth_rates
+    config = mf.load_case("sa_beta5_uniform", {"time.rtol": 1e-14, "time.t_end": 0.05,
+                                               "domain.lmax": 15, "initial.amplitude": 1e-9,
+                                               "output.every": 0.05, "output.plot": False})
+    ds = mf.run(config, progress=False)
+    assert ds.attrs["status"] == "completed"
+    f = ds.coef_real + 1j * ds.coef_imag
+    power = (np.abs(f.sel(l=3)) ** 2).sum("m")
+    growth = float(np.sqrt(power.isel(time=-1) / power.isel(time=0)))
+    sigma = growth_rates("SA", beta=5.0, nu=0.0, lmax=3)[3]
+    assert abs(growth / np.exp(sigma * 0.05) - 1) < 1e-8
