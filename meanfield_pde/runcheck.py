@@ -11,8 +11,9 @@ checks, in this order, and raises a ConfigError naming the first fault:
 * a netCDF-3 file is as long as its header says (records counted × record
   size; scipy's reader maps the file and fails on a short one);
 * ``time`` exists, is finite and strictly increasing;
-* the data are finite (``density``, ``positions``, the coefficients where
-  they are defined: the S² table is NaN exactly where m > l by convention);
+* the data are finite (``density``, ``positions``, the bounded diagnostics,
+  the coefficients where they are defined: the S² table is NaN exactly where
+  m > l by convention);
 * a run file (one with a ``case`` attribute) has the variables of a run and
   its case agrees with the data: manifold, lmax (size of l/k), the model
   (kind, β, ν attributes), no time beyond t_end, numeric session counters,
@@ -32,6 +33,7 @@ from .errors import ConfigError
 NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 RUN_VARIABLES = ("coef_real", "coef_imag", "density")
+DIAGNOSTICS = ("mass", "order_parameter", "min_density", "spectral_tail")
 
 
 def _check_length(path: Path, where: str) -> None:
@@ -87,7 +89,9 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
                           f"t[{i + 1}] = {t[i + 1]:.6g}); the file is damaged")
     if "case" in ds.attrs:
         _check_case(ds, where, strict)
-    for name in (*RUN_VARIABLES, "positions"):
+    # bounded diagnostics too (a NaN mass resumed and plotted silently); not the energies,
+    # which may overflow legitimately at β near 700
+    for name in (*RUN_VARIABLES, "positions", *DIAGNOSTICS):
         if name in ds.variables:
             _finite(name, ds[name], where)
 

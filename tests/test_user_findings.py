@@ -91,6 +91,9 @@ EDITS = {
     "wall-text": lambda d: d.setncattr("wall_time_s", "x"),
     # a last record holding the netCDF fill value as its time: resumed as "completed" at t = 9.97e36
     "time-fill": lambda d: d["time"].__setitem__(len(d["time"]) - 1, 9.969209968386869e36),
+    # a NaN diagnostic: resumed and plotted without a word
+    "mass-nan": lambda d: d["mass"].__setitem__(1, np.nan),
+    "order-nan": lambda d: d["order_parameter"].__setitem__(2, np.nan),
 }
 
 
