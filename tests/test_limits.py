@@ -92,7 +92,7 @@ def test_limit_rates_agree_with_pde_to_the_expected_order(kind):
     g = Sphere(8)
     cfg = make_config(model={"kind": kind, "beta": 50.0}, domain={"kernel_tol": 1.0},
                       time={"unit": "backward_heat" if kind == "SA" else "porous_medium"})
-    from meanfield_pde.runs.runner import time_unit
+    from meanfield_pde.runs.config import time_unit
     rates = MeanFieldModel(g, kind, 50.0).growth_rates()[1:7] * time_unit(cfg)
     np.testing.assert_allclose(rates, pde_rate_tau(kind, 50.0, l), rtol=1e-10)
 

@@ -46,12 +46,21 @@ def within_one_cell(betas, measured, predicted_at, dt: float, t_end: float = np.
 
 def critical_noise_fit(nu, m, window: float = 0.02) -> tuple[float, float]:
     """ν_c and slope a from |m|² = a (ν_c − ν), fitted on ordered points within ``window`` below
-    the first point where |m| vanishes (|m| < 1e-3). Returns (ν_c, a)."""
+    the first point where |m| vanishes (|m| < 1e-3). Returns (ν_c, a).
+
+    Raises
+    ------
+    ValueError
+        Fewer than two points to fit (e.g. no stationary point: a short run).
+    """
     nu, m = np.asarray(nu, float), np.asarray(m, float)
     order = np.argsort(nu)
     nu, m2 = nu[order], m[order] ** 2
     zero = np.flatnonzero(m2 < 1e-6)
-    top = nu[zero[0]] if zero.size else nu[-1]
+    top = nu[zero[0]] if zero.size else (nu[-1] if nu.size else np.nan)
     sel = (nu < top) & (nu >= top - window) & (m2 >= 1e-6)
+    if np.count_nonzero(sel) < 2:
+        raise ValueError(f"critical_noise_fit: {np.count_nonzero(sel)} point(s) within {window} "
+                         "below the vanishing point; at least 2 are needed")
     slope, icept = np.polyfit(nu[sel], m2[sel], 1)
     return float(-icept / slope), float(-slope)

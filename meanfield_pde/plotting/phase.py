@@ -72,6 +72,13 @@ def plot_noise(ds: xr.Dataset):
     st_all = ds.stationary.values.astype(bool)
     continuous = ("direction" in ds.dims and ds.sizes["direction"] == 2 and
                   np.nanmax(np.abs(np.diff(np.where(st_all.all(axis=1)[:, None], m_all, 0), axis=1))) < 0.05)
+    if continuous:  # the second panel needs a fit: none without stationary points (short runs)
+        up = ds.sel(direction="up")
+        ok = up.stationary.values.astype(bool)
+        try:
+            nu_c, slope = critical_noise_fit(ds.nu.values[ok], up.order_parameter.values[ok])
+        except ValueError:
+            continuous = False
     fig = Figure(figsize=(11.5 if continuous else 6.4, 4.6), layout="constrained")
     axes = fig.subplots(1, 2 if continuous else 1, squeeze=False).ravel()
     ax = axes[0]
@@ -93,13 +100,10 @@ def plot_noise(ds: xr.Dataset):
         if np.isfinite(nu1):
             a.axvline(nu1, color="0.3", ls="--", lw=1, label=f"linear threshold ν₁ = {nu1:.4f}")
     if continuous:
-        up = ds.sel(direction="up")
-        ok = up.stationary.values.astype(bool)
-        nu_c, a = critical_noise_fit(nu[ok], up.order_parameter.values[ok])
         axes[1].plot(nu[ok], up.order_parameter.values[ok] ** 2, "^", color="tab:red",
                      label="|m|², upward branch (stationary points)")
         xs = np.linspace(nu_c - 0.03, nu_c, 20)
-        axes[1].plot(xs, a * (nu_c - xs), "k-", lw=1,
+        axes[1].plot(xs, slope * (nu_c - xs), "k-", lw=1,
                      label=f"fit a(ν_c − ν): ν_c = {nu_c:.4f} ({100 * (nu_c / nu1 - 1):+.2f}% of ν₁)")
         _finish(fig, axes[1], "noise ν", "|m|²", "|m|² is linear in ν_c − ν: a continuous transition")
     return _finish(fig, ax, "noise ν", "stationary order parameter |m| = |∫ x f dσ|",

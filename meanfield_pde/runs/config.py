@@ -21,7 +21,7 @@ import numpy as np
 import tomli_w
 
 from ..core.errors import ConfigError
-from ..core.kernels import BETA_MAX, kernel_truncation_error, resolving_lmax
+from ..core.kernels import BETA_MAX, kernel_truncation_error, resolving_lmax, scaled_multipliers
 from ..particles.normalisation.schemes import SCHEMES as NORMALISATION_SCHEMES
 from ..numerics.steppers.tableaus import DEFAULT_SCHEME, SCHEMES
 from ..core.threads import MAX_THREADS
@@ -105,6 +105,12 @@ INITIAL_TYPES = {c.__dataclass_fields__["type"].default: c
                  for c in (PerturbedUniform, VonMisesFisher, SphericalHarmonic)}
 
 
+# The smallest time.rtol: a step's local error estimate carries round-off of ~1e-16 times the
+# step's operations; rtol = 1e-17 crawled (SA β = 5: t = 0.18 in a minute), 1e-30 stopped at t = 0.
+RTOL_MIN = 1e-14
+CFL_MIN = 1e-2
+
+
 @dataclass(frozen=True, kw_only=True)
 class TimeConfig:
     """[time]: horizon and the IMEX stepping."""
@@ -112,12 +118,14 @@ class TimeConfig:
     dt: float = _f(1e-2, lo=0.0, lo_open=True, doc="initial (or fixed) time step")
     scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(SCHEMES)), doc="IMEX scheme")
     adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
-    rtol: float = _f(1e-6, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+    rtol: float = _f(1e-6, lo=RTOL_MIN, hi=1.0, hi_open=True,
                      doc="local error per degree l relative to that degree's L² norm (degrees below "
                          "1e-3 of ‖f − f̄‖ relative to 1e-3 ‖f − f̄‖): scale-free, any perturbation size")
     atol: float = _f(0.0, lo=0.0, doc="optional absolute floor of the local error per degree "
                                       "(L² norm; 0 = none, the default)")
-    cfl: float = _f(0.5, lo=0.0, hi=4.0, lo_open=True, doc="C in dt <= C π/(L max|V|)")
+    # Below CFL_MIN the step rule alone makes a run crawl (cfl = 1e-300 ran a minute to t = 1e-294);
+    # the explicit stages are stable up to C ~ 1, so no accuracy needs C < 0.01.
+    cfl: float = _f(0.5, lo=CFL_MIN, hi=4.0, doc="C in dt <= C π/(L max|V|)")
     max_steps: int = _f(10_000_000, lo=1, doc="stop after this many accepted steps")
     unit: str = _f("natural", choices=("natural", "backward_heat", "porous_medium"),
                    doc="unit of t_end, dt and output.every: natural t, τ = t/β (SA) "
@@ -559,3 +567,22 @@ def parse_toml(text: str, source: str) -> dict:
     except RecursionError:  # tomllib recurses once per nesting level
         raise ConfigError(f"{source}: arrays or tables nested too deeply "
                           f"(a case needs at most {MAX_NESTING} levels)") from None
+
+
+def time_unit(config: Config) -> float:
+    """Natural time per unit of ``time.unit`` (README §Large-β limits).
+
+    Limit models (model.equation = "limit0" | "limit1") run in τ: factor 1.
+    backward_heat: τ = t/β, so t = β τ (SA → backward heat).
+    porous_medium: τ = t λ_0/(2β), so t = 2β/λ_0 · τ = β² τ/(2π sinh β) (USA → porous medium),
+    computed from e^{−β}λ_0 so it does not underflow at β = 700.
+    """
+    beta = config.model.beta
+    if config.model.equation != "mean_field":
+        return 1.0  # a limit model's own time is τ already
+    if config.time.unit == "backward_heat":
+        return beta
+    if config.time.unit == "porous_medium":
+        scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold)[0]
+        return 2.0 * beta * np.exp(-beta) / scaled_l0
+    return 1.0

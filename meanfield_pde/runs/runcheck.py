@@ -11,11 +11,13 @@ checks, in this order, and raises a ConfigError naming the first fault:
 * a netCDF-3 file is as long as its header says (records counted × record
   size; scipy's reader maps the file and fails on a short one);
 * ``time`` exists, is finite and strictly increasing;
-* the data are finite (``density``, ``positions``, the coefficients where
-  they are defined: the S² table is NaN exactly where m > l by convention);
+* the data are finite (``density``, ``positions``, the bounded diagnostics,
+  the coefficients where they are defined: the S² table is NaN exactly where
+  m > l by convention);
 * a run file (one with a ``case`` attribute) has the variables of a run and
-  its case agrees with the data: manifold, lmax (size of l/k), and for a
-  particle run n (size of ``particle``).
+  its case agrees with the data: manifold, lmax (size of l/k), the model
+  (kind, β, ν attributes), no time beyond t_end, numeric session counters,
+  and for a particle run n (size of ``particle``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..core.errors import ConfigError
 NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 RUN_VARIABLES = ("coef_real", "coef_imag", "density")
+DIAGNOSTICS = ("mass", "order_parameter", "min_density", "spectral_tail")
 
 
 def _check_length(path: Path, where: str) -> None:
@@ -86,7 +89,9 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
                           f"t[{i + 1}] = {t[i + 1]:.6g}); the file is damaged")
     if "case" in ds.attrs:
         _check_case(ds, where, strict)
-    for name in (*RUN_VARIABLES, "positions"):
+    # bounded diagnostics too (a NaN mass resumed and plotted silently); not the energies,
+    # which may overflow legitimately at β near 700
+    for name in (*RUN_VARIABLES, "positions", *DIAGNOSTICS):
         if name in ds.variables:
             _finite(name, ds[name], where)
 
@@ -108,10 +113,15 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
         config = None  # a reader only needs the data to agree with the attributes
     if config is not None:
         manifold, lmax, n = config.domain.manifold, config.domain.lmax, config.particles.n
-        for key, value in (("manifold", manifold), ("lmax", lmax)):
-            if key in ds.attrs and str(ds.attrs[key]) != str(value):
+        m = config.model
+        # the model too: a case edited to another ν resumed into a file without free_energy
+        # (a traceback after appending), another β or kind silently mixed two models
+        for key, value in (("manifold", manifold), ("lmax", lmax), ("model", m.kind),
+                           ("beta", m.beta), ("nu", m.nu)):
+            if key in ds.attrs and not _same(ds.attrs[key], value):
                 raise ConfigError(f"{where}: attribute {key} = {ds.attrs[key]!r} but the stored case "
                                   f"says {value!r}; the file is damaged")
+        _check_times(ds, config, where)
     else:
         manifold = str(ds.attrs.get("manifold", "sphere"))
         lmax = int(ds.attrs["lmax"]) if "lmax" in ds.attrs else None
@@ -130,6 +140,37 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
             raise ConfigError(f"{where}: the stored case has particles.n = {n} (attribute n = "
                               f"{ds.attrs.get('n')}) but the file holds {stored} positions per "
                               "snapshot; the file is damaged")
+
+
+def _same(stored, value) -> bool:
+    """An attribute equals the case's value (numbers as numbers: 5 and 5.0 agree)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(stored) == float(value)
+        except (TypeError, ValueError):
+            return False
+    return str(stored) == str(value)
+
+
+def _check_times(ds: xr.Dataset, config, where: str) -> None:
+    """No snapshot lies beyond the stored t_end (a record holding the netCDF fill value
+    9.97e36 as its time resumed as "completed"), and the session counters are numbers
+    (a resume adds to them only after running: a text there crashed after appending)."""
+    from .config import time_unit
+    t_last = float(ds["time"].values[-1])
+    t_end = config.time.t_end * max(1.0, float(time_unit(config)))
+    if t_last > t_end * (1 + 1e-9) + 1e-300:
+        raise ConfigError(f"{where}: its last time {t_last:.6g} lies beyond the stored time.t_end = "
+                          f"{t_end:.6g}; the file is damaged")
+    for key, kind in (("steps", int), ("rejected_steps", int), ("wall_time_s", float)):
+        if key in ds.attrs:
+            try:
+                ok = np.isfinite(kind(ds.attrs[key])) and kind(ds.attrs[key]) >= 0
+            except (TypeError, ValueError, OverflowError):
+                ok = False
+            if not ok:
+                raise ConfigError(f"{where}: attribute {key} = {ds.attrs[key]!r} is not a count "
+                                  "(a number >= 0); the file is damaged")
 
 
 def require_file(path: str | os.PathLike, where: str) -> Path:

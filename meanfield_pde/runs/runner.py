@@ -12,12 +12,11 @@ import numpy as np
 import xarray as xr
 
 from .budget import check_run_arguments
-from .config import Config, VonMisesFisher
+from .config import Config, VonMisesFisher, time_unit
 from ..numerics.diagnostics import ResolutionMonitor
 from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
-from ..core.kernels import scaled_multipliers
 from .io import coefficients_from_table, snapshots_to_dataset, software_versions
 from ..numerics.limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
@@ -89,25 +88,6 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
 
 EQUATION_TITLES = {"mean_field": "mean-field PDE", "limit0": "large-beta limit (order 0)",
                    "limit1": "large-beta limit (order 1)"}
-
-
-def time_unit(config: Config) -> float:
-    """Natural time per unit of ``time.unit`` (README §Large-β limits).
-
-    Limit models (model.equation = "limit0" | "limit1") run in τ: factor 1.
-    backward_heat: τ = t/β, so t = β τ (SA → backward heat).
-    porous_medium: τ = t λ_0/(2β), so t = 2β/λ_0 · τ = β² τ/(2π sinh β) (USA → porous medium),
-    computed from e^{−β}λ_0 so it does not underflow at β = 700.
-    """
-    beta = config.model.beta
-    if config.model.equation != "mean_field":
-        return 1.0  # a limit model's own time is τ already
-    if config.time.unit == "backward_heat":
-        return beta
-    if config.time.unit == "porous_medium":
-        scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold)[0]
-        return 2.0 * beta * np.exp(-beta) / scaled_l0
-    return 1.0
 
 
 def run_attributes(config: Config) -> dict:

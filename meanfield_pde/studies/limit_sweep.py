@@ -116,7 +116,7 @@ def amplification_factors(config: Config, beta: float) -> dict[str, float]:
     for backward heat the largest factor is e^{L(L+1)τ}, at the top degree.
     """
     from ..core.geometry import make_geometry
-    from ..runs.runner import time_unit
+    from ..runs.config import time_unit
     cfg = sweep_configs(config, beta)["mean_field"]
     g = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
     rates = {"mean_field": MeanFieldModel(g, config.model.kind, beta).growth_rates() * time_unit(cfg)}

@@ -109,8 +109,13 @@ def grid_of(config: Config, extra=()) -> list[tuple[str, list]]:
     for i, item in enumerate(config.sweep.grid):
         key, values = parse_grid_item(item, f"sweep.grid[{i}]")
         grid[key] = values
+    given: set[str] = set()
     for item in extra:
         key, values = parse_grid_item(item)
+        if key in given:  # a product with itself: which values were meant? (the last won silently)
+            raise ConfigError(f"--grid {key}: given twice; give all its values in one --grid "
+                              f"(e.g. --grid \"{key}=[0.3, 0.4]\")")
+        given.add(key)
         grid.pop(key, None)
         grid[key] = values
     if not grid:
@@ -231,20 +236,25 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
 
 # -- one point (runs on a worker) --------------------------------------------------------------
 
-def _finished(path: Path, planned: dict) -> bool:
+def _finished(path: Path, planned: dict, continued_from: str = "") -> bool:
     """True if ``path`` is a whole run file of a finished point (not an interrupted one) whose
     stored case is ``planned`` (the point's resolved case as a dict): a file left by a sweep
-    of another case (other --set values) is not this point, and is computed again."""
+    of another case (other --set values) is not this point, and is computed again. A
+    continuation point's initial state is its predecessor's final state, so its file must
+    also have been continued from the same point (attribute ``continued_from``, "" for none):
+    a chain on another grid starts elsewhere and gives another result."""
     if not path.is_file():
         return False
     try:
         with xr.open_dataset(path) as ds:
             status = str(ds.attrs.get("status", ""))
             stored = str(ds.attrs.get("case", ""))
+            origin = str(ds.attrs.get("continued_from", ""))
         same = from_dict(parse_toml(stored, str(path))).to_dict() == planned
     except (OSError, ValueError):  # unreadable file or case (ConfigError is a ValueError)
         return False
-    return same and status.startswith(("completed", "stopped")) and "interrupted" not in status
+    return (same and origin == continued_from and status.startswith(("completed", "stopped"))
+            and "interrupted" not in status)
 
 
 def _geometry(ds: xr.Dataset):
@@ -323,7 +333,10 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
     path = Path(spec["path"])
     cont = spec["continuation"]
     try:
-        if _finished(path, spec["config"]):
+        chained = bool(cont and previous)
+        # a chain's point is reused only after its predecessor was (the same initial state)
+        if ((not chained or previous.get("skipped") == 1)
+                and _finished(path, spec["config"], previous.get("label", "") if chained else "")):
             with xr.open_dataset(path) as ds:
                 rec = summarise(ds.load(), spec["measures"], with_state=cont)
             rec["skipped"] = 1
