@@ -46,7 +46,8 @@ def case(tmp_path):
                                       "writes about 3.41 TB", "free", "--force"]),
     (["--set", "particles.mode='particles'", "--set", "particles.n=10000000"],
      ["particles.n = 10000000", "days per velocity", "the cap is 24 h"]),
-    (["--set", "time.t_end=1e300"], ["time.t_end = 1e+300", "2e+300 steps", "time.max_steps = 10000000",
+    (["--set", "time.t_end=1e300"], ["time.t_end = 1e+300", "e+299 steps of the CFL step at unit speed",
+                                     "time.max_steps = 10000000",
                                      "stop before storing anything"]),
 ])
 def test_run_bombs_exit_2_with_the_estimate(tmp_path, case, args, words):
@@ -120,3 +121,16 @@ def test_a_tokens_sweep_of_a_million_tokens_is_refused(tmp_path):
     assert_user_error(proc, "particles.n = 1000000, sweep.dimension = 128", "per velocity",
                       "summed over the", "the cap is 24 h")
     assert not (tmp_path / "tk").exists()
+
+
+def test_a_small_first_step_of_an_adaptive_run_is_not_a_bomb(tmp_path):
+    """time.dt of an adaptive run is only its first step (the controller grows it): dt = 1e-9
+    was refused as "5e+08 steps to the first snapshot" (found by a new user). The same dt with
+    fixed steps is refused: it would take 1e9 steps."""
+    from meanfield_pde.runs.cases import load_case
+    from meanfield_pde.runs import budget
+    config = load_case("sa_beta5_uniform", ["time.dt=1e-9", "time.t_end=1"])
+    assert budget.check_case(config).seconds < 60
+    with pytest.raises(ConfigError, match="time.dt = 1e-09.*steps"):
+        budget.check_case(load_case("sa_beta5_uniform", ["time.dt=1e-9", "time.t_end=1",
+                                                         "time.adaptive=false"]))

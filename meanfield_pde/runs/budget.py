@@ -131,12 +131,32 @@ def snapshots(config) -> int:
     return 1 if t <= 0 or every <= 0 else int(min(t / every, 1e18)) + 2
 
 
+def typical_step(config) -> tuple[float, str]:
+    """The step the run takes as the basis of its step counts, and how it was chosen.
+
+    Fixed steps: time.dt. Adaptive steps: time.dt is only the first step (the
+    controller grows it up to 5x per step), so the CFL step at unit speed,
+    time.cfl·π/L, is used when larger: the SA velocity is bounded by 1
+    (a projected average of unit vectors), and the clustered states of either
+    model move at speeds of order 1. An estimate, not a bound: the error
+    control may take smaller steps.
+    """
+    t, L = config.time, max(config.domain.lmax, 1)
+    if not t.adaptive:
+        return t.dt, f"time.dt = {t.dt:g}"
+    cfl_step = t.cfl * math.pi / L
+    if cfl_step > t.dt:
+        return cfl_step, f"the CFL step at unit speed time.cfl·π/lmax = {cfl_step:.3g}"
+    return t.dt, f"time.dt = {t.dt:g}"
+
+
 def pde_estimate(config) -> Estimate:
     """A PDE run: its file, its work arrays, its steps (bounded by time.max_steps)."""
     d, t = config.domain, config.time
     per = snapshot_bytes(d.manifold, d.lmax)
     n_snap = snapshots(config)
-    steps = min(t.max_steps, math.ceil(min(t.t_end / t.dt, 1e300))) if t.t_end > 0 else 0
+    dt, dt_text = typical_step(config)
+    steps = min(t.max_steps, math.ceil(min(t.t_end / dt, 1e300))) if t.t_end > 0 else 0
     seconds = steps * STAGES_PER_STEP * rhs_seconds(d.manifold, d.lmax)
     memory = 40 * 8 * grid_points(d.manifold, d.lmax) + 20 * 8 * (d.lmax + 1) ** 2
     where = f"domain.lmax = {d.lmax}"
@@ -144,7 +164,7 @@ def pde_estimate(config) -> Estimate:
         "disk": f"output.every = {config.output.every:g} and time.t_end = {t.t_end:g} at {where}: "
                 f"{n_snap:.3g} snapshots of {size(per)}",
         "memory": f"{where}: the work arrays on {grid_points(d.manifold, d.lmax)} grid points",
-        "seconds": f"time.t_end = {t.t_end:g} with time.dt = {t.dt:g} at {where}: "
+        "seconds": f"time.t_end = {t.t_end:g} with {dt_text} at {where}: "
                    f"{steps:.3g} steps (at most time.max_steps = {t.max_steps}) of "
                    f"{duration(STAGES_PER_STEP * rhs_seconds(d.manifold, d.lmax))}"})
 
@@ -270,9 +290,10 @@ def check_case(config, output=None, *, force: bool = False) -> Estimate:
     t, every = config.time, config.snapshot_interval
     # a run that would reach time.max_steps before its first snapshot stores nothing but t = 0
     # (t_end = 1e300 with the default 50 snapshots); a smaller max_steps is a user's budget
-    if not force and config.transformer.study == "off" and every > 0 and every / t.dt > t.max_steps:
+    dt, dt_text = typical_step(config) if config.transformer.study == "off" else (t.dt, "")
+    if not force and config.transformer.study == "off" and every > 0 and every / dt > t.max_steps:
         raise ConfigError(f"time.t_end = {t.t_end:g}: the first snapshot (at {every:g}, output.every "
-                          f"= {config.output.every:g}) is {every / t.dt:.3g} steps of time.dt = {t.dt:g} "
+                          f"= {config.output.every:g}) is about {every / dt:.3g} steps of {dt_text} "
                           f"away, more than time.max_steps = {t.max_steps}: the run would stop before "
                           "storing anything; lower time.t_end or output.every, or pass --force "
                           "(Python: force=True)")
