@@ -6,7 +6,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..imex_model import implicit_factor
+from ..imex_model import IMEXModel, implicit_factor
 from .tableaus import IMEXTableau
 
 Explicit = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (u, out) -> out = N(u)
@@ -69,6 +69,11 @@ class IMEXRungeKutta:
         self._diag = [float(t.a_imp[i, i]) for i in range(s)]
         self._inverse: dict[float, np.ndarray] = {}  # a_ii -> 1/(1 − dt a_ii L) at _inverse_dt
         self._inverse_dt = None
+
+    @classmethod
+    def for_model(cls, tableau: IMEXTableau, model: IMEXModel) -> "IMEXRungeKutta":
+        """The stepper of a model: its explicit terms and the diagonal of its implicit part."""
+        return cls(tableau, model.explicit_terms, model.linear)
 
     def _implicit_inverse(self, dt: float, a: float) -> np.ndarray:
         if dt != self._inverse_dt:
