@@ -48,13 +48,14 @@ SA −(1/2β)Δ², USA −(f̄/β)Δ². Linear rates about f̄ (``growth_rates``
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 
 import numpy as np
 
 from ..core.errors import ConfigError, NumericalFault
 from ..core.geometry import Geometry
 from ..core.kernels import energy_multipliers, scaled_multipliers
+from .imex_model import IMEXModel
 
 LIMIT_EQUATIONS = {"limit0": 0, "limit1": 1}
 LIMIT_NAMES = {"SA": "backward heat", "USA": "backward porous medium"}
@@ -86,8 +87,9 @@ def backward_heat_exact(coef: np.ndarray, tau: float, geometry: Geometry) -> np.
     return np.asarray(coef) * np.exp(-geometry.laplacian * float(tau))
 
 
-class LimitModel(ABC):
-    """Common part of the limit models: the interface of :class:`~meanfield_pde.numerics.models.MeanFieldModel`.
+class LimitModel(IMEXModel):
+    """Common part of the limit models (an :class:`~meanfield_pde.numerics.imex_model.IMEXModel`,
+    like :class:`~meanfield_pde.numerics.models.MeanFieldModel`).
 
     The time loop (:func:`meanfield_pde.numerics.solver.integrate`), observers,
     Dataset and plots use it unchanged; the model's time is τ.
@@ -133,8 +135,8 @@ class LimitModel(ABC):
         # ``limit_energy``: the same with λ_l/λ_0 expanded to this order (1, or
         # 1 − l(l+1)/2β), λ_0/(2β) exact, and the same constant −M²/(2β) removed.
         w = geometry.parseval_weight
-        self._energy_mult = energy_multipliers(self.beta, geometry.lmax, geometry.manifold)[
-            geometry.degree] * w
+        self._set_energy_multipliers(energy_multipliers(self.beta, geometry.lmax, geometry.manifold)[
+            geometry.degree] * w)
         ratio = np.ones(geometry.ncoef) if order == 0 else 1.0 - self._eig / (2.0 * self.beta)
         l0 = np.exp(self.beta) * scaled_multipliers(self.beta, 0, geometry.manifold)[0]
         with np.errstate(over="ignore"):  # λ_0/(2β) = inf only for subnormal β: a meaningless limit
@@ -151,10 +153,6 @@ class LimitModel(ABC):
     def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of the explicit part of ∂_τ f, shape (ncoef,). Sets max_speed, min_density."""
 
-    def rhs(self, coef: np.ndarray) -> np.ndarray:
-        """The whole right-hand side ∂_τ f = transport + linear·f (for tests and diagnostics)."""
-        return self.transport(coef) + self.linear * coef
-
     @abstractmethod
     def growth_rates(self) -> np.ndarray:
         """Linear rates (1/τ) about the uniform density, per degree l = 0..L (formulas above)."""
@@ -169,12 +167,6 @@ class LimitModel(ABC):
                                  f"min f = {self.min_density:.3g}")
 
     # -- energies ----------------------------------------------------------------------------
-    def energy(self, coef: np.ndarray) -> float:
-        """E_β[f] of the mean-field PDE, exactly as :meth:`MeanFieldModel.energy
-        <meanfield_pde.numerics.models.MeanFieldModel.energy>` (the same functional of the density,
-        so a PDE run and a limit run with the same density store the same ``energy``)."""
-        return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
-
     def limit_energy(self, coef: np.ndarray) -> float:
         """E_β with the kernel expanded to this order (Laplace), stored as ``limit_energy``:
 
@@ -189,15 +181,6 @@ class LimitModel(ABC):
         order 1 it increases to leading order only.
         """
         return float(np.sum(self._limit_mult * np.abs(coef) ** 2))
-
-    def entropy(self, density: np.ndarray) -> float:
-        """∫ f log f dσ on the grid (points with f <= 0 contribute 0)."""
-        f = np.where(density > 0.0, density, 1.0)
-        return self.geometry.integrate(np.where(density > 0.0, f * np.log(f), 0.0))
-
-    def free_energy(self, coef: np.ndarray, density: np.ndarray) -> float:
-        """ν ∫ f log f − E with ν = 0: −energy (the limits are noise-free)."""
-        return -self.energy(coef)
 
 
 class BackwardHeat(LimitModel):

@@ -24,12 +24,14 @@ from ..core.errors import NumericalFault
 from ..core.geometry import Geometry
 from ..core.kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
 from ..theory.linear import growth_rates
+from .imex_model import IMEXModel
 
 MODEL_KINDS = ("SA", "USA")
 
 
-class MeanFieldModel:
-    """Spectral right-hand side of the SA/USA mean-field PDE on a geometry.
+class MeanFieldModel(IMEXModel):
+    """Spectral right-hand side of the SA/USA mean-field PDE on a geometry (an
+    :class:`~meanfield_pde.numerics.imex_model.IMEXModel`).
 
     Parameters
     ----------
@@ -77,7 +79,7 @@ class MeanFieldModel:
         # side is a few multiplies and transforms with no loop over l or m.
         self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"))[deg]
         self._ratio = ratio_multipliers(beta, lmax, man)[deg]
-        self._energy_mult = energy_multipliers(beta, lmax, man)[deg] * g.parseval_weight
+        self._set_energy_multipliers(energy_multipliers(beta, lmax, man)[deg] * g.parseval_weight)
         lap = g.laplacian
         self.linear = nu * lap
         if hyperviscosity > 0.0:
@@ -182,10 +184,6 @@ class MeanFieldModel:
         self._min_density_value = float(np.min(self._f))
         self._fresh = False
 
-    def rhs(self, coef: np.ndarray) -> np.ndarray:
-        """The whole right-hand side −div(f V) + linear·f (for tests and diagnostics)."""
-        return self.transport(coef) + self.linear * coef
-
     # -- linear theory ---------------------------------------------------------
     def growth_rates(self) -> np.ndarray:
         """σ_l about the uniform density, l = 0..L (:func:`meanfield_pde.theory.linear.growth_rates`),
@@ -194,22 +192,3 @@ class MeanFieldModel:
         lin = np.zeros(g.lmax + 1)
         lin[g.degree] = self.linear
         return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold) + lin
-
-    # -- energies ----------------------------------------------------------------
-    def energy(self, coef: np.ndarray) -> float:
-        """E_β[f] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ = Σ_lm w_m (λ_l − |S|δ_l0)/(2β) |f_lm|².
-
-        The interaction energy less the constant M²/(2β) (see
-        :func:`meanfield_pde.core.kernels.energy_multipliers`): one smooth function of
-        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (README §Energies).
-        """
-        return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
-
-    def entropy(self, density: np.ndarray) -> float:
-        """∫ f log f dσ on the grid; points with f <= 0 contribute 0 (min_density shows them)."""
-        f = np.where(density > 0.0, density, 1.0)
-        return self.geometry.integrate(np.where(density > 0.0, f * np.log(f), 0.0))
-
-    def free_energy(self, coef: np.ndarray, density: np.ndarray) -> float:
-        """F = ν ∫ f log f dσ − E_β: non-increasing for noisy USA (Wasserstein gradient flow)."""
-        return self.nu * self.entropy(density) - self.energy(coef)

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cfl import CFL
 from .diagnostics import ResolutionMonitor
 from ..core.errors import NumericalFault
 from ..core.signals import check as check_stop_request, interruption
-from .models import MeanFieldModel
+from .imex_model import IMEXModel
 from .observers import Observer
 from .steppers import StepControl
 from ..core.threads import single_threaded_blas
@@ -53,7 +54,7 @@ def next_output_index(t0: float, every: float) -> int:
     return int(round(k)) + 1 if abs(k - round(k)) <= 1e-9 * max(1.0, k) else math.ceil(k)
 
 
-def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end: float, *,
+def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: float, *,
               every: float, dt: float, cfl: float | None = 0.5,
               monitor: ResolutionMonitor | None = None, observers: list[Observer] = (),
               max_steps: int = 10_000_000, t0: float = 0.0, stop=None) -> RunResult:
@@ -67,7 +68,8 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
     rejected (and retried smaller) if its error ratio exceeds 1, its result is
     not finite or the model raises NumericalFault; after
     MAX_CONSECUTIVE_REJECTIONS in a row the run stops. The CFL bound
-    dt <= cfl·π/(L max|V|) uses max|V| from the previous evaluation. After each
+    dt <= cfl·π/(L max|V|) (:class:`meanfield_pde.numerics.cfl.CFL`, applied when the
+    control is adaptive) uses the model's speed bound from the previous evaluation. After each
     accepted step the monitor may stop the run; the state it rejected is
     discarded, so the result (and the final snapshot) is the last good state.
     A KeyboardInterrupt, or a SIGINT/SIGTERM stop request
@@ -84,12 +86,12 @@ def integrate(model: MeanFieldModel, control: StepControl, u0: np.ndarray, t_end
 
 def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                max_steps, t0, stop) -> RunResult:
-    L = model.geometry.lmax
+    rule = CFL(cfl, model.geometry)
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
     n_out, status = next_output_index(t0, every), "completed"
     control.start(u0)  # the error floor is relative to the initial deviation from uniform
     try:
-        model.transport(u)  # sets max_speed for the first CFL bound
+        model.transport(u)  # sets the speed bound for the first CFL bound
     except NumericalFault as exc:
         status = f"stopped: {exc} at t = {t:.6g}"
     if t0 == 0.0:
@@ -104,8 +106,8 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 break
             t_out = min(n_out * every, t_end)
             h = min(dt, t_out - t)
-            if control.adaptive and cfl and model.max_speed > 0:
-                h = min(h, cfl * math.pi / (L * model.max_speed))
+            if control.adaptive and rule.active:
+                h = min(h, rule.max_step(model.speed_bound()))
             if not h > 0.0:
                 status = f"stopped: time step underflow (dt = {h:.3g}) at t = {t:.6g}"
                 break

@@ -107,14 +107,14 @@ class StepControl:
 
     def attempt(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
         """One step from u; returns (u_new, error ratio). Ratio <= 1 means accept."""
+        step = self.stepper.step
         if not self.adaptive:
-            return self.stepper.step(u, dt), 0.0
+            return step(u, dt)[0], 0.0
         if self.stepper.tableau.embedded:
-            new = self.stepper.step(u, dt)
-            error = self.stepper.error
+            new, error = step(u, dt)
         else:
-            full = self.stepper.step(u, dt)
-            new = self.stepper.step(self.stepper.step(u, 0.5 * dt), 0.5 * dt)
+            full = step(u, dt)[0]
+            new = step(step(u, 0.5 * dt)[0], 0.5 * dt)[0]
             error = (new - full) / (2.0 ** self.stepper.tableau.order - 1.0)
         return new, self.error_ratio(u, error)
 

@@ -6,6 +6,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..imex_model import IMEXModel, implicit_factor
 from .tableaus import IMEXTableau
 
 Explicit = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (u, out) -> out = N(u)
@@ -44,7 +45,6 @@ class IMEXRungeKutta:
         self._K = np.zeros((2 * s, n), dtype=np.complex128)  # rows 2j: N(U_j), 2j+1: L U_j
         self._N, self._LU = self._K[0::2], self._K[1::2]       # views
         self._U = np.zeros(n, dtype=np.complex128)
-        self.error: np.ndarray | None = None  # embedded error estimate of the last step
         used = np.abs(t.a_exp).sum(axis=0) + np.abs(t.b_exp)
         if t.embedded:
             used = used + np.abs(t.b_hat_exp)
@@ -70,20 +70,30 @@ class IMEXRungeKutta:
         self._inverse: dict[float, np.ndarray] = {}  # a_ii -> 1/(1 − dt a_ii L) at _inverse_dt
         self._inverse_dt = None
 
+    @classmethod
+    def for_model(cls, tableau: IMEXTableau, model: IMEXModel) -> "IMEXRungeKutta":
+        """The stepper of a model: its explicit terms and the diagonal of its implicit part."""
+        return cls(tableau, model.explicit_terms, model.linear)
+
     def _implicit_inverse(self, dt: float, a: float) -> np.ndarray:
         if dt != self._inverse_dt:
             self._inverse.clear()
             self._inverse_dt = dt
         inv = self._inverse.get(a)
         if inv is None:
-            inv = np.multiply(self.linear, -dt * a)
-            inv += 1.0
-            np.reciprocal(inv, out=inv)
-            self._inverse[a] = inv
+            inv = self._inverse[a] = implicit_factor(self.linear, dt * a)
         return inv
 
-    def step(self, u: np.ndarray, dt: float) -> np.ndarray:
-        """Return u_{n+1} (a new array); sets ``self.error`` if the scheme is embedded."""
+    def step(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray | None]:
+        """One step of size dt from u, shape (ncoef,).
+
+        Returns
+        -------
+        (u_new, error) : u_new the solution u_{n+1} (a new array); error the embedded
+            estimate dt Σ_j ((b − b̂)^E_j N(U_j) + (b − b̂)^I_j L U_j) of its local error
+            (a new array, shape (ncoef,)), or None if the tableau has no embedded pair.
+        Raises whatever the explicit function raises (NumericalFault).
+        """
         t = self.tableau
         K, N, LU, U = self._K, self._N, self._LU, self._U
         for i in range(t.stages):
@@ -101,6 +111,5 @@ class IMEXRungeKutta:
                 self.explicit(U, N[i])
         new = np.matmul(dt * self._sol_w, K)
         new += u
-        if self._err_w is not None:
-            self.error = np.matmul(dt * self._err_w, K)
-        return new
+        error = np.matmul(dt * self._err_w, K) if self._err_w is not None else None
+        return new, error
