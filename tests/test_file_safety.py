@@ -28,6 +28,7 @@ import meanfield_pde
 from meanfield_pde import load_case
 from meanfield_pde.cli.commands import main
 from meanfield_pde.runs.particle_runner import run_particles
+from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.runfile import RunFile
 
 from conftest import assert_user_error, cli
@@ -163,7 +164,7 @@ def test_a_run_reports_its_own_file_even_if_the_name_was_replaced(tmp_path, refe
     for i in range(2):
         sink.append(ref.isel(time=[i]))
     os.replace(shutil.copy(reference, tmp_path / "x.nc"), out)  # a writer ignoring the claim
-    ds = sink.finish("completed")
+    ds = sink.finish("completed", StopReason.COMPLETED)
     assert isinstance(ds, xr.Dataset)
     np.testing.assert_array_equal(ds.time.values, ref.time.values[:2])
     assert ds.attrs["case_name"] == "mine"
@@ -267,7 +268,7 @@ def test_a_run_file_never_stores_a_time_not_after_its_last(tmp_path, reference):
     sink = RunFile(tmp_path / "r.nc")
     for r in records:
         sink.append(r)
-    ds = sink.finish("completed")
+    ds = sink.finish("completed", StopReason.COMPLETED)
     np.testing.assert_array_equal(ds.time.values, ref.time.values[:4])
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from .diagnostics import ResolutionMonitor
 from ..core.errors import NumericalFault
 from ..core.signals import check as check_stop_request, interruption
+from ..core.stops import StopReason, interrupt_reason
 from .models import MeanFieldModel
 from .observers import Observer
 from .steppers import StepControl
@@ -25,7 +26,9 @@ class RunResult:
     Attributes
     ----------
     status : str
-        "completed" or "stopped: <reason>".
+        "completed" or "stopped: <reason>" (for people).
+    reason : StopReason
+        Why the run ended (for code: exit codes, resume).
     t : float
         Time of the last good state.
     coef : ndarray, shape (ncoef,)
@@ -39,10 +42,11 @@ class RunResult:
     coef: np.ndarray
     steps: int
     rejected: int
+    reason: StopReason = StopReason.COMPLETED
 
     @property
     def completed(self) -> bool:
-        return self.status == "completed"
+        return self.reason.completed
 
 
 def next_output_index(t0: float, every: float) -> int:
@@ -86,21 +90,22 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                max_steps, t0, stop) -> RunResult:
     L = model.geometry.lmax
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
-    n_out, status = next_output_index(t0, every), "completed"
+    n_out, status, why_ = next_output_index(t0, every), "completed", StopReason.COMPLETED
     control.start(u0)  # the error floor is relative to the initial deviation from uniform
     try:
         model.transport(u)  # sets max_speed for the first CFL bound
     except NumericalFault as exc:
-        status = f"stopped: {exc} at t = {t:.6g}"
+        status, why_ = f"stopped: {exc} at t = {t:.6g}", StopReason.NUMERICAL_FAULT
     if t0 == 0.0:
         for obs in observers:
             obs.snapshot(t, u)
     eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
     try:
-        while status == "completed" and t < t_end - eps:
+        while why_ is StopReason.COMPLETED and t < t_end - eps:
             check_stop_request()
             if steps >= max_steps:
                 status = f"stopped: reached time.max_steps = {max_steps} at t = {t:.6g}"
+                why_ = StopReason.MAX_STEPS
                 break
             t_out = min(n_out * every, t_end)
             h = min(dt, t_out - t)
@@ -108,6 +113,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 h = min(h, cfl * math.pi / (L * model.max_speed))
             if not h > 0.0:
                 status = f"stopped: time step underflow (dt = {h:.3g}) at t = {t:.6g}"
+                why_ = StopReason.STEP_UNDERFLOW
                 break
             fault = ""
             try:
@@ -122,6 +128,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 if not control.adaptive or consecutive > MAX_CONSECUTIVE_REJECTIONS:
                     why = fault or f"error tolerance not met after {consecutive} retries"
                     status = f"stopped: {why} at t = {t:.6g} (dt = {h:.3g})"
+                    why_ = StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE
                     break
                 dt = control.propose(h, ratio)
                 continue
@@ -129,6 +136,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             if reason:
                 status = (f"stopped: {reason} at t = {t + h:.6g}; the last good state (t = {t:.6g}) "
                           "is kept (raise domain.lmax, add noise or hyperviscosity)")
+                why_ = StopReason.RESOLUTION_LOST  # `new` is finite here: the monitor saw resolution
                 break
             consecutive = 0
             proposal = control.propose(h, ratio)
@@ -147,12 +155,13 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                     obs.snapshot(t, u)
                 n_out += 1
                 if stop is not None and stop(t, u):
+                    why_ = StopReason.STATIONARY  # status stays "completed"
                     break
     except KeyboardInterrupt as exc:
-        status = f"stopped: {interruption(exc)} at t = {t:.6g}"
-    if status != "completed":
+        status, why_ = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
+    if not why_.completed:
         for obs in observers:
             obs.snapshot(t, u)  # keep the last good state
     for obs in observers:
         obs.finish(status)
-    return RunResult(status, t, u, steps, rejected)
+    return RunResult(status, t, u, steps, rejected, why_)
