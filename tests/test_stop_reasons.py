@@ -269,3 +269,21 @@ def test_the_status_parsing_check_catches_the_old_patterns(snippet):
 ])
 def test_the_status_parsing_check_lets_status_be_written_and_shown(snippet):
     assert not status_parsing(snippet)
+
+
+def test_a_corrupt_attribute_type_code_is_refused_as_damaged(tmp_path):
+    """A flipped byte in the type code of a header attribute (here stop_reason's) makes scipy's
+    reader raise KeyError: the file is refused with one line, not a traceback."""
+    from meanfield_pde.core.errors import ConfigError
+    from meanfield_pde.runs.runcheck import open_checked
+    out = tmp_path / "run.nc"
+    assert main(["run", PDE_CASE, "-o", str(out), "-q", "--no-plot",
+                 *[a for s in PDE_SETS for a in ("--set", s)]]) == 0
+    data = bytearray(out.read_bytes())
+    name = b"stop_reason" + b"\x00"  # names are padded to 4 bytes; the type code follows
+    at = data.index(name) + len(name)
+    assert data[at:at + 4] == b"\x00\x00\x00\x02"  # NC_CHAR
+    data[at] = ord("l")
+    out.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match="damaged"):
+        open_checked(out, "test", netcdf4=False)
