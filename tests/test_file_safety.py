@@ -28,6 +28,7 @@ import meanfield_pde
 from meanfield_pde import load_case
 from meanfield_pde.cli.commands import main
 from meanfield_pde.runs.particle_runner import run_particles
+from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.runfile import RunFile
 
 from conftest import assert_user_error, cli
@@ -163,7 +164,7 @@ def test_a_run_reports_its_own_file_even_if_the_name_was_replaced(tmp_path, refe
     for i in range(2):
         sink.append(ref.isel(time=[i]))
     os.replace(shutil.copy(reference, tmp_path / "x.nc"), out)  # a writer ignoring the claim
-    ds = sink.finish("completed")
+    ds = sink.finish("completed", StopReason.COMPLETED)
     assert isinstance(ds, xr.Dataset)
     np.testing.assert_array_equal(ds.time.values, ref.time.values[:2])
     assert ds.attrs["case_name"] == "mine"
@@ -252,6 +253,8 @@ def test_a_run_stopped_for_lost_resolution_is_not_resumed_into_an_unsorted_file(
     out = tmp_path / "lost.nc"
     code, stdout, _ = run_cli("run", "circle_usa_beta5", "-o", out, "-q", "--no-plot")
     assert code == 3 and "resolution lost" in stdout
+    with xr.open_dataset(out) as ds:
+        assert ds.attrs["stop_reason"] == "resolution_lost"
     before = snapshot(out)
     one_error(*run_cli("run", "--resume", out)[::2], "resolution lost", "would stop there again",
               "larger domain.lmax")
@@ -267,7 +270,7 @@ def test_a_run_file_never_stores_a_time_not_after_its_last(tmp_path, reference):
     sink = RunFile(tmp_path / "r.nc")
     for r in records:
         sink.append(r)
-    ds = sink.finish("completed")
+    ds = sink.finish("completed", StopReason.COMPLETED)
     np.testing.assert_array_equal(ds.time.values, ref.time.values[:4])
 
 
@@ -337,12 +340,14 @@ def test_a_file_size_limit_mid_run_stops_cleanly_and_the_run_resumes(mode, run_f
     ds = open_checked(run_file, "test", netcdf4=False)  # a valid file: every complete snapshot
     with ds:
         assert ds.attrs["status"].startswith("stopped: could not write the file")
+        assert ds.attrs["stop_reason"] == "io_error"
         assert ds.time.size > 5 and np.all(np.diff(ds.time.values) > 0)
         kept = ds.time.values.copy()
     code, stdout, err = run_cli("run", "--resume", run_file, "-q")
     assert code == 0, err
     with xr.open_dataset(run_file) as ds:
         assert ds.attrs["status"] == "completed" and ds.time.values[-1] == 10.0
+        assert ds.attrs["stop_reason"] == "completed"
         np.testing.assert_array_equal(ds.time.values[:kept.size], kept)
         assert np.all(np.diff(ds.time.values) > 0)
 

@@ -96,9 +96,11 @@ def test_a_killed_run_leaves_a_readable_file_with_its_snapshots(signame, tmp_pat
         if signame == "SIGKILL":  # no handler could run: the file says so and how to go on
             assert done.returncode == -signal.SIGKILL
             assert status == "running" and "--resume" in ds.attrs["running_note"]
+            assert ds.attrs["stop_reason"] == "running"
         else:
             assert done.returncode == 3, done.stderr
             assert status.startswith(f"stopped: interrupted ({signame}) at t = "), status
+            assert ds.attrs["stop_reason"] == "interrupted"
             assert "Traceback" not in done.stderr
             assert "running_note" not in ds.attrs
             # the last record is the state at the interruption (or the last output time)
@@ -111,7 +113,7 @@ def test_a_killed_particle_run_leaves_a_readable_file(tmp_path):
     proc = start(out, PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1000", "particles.mode=particles"])
     interrupt(proc, signal.SIGKILL, RNG.uniform(0.2, 1.0))
     with xr.open_dataset(out) as ds:
-        assert ds.attrs["status"] == "running"
+        assert ds.attrs["status"] == "running" and ds.attrs["stop_reason"] == "running"
         assert_clean_snapshots(ds, 0.05)
         assert np.allclose(np.linalg.norm(ds.positions.values, axis=-1), 1.0, atol=1e-12)
 
@@ -140,6 +142,7 @@ def test_pde_resume_equals_the_uninterrupted_run_bitwise(signame, tmp_path):
     assert "completed" in proc.stdout
     with xr.open_dataset(out) as resumed:
         assert resumed.attrs["status"] == "completed" and "running_note" not in resumed.attrs
+        assert resumed.attrs["stop_reason"] == "completed"
         _same_on(reference, resumed, ["coef_real", "coef_imag", "density", "energy", "free_energy"])
 
 
@@ -158,6 +161,8 @@ def test_particle_resume_equals_the_uninterrupted_run_bitwise(tmp_path):
             break
         out.unlink()
     assert status.startswith("stopped: interrupted (SIGINT)"), status
+    with xr.open_dataset(out) as ds:
+        assert ds.attrs["stop_reason"] == "interrupted"
     proc = cli("run", "--resume", out, "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(out) as resumed:
@@ -173,7 +178,9 @@ def test_adaptive_resume_agrees_to_the_step_tolerance(tmp_path):
     reference = meanfield_pde.run(load_case(PDE_CASE, sets), progress=False)
     out = tmp_path / "run.nc"
     with pytest.warns(RunStoppedWarning, match="max_steps"):
-        meanfield_pde.run(load_case(PDE_CASE, sets + ["time.max_steps=15"]), out, progress=False)
+        stopped = meanfield_pde.run(load_case(PDE_CASE, sets + ["time.max_steps=15"]), out,
+                                    progress=False)
+    assert stopped.attrs["stop_reason"] == "max_steps"
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RunStoppedWarning)
@@ -278,6 +285,7 @@ def test_pde_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch):
     assert ds.attrs["status"].startswith("stopped: non-finite values in the density at t = ")
     with xr.open_dataset(out) as saved:
         assert saved.attrs["status"] == ds.attrs["status"]
+        assert saved.attrs["stop_reason"] == "numerical_fault"
         assert_clean_snapshots(saved, 0.05)
 
 
@@ -298,6 +306,7 @@ def test_particle_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch
         ds = run_particles(load_case(PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1"]), out)
     assert ds.attrs["status"].startswith("stopped: non-finite positions at t = 0.13")
     with xr.open_dataset(out) as saved:
+        assert saved.attrs["stop_reason"] == "numerical_fault"
         assert float(saved.time[-1]) == pytest.approx(0.12)
         assert_clean_snapshots(saved, 0.05)
 
@@ -310,6 +319,7 @@ def test_lost_resolution_exits_3_with_a_readable_file(tmp_path):
     assert "stopped: resolution lost" in proc.stdout
     with xr.open_dataset(tmp_path / "lost.nc") as ds:
         assert ds.attrs["status"].startswith("stopped: resolution lost")
+        assert ds.attrs["stop_reason"] == "resolution_lost"
         assert_clean_snapshots(ds, 1.0)
 
 

@@ -201,6 +201,7 @@ def test_failed_point_is_recorded_and_retried(tmp_path, cluster):
     assert status[0].startswith("failed: ConfigError: initial.concentrations")
     assert "Traceback" in str(ds.error.values[0]) and np.isnan(ds.order_parameter.values[0])
     assert status[1] == "completed" and ds.attrs["failed"] == 1
+    assert ds.stop_reason.values.tolist() == ["failed", "completed"]
     again = run_sweep(config, tmp_path, grid, continuation="", scheduler=cluster,
                       progress=False).isel(nu=0)
     assert again.skipped.values.tolist() == [0, 1]  # the failed point is retried, the other not

@@ -17,9 +17,10 @@ import warnings
 from pathlib import Path
 
 from ..core.errors import ConfigError, RunStoppedWarning, printable
+from ..core.stops import EXIT_STOPPED, StopReason, stop_reason
 from ..runs.outputs import claim
 
-EXIT_USER_ERROR, EXIT_STOPPED = 2, 3
+EXIT_USER_ERROR = 2  # EXIT_STOPPED (3) and a run's exit code come from core.stops.StopReason
 FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machine or the caps "
               "(see README, 'Resource caps')")
 
@@ -129,7 +130,7 @@ def _check_resumable(path: Path) -> None:
 
 def _report(name: str, ds, path: Path, args) -> int:
     """Status, snapshots and files of a finished run; its figure; the exit status."""
-    status = ds.attrs["status"]
+    status, reason = ds.attrs["status"], stop_reason(ds.attrs)
     what = f"{ds.attrs['n']} particles" if ds.attrs.get("equation") == "particles" else "PDE"
     print(f"{printable(name)} ({what}): {status}")
     print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
@@ -139,12 +140,12 @@ def _report(name: str, ds, path: Path, args) -> int:
         print(f"(the run did not complete, so {written.name} does not replace the existing "
               f"{written.name[:-len('.partial.nc')]}.nc; continue it with --resume {written})")
     path = written
-    if ds.attrs.get("case") and not args.no_plot and "could not write" not in status:
+    if ds.attrs.get("case") and not args.no_plot and reason is not StopReason.IO_ERROR:
         from ..runs.config import from_dict, parse_toml
         if from_dict(parse_toml(ds.attrs["case"], str(path))).output.plot:
             from ..plotting.plot import save_figure
             print(f"wrote {save_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
-    return 0 if status == "completed" else EXIT_STOPPED
+    return reason.exit_code
 
 
 def _run_study(config, path: Path, args) -> int:
@@ -186,7 +187,7 @@ def _run_comparison(config, path: Path, args) -> int:
             save_comparison_figure = None
         if save_comparison_figure is not None:
             print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'], overwrite=args.overwrite)}")
-    return 0 if status == "completed" else EXIT_STOPPED
+    return stop_reason(out["pde"].attrs).exit_code
 
 
 def _cmd_plot(args) -> int:
@@ -290,7 +291,7 @@ def _limits_claimed(config, path: Path, args) -> int:
     if not ds.attrs["completed"]:
         bad = [f"beta = {float(b):g} {str(r)}: {str(ds.status.sel(beta=b, run=r).values)}"
                for b in ds.beta.values for r in ds.run.values
-               if str(ds.status.sel(beta=b, run=r).values) != "completed"]
+               if not StopReason(str(ds.stop_reason.sel(beta=b, run=r).values)).completed]
         print("some runs stopped early (their distances are NaN): " + "; ".join(bad))
         return EXIT_STOPPED
     return 0

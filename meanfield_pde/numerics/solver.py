@@ -11,6 +11,7 @@ from .cfl import CFL
 from .diagnostics import ResolutionMonitor
 from ..core.errors import NumericalFault
 from ..core.signals import check as check_stop_request, interruption
+from ..core.stops import StopReason, interrupt_reason
 from .imex_model import IMEXModel
 from .observers import Observer
 from .steppers import StepControl
@@ -26,7 +27,9 @@ class RunResult:
     Attributes
     ----------
     status : str
-        "completed" or "stopped: <reason>".
+        "completed" or "stopped: <reason>" (for people).
+    reason : StopReason
+        Why the run ended (for code: exit codes, resume).
     t : float
         Time of the last good state.
     coef : ndarray, shape (ncoef,)
@@ -40,10 +43,11 @@ class RunResult:
     coef: np.ndarray
     steps: int
     rejected: int
+    reason: StopReason = StopReason.COMPLETED
 
     @property
     def completed(self) -> bool:
-        return self.status == "completed"
+        return self.reason.completed
 
 
 def next_output_index(t0: float, every: float) -> int:
@@ -88,21 +92,22 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                max_steps, t0, stop) -> RunResult:
     rule = CFL(cfl, model.geometry)
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
-    n_out, status = next_output_index(t0, every), "completed"
+    n_out, status, why_ = next_output_index(t0, every), "completed", StopReason.COMPLETED
     control.start(u0)  # the error floor is relative to the initial deviation from uniform
     try:
         model.transport(u)  # sets the speed bound for the first CFL bound
     except NumericalFault as exc:
-        status = f"stopped: {exc} at t = {t:.6g}"
+        status, why_ = f"stopped: {exc} at t = {t:.6g}", StopReason.NUMERICAL_FAULT
     if t0 == 0.0:
         for obs in observers:
             obs.snapshot(t, u)
     eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
     try:
-        while status == "completed" and t < t_end - eps:
+        while why_ is StopReason.COMPLETED and t < t_end - eps:
             check_stop_request()
             if steps >= max_steps:
                 status = f"stopped: reached time.max_steps = {max_steps} at t = {t:.6g}"
+                why_ = StopReason.MAX_STEPS
                 break
             t_out = min(n_out * every, t_end)
             h = min(dt, t_out - t)
@@ -110,6 +115,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 h = min(h, rule.max_step(model.speed_bound()))
             if not h > 0.0:
                 status = f"stopped: time step underflow (dt = {h:.3g}) at t = {t:.6g}"
+                why_ = StopReason.STEP_UNDERFLOW
                 break
             fault = ""
             try:
@@ -124,6 +130,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 if not control.adaptive or consecutive > MAX_CONSECUTIVE_REJECTIONS:
                     why = fault or f"error tolerance not met after {consecutive} retries"
                     status = f"stopped: {why} at t = {t:.6g} (dt = {h:.3g})"
+                    why_ = StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE
                     break
                 dt = control.propose(h, ratio)
                 continue
@@ -131,6 +138,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             if reason:
                 status = (f"stopped: {reason} at t = {t + h:.6g}; the last good state (t = {t:.6g}) "
                           "is kept (raise domain.lmax, add noise or hyperviscosity)")
+                why_ = StopReason.RESOLUTION_LOST  # `new` is finite here: the monitor saw resolution
                 break
             consecutive = 0
             proposal = control.propose(h, ratio)
@@ -149,12 +157,13 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                     obs.snapshot(t, u)
                 n_out += 1
                 if stop is not None and stop(t, u):
+                    why_ = StopReason.STATIONARY  # status stays "completed"
                     break
     except KeyboardInterrupt as exc:
-        status = f"stopped: {interruption(exc)} at t = {t:.6g}"
-    if status != "completed":
+        status, why_ = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
+    if not why_.completed:
         for obs in observers:
             obs.snapshot(t, u)  # keep the last good state
     for obs in observers:
         obs.finish(status)
-    return RunResult(status, t, u, steps, rejected)
+    return RunResult(status, t, u, steps, rejected, why_)

@@ -12,7 +12,8 @@ linearly at rate σ about the uniform state has r ≈ |σ| however small it stil
 is, so a slowly growing instability is not mistaken for a steady state.
 A deviation that has decayed below ``UNIFORM_FLOOR`` ‖f̄‖ (and is still
 decaying) counts as the stationary uniform state; a growing one never stops
-the run. The run's status stays "completed"; the Dataset gets the attributes
+the run. The run's status stays "completed" (its ``stop_reason`` is
+"stationary", :class:`meanfield_pde.core.stops.StopReason`); the Dataset gets the attributes
 ``stationary`` (1 or 0), ``stationary_time`` (NaN if never),
 ``stationary_tol`` and ``stationary_rate`` (the last r).
 """

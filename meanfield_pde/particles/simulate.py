@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.signals import check as check_stop_request, interruption
+from ..core.stops import StopReason, interrupt_reason
 from ..core.threads import resolve_threads, single_threaded_blas
 from .dynamics import check_beta, check_chunk, check_kind, energy, order_parameter, velocity
 from .integrators import SCHEMES
@@ -49,6 +50,8 @@ class ParticleRun:
     status : str
         "completed", or "stopped: <reason>" (interruption, non-finite
         positions); the snapshots then end with the last good state.
+    stop_reason : StopReason
+        Why the run ended (COMPLETED, INTERRUPTED, IO_ERROR, NUMERICAL_FAULT).
     final : ndarray (n, d)
         Positions at t_end (kept also when ``positions`` is not stored).
     attrs : dict
@@ -67,6 +70,7 @@ class ParticleRun:
     seed: int
     steps: int = 0
     status: str = "completed"
+    stop_reason: StopReason = StopReason.COMPLETED
     final: np.ndarray | None = None
     attrs: dict = dc_field(default_factory=dict)
 
@@ -243,7 +247,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
 
     with single_threaded_blas():  # entered once; the velocity's own entries are then free
         record(float(grid[start]), x, notify=start == 0)  # a resumed run's start is on file already
-        steps, status, t = 0, "completed", float(grid[start])
+        steps, status, t, reason = 0, "completed", float(grid[start]), StopReason.COMPLETED
         try:
             for k in range(start + 1, grid.size):
                 span = grid[k] - grid[k - 1]
@@ -264,11 +268,13 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
                 t = float(grid[k])
                 record(t, x)
         except KeyboardInterrupt as exc:
-            status = f"stopped: {interruption(exc)} at t = {t:.6g}"
+            status, reason = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
         except FloatingPointError as exc:
             status = f"stopped: {exc} (reduce dt); the last good state (t = {t:.6g}) is kept"
-        if status != "completed" and t > times[-1]:
+            reason = StopReason.NUMERICAL_FAULT
+        if not reason.completed and t > times[-1]:
             record(t, x)
     return ParticleRun(times=np.array(times), positions=np.array(positions) if store_positions else None,
                        order_parameter=np.array(op), energy=np.array(en), kind=kind, beta=beta,
-                       nu=nu, dt=dt, scheme=scheme, seed=int(seed), steps=steps, status=status, final=x)
+                       nu=nu, dt=dt, scheme=scheme, seed=int(seed), steps=steps, status=status,
+                       stop_reason=reason, final=x)

@@ -146,11 +146,11 @@ def _advance_particles(config: Config, geometry, sink, x0: np.ndarray, start: in
                        store_positions=False, start=start, on_snapshot=append,
                        threads=config.domain.threads or None)
     before = sink.attrs
-    done = sink.finish(res.status, {"case": config.to_toml(),  # a resumed run may have a new t_end
+    done = sink.finish(res.status, res.stop_reason, {"case": config.to_toml(),  # a resumed run may have a new t_end
                                     "steps": int(before.get("steps", 0)) + res.steps,
                                     "wall_time_s": float(before.get("wall_time_s", 0.0))
                                     + _time.perf_counter() - begin})
     ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)
-    if res.status != "completed":
+    if not res.stop_reason.completed:
         warnings.warn(f"{config.name}: {res.status}", RunStoppedWarning, stacklevel=3)
     return ds

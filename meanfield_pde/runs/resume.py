@@ -20,6 +20,7 @@ import xarray as xr
 
 from .config import Config, from_dict, parse_toml
 from ..core.errors import ConfigError
+from ..core.stops import stop_reason
 from .runcheck import open_checked
 
 RESUMABLE_KEYS = ("time.t_end",)
@@ -33,20 +34,19 @@ def _regular(t: float, every: float, t_end: float) -> bool:
     return abs(k - round(k)) <= 1e-9 * max(1.0, k) or math.isclose(t, t_end, rel_tol=1e-12)
 
 
-RESUMABLE_STOPS = ("stopped: interrupted", "stopped: could not write", "stopped: reached time.max_steps")
-
-
-def recurring_stop(status: str) -> str | None:
+def recurring_stop(attrs) -> str | None:
     """Why a stopped run would stop again at the same point if resumed, or None.
 
     A run is continued from its last regular snapshot by the same steps, so a
     stop caused by the solution itself (lost resolution, non-finite values,
     step-size failure) recurs; an interruption, a full disk or the step
-    budget of one session do not.
+    budget of one session do not (:attr:`StopReason.recurs`). ``attrs``: the
+    run file's attributes (``stop_reason``, or for older files ``status``).
     """
-    if status in ("completed", "running") or status.startswith(RESUMABLE_STOPS):
+    reason = stop_reason(attrs)
+    if not reason.recurs:
         return None
-    return status.removeprefix("stopped: ").split("; ")[0].join(("stopped (", ")"))
+    return f"stopped ({reason.value}: {attrs.get('status', '')})"
 
 
 def resume_point(path: str | Path, t_end: float | None = None,
@@ -98,12 +98,12 @@ def resume_point(path: str | Path, t_end: float | None = None,
         if t_end is not None and not t_end > times[-1]:
             raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
                               "to extend a run")
-        recurring = recurring_stop(str(ds.attrs["status"]))
+        recurring = recurring_stop(ds.attrs)
         if recurring:  # its restart point precedes the stop: the same steps would reach it again
             raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again. "
                               "Run the case again with a larger domain.lmax (or more noise, "
                               "hyperviscosity, a smaller time step) under a new output name")
-        if ds.attrs["status"] == "completed" and t_end is None:
+        if stop_reason(ds.attrs).completed and t_end is None:
             raise ConfigError(f"--resume {str(path)!r}: the run is completed (t_end = {times[-1]:g}); "
                               "to extend it give a larger time.t_end, e.g. --set time.t_end="
                               f"{2 * times[-1]:g}")

@@ -43,7 +43,8 @@ def _check_length(path: Path, where: str) -> None:
         with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
             if f.variables:
                 pass  # reading the header maps every variable: a short file fails here
-    except (ValueError, TypeError, OSError, IndexError, MemoryError):
+    # KeyError: scipy's reader meets an unknown type code in a corrupt header
+    except (ValueError, TypeError, OSError, IndexError, KeyError, MemoryError):
         raise ConfigError(f"{where}: the file is damaged: its {path.stat().st_size} bytes are fewer "
                           "than its header describes (cut short, e.g. by a full disk or an "
                           "interrupted copy) or its header is corrupt") from None

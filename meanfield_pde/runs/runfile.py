@@ -9,9 +9,9 @@ the netCDF4 library, the default xarray engine): a record is counted in the
 header only after its data are on disk, while HDF5-based netCDF-4 files were
 measured to expose a half-written last record after about 1 kill in 100.
 
-While the run is going, ``status`` is "running" and the attribute
-``running_note`` explains what to do if no process writes the file any more;
-:meth:`RunFile.finish` replaces both by the final status. The note is padded
+While the run is going, ``status`` and ``stop_reason`` are "running" and the
+attribute ``running_note`` explains what to do if no process writes the file
+any more; :meth:`RunFile.finish` replaces them by the final status and reason. The note is padded
 to a fixed size so that header edits (finish, resume) never outgrow the
 header: netCDF-3 would otherwise move all the data on disk.
 
@@ -42,6 +42,7 @@ from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
 from ..core.signals import WriteFailed
+from ..core.stops import StopReason
 
 FORMAT = "NETCDF3_64BIT_OFFSET"
 RUNNING = "running"
@@ -146,7 +147,8 @@ class RunFile:
             self.attrs = self.nc.__dict__.copy()
             self.count = len(self.nc.dimensions["time"])
             self.last_time = float(self.nc.variables["time"][self.count - 1]) if self.count else -np.inf
-            self.nc.setncatts({"status": RUNNING, "running_note": self._note()})
+            self.nc.setncatts({"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
+                               "running_note": self._note()})
             self.nc.sync()
             self.good_size = os.path.getsize(self.target)
         except BaseException:
@@ -209,7 +211,7 @@ class RunFile:
         (the name is claimed, so the target never exists half-made or unclaimed)."""
         first = record.copy()
         first.attrs.update(self.attrs)
-        first.attrs.update(status=RUNNING, running_note=self._note())
+        first.attrs.update(status=RUNNING, stop_reason=StopReason.RUNNING.value, running_note=self._note())
         first.attrs = {k: netcdf_attr(v) for k, v in first.attrs.items()}
         header = 4096 + sum(len(str(v)) + 64 for v in first.attrs.values())
         first_size = header + sum(int(v.nbytes) + 8 for v in first.variables.values())
@@ -233,11 +235,12 @@ class RunFile:
         self.nc = netCDF4.Dataset(self.target, "a")
         self.good_size = os.path.getsize(self.target)
 
-    def finish(self, status: str, attrs: dict | None = None) -> xr.Dataset:
-        """Record the final status (and end-of-run attributes), close, and move into place.
+    def finish(self, status: str, reason: StopReason, attrs: dict | None = None) -> xr.Dataset:
+        """Record the final status and ``stop_reason`` (and end-of-run attributes), close, and
+        move into place.
 
         A replacement (``overwrite``) is renamed over the old file only if it
-        completed. Returns the run's Dataset, read from this process's own
+        completed (``reason.completed``). Returns the run's Dataset, read from this process's own
         open file (never from whatever the name holds by then), with
         ``encoding["source"]`` the path of the finished file.
         """
@@ -246,16 +249,16 @@ class RunFile:
         try:
             if "running_note" in self.nc.ncattrs():
                 self.nc.delncattr("running_note")  # frees the reserved header space first
-            self.nc.setncatts({k: netcdf_attr(v) for k, v in {**(attrs or {}), "status": status}.items()})
+            self.nc.setncatts({k: netcdf_attr(v) for k, v in {**(attrs or {}), **_end(status, reason)}.items()})
             self.nc.sync()
         except (OSError, RuntimeError):  # a full disk: the status is stored when possible
             pass
         ds = xr.open_dataset(xr.backends.NetCDF4DataStore(self.nc)).load()
         ds.set_close(None)  # in memory now; the handle is closed below
-        ds.attrs["status"] = status
+        ds.attrs.update(_end(status, reason))
         self.close()
         final = self.target
-        if self.target != self.path and status == "completed":
+        if self.target != self.path and reason.completed:
             os.replace(self.target, self.path)
             final = self.path
         ds.encoding["source"] = str(final)
@@ -270,6 +273,11 @@ class RunFile:
         if getattr(self, "lock", None) is not None:
             release(self.lock)
             self.lock = None
+
+
+def _end(status: str, reason: StopReason) -> dict:
+    """The end-of-run attributes: the text for people, the reason for code."""
+    return {"status": status, "stop_reason": StopReason(reason).value}
 
 
 def _cut_records(path: Path, size: int, records: int) -> None:
@@ -294,8 +302,8 @@ class MemoryRun:
     def append(self, record: xr.Dataset) -> None:
         self.records.append(record)
 
-    def finish(self, status: str, attrs: dict | None = None) -> xr.Dataset:
+    def finish(self, status: str, reason: StopReason, attrs: dict | None = None) -> xr.Dataset:
         ds = xr.concat(self.records, dim="time", data_vars="minimal", coords="minimal",
                        compat="override", join="override", combine_attrs="override")
-        ds.attrs.update({k: netcdf_attr(v) for k, v in {**self.attrs, **(attrs or {}), "status": status}.items()})
+        ds.attrs.update({k: netcdf_attr(v) for k, v in {**self.attrs, **(attrs or {}), **_end(status, reason)}.items()})
         return ds

@@ -136,8 +136,10 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     Returns
     -------
     xarray.Dataset
-        ``ds.attrs['status']`` is "completed" or "stopped: <reason>"
-        (a RunStoppedWarning is issued for the latter).
+        ``ds.attrs['status']`` is "completed" or "stopped: <reason>" (a
+        RunStoppedWarning is issued for the latter); ``ds.attrs['stop_reason']``
+        the :class:`meanfield_pde.core.stops.StopReason` value ("completed",
+        "stationary", "resolution_lost", ...).
 
     Raises
     ------
@@ -230,7 +232,7 @@ def _advance(sim: Simulation, sink, u0: np.ndarray, t0: float, progress: bool | 
            "wall_time_s": float(before.get("wall_time_s", 0.0)) + _time.perf_counter() - start}
     if stop is not None:
         end.update(stop.attrs())
-    done = sink.finish(result.status, end)
+    done = sink.finish(result.status, result.reason, end)
     ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)
     if not result.completed:
         warnings.warn(f"{config.name}: {result.status}", RunStoppedWarning, stacklevel=3)

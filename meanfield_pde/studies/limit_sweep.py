@@ -38,6 +38,7 @@ import xarray as xr
 
 from ..runs.config import Config, from_dict
 from ..core.errors import ConfigError, RunStoppedWarning
+from ..core.stops import StopReason, stop_reason
 from ..numerics.limits import LIMIT_NAMES, PDE_TIME_UNITS, make_limit_model
 from ..numerics.models import MeanFieldModel
 
@@ -150,7 +151,8 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
         - ``amplification(beta)``: the largest of ``run_amplification(beta, run)``
           (:func:`amplification_factors`): round-off growth reported, not hidden;
         - ``pde_norm(beta)``: the PDE's non-uniform norm on the compared degrees;
-        - ``status(beta, run)``: each run's status; ``steps(beta, run)``, ``wall_time(beta, run)``.
+        - ``status(beta, run)``: each run's status, ``stop_reason(beta, run)`` its
+          StopReason value; ``steps(beta, run)``, ``wall_time(beta, run)``.
 
         attrs: model, equation names, tau, degrees, lmax, rtol, atol, the
         case TOML (``case``), slope_order<k> and expected_slope_order<k>.
@@ -165,6 +167,7 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
     rel = np.full_like(dist, np.nan)
     norm = np.full(len(betas), np.nan)
     status = np.full((len(betas), len(runs)), "", dtype=object)
+    reasons = np.full((len(betas), len(runs)), "", dtype=object)
     steps = np.zeros((len(betas), len(runs)), dtype=np.int64)
     wall = np.zeros((len(betas), len(runs)))
     amp_run = np.array([[a[r] for r in runs] for a in (amplification_factors(config, b) for b in betas)])
@@ -178,16 +181,17 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
                 ds = run(cfgs[eq], progress=False)
             wall[i, j] = _time.perf_counter() - start
             status[i, j], steps[i, j] = ds.attrs["status"], ds.attrs["steps"]
+            reasons[i, j] = stop_reason(ds.attrs).value
             results[eq] = ds
             if log is not None:
                 log(f"beta = {beta:g}, {eq}: {ds.attrs['status']} ({steps[i, j]} steps, "
                     f"{wall[i, j]:.2f} s)")
         pde = results["mean_field"]
-        if pde.attrs["status"] != "completed":
+        if not stop_reason(pde.attrs).completed:
             continue
         for k, o in enumerate(orders):
             ds_lim = results[f"limit{o}"]
-            if ds_lim.attrs["status"] == "completed":
+            if stop_reason(ds_lim.attrs).completed:
                 dist[i, k], rel[i, k] = _final_distance(pde, ds_lim, lim.degrees)
                 norm[i] = dist[i, k] / rel[i, k]
     slopes = np.array([fitted_slope(betas, dist[:, k]) for k in range(len(orders))])
@@ -212,6 +216,7 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
             "pde_norm": ("beta", norm, dict(
                 long_name=f"L2 norm of the PDE's non-uniform part on 1 <= l <= {lim.degrees} at tau")),
             "status": (("beta", "run"), status.astype(str)),
+            "stop_reason": (("beta", "run"), reasons.astype(str)),
             "steps": (("beta", "run"), steps, dict(long_name="accepted time steps")),
             "wall_time": (("beta", "run"), wall, dict(units="s")),
         },
@@ -226,7 +231,7 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
         "degrees": lim.degrees, "lmax": config.domain.lmax, "manifold": config.domain.manifold,
         "scheme": some.time.scheme, "rtol": some.time.rtol, "atol": some.time.atol,
         "case": config.to_toml(), "case_name": config.name, "description": config.description,
-        "completed": int(all(s == "completed" for s in status.ravel())),
+        "completed": int(all(StopReason(r).completed for r in reasons.ravel())),
     })
     for o, s, e in zip(orders, slopes, expected):
         ds.attrs[f"slope_order{o}"] = s

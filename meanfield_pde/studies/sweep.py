@@ -15,13 +15,13 @@ Output folder DIR:
     DIR/sweep.png           its figure (``[sweep] figure``)
 
 Re-running the same sweep into DIR skips every point whose file exists, is
-finished (status "completed" or "stopped: ..." but not interrupted) and
+finished (``stop_reason`` not running, interrupted, io_error or failed) and
 stores the planned point's resolved case (its ``case`` attribute): the files
 are written atomically, so a killed sweep leaves only whole files and the
 second run computes exactly the missing points, while a sweep of a changed
 case recomputes them. File names hold the exact grid values (``repr``); a
 plan whose points would share a name is refused. A point that raises is
-recorded (``status`` = "failed: <error>", ``error``) and does not stop the
+recorded (``status`` = "failed: <error>", ``stop_reason`` = "failed", ``error``) and does not stop the
 others; it is retried on the next run. So is a point whose worker process
 dies (distributed's KilledWorker, after :data:`ALLOWED_FAILURES` retries).
 
@@ -56,6 +56,7 @@ import xarray as xr
 
 from ..runs.config import Config, apply_overrides, from_dict, parse_override, parse_toml
 from ..core.errors import ConfigError, RunStoppedWarning
+from ..core.stops import StopReason, stop_reason
 
 RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
 FINALS = ("order_parameter", "energy", "free_energy", "mass", "min_density", "spectral_tail")
@@ -236,6 +237,10 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
 
 # -- one point (runs on a worker) --------------------------------------------------------------
 
+UNFINISHED = (StopReason.RUNNING, StopReason.INTERRUPTED, StopReason.IO_ERROR, StopReason.FAILED)
+"""Stops after which a point's file is computed again (the others would end the same way)."""
+
+
 def _finished(path: Path, planned: dict, continued_from: str = "") -> bool:
     """True if ``path`` is a whole run file of a finished point (not an interrupted one) whose
     stored case is ``planned`` (the point's resolved case as a dict): a file left by a sweep
@@ -247,14 +252,13 @@ def _finished(path: Path, planned: dict, continued_from: str = "") -> bool:
         return False
     try:
         with xr.open_dataset(path) as ds:
-            status = str(ds.attrs.get("status", ""))
+            reason = stop_reason(ds.attrs)
             stored = str(ds.attrs.get("case", ""))
             origin = str(ds.attrs.get("continued_from", ""))
         same = from_dict(parse_toml(stored, str(path))).to_dict() == planned
-    except (OSError, ValueError):  # unreadable file or case (ConfigError is a ValueError)
+    except (OSError, ValueError):  # unreadable file, case or stop_reason (ConfigError is a ValueError)
         return False
-    return (same and origin == continued_from and status.startswith(("completed", "stopped"))
-            and "interrupted" not in status)
+    return same and origin == continued_from and reason not in UNFINISHED
 
 
 def _geometry(ds: xr.Dataset):
@@ -273,6 +277,7 @@ def final_coefficients(ds: xr.Dataset, geometry=None) -> np.ndarray:
 def summarise(ds: xr.Dataset, measures=(), with_state: bool = False) -> dict:
     """The small record of one point that goes into the combined Dataset."""
     out: dict[str, Any] = {"status": str(ds.attrs.get("status", "")), "error": "",
+                           "stop_reason": stop_reason(ds.attrs).value,
                            "t_final": float(ds.time.values[-1]),
                            "stationary": int(ds.attrs.get("stationary", 0)),
                            "stationary_time": float(ds.attrs.get("stationary_time", math.nan)),
@@ -315,7 +320,8 @@ def _run_tokens(config: Config) -> xr.Dataset:
                              {"long_name": MEASURES["clustered_pairs"]}),
          "final_positions": (("token", "dim"), run.final, {"long_name": "positions at t_end"})},
         coords={"time": ("time", run.times)})
-    ds.attrs.update({"status": "completed", "model": config.model.kind, "beta": config.model.beta,
+    ds.attrs.update({"status": run.status, "stop_reason": run.stop_reason.value,
+                     "model": config.model.kind, "beta": config.model.beta,
                      "nu": config.model.nu, "dimension": d, "n": p.n, "seed": exact_attr(p.seed),
                      "scheme": scheme, "dt": run.dt, "case": config.to_toml(),
                      "case_name": config.name, "wall_time_s": _time.perf_counter() - start})
@@ -365,6 +371,7 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
             rec["skipped"] = 0
     except Exception as exc:  # noqa: BLE001 - one failed point is recorded, not fatal
         rec = {"status": f"failed: {type(exc).__name__}: {exc}", "error": traceback.format_exc(),
+               "stop_reason": StopReason.FAILED.value,
                "finals": {}, "series": {}, "skipped": 0}
         if previous and "state" in previous:  # a chain goes on from the last good state
             rec["state"] = previous["state"]
@@ -473,6 +480,7 @@ def _lost(exc: BaseException) -> dict:
               "(killed for memory, or crashed in compiled code) on every worker it was tried on, "
               "or an earlier point of its continuation chain did")
     return {"status": f"failed: {reason}", "error": f"{type(exc).__name__}: {exc}",
+            "stop_reason": StopReason.FAILED.value,
             "finals": {}, "series": {}, "skipped": 0, "wall_time": math.nan}
 
 
@@ -577,7 +585,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
 
     Variables: the final value of every scalar diagnostic of the runs
     (order_parameter, energy, ...; NaN where a point failed) and of each
-    measure; ``status`` and ``error`` (the traceback of a failed point);
+    measure; ``status``, ``stop_reason`` and ``error`` (the traceback of a failed point);
     ``t_final``, ``stationary`` (1/0), ``stationary_time``, ``wall_time``,
     ``skipped`` (1: loaded from its finished file), ``path`` (its own file).
     A measured time series (e.g. clustered_pairs) becomes a variable with a
@@ -593,13 +601,14 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
                                {"long_name": f"continuation direction along {plan.continuation}"})
     names = sorted({n for r in records for n in r["finals"]})
     finals = {n: np.full(shape, np.nan) for n in names}
-    text = {k: np.full(shape, "", dtype=object) for k in ("status", "error", "path")}
+    text = {k: np.full(shape, "", dtype=object) for k in ("status", "stop_reason", "error", "path")}
     num = {k: np.full(shape, np.nan) for k in ("t_final", "stationary_time", "wall_time")}
     ints = {k: np.zeros(shape, dtype=np.int64) for k in ("stationary", "skipped")}
     for p, r, spec in zip(plan.points, records, specs):
         for n, v in r["finals"].items():
             finals[n][p.index] = v
         text["status"][p.index] = r["status"]
+        text["stop_reason"][p.index] = r["stop_reason"]
         text["error"][p.index] = r.get("error", "")
         text["path"][p.index] = os.path.relpath(spec["path"], Path(spec["path"]).parent.parent)
         for k in num:
@@ -612,7 +621,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     data.update({k: (dims, a.astype(str)) for k, a in text.items()})
     data.update({k: (dims, a) for k, a in num.items()})
     data.update({k: (dims, a) for k, a in ints.items()})
-    good = [r for r in records if not r["status"].startswith("failed") and "times" in r]
+    good = [r for r in records if r["stop_reason"] != StopReason.FAILED.value and "times" in r]
     for name in sorted({n for r in good for n in r["series"]}):
         times = good[0]["times"]
         if not all(len(r["times"]) == len(times) and np.allclose(r["times"], times) for r in good):
@@ -625,7 +634,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
         coords["time"] = ("time", np.asarray(times, float), {"long_name": "time"})
     ds = xr.Dataset(data, coords=coords)
     c = plan.config
-    failed = int(sum(r["status"].startswith("failed") for r in records))
+    failed = int(sum(r["stop_reason"] == StopReason.FAILED.value for r in records))
     ds.attrs.update({
         "title": f"sweep of {c.name} over {', '.join(keys)}", "case": c.to_toml(), "case_name": c.name,
         "description": c.description, "model": c.model.kind, "manifold": c.domain.manifold,

@@ -184,7 +184,7 @@ def run_study(config: Config, force: bool = False) -> xr.Dataset:
     start = _time.perf_counter()
     ds = STUDIES[config.transformer.study](config)
     ds.attrs.update(study=config.transformer.study, case=config.to_toml(), case_name=config.name,
-                    description=config.description, status="completed",
+                    description=config.description, status="completed", stop_reason="completed",
                     wall_time_s=_time.perf_counter() - start)
     return ds
 

@@ -1,0 +1,289 @@
+"""Structured stop reasons: every way a run ends is stored as ``stop_reason`` beside the
+human-readable ``status`` and gives its exit code; no module decides anything from status text;
+files written before the attribute existed are still read and resumed.
+
+Stops provoked here in process, with a patched loop (the real triggers, signals, full disks,
+lost resolution, non-finite values, are exercised in test_reliability.py and
+test_file_safety.py, which assert the same attribute).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+import meanfield_pde
+from meanfield_pde.cli.commands import main
+from meanfield_pde.core.signals import Interrupted, WriteFailed
+from meanfield_pde.core.stops import StopReason, reason_from_old_status, stop_reason
+
+PDE_CASE = "sa_beta10_noisy"
+PDE_SETS = ["domain.lmax=12", "time.adaptive=false", "time.dt=0.01", "output.every=0.05",
+            "time.t_end=0.3", "output.plot=false"]
+PARTICLE_CASE = "particles_sa_noisy"
+PARTICLE_SETS = ["particles.n=50", "time.dt=0.01", "output.every=0.05", "output.plot=false",
+                 "time.t_end=0.3", "particles.mode=particles"]
+
+
+def _raise_after(calls: int, exc: BaseException):
+    """A stand-in for the loops' check of stop requests that raises on its ``calls``-th call."""
+    count = {"n": 0}
+
+    def check():
+        count["n"] += 1
+        if count["n"] >= calls:
+            raise exc
+    return check
+
+
+def _infinite_speed(monkeypatch):
+    from meanfield_pde.numerics.models import MeanFieldModel
+    # the CFL bound dt <= cfl π/(L max|V|) then allows no step at all
+    monkeypatch.setattr(MeanFieldModel, "max_speed", property(lambda self: np.inf, lambda self, v: None))
+
+
+def _poison(monkeypatch):
+    from meanfield_pde.numerics.models import MeanFieldModel
+    original = MeanFieldModel.transport
+    calls = {"n": 0}
+
+    def transport(self, *args, **kwargs):
+        calls["n"] += 1
+        out = original(self, *args, **kwargs)
+        if calls["n"] > 20:
+            out[...] = np.nan
+        return out
+    monkeypatch.setattr(MeanFieldModel, "transport", transport)
+
+
+def _never_accurate(monkeypatch):
+    from meanfield_pde.numerics.steppers.control import StepControl
+    monkeypatch.setattr(StepControl, "attempt", lambda self, u, dt: (u.copy(), 2.0))
+
+
+# reason, extra --set, patch(monkeypatch), particle run?
+STOPS = {
+    "completed": ([], None, False),
+    "stationary": (["time.stationary_tol=100", "time.t_end=5"], None, False),
+    "max_steps": (["time.adaptive=true", "time.max_steps=7"], None, False),
+    "tolerance": ([], _never_accurate, False),
+    "step_underflow": (["time.adaptive=true"], _infinite_speed, False),
+    "numerical_fault": ([], _poison, False),
+    "interrupted": ([], lambda mp: mp.setattr("meanfield_pde.numerics.solver.check_stop_request",
+                                              _raise_after(5, Interrupted("SIGTERM"))), False),
+    "io_error": ([], lambda mp: mp.setattr("meanfield_pde.numerics.solver.check_stop_request",
+                                           _raise_after(5, WriteFailed("No space left on device"))),
+                 False),
+    "particles_completed": ([], None, True),
+    "particles_interrupted": ([], lambda mp: mp.setattr(  # the module (its name is also a function's)
+        importlib.import_module("meanfield_pde.particles.simulate"), "check_stop_request",
+        _raise_after(5, Interrupted("SIGINT"))), True),
+}
+
+
+@pytest.mark.parametrize("name", list(STOPS))
+def test_every_stop_is_stored_as_its_reason_and_gives_its_exit_code(name, tmp_path, monkeypatch):
+    sets, patch, particles = STOPS[name]
+    expected = StopReason(name.removeprefix("particles_"))
+    if patch is not None:
+        patch(monkeypatch)
+    out = tmp_path / "run.nc"
+    case, base = (PARTICLE_CASE, PARTICLE_SETS) if particles else (PDE_CASE, PDE_SETS)
+    code = main(["run", case, "-o", str(out), "-q", "--no-plot",
+                 *[a for s in base + sets for a in ("--set", s)]])
+    with xr.open_dataset(out) as ds:
+        assert ds.attrs["stop_reason"] == expected.value, ds.attrs["status"]
+        status = ds.attrs["status"]
+        times = ds.time.values
+    assert code == (0 if expected in (StopReason.COMPLETED, StopReason.STATIONARY) else 3)
+    # the human-readable text stays as it was
+    assert status == "completed" if expected.completed else status.startswith("stopped: ")
+    if expected is StopReason.STATIONARY:
+        assert times[-1] < 5.0  # it did stop before t_end
+
+
+@pytest.mark.parametrize("reason", list(StopReason))
+def test_exit_codes_follow_from_the_reason(reason):
+    assert reason.exit_code == (0 if reason in (StopReason.COMPLETED, StopReason.STATIONARY) else 3)
+    assert reason.recurs == (reason in (StopReason.RESOLUTION_LOST, StopReason.NUMERICAL_FAULT,
+                                        StopReason.TOLERANCE, StopReason.STEP_UNDERFLOW))
+
+
+# status texts as the earlier versions wrote them (the formats of solver.py, simulate.py,
+# signals.py, runfile.py and sweep.py before stop_reason)
+OLD_STATUSES = [
+    ("completed", {}, StopReason.COMPLETED),
+    ("completed", {"stationary": 1}, StopReason.STATIONARY),
+    ("running", {}, StopReason.RUNNING),
+    ("stopped: interrupted (SIGTERM) at t = 0.35", {}, StopReason.INTERRUPTED),
+    ("stopped: could not write the file (File too large) at t = 2.5", {}, StopReason.IO_ERROR),
+    ("stopped: reached time.max_steps = 15 at t = 0.15", {}, StopReason.MAX_STEPS),
+    ("stopped: time step underflow (dt = 0) at t = 0", {}, StopReason.STEP_UNDERFLOW),
+    ("stopped: error tolerance not met after 26 retries at t = 1 (dt = 1e-09)", {},
+     StopReason.TOLERANCE),
+    ("stopped: resolution lost: spectral tail 2.1e-03 > 1e-03 at lmax = 15 at t = 12.3; the last "
+     "good state (t = 12.2) is kept (raise domain.lmax, add noise or hyperviscosity)", {},
+     StopReason.RESOLUTION_LOST),
+    ("stopped: non-finite values in the density at t = 0.11 (dt = 0.01)", {},
+     StopReason.NUMERICAL_FAULT),
+    ("stopped: non-finite positions at t = 0.13 (reduce dt); the last good state (t = 0.12) is kept",
+     {}, StopReason.NUMERICAL_FAULT),
+    ("failed: ConfigError: initial.concentrations", {}, StopReason.FAILED),
+]
+
+
+@pytest.mark.parametrize("status,attrs,reason", OLD_STATUSES)
+def test_files_without_stop_reason_get_it_from_their_status(status, attrs, reason):
+    assert reason_from_old_status(status, attrs) is reason
+    assert stop_reason({"status": status, **attrs}) is reason
+    # a file that has the attribute is never second-guessed from its text
+    assert stop_reason({"status": status, "stop_reason": "max_steps"}) is StopReason.MAX_STEPS
+
+
+def _as_old_file(path: Path, status: str | None = None) -> None:
+    """Make ``path`` look like a file written before stop_reason existed."""
+    with netCDF4.Dataset(path, "a") as nc:
+        nc.delncattr("stop_reason")
+        if status is not None:
+            nc.setncattr("status", status)
+
+
+def _stopped_file(tmp_path, monkeypatch) -> Path:
+    out = tmp_path / "old.nc"
+    with monkeypatch.context() as mp:
+        mp.setattr("meanfield_pde.numerics.solver.check_stop_request",
+                   _raise_after(12, Interrupted("SIGINT")))
+        assert main(["run", PDE_CASE, "-o", str(out), "-q", "--no-plot",
+                     *[a for s in PDE_SETS for a in ("--set", s)]]) == 3
+    return out
+
+
+def test_an_old_interrupted_file_without_stop_reason_still_resumes(tmp_path, monkeypatch):
+    reference = meanfield_pde.run(meanfield_pde.load_case(PDE_CASE, PDE_SETS), progress=False)
+    out = _stopped_file(tmp_path, monkeypatch)
+    _as_old_file(out)
+    with xr.open_dataset(out) as ds:
+        assert "stop_reason" not in ds.attrs and ds.attrs["status"].startswith("stopped: interrupted")
+    assert main(["run", "--resume", str(out), "-q", "--no-plot"]) == 0
+    with xr.open_dataset(out) as ds:
+        assert ds.attrs["stop_reason"] == "completed" and ds.attrs["status"] == "completed"
+        np.testing.assert_array_equal(ds.sel(time=reference.time).coef_real.values,
+                                      reference.coef_real.values)
+
+
+def test_an_old_file_stopped_for_lost_resolution_is_still_refused(tmp_path, monkeypatch, capsys):
+    out = _stopped_file(tmp_path, monkeypatch)
+    _as_old_file(out, "stopped: resolution lost: spectral tail 2e-03 > 1e-03 at lmax = 12 at t = 0.1; "
+                      "the last good state (t = 0.1) is kept (raise domain.lmax, add noise or "
+                      "hyperviscosity)")
+    before = out.read_bytes()
+    assert main(["run", "--resume", str(out), "-q", "--no-plot"]) == 2
+    assert "would stop there again" in capsys.readouterr().err
+    assert out.read_bytes() == before
+
+
+# -- nothing decides from status text ----------------------------------------------------------
+
+PACKAGE = Path(meanfield_pde.__file__).parent
+TEXT_METHODS = {"startswith", "endswith", "split", "rsplit", "partition", "removeprefix", "find",
+                "index", "count"}
+STOP_WORDS = re.compile(r"^(completed|running|stopped|failed)\b|resolution lost|interrupted|"
+                        r"could not write|non-finite|max_steps|tolerance|underflow")
+
+
+def _mentions_status(node: ast.AST) -> bool:
+    """The expression reads a status: a name/attribute/key/variable called status."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and "status" in sub.id.lower():
+            return True
+        if isinstance(sub, ast.Attribute) and "status" in sub.attr.lower():
+            return True
+        if isinstance(sub, ast.Constant) and sub.value == "status":
+            return True
+    return False
+
+
+def _is_stop_text(node: ast.AST) -> bool:
+    strings = [node] if not isinstance(node, (ast.Tuple, ast.List, ast.Set)) else node.elts
+    return any(isinstance(s, ast.Constant) and isinstance(s.value, str) and STOP_WORDS.search(s.value)
+               for s in strings)
+
+
+def status_parsing(source: str) -> list[int]:
+    """Line numbers where status text is compared, searched or cut up."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            if any(_mentions_status(p) for p in parts) and any(_is_stop_text(p) for p in parts):
+                lines.append(node.lineno)
+            elif any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and \
+                    _is_stop_text(node.left) and _mentions_status(node.comparators[0]):
+                lines.append(node.lineno)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in TEXT_METHODS and _mentions_status(node.func.value):
+            lines.append(node.lineno)
+    return lines
+
+
+def _compat_lines(source: str) -> set[int]:
+    tree = ast.parse(source)
+    return {n.lineno for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+            and f.name == "reason_from_old_status" for n in ast.walk(f) if hasattr(n, "lineno")}
+
+
+def test_no_module_parses_status_text():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text()
+        compat = _compat_lines(source) if path.name == "stops.py" else set()
+        found += [f"{path.relative_to(PACKAGE)}:{n}" for n in status_parsing(source) if n not in compat]
+    assert not found, f"status text parsed at {found}: read stop_reason (core.stops) instead"
+
+
+@pytest.mark.parametrize("snippet", [
+    'ok = ds.attrs["status"] == "completed"',
+    'ok = status != "completed"',
+    'ok = status.startswith(("completed", "stopped"))',
+    'ok = "interrupted" not in status',
+    'ok = "resolution lost" in ds.attrs["status"]',
+    'why = status.removeprefix("stopped: ").split("; ")[0]',
+    'bad = r["status"].startswith("failed")',
+])
+def test_the_status_parsing_check_catches_the_old_patterns(snippet):
+    assert status_parsing(snippet)
+
+
+@pytest.mark.parametrize("snippet", [
+    'ok = stop_reason(ds.attrs).completed',
+    'print(f"{name}: {status}")',
+    'ds.attrs.update(status="completed", stop_reason="completed")',
+    'line = r["status"].splitlines()[0]',
+])
+def test_the_status_parsing_check_lets_status_be_written_and_shown(snippet):
+    assert not status_parsing(snippet)
+
+
+def test_a_corrupt_attribute_type_code_is_refused_as_damaged(tmp_path):
+    """A flipped byte in the type code of a header attribute (here stop_reason's) makes scipy's
+    reader raise KeyError: the file is refused with one line, not a traceback."""
+    from meanfield_pde.core.errors import ConfigError
+    from meanfield_pde.runs.runcheck import open_checked
+    out = tmp_path / "run.nc"
+    assert main(["run", PDE_CASE, "-o", str(out), "-q", "--no-plot",
+                 *[a for s in PDE_SETS for a in ("--set", s)]]) == 0
+    data = bytearray(out.read_bytes())
+    name = b"stop_reason" + b"\x00"  # names are padded to 4 bytes; the type code follows
+    at = data.index(name) + len(name)
+    assert data[at:at + 4] == b"\x00\x00\x00\x02"  # NC_CHAR
+    data[at] = ord("l")
+    out.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match="damaged"):
+        open_checked(out, "test", netcdf4=False)
