@@ -32,6 +32,24 @@ t_end = 0.2
 every = 0.1
 """
 
+# A tiny circle case file (cheap to check, build and run).
+CIRCLE = """\
+[model]
+kind = "SA"
+beta = 1.0
+[domain]
+manifold = "circle"
+lmax = 8
+[initial]
+type = "perturbed_uniform"
+degree_max = 4
+[time]
+t_end = 0.1
+[output]
+plot = false
+"""
+
+
 BASE = {
     "model": {"kind": "SA", "beta": 2.0, "nu": 0.0},
     "domain": {"lmax": 15},

@@ -6,24 +6,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import assert_user_error, cli, make_config
+from conftest import CIRCLE, assert_user_error, cli, make_config
 from meanfield_pde.core.errors import ConfigError
 
-CIRCLE = """\
-[model]
-kind = "SA"
-beta = 1.0
-[domain]
-manifold = "circle"
-lmax = 8
-[initial]
-type = "perturbed_uniform"
-degree_max = 4
-[time]
-t_end = 0.1
-[output]
-plot = false
-"""
 
 
 @pytest.fixture

@@ -7,23 +7,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import assert_user_error, cli, make_config
+from conftest import CIRCLE, assert_user_error, cli, make_config
 
-CIRCLE = """\
-[model]
-kind = "SA"
-beta = 1.0
-[domain]
-manifold = "circle"
-lmax = 8
-[initial]
-type = "perturbed_uniform"
-degree_max = 4
-[time]
-t_end = 0.1
-[output]
-plot = false
-"""
 
 
 # -- item 10: user text is printed escaped ---------------------------------------------------------
