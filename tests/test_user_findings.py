@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import meanfield_pde as mf
 from meanfield_pde import load_case
+
+from conftest import assert_user_error, cli
 
 
 # -- sweeps ------------------------------------------------------------------------------------
@@ -202,3 +205,36 @@ def test_smallest_rtol_runs(tmp_path):
     growth = float(np.sqrt(power.isel(time=-1) / power.isel(time=0)))
     sigma = growth_rates("SA", beta=5.0, nu=0.0, lmax=3)[3]
     assert abs(growth / np.exp(sigma * 0.05) - 1) < 1e-8
+
+
+@pytest.mark.parametrize("value, ok", [("1e9", True), ("-5", False), ("2.5", False), ("many", False)])
+def test_compare_projections_errors_name_the_flag_and_range(tmp_path, value, ok):
+    """`--projections 1e9` said argparse's "invalid int value" without the range, and -5 named the
+    API's n_projections: the flag and its range now, and 1e9 reaches the cap check."""
+    a = tmp_path / "a.nc"
+    a.write_bytes(b"")
+    proc = cli("compare", a, a, "-o", tmp_path / "c.nc", "--projections", value, cwd=tmp_path)
+    if ok:
+        assert_user_error(proc, "--projections 1000000000", "the cap is")
+    else:  # argparse's own error: usage lines, then the flag and the range
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert f"argument --projections: '{value}': must be a whole number >= 0" in proc.stderr
+
+
+def test_plot_title_escapes_control_characters(tmp_path):
+    """A status attribute with control characters reached the figure title raw (a missing-glyph
+    warning; an escape sequence in a label)."""
+    import warnings
+
+    import xarray as xr
+
+    from meanfield_pde.plotting.plot import plot_run
+    ds = mf.run(mf.load_case("kuramoto_noisy_beta0", {"time.t_end": 0.2, "output.plot": False}),
+                progress=False)
+    ds.attrs["status"] = "stopped: \x1b[2Jevil\nline"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no missing-glyph warning
+        fig = plot_run(ds)
+        fig.canvas.draw()
+    title = fig._suptitle.get_text()
+    assert "\x1b" not in title and "\n" not in title and "\\x1b[2Jevil\\nline" in title

@@ -10,6 +10,7 @@ which is written snapshot by snapshot, and exits with status 3; ``run
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
@@ -227,6 +228,7 @@ def _cmd_compare(args) -> int:
     from ..runs.runcheck import open_checked
     inputs = (args.a, args.b)
     output = check_output_path(args.output, overwrite=args.overwrite, inputs=inputs)
+    _check_projection_cap(args)  # an argument check: before any file is read
     with claim([output], overwrite=args.overwrite, inputs=inputs):
         runs = [open_checked(name, f"compare: {name!r}") for name in inputs]
         _check_projections(args, runs, output)
@@ -241,12 +243,17 @@ def _cmd_compare(args) -> int:
     return 0
 
 
-def _check_projections(args, runs, output) -> None:
-    """Refuse (unless --force) projections beyond the cap or the machine's memory, before any work."""
-    from ..runs.budget import MAX_PROJECTIONS, check, projections_estimate
+def _check_projection_cap(args) -> None:
+    """Refuse (unless --force) more projections than the cap."""
+    from ..runs.budget import MAX_PROJECTIONS
     if args.projections > MAX_PROJECTIONS and not args.force:
         raise ConfigError(f"compare --projections {args.projections}: the cap is {MAX_PROJECTIONS} "
                           "(the default is 200); pass --force to run it anyway")
+
+
+def _check_projections(args, runs, output) -> None:
+    """Refuse (unless --force) projections beyond the machine's memory, before any work."""
+    from ..runs.budget import check, projections_estimate
     if args.projections > 0 and any("positions" in ds for ds in runs):
         import numpy as np
         points = [ds.sizes.get("particle") or int(np.prod([ds.sizes[d] for d in ds.density.dims[1:]]))
@@ -325,6 +332,20 @@ class _Parser(argparse.ArgumentParser):
         super().error(printable(message))
 
 
+def _count(flag: str):
+    """An argparse type for ``flag``: a whole number >= 0, also written as 1e3 (argparse names the
+    flag, this the range; int() said 'invalid int value' for 1e9, and -5 reached the API's name)."""
+    def parse(text: str) -> int:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 0 and value == int(value)):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number >= 0")
+        return int(value)
+    return parse
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
@@ -357,7 +378,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     cmp.add_argument("--degrees", type=int, help="compare degrees l <= DEGREES only")
     cmp.add_argument("--smoothing", type=float, help="heat-kernel time s applied to both runs first")
-    cmp.add_argument("--projections", type=int, default=200,
+    cmp.add_argument("--projections", type=_count("--projections"), default=200,
                      help="great circles of the sliced Wasserstein distance (particle runs; 0: skip)")
     cmp.add_argument("--force", action="store_true", help=FORCE_HELP)
     cmp.set_defaults(func=_cmd_compare)

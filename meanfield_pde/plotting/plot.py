@@ -20,6 +20,7 @@ import xarray as xr  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from ..core.errors import printable  # noqa: E402
 from ..runs.outputs import save_png  # noqa: E402
 
 __all__ = ["plot_run", "save_figure", "cell_edges", "orthographic"]
@@ -363,9 +364,10 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     _draw_diagnostics(diag_axes, ds, t)
     _draw_spectrum(bottom.add_subplot(gs[:, 3]), ds, idx, t, circle)
 
-    fig.suptitle(f"{ds.attrs.get('model', '?')} on {ds.attrs.get('manifold', 'circle' if circle else 'sphere')}:"
+    # the attributes come from a file: control characters would not render (or would fake text)
+    fig.suptitle(printable(f"{ds.attrs.get('model', '?')} on {ds.attrs.get('manifold', 'circle' if circle else 'sphere')}:"
                  f"  β = {_fmt(ds, 'beta')},  ν = {_fmt(ds, 'nu')},  lmax = {_fmt(ds, 'lmax')}"
-                 f"  —  {ds.attrs.get('status', 'status unknown')}")
+                 f"  —  {ds.attrs.get('status', 'status unknown')}"))
     return fig
 
 
