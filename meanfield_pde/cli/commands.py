@@ -117,7 +117,7 @@ def _resume(args) -> int:
 
 def _check_resumable(path: Path) -> None:
     """A resume appends to the file and may rename it over FILE.nc: both must be writable."""
-    from ..runs.io import check_writable_folder
+    from ..runs.outputs import check_writable_folder
     if not path.is_file():
         return  # resume() names the missing file
     what = f"run --resume {str(path)!r}"
@@ -209,7 +209,7 @@ def _cmd_plot(args) -> int:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"plot --output {str(output)!r}: cannot create its folder ({exc.strerror})") from None
-    from ..runs.io import check_writable_folder
+    from ..runs.outputs import check_writable_folder
     check_writable_folder(output.parent, f"plot --output {str(output)!r}")
     with claim([output], overwrite=args.overwrite, inputs=[path]):
         ds = open_checked(path, f"plot: {str(path)!r}")

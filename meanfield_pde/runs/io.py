@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -147,28 +146,3 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     """
     path = check_output_path(path, overwrite=overwrite, inputs=inputs)
     return write_file(path, lambda tmp: ds.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)
-
-
-def check_writable_folder(folder: str | os.PathLike, what: str) -> Path:
-    """Refuse, before any work, a folder (or the nearest existing folder above it) that cannot be
-    written; ``what`` names the argument in the message (e.g. "plot --output 'x.png'").
-
-    A file is made and removed there: ``os.access`` says yes to root even where writing fails
-    (a read-only file system, /proc).
-
-    Raises
-    ------
-    ConfigError
-        If the nearest existing path is a file, or writing there fails (with the reason).
-    """
-    ancestor = Path(folder).absolute()
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ConfigError(f"{what}: {str(ancestor)!r} is a file, not a folder")
-    try:
-        with tempfile.TemporaryFile(dir=ancestor):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"{what}: cannot write in {str(ancestor)!r} ({exc.strerror})") from None
-    return ancestor

@@ -272,17 +272,33 @@ def check_output(path: str | os.PathLike, *, overwrite: bool, inputs: Iterable =
         what = "exists (a symbolic link)" if link else "exists"
         raise ConfigError(f"output {str(path)!r} {what}: pass --overwrite (Python: overwrite=True) "
                           "to replace it, or choose another name")
-    ancestor = path.absolute().parent
+    check_writable_folder(path.parent, f"output {str(path)!r}")
+    return path
+
+
+def check_writable_folder(folder: str | os.PathLike, what: str) -> Path:
+    """Refuse, before any work, a folder (or the nearest existing folder above it) that cannot be
+    written; ``what`` names the argument in the message (e.g. "plot --output 'x.png'").
+
+    A file is made and removed there: ``os.access`` says yes to root even where writing fails
+    (a read-only file system, /proc).
+
+    Raises
+    ------
+    ConfigError
+        If the nearest existing path is a file, or writing there fails (with the reason).
+    """
+    ancestor = Path(folder).absolute()
     while not ancestor.exists():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise ConfigError(f"output {str(path)!r}: {str(ancestor)!r} is a file, not a folder")
-    try:  # os.access says yes to root even where writing fails (/proc)
+        raise ConfigError(f"{what}: {str(ancestor)!r} is a file, not a folder")
+    try:
         with tempfile.TemporaryFile(dir=ancestor):
             pass
     except OSError as exc:
-        raise ConfigError(f"output {str(path)!r}: cannot write in {str(ancestor)!r} ({exc.strerror})") from None
-    return path
+        raise ConfigError(f"{what}: cannot write in {str(ancestor)!r} ({exc.strerror})") from None
+    return ancestor
 
 
 @contextlib.contextmanager

@@ -456,7 +456,7 @@ def _check_folder(out: Path) -> None:
     if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
         raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
                           "points/*.nc and sweep.nc in it)")
-    from ..runs.io import check_writable_folder
+    from ..runs.outputs import check_writable_folder
     check_writable_folder(out / "points", f"--output {str(out)!r}")
 
 
