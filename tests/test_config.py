@@ -444,3 +444,15 @@ def test_kernel_resolution_check_accepts_exactly_from_the_resolving_lmax(beta, l
             from_dict(data)
     assert kernel_truncation_error(beta, need, "sphere") <= tol
     assert need == 1 or kernel_truncation_error(beta, need - 1, "sphere") > tol
+
+
+
+def test_kind_names_what_run_computes():
+    """Config.kind is the one run-kind key every dispatch reads."""
+    from meanfield_pde.runs.config import RUN_KINDS
+    assert from_dict(BASE).kind == "pde"
+    assert from_dict(with_(model__equation="limit0", model__beta=50.0)).kind == "limit"
+    for mode in ("particles", "compare"):
+        assert from_dict(with_(particles__mode=mode)).kind == mode
+    assert load_case("normalisation_schemes").kind == "transformer"
+    assert set(RUN_KINDS) == {"pde", "limit", "particles", "compare", "transformer"}

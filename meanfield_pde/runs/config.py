@@ -253,6 +253,7 @@ SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time
             "regularisation": RegularisationConfig, "limit": LimitConfig,
             "particles": ParticlesConfig, "transformer": TransformerConfig, "sweep": SweepConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
+RUN_KINDS = ("pde", "limit", "particles", "compare", "transformer")  # values of Config.kind
 MAX_SNAPSHOTS = 1e6  # a run file of more snapshots is a typo in output.every, not a plan
 
 
@@ -273,6 +274,18 @@ class Config:
     sweep: SweepConfig = field(default_factory=SweepConfig)
     description: str = ""
     name: str = "case"
+
+    @property
+    def kind(self) -> str:
+        """What ``run`` computes, one of :data:`RUN_KINDS`: "pde" (the mean-field
+        PDE), "limit" (a large-β limit model), "particles" (the tokens only),
+        "compare" (PDE and tokens side by side) or "transformer" (a
+        [transformer] study). Every dispatch on the run kind reads this."""
+        if self.transformer.study != "off":
+            return "transformer"
+        if self.particles.mode != "off":
+            return self.particles.mode
+        return "pde" if self.model.equation == "mean_field" else "limit"
 
     @property
     def snapshot_interval(self) -> float:
