@@ -88,6 +88,17 @@ class Sphere(Geometry):
 
     manifold = "sphere"
     area = 4.0 * np.pi
+    table_dims = ("l", "m")
+    # The module docstring's conventions as the attributes of the stored coefficients (README
+    # §Dataset contract): shtns.sht_orthonormal without SHT_NO_CS_PHASE, checked numerically
+    # against closed forms and scipy.special.sph_harm_y in tests/test_conventions.py.
+    conventions = {
+        "coefficient_basis": "spherical_harmonics",
+        "coefficient_normalization": "orthonormal",
+        "coefficient_phase": "condon_shortley",
+        "coefficient_order": "l,m",
+        "real_field_symmetry": "conjugate_negative_m",
+    }
 
     def __reduce__(self):
         """Pickle by parameters: the shtns plan is a C handle, made again on unpickling
