@@ -139,7 +139,8 @@ class Geometry(ABC):
                          for r in rows]).reshape(c.shape[:-1] + (self.lmax + 1,))
 
     def heat(self, coef: np.ndarray, s: float) -> np.ndarray:
-        """e^{sΔ} f: the heat semigroup for time s >= 0 (Brownian motion run for time s).
+        """e^{sΔ} f: the heat semigroup for time s (s >= 0: Brownian motion run for time s;
+        s < 0: the backward heat equation, ill posed, amplifying degree L by e^{|s| L(L+1)}).
 
         Diagonal in the basis: f_lm ↦ e^{−s l(l+1)} f_lm on S², f_k ↦ e^{−s k²} on S¹
         (the eigenvalues in ``laplacian``); the mass (degree 0) is unchanged.
