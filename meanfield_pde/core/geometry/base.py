@@ -34,6 +34,12 @@ class Geometry(ABC):
         Total measure |S| (4π on S², 2π on S¹).
     points : ndarray, shape grid_shape + (dim,)
         Cartesian coordinates of the grid points (unit vectors).
+    table_dims : tuple of str
+        Dims of the stored coefficient table after time: ("l", "m") or ("k",)
+        (:meth:`to_table`, :meth:`from_table`).
+    conventions : dict of str
+        The coefficients' conventions as the attributes written with them
+        (README §Dataset contract; checked by :func:`meanfield_pde.runs.runcheck.check_conventions`).
     """
 
     lmax: int
@@ -149,8 +155,6 @@ class Geometry(ABC):
         return coef * np.exp(s * self.laplacian)
 
     # -- the stored layout (README §Dataset contract) -------------------------
-    # Dims of the stored coefficient table after time, and the conventions written as
-    # attributes of coef_real/coef_imag (set by each manifold).
     table_dims: tuple[str, ...]
     conventions: dict[str, str]
 

@@ -1,6 +1,7 @@
 """The sphere S² on shtns: orthonormal spherical harmonics on a dealiased Gauss grid.
 
-Conventions (shtns ≥ 3.6.5, checked in tests/test_geometry.py):
+Conventions (shtns ≥ 3.6.5, checked in tests/test_geometry.py and tests/test_conventions.py;
+stored with the coefficients as :attr:`Sphere.conventions`):
 - coefficients f_lm for 0 <= m <= l <= L of a real field, orthonormal
   (∫ |Y_lm|² dσ = 1), Condon–Shortley phase on, shtns index order;
 - grid arrays have shape (nlat, nphi), north pole first; θ is colatitude;
