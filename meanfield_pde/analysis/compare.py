@@ -24,7 +24,6 @@ TIME_TOLERANCE = 1e-9  # relative: snapshots of two runs at "the same" output ti
 FLOOR_DRAWS = 3  # at most this many independent exact samples averaged in sliced_wasserstein_floor
 FLOOR_POINTS = 12_000  # ... and no more draws than this many sampled points allow (at least one):
 # sample_density evaluates the density at every proposal (Sphere.evaluate: shtns per point)
-_AREA = {"sphere": 4.0 * np.pi, "circle": 2.0 * np.pi}
 
 
 def complex_coefficients(ds: xr.Dataset) -> xr.DataArray:
@@ -33,24 +32,9 @@ def complex_coefficients(ds: xr.Dataset) -> xr.DataArray:
     return c.rename({"k": "l"}) if "k" in c.dims else c
 
 
-def degree_power(coef: xr.DataArray) -> xr.DataArray:
-    """Σ_m w_m |c_lm|² per degree (dims time, l); w_0 = 1, w_m = 2 (m > 0)."""
-    p = np.abs(coef) ** 2
-    if "m" in p.dims:
-        return (p * xr.where(p.m == 0, 1.0, 2.0)).sum("m")
-    return p * xr.where(p.l == 0, 1.0, 2.0)
-
-
 def is_particle_run(ds: xr.Dataset) -> bool:
     """True for a particle run: it stores ``positions(time, particle, xyz)``."""
     return "positions" in ds
-
-
-def heat_factor(degree, manifold: str, smoothing: float):
-    """Heat-kernel factor e^{−s l(l+1)} (sphere) or e^{−s k²} (circle) of degree l / wavenumber k."""
-    d = np.asarray(degree, dtype=float) if not isinstance(degree, xr.DataArray) else degree
-    eigen = d * (d + 1.0) if manifold == "sphere" else d * d
-    return np.exp(-smoothing * eigen)
 
 
 def on_common_time_axis(ds_a: xr.Dataset, ds_b: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset]:
@@ -187,18 +171,6 @@ def comparison_geometry(manifold: str, lmax: int):
     return make_geometry(manifold, max(int(lmax), 2))
 
 
-def flat_coefficients(geometry, table: xr.DataArray) -> np.ndarray:
-    """A snapshot's coefficients (l[, m]) in the geometry's order; degrees above the table's are 0."""
-    vals = np.asarray(table.values)
-    out = geometry.zeros_coef()
-    keep = geometry.degree < vals.shape[0]
-    if vals.ndim == 2:
-        out[keep] = vals[geometry.degree[keep], geometry.order[keep]]
-    else:
-        out[keep] = vals[geometry.degree[keep]]
-    return out
-
-
 def _grid_measure(geometry, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A density as weighted atoms: grid points, weights ∝ quadrature weight × max(f, 0), sum 1."""
     f = np.clip(geometry.synthesis(coef), 0.0, None)
@@ -214,16 +186,27 @@ def _measures(ds: xr.Dataset, coef: xr.DataArray, i: int, geometry):
     """(points, weights or None) of snapshot i: particles as they are, a PDE run as its weighted grid."""
     if is_particle_run(ds):
         return snapshot_positions(ds, i), None
-    return _grid_measure(geometry, flat_coefficients(geometry, coef.isel(time=i)))
+    return _grid_measure(geometry, geometry.from_table(coef.isel(time=i).values))
 
 
-def _statistical_variance(power_f: xr.DataArray, manifold: str, top: int, smoothing: float,
-                          inverse_n: float) -> xr.DataArray:
-    """Σ_{l=1}^{top} e^{−2 s λ_l} (N_l/|S| − P_l(f)) / n, dims (time,)."""
-    l = power_f.l
-    modes = (2 * l + 1) if manifold == "sphere" else xr.full_like(l, 2)
-    per_degree = (modes / _AREA[manifold] - power_f) * heat_factor(l, manifold, smoothing) ** 2
-    return inverse_n * per_degree.sel(l=slice(1, top)).sum("l")
+def _degree_weights(geometry, top: int, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
+    """(N_l, e^{−2 s λ_l}) for l = 0..top: the number of real modes of degree l (2l+1 on S²;
+    1, 2, 2, … on S¹) and the heat kernel's factor on a degree's power."""
+    ones = np.ones(geometry.ncoef)
+    modes = geometry.power_spectrum(ones)[:top + 1]
+    return modes, geometry.power_spectrum(geometry.heat(ones, smoothing))[:top + 1] / modes
+
+
+def _statistical_variance(power_f: np.ndarray, modes: np.ndarray, heat2: np.ndarray, area: float,
+                          inverse_n: float) -> np.ndarray:
+    """Σ_{l=1}^{top} e^{−2 s λ_l} (N_l/|S| − P_l(f)) / n for power_f (time, top+1): shape (time,)."""
+    return inverse_n * ((modes / area - power_f) * heat2)[:, 1:].sum(axis=-1)
+
+
+def _truncated(geometry, table: xr.DataArray, top: int) -> np.ndarray:
+    """Tables (time, l[, m]) → vectors (time, ncoef) of ``geometry`` with every degree above top 0."""
+    sel = {dim: slice(0, top) for dim in table.dims if dim != "time"}
+    return geometry.from_table(table.sel(**sel).values)
 
 
 def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
@@ -348,19 +331,17 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     ds_a, ds_b = on_common_time_axis(ds_a, ds_b)
     ia, ib = common_times(ds_a, ds_b)
     full_a, full_b = complex_coefficients(ds_a), complex_coefficients(ds_b)
-    ca, cb = full_a.isel(time=ia), full_b.isel(time=ib)
-    top = min(int(ca.l.max()), int(cb.l.max()))
+    top = min(int(full_a.l.max()), int(full_b.l.max()))
     top = top if degrees is None else min(top, int(degrees))
-    sel = dict(l=slice(0, top))
-    if "m" in ca.dims:
-        sel["m"] = slice(0, top)
-    ca, cb = ca.sel(**sel), cb.sel(**sel).assign_coords(time=ca.time)
+    # one geometry holds both runs' degrees <= top (those above are 0 in the vectors)
+    geo = comparison_geometry(manifold, top)
+    ca, cb = (_truncated(geo, full.isel(time=i), top) for full, i in ((full_a, ia), (full_b, ib)))
     if s > 0:
-        damp = heat_factor(ca.l, manifold, s)
-        ca, cb = ca * damp, cb * damp
-    diff_power = degree_power(ca - cb)
+        ca, cb = geo.heat(ca, s), geo.heat(cb, s)
+    on_degrees = dict(dims=("time", "l"), coords={"time": full_a.time.values[ia], "l": np.arange(top + 1)})
+    diff_power = xr.DataArray(geo.power_spectrum(ca - cb)[:, :top + 1], **on_degrees)
     dist = np.sqrt(diff_power.sum("l"))
-    fluct = np.sqrt(degree_power(ca).sel(l=slice(1, top)).sum("l"))
+    fluct = np.sqrt(geo.power_spectrum(ca)[:, 1:top + 1].sum(axis=-1))
     out = xr.Dataset({
         "degree_power_difference": diff_power.assign_attrs(
             long_name="Σ_m w_m |a_lm − b_lm|² per degree"),
@@ -390,7 +371,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
                      note="L² distances from orthonormal coefficients (Parseval); "
                           "degrees above the smaller lmax are not compared")
     if is_particle_run(ds_a) or is_particle_run(ds_b):
-        _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, manifold,
+        _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, geo,
                              n_projections, seed)
     return out
 
@@ -401,26 +382,31 @@ def same_energy(ds_a: xr.Dataset, ds_b: xr.Dataset) -> bool:
     return da is not None and da == db
 
 
-def _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, manifold,
+def _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, geo,
                          n_projections, seed):
-    """Add the sampling-noise level and the Wasserstein distance (see :func:`compare`)."""
+    """Add the sampling-noise level and the Wasserstein distance (see :func:`compare`);
+    ``geo`` holds the degrees <= top."""
+    manifold = geo.manifold
     inv_n = {key: (1.0 / _n_particles(ds) if is_particle_run(ds) else 0.0)
              for key, ds in (("a", ds_a), ("b", ds_b))}
-    power_a = degree_power(full_a.isel(time=ia)).sel(l=slice(0, top))
-    power_b = degree_power(full_b.isel(time=ib)).sel(l=slice(0, top)).assign_coords(time=power_a.time)
+    power_a, power_b = (geo.power_spectrum(_truncated(geo, full.isel(time=i), top))[:, :top + 1]
+                        for full, i in ((full_a, ia), (full_b, ib)))
+    modes, heat2 = _degree_weights(geo, top, s)
     if not is_particle_run(ds_a):
         power_f, reference = power_a, "run A (PDE)"
     elif not is_particle_run(ds_b):
         power_f, reference = power_b, "run B (PDE)"
     else:  # E P_l(f̂) = P_l(f) + (N_l/|S| − P_l(f))/n: invert for each run, average
-        l = power_a.l
-        modes = ((2 * l + 1) if manifold == "sphere" else xr.where(l == 0, 1, 2)) / _AREA[manifold]
-        est = [(p - modes * inv) / (1.0 - inv) for p, inv in ((power_a, inv_n["a"]), (power_b, inv_n["b"]))]
-        power_f, reference = (0.5 * (est[0] + est[1])).clip(0.0, modes), \
+        per_area = modes / geo.area
+        est = [(p - per_area * inv) / (1.0 - inv) for p, inv in ((power_a, inv_n["a"]), (power_b, inv_n["b"]))]
+        power_f, reference = np.clip(0.5 * (est[0] + est[1]), 0.0, per_area), \
             "unbiased estimate from both particle runs"
     inverse_n = inv_n["a"] + inv_n["b"]
-    exact = np.sqrt(_statistical_variance(power_f, manifold, top, s, inverse_n).clip(min=0.0))
-    uniform = np.sqrt(_statistical_variance(xr.zeros_like(power_f), manifold, top, s, inverse_n))
+    on_time = dict(dims=("time",), coords={"time": out.time.values})
+    exact = xr.DataArray(np.sqrt(np.clip(_statistical_variance(power_f, modes, heat2, geo.area, inverse_n),
+                                         0.0, None)), **on_time)
+    uniform = xr.DataArray(np.sqrt(_statistical_variance(np.zeros_like(power_f), modes, heat2, geo.area,
+                                                         inverse_n)), **on_time)
     degree_name = "1 <= l" if manifold == "sphere" else "1 <= k"
     out["expected_statistical_l2"] = exact.assign_attrs(
         long_name=f"expected L² distance from sampling alone on degrees {degree_name} <= {top} "
@@ -480,7 +466,7 @@ def _wasserstein_floor(ds_a, ds_b, i0, j0, full_a, full_b, geo_a, geo_b, manifol
         pde, full, geo, i, n = ds_b, full_b, geo_b, j0, _n_particles(ds_a)
     else:
         pde, full, geo, i, n = ds_a, full_a, geo_a, i0, _n_particles(ds_b)
-    coef = flat_coefficients(geo, full.isel(time=i))
+    coef = geo.from_table(full.isel(time=i).values)
     pts, w = _grid_measure(geo, coef)
     draws = _floor_draws(n)
     try:

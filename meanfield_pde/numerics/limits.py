@@ -84,7 +84,7 @@ def backward_heat_exact(coef: np.ndarray, tau: float, geometry: Geometry) -> np.
     -------
     ndarray, shape (geometry.ncoef,)
     """
-    return np.asarray(coef) * np.exp(-geometry.laplacian * float(tau))
+    return geometry.heat(np.asarray(coef), -float(tau))  # the heat semigroup run backwards
 
 
 class LimitModel(IMEXModel):

@@ -39,7 +39,7 @@ def density_from_particles(geometry: Geometry, points: np.ndarray, smoothing: fl
     dim = 3 if geometry.manifold == "sphere" else 2
     if pts.ndim != 2 or pts.shape[1] != dim or not np.allclose(np.linalg.norm(pts, axis=1), 1, atol=1e-8):
         raise ConfigError(f"points: must be unit vectors of shape (n, {dim}) on the {geometry.manifold}")
-    return geometry.empirical_coefficients(pts) * np.exp(smoothing * geometry.laplacian)
+    return geometry.heat(geometry.empirical_coefficients(pts), smoothing)
 
 
 def sample_density(geometry: Geometry, coef: np.ndarray, n: int, seed: int = 0) -> np.ndarray:

@@ -136,26 +136,16 @@ def select_times(ds, times, n_times):
 
 
 def _power(ds):
-    """Power per degree/wavenumber, shape (time, l) or (time, k); None if absent."""
+    """(degrees, power C_l per snapshot (time, L+1)) of the stored coefficients
+    (:meth:`Geometry.power_spectrum`); (None, None) if absent. A NaN snapshot has NaN power."""
     if "coef_real" not in ds or "coef_imag" not in ds:
         return None, None
-    re, im = ds["coef_real"], ds["coef_imag"]
-    if "m" in re.dims:
-        re, im = re.transpose("time", "l", "m"), im.transpose("time", "l", "m")
-    sq = np.asarray(re.values, float) ** 2 + np.asarray(im.values, float) ** 2
-    if "m" in re.dims:
-        # Real field, only m >= 0 stored: each m > 0 stands for ±m.
-        m = np.asarray(ds["m"].values if "m" in ds.coords else np.arange(re.sizes["m"]))
-        weight = np.where(m > 0, 2.0, 1.0)
-        # NaN marks m > l (no such mode); all-NaN rows mean a NaN snapshot.
-        power = np.nansum(sq * weight, axis=-1)
-        power[np.all(np.isnan(sq), axis=-1)] = np.nan
-        deg = np.asarray(ds["l"].values if "l" in ds.coords else np.arange(re.sizes["l"]))
-    else:
-        power = sq
-        dim = [d for d in re.dims if d != "time"][0]
-        deg = np.asarray(ds[dim].values if dim in ds.coords else np.arange(re.sizes[dim]))
-    return deg, power
+    from ..analysis.compare import comparison_geometry
+    table = ds["coef_real"] + 1j * ds["coef_imag"]  # NaN where m > l is never read
+    dims = ("time", "l", "m") if "m" in table.dims else ("time", [d for d in table.dims if d != "time"][0])
+    lmax = table.sizes[dims[1]] - 1
+    geo = comparison_geometry("sphere" if "m" in table.dims else "circle", lmax)
+    return np.arange(lmax + 1), geo.power_spectrum(geo.from_table(table.transpose(*dims).values))[:, :lmax + 1]
 
 
 def positive_only(y):
@@ -288,7 +278,7 @@ def _draw_spectrum(ax, ds, idx, t, circle):
     if np.isfinite(positive_only(power[idx])).any():
         ax.set_yscale("log")
     if circle:
-        ax.set(xlabel="wavenumber k", ylabel=r"$|f_k|^2$", title="power spectrum")
+        ax.set(xlabel="wavenumber k", ylabel=r"$C_k = |f_k|^2 + |f_{-k}|^2$", title="power spectrum")
     else:
         ax.set(xlabel="degree l", ylabel=r"$C_l = \Sigma_m\,|f_{lm}|^2$  (×2 for m > 0)",
                title="angular power spectrum")

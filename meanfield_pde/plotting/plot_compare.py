@@ -23,8 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from ..runs.outputs import save_png  # noqa: E402
 
 from ..analysis.compare import (comparison_geometry, complex_coefficients,  # noqa: E402
-                                flat_coefficients, heat_factor, is_particle_run,
-                                on_common_time_axis, snapshot_positions)
+                                is_particle_run, on_common_time_axis, snapshot_positions)
 from .plot import positive_only, select_times, cell_edges  # noqa: E402
 
 __all__ = ["plot_comparison", "save_comparison_figure"]
@@ -71,7 +70,7 @@ def _snapshot(ds, i, manifold, smoothing):
                 np.asarray(dens.transpose("time", "theta").values[i], float), what)
     coef = complex_coefficients(ds).isel(time=i)
     geo = comparison_geometry(manifold, int(coef.l.max()))
-    values = geo.synthesis(flat_coefficients(geo, coef) * heat_factor(geo.degree, manifold, smoothing))
+    values = geo.synthesis(geo.heat(geo.from_table(coef.values), smoothing))
     coords = (geo.lat, geo.lon) if manifold == "sphere" else (geo.theta,)
     return "grid", coords, values, what + (f", heat-smoothed s = {smoothing:g}" if smoothing > 0 else "")
 

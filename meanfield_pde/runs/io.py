@@ -41,36 +41,17 @@ def software_versions() -> dict[str, str]:
     return out
 
 
-def coefficient_table(geometry: Geometry, coefs: np.ndarray) -> np.ndarray:
-    """(time, ncoef) complex → (time, L+1, L+1) complex indexed [l, m], NaN where m > l."""
-    L = geometry.lmax
-    table = np.full((len(coefs), L + 1, L + 1), np.nan + 1j * np.nan)
-    table[:, geometry.degree, geometry.order] = coefs
-    return table
-
-
-def coefficients_from_table(geometry: Geometry, table: np.ndarray) -> np.ndarray:
-    """One snapshot's stored coefficients ((L+1, L+1) [l, m] on S², (L+1,) on S¹) → (ncoef,) complex.
-
-    The inverse of :func:`coefficient_table` (exact: the file holds the float64 values).
-    """
-    if geometry.manifold == "circle":
-        return np.array(table, dtype=complex)
-    return np.array(table[geometry.degree, geometry.order], dtype=complex)
-
-
 def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
     """Variables density/coef_* and coordinates of one manifold (README §Dataset contract)."""
     L = geometry.lmax
+    coef_dims, table = ("time", *geometry.table_dims), geometry.to_table(np.asarray(coefs))
     if geometry.manifold == "circle":
-        coef_dims, table = ("time", "k"), np.asarray(coefs)
         coords = {"theta": ("theta", geometry.theta, dict(units="radian", long_name="angle θ")),
                   "k": ("k", np.arange(L + 1), dict(long_name="Fourier wavenumber"))}
         grid_dims = ("time", "theta")
         convention = CIRCLE_CONVENTION
         density_name = "density f w.r.t. arc length (uniform = 1/2π)"
     else:
-        coef_dims, table = ("time", "l", "m"), coefficient_table(geometry, np.asarray(coefs))
         coords = {"lat": ("lat", geometry.lat, dict(units="degrees_north", long_name="Gauss latitude")),
                   "lon": ("lon", geometry.lon, dict(units="degrees_east", long_name="longitude")),
                   "l": ("l", np.arange(L + 1), dict(long_name="spherical-harmonic degree")),
@@ -80,9 +61,9 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
         density_name = "density f w.r.t. area (uniform = 1/4π)"
     variables = {
         "coef_real": (coef_dims, table.real, dict(long_name="real part of the coefficients",
-                                                  convention=convention)),
+                                                  convention=convention, **geometry.conventions)),
         "coef_imag": (coef_dims, table.imag, dict(long_name="imaginary part of the coefficients",
-                                                  convention=convention)),
+                                                  convention=convention, **geometry.conventions)),
     }
     return variables, coords, grid_dims, density_name
 

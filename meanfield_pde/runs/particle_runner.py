@@ -70,7 +70,7 @@ def particle_record(geometry, smoothing: float, t: float, x: np.ndarray, order: 
                     energy: float) -> xr.Dataset:
     """One snapshot of a particle run as a one-time Dataset with the PDE's names (module doc)."""
     coef = geometry.empirical_coefficients(x)
-    density = geometry.synthesis(coef * np.exp(smoothing * geometry.laplacian))
+    density = geometry.synthesis(geometry.heat(coef, smoothing))
     diagnostics = {"mass": geometry.mass(coef), "energy": float(energy), "order_parameter": float(order)}
     ds = snapshots_to_dataset(geometry, [t], [coef], [density], [diagnostics], {})
     ds["density"].attrs["long_name"] = (f"empirical measure smoothed by the heat kernel e^(s Laplacian), "

@@ -11,6 +11,9 @@ checks, in this order, and raises a ConfigError naming the first fault:
 * a netCDF-3 file is as long as its header says (records counted × record
   size; scipy's reader maps the file and fails on a short one);
 * ``time`` exists, is finite and strictly increasing;
+* the coefficients' conventions (attributes ``coefficient_normalization``,
+  ``coefficient_phase``, ... of coef_real/coef_imag, README §Dataset contract)
+  are those the code reads (:func:`check_conventions`);
 * the data are finite (``density``, ``positions``, the bounded diagnostics,
   the coefficients where they are defined: the S² table is NaN exactly where
   m > l by convention);
@@ -88,6 +91,7 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
         i = int(np.argmin(np.diff(t) > 0))
         raise ConfigError(f"{where}: 'time' is not strictly increasing (t[{i}] = {t[i]:.6g}, "
                           f"t[{i + 1}] = {t[i + 1]:.6g}); the file is damaged")
+    check_conventions(ds, where)
     if "case" in ds.attrs:
         _check_case(ds, where, strict)
     # bounded diagnostics too (a NaN mass resumed and plotted silently); not the energies,
@@ -95,6 +99,36 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
     for name in (*RUN_VARIABLES, "positions", *DIAGNOSTICS):
         if name in ds.variables:
             _finite(name, ds[name], where)
+
+
+def check_conventions(ds: xr.Dataset, where: str) -> None:
+    """Refuse coefficients stored with other conventions than the code's (README §Dataset contract).
+
+    The expected values are the geometry's (:attr:`Sphere.conventions` for a table with
+    dims (l, m), :attr:`Circle.conventions` for (k,)), compared as text.
+
+    A file without an attribute (written before the conventions were stored) is read as
+    the code reads coefficients: the package has written them with these conventions since
+    its first version (shtns ``sht_orthonormal`` with the Condon–Shortley phase; e^{ikθ}/√(2π);
+    the m >= 0 table; the prose attribute ``convention`` says the same), so an absent
+    attribute stands for the same convention.
+
+    Raises
+    ------
+    ConfigError
+        Naming the variable, the attribute, the value found and the one expected.
+    """
+    from ..core.geometry import Circle, Sphere
+    for name in ("coef_real", "coef_imag"):
+        if name not in ds.variables:
+            continue
+        var = ds[name]
+        expected = Sphere.conventions if "m" in var.dims else Circle.conventions
+        for key, value in expected.items():
+            if key in var.attrs and str(var.attrs[key]) != value:
+                raise ConfigError(f"{where}: {name} has {key} = {str(var.attrs[key])[:80]!r}, but "
+                                  f"meanfield-pde reads coefficients with {key} = {value!r}; the file was "
+                                  "written with other conventions (convert its coefficients first)")
 
 
 def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:

@@ -17,7 +17,7 @@ from ..numerics.diagnostics import ResolutionMonitor
 from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
-from .io import coefficients_from_table, snapshots_to_dataset, software_versions
+from .io import snapshots_to_dataset, software_versions
 from ..numerics.limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
 from ..numerics.models import MeanFieldModel
@@ -199,7 +199,7 @@ def resume(path: str | Path, progress: bool | None = None, t_end: float | None =
             return resume_particles(path, t_end)
         try:
             sim = build(config)
-            u0 = coefficients_from_table(sim.geometry, ds.coef_real.values[k] + 1j * ds.coef_imag.values[k])
+            u0 = sim.geometry.from_table(ds.coef_real.values[k] + 1j * ds.coef_imag.values[k])
             t0 = float(ds.time.values[k])
         finally:
             ds.close()

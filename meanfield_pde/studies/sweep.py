@@ -268,10 +268,8 @@ def _geometry(ds: xr.Dataset):
 
 def final_coefficients(ds: xr.Dataset, geometry=None) -> np.ndarray:
     """The last snapshot's coefficients as the solver's flat vector (for continuation)."""
-    g = geometry or _geometry(ds)
     last = ds.isel(time=-1)
-    table = last.coef_real.values + 1j * last.coef_imag.values
-    return table if ds.attrs["manifold"] == "circle" else table[g.degree, g.order]
+    return (geometry or _geometry(ds)).from_table(last.coef_real.values + 1j * last.coef_imag.values)
 
 
 def summarise(ds: xr.Dataset, measures=(), with_state: bool = False) -> dict:

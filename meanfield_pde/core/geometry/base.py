@@ -34,6 +34,12 @@ class Geometry(ABC):
         Total measure |S| (4π on S², 2π on S¹).
     points : ndarray, shape grid_shape + (dim,)
         Cartesian coordinates of the grid points (unit vectors).
+    table_dims : tuple of str
+        Dims of the stored coefficient table after time: ("l", "m") or ("k",)
+        (:meth:`to_table`, :meth:`from_table`).
+    conventions : dict of str
+        The coefficients' conventions as the attributes written with them
+        (README §Dataset contract; checked by :func:`meanfield_pde.runs.runcheck.check_conventions`).
     """
 
     lmax: int
@@ -122,9 +128,62 @@ class Geometry(ABC):
                          for i in range(self.points.shape[-1])])
 
     def power_spectrum(self, coef: np.ndarray) -> np.ndarray:
-        """C_l = Σ_m |f_lm|² over all orders (−l..l), shape (lmax+1,)."""
-        return np.bincount(self.degree, weights=self.parseval_weight * np.abs(coef) ** 2,
-                           minlength=self.lmax + 1)
+        """Power per degree C_l = Σ_{m=−l..l} |f_lm|² = Σ_{m>=0} parseval_weight · |f_lm|².
+
+        coef : (..., ncoef) complex. Returns (..., lmax+1) float: on S¹ C_0 = |f_0|²,
+        C_k = 2|f_k|² (the modes ±k). Parseval's identity in the orthonormal basis:
+        Σ_l C_l = ∫ f² dσ. |f|² is computed as Re² + Im² (no
+        square root: exact to one rounding) and summed in increasing m, the same
+        numbers the step control has always used.
+        """
+        c = np.asarray(coef)
+        weighted = self.parseval_weight * (c.real**2 + c.imag**2)
+        if weighted.ndim == 1:
+            return np.bincount(self.degree, weights=weighted, minlength=self.lmax + 1)
+        rows = weighted.reshape(-1, self.ncoef)
+        return np.stack([np.bincount(self.degree, weights=r, minlength=self.lmax + 1)
+                         for r in rows]).reshape(c.shape[:-1] + (self.lmax + 1,))
+
+    def heat(self, coef: np.ndarray, s: float) -> np.ndarray:
+        """e^{sΔ} f: the heat semigroup for time s (s >= 0: Brownian motion run for time s;
+        s < 0: the backward heat equation, ill posed, amplifying degree L by e^{|s| L(L+1)}).
+
+        Diagonal in the basis: f_lm ↦ e^{−s l(l+1)} f_lm on S², f_k ↦ e^{−s k²} on S¹
+        (the eigenvalues in ``laplacian``); the mass (degree 0) is unchanged.
+        coef : (..., ncoef) complex; returns a new array of the same shape.
+        """
+        return coef * np.exp(s * self.laplacian)
+
+    # -- the stored layout (README §Dataset contract) -------------------------
+    table_dims: tuple[str, ...]
+    conventions: dict[str, str]
+
+    def _table_index(self) -> tuple[np.ndarray, ...]:
+        return (self.degree, self.order) if len(self.table_dims) == 2 else (self.degree,)
+
+    def to_table(self, coef: np.ndarray) -> np.ndarray:
+        """Coefficients (..., ncoef) → the stored table, complex: (..., L+1, L+1) indexed
+        [l, m] on S² with NaN where m > l; (..., K+1) indexed [k] on S¹."""
+        c = np.asarray(coef)
+        index = self._table_index()
+        table = np.full(c.shape[:-1] + (self.lmax + 1,) * len(index), np.nan + 1j * np.nan)
+        table[(..., *index)] = c
+        return table
+
+    def from_table(self, table: np.ndarray) -> np.ndarray:
+        """A stored table (..., L'+1, L'+1) [l, m] on S² or (..., L'+1) [k] on S¹ → (..., ncoef)
+        complex in this geometry's order: the inverse of :meth:`to_table` (exact copies).
+
+        Degrees above the table's L' are 0, degrees above this geometry's L are dropped
+        (so runs of different lmax map onto one geometry); the NaN at m > l are never read.
+        """
+        vals = np.asarray(table)
+        index = self._table_index()
+        lead = vals.shape[:vals.ndim - len(index)]
+        keep = self.degree < vals.shape[len(lead)]
+        out = np.zeros(lead + (self.ncoef,), dtype=np.complex128)
+        out[..., keep] = vals[(..., *(i[keep] for i in index))]
+        return out
 
 
 def unit_rows(vectors) -> np.ndarray:

@@ -33,6 +33,16 @@ class Circle(Geometry):
 
     manifold = "circle"
     area = 2.0 * np.pi
+    table_dims = ("k",)
+    # The module docstring's conventions as the attributes of the stored coefficients
+    # (README §Dataset contract; the sphere's names, the circle's values).
+    conventions = {
+        "coefficient_basis": "fourier",
+        "coefficient_normalization": "orthonormal",
+        "coefficient_phase": "none",
+        "coefficient_order": "k",
+        "real_field_symmetry": "conjugate_negative_k",
+    }
 
     def __init__(self, lmax: int, npoints: int = 0, threads: int = 0):
         if lmax < 2:

@@ -1,6 +1,7 @@
 """The sphere S² on shtns: orthonormal spherical harmonics on a dealiased Gauss grid.
 
-Conventions (shtns ≥ 3.6.5, checked in tests/test_geometry.py):
+Conventions (shtns ≥ 3.6.5, checked in tests/test_geometry.py and tests/test_conventions.py;
+stored with the coefficients as :attr:`Sphere.conventions`):
 - coefficients f_lm for 0 <= m <= l <= L of a real field, orthonormal
   (∫ |Y_lm|² dσ = 1), Condon–Shortley phase on, shtns index order;
 - grid arrays have shape (nlat, nphi), north pole first; θ is colatitude;
@@ -88,6 +89,17 @@ class Sphere(Geometry):
 
     manifold = "sphere"
     area = 4.0 * np.pi
+    table_dims = ("l", "m")
+    # The module docstring's conventions as the attributes of the stored coefficients (README
+    # §Dataset contract): shtns.sht_orthonormal without SHT_NO_CS_PHASE, checked numerically
+    # against closed forms and scipy.special.sph_harm_y in tests/test_conventions.py.
+    conventions = {
+        "coefficient_basis": "spherical_harmonics",
+        "coefficient_normalization": "orthonormal",
+        "coefficient_phase": "condon_shortley",
+        "coefficient_order": "l,m",
+        "real_field_symmetry": "conjugate_negative_m",
+    }
 
     def __reduce__(self):
         """Pickle by parameters: the shtns plan is a C handle, made again on unpickling

@@ -42,9 +42,8 @@ class StepControl:
     ----------
     stepper : IMEXRungeKutta
     geometry : Geometry
-        Supplies ``degree`` and ``parseval_weight`` of the coefficients
-        (shape (ncoef,)): the error is taken per degree l as the L² norm
-        e_l = (Σ_m w_m |err_lm|²)^{1/2} of the density it represents.
+        Its power spectrum (:meth:`Geometry.power_spectrum`): the error is taken per
+        degree l as the L² norm e_l = (Σ_m w_m |err_lm|²)^{1/2} of the density it represents.
     rtol : float
         Relative local error per degree: a step is accepted if for every l
 
@@ -71,9 +70,7 @@ class StepControl:
                  adaptive: bool = True):
         self.stepper = stepper
         self.rtol, self.atol, self.adaptive = rtol, atol, adaptive
-        self._degree = np.asarray(geometry.degree)
-        self._weight = np.asarray(geometry.parseval_weight, dtype=float)
-        self._ndeg = int(self._degree.max()) + 1
+        self.geometry = geometry
         self._floor = 0.0  # rtol·START_FLOOR·D_0, set by start()
         t = stepper.tableau
         self.order = t.embedded_order if t.embedded else t.order
@@ -81,9 +78,7 @@ class StepControl:
 
     def degree_norms(self, coef: np.ndarray) -> np.ndarray:
         """(Σ_m w_m |c_lm|²)^{1/2} for l = 0..L, shape (L+1,): the L² norm of each degree."""
-        power = np.bincount(self._degree, weights=self._weight * (coef.real**2 + coef.imag**2),
-                            minlength=self._ndeg)
-        return np.sqrt(power)
+        return np.sqrt(self.geometry.power_spectrum(coef))
 
     def deviation(self, coef: np.ndarray) -> float:
         """‖f − f̄‖: the L² norm of degrees >= 1."""
