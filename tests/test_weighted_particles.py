@@ -104,15 +104,19 @@ def test_two_diracs_follow_the_closed_form(kind, beta):
 @pytest.mark.parametrize("kind, beta", [("SA", 4.0), ("USA", 3.0)])
 def test_energy_non_decreasing_mass_conserved_on_sphere(kind, beta):
     """Along the weighted flow (with merges of coincident nodes): E_β never decreases beyond
-    its rounding (8 eps |E|, E is a sum of n² terms of size up to e^β |E|... evaluated with
-    relative error ~eps per term, here far below the increase), the total mass is kept to
-    rounding (one addition per merge), every row stays on the sphere."""
+    the rounding of its evaluation, the total mass is kept to rounding (one addition per
+    merge), every row stays on the sphere. E is (e^β/2β) Σ_i w_i Φ_i − M²/(2β) with Φ_i a sum
+    of n positive terms: recursive summation of n positive terms errs by at most (n−1)u times
+    their sum (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §4.2), so
+    each value has error <= (2n + 4) eps |E| and a step between two snapshots twice that.
+    (On plateaus the true increase is below this: monotonicity is observable only above it.)"""
     x0 = uniform_sphere(80, 3, seed=11)
     w0 = np.random.default_rng(5).dirichlet(np.ones(80))
     times = log_snapshot_times(1e-2, 1e3, 6)
     run = integrate_weighted(x0, w0, kind, beta, times, rtol=1e-10, atol=1e-13)
     e = run.energy
-    assert np.all(np.diff(e) >= -8 * EPS * np.abs(e[1:]))
+    n = np.array([p.shape[0] for p in run.positions])
+    assert np.all(np.diff(e) >= -2 * (2 * n[:-1] + 4) * EPS * np.abs(e[1:]))
     assert e[-1] - e[0] > 0.1 * abs(e[-1])  # clusters formed: the energy did climb
     assert run.merges, "nodes should have collapsed and merged"
     for wk in run.weights:
