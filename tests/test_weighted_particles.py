@@ -171,3 +171,47 @@ def test_plateau_steps_grow_by_orders_of_magnitude():
     assert C.merge_time(rho0, *w, "SA", 10.0) > 2e4
     assert [p.shape[0] for p in run.positions][-1] == 2  # the 200 nodes became two clusters
     assert run.nfev < 10_000
+
+
+def vmf_nodes(mu, kappa, k=4, m=8):
+    """A symmetric quadrature of vMF(μ, κ) on S²: Gauss–Laguerre in u = 1 − cos θ (the vMF
+    density in u is κ e^{−κu} on [0, 2], e^{−2κ} from the half line) times m equispaced
+    azimuths. The barycentre points exactly along μ; ∫ u = 1/κ exactly."""
+    from scipy.special import roots_laguerre
+
+    s, ws = roots_laguerre(k)
+    u, ws = s / kappa, ws / ws.sum()
+    mu = np.asarray(mu, float) / np.linalg.norm(mu)
+    a = np.cross(mu, [0.3, 0.5, 0.8])
+    a /= np.linalg.norm(a)
+    b = np.cross(mu, a)
+    ph = 2 * np.pi * (np.arange(m) + 0.5) / m
+    pts = [(1 - ui) * mu + math.sqrt(ui * (2 - ui)) * (math.cos(p) * a + math.sin(p) * b)
+           for ui in u for p in ph]
+    return np.array(pts), np.repeat(ws / m, m)
+
+
+@pytest.mark.parametrize("kind, beta, rho0, t_c", [("SA", 5.0, -0.2, 30.0), ("USA", 3.0, -0.9, 4.0)])
+def test_vmf_cluster_merge_time_converges_like_one_over_kappa(kind, beta, rho0, t_c):
+    """Two vMF clusters (masses 0.3/0.7) as weighted nodes: T_0.01(κ) → the two-Dirac closed
+    form at rate 1/κ. Why 1/κ: by symmetry of the nodes each cluster's barycentre points along
+    its centre, so the field of a cluster is that of a Dirac plus its second moment,
+    ∫(1 − ⟨x,μ⟩) dvMF = 1/κ + O(e^{−2κ}); after the nodes of each cluster have collapsed
+    (t_c) the clusters are Diracs displaced by O(1/κ), whose merge time is the closed form.
+    Measured: κ·(T(κ) − T_∞) = −21.9, −21.6, −21.4 (SA), −0.716, −0.707, −0.702 (USA) for
+    κ = 400, 800, 1600: error ratios 2.03, 2.02 at each doubling of κ."""
+    w = (0.3, 0.7)
+    t_inf = C.merge_time(rho0, *w, kind, beta)
+    assert t_inf > t_c
+    centres = [np.array([1.0, 0.0, 0.0]), np.array([rho0, math.sqrt(1 - rho0 ** 2), 0.0])]
+    errors = []
+    for kappa in (400.0, 800.0, 1600.0):
+        nodes = [vmf_nodes(c, kappa) for c in centres]
+        x0 = np.vstack([p for p, _ in nodes])
+        w0 = np.concatenate([q * wi for (_, q), wi in zip(nodes, w)])
+        run = integrate_weighted(x0, w0, kind, beta, [0.0, t_c / 4, t_c / 2, t_c], rtol=1e-12, atol=1e-14)
+        x, wk = run.positions[-1], run.weights[-1]
+        assert x.shape[0] == 2  # each cluster's nodes have merged into one Dirac
+        errors.append(t_c + C.merge_time(float(x[0] @ x[1]), *wk, kind, beta) - t_inf)
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    np.testing.assert_allclose(ratios, 2.0, atol=0.1)
