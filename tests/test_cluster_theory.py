@@ -90,6 +90,15 @@ def test_large_beta_uses_asymptotic_series():
         assert math.isfinite(got) and abs(got - want) <= 1e-12 * abs(want)
 
 
+def test_times_beyond_the_float_range_are_inf():
+    """SA, β = 700, from near-antipodal clusters: t ~ e^{2β·0.9} > 1e308, returned as inf
+    (not the nan of inf − inf); USA there is e^{0.9β}/β ~ 1e270, finite."""
+    assert C.pair_time(-0.9, -0.8, 0.3, 0.7, "SA", 700.0) == math.inf
+    assert C.pair_time(-0.8, -0.9, 0.3, 0.7, "SA", 700.0) == -math.inf
+    t = C.pair_time(-0.9, -0.8, 0.3, 0.7, "USA", 700.0)
+    assert math.isfinite(t) and t > 1e260
+
+
 def test_equal_masses_sa_is_the_equiangular_pair():
     """SA with w1 = w2 is the equiangular system with n = 2 (theory.equiangular, another method)."""
     for beta in (1.0, 5.0, 10.0):

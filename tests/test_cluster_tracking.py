@@ -8,12 +8,15 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from meanfield_pde.analysis.clusters import track_clusters, weighted_clusters
+from meanfield_pde.particles.adaptive import merge_coincident
 from meanfield_pde.particles.sampling import von_mises_fisher_mixture
 from meanfield_pde.theory import clusters as C
 
 THETA = C.MERGE_ANGLE
+EPS = np.finfo(float).eps
 
 
 def test_vmf_clusters_centres_masses_radii():
@@ -104,3 +107,23 @@ def test_three_dirac_merge_order(kind, beta):
     assert angle_01(grams[k - 1]) >= C.MERGE_ANGLE > angle_01(grams[k])
     k = int(np.searchsorted(times, second.t))
     assert angle_2_union(grams[k - 1]) >= C.MERGE_ANGLE > angle_2_union(grams[k])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 40), seed=st.integers(0, 2**16), angle=st.floats(1e-3, 1.0),
+       spread=st.floats(1e-6, 1.0))
+def test_clusters_and_node_merges_keep_the_mass(n, seed, angle, spread):
+    """Every point lands in exactly one cluster (min_mass = 0): the masses add up to Σ w, the
+    labels count each point once; merging nodes keeps Σ w and unit rows."""
+    rng = np.random.default_rng(seed)
+    x = np.array([0.0, 0.0, 1.0]) + spread * rng.standard_normal((n, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    w = rng.dirichlet(np.ones(n))
+    found = weighted_clusters(x, w, angle=angle)
+    assert np.all(found.labels >= 0)
+    assert math.fsum(found.masses) == pytest.approx(math.fsum(w), abs=4 * n * EPS)
+    np.testing.assert_allclose(np.bincount(found.labels, weights=w), found.masses, rtol=1e-13)
+    xm, wm = merge_coincident(x, w, 2 * math.sin(angle / 2))
+    assert xm.shape[0] == found.masses.size  # the same single-linkage groups
+    assert math.fsum(wm) == pytest.approx(math.fsum(w), abs=4 * n * EPS)
+    np.testing.assert_allclose(np.linalg.norm(xm, axis=1), 1.0, atol=4 * EPS)

@@ -124,7 +124,7 @@ def clustered_pair_fraction(positions: np.ndarray, level: float = PAIR_LEVEL) ->
 
 # -- clusters of weighted points, and their merges -------------------------------------
 # A cluster of a weighted point set Σ_j w_j δ_{x_j} (tokens, or the nodes of a continued
-# run) is a group of points linked by geodesic distances < ``angle`` (single linkage:
+# run) is a group of points linked by geodesic distances <= ``angle`` (single linkage:
 # connected components of that graph), holding at least ``min_mass``. Its centre is the
 # normalised barycentre, its radius the mass-weighted rms geodesic distance to the centre.
 # For Dirac clusters this is the merge criterion of theory.clusters (two clusters are one

@@ -105,7 +105,7 @@ def log_snapshot_times(t_first: float, t_end: float, per_decade: int = 10) -> np
 
 
 def merge_coincident(x: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-    """Merge the nodes closer than ``tol`` (chord; transitively) into one node each.
+    """Merge the nodes at most ``tol`` apart (chord; transitively) into one node each.
 
     Parameters
     ----------
@@ -113,7 +113,7 @@ def merge_coincident(x: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarr
 
     Returns
     -------
-    (x, w) with n' <= n rows: each group of nodes linked by distances < tol becomes
+    (x, w) with n' <= n rows: each group of nodes linked by distances <= tol becomes
     one node of mass Σ w at the normalised weighted barycentre (the plain mean if
     the group has mass 0). Order: by first member. tol = 0 returns the input.
     """

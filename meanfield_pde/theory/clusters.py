@@ -324,8 +324,10 @@ def pair_time_gap(gap0: float, gap: float, w1: float, w2: float, kind: str, beta
     t = (p / q) * (_F(gap, beta, beta) - _F(gap0, beta, beta))
     t += (1.0 - 2.0 * p * p / (q * q)) * (_artanh(gap) - _artanh(gap0))
     r = -p * (w1 - w2) ** 2 * (w1 + w2) ** 2 / (q * q)
-    if r != 0.0:
+    if r != 0.0 and math.isfinite(t):
         t += r * _sa_remainder(gap0, gap, beta, p, q)
+    if not math.isfinite(t):  # e^{βδ} of both ends overflowed (inf − inf): beyond float range
+        return math.inf if gap < gap0 else -math.inf
     return float(t)
 
 
