@@ -215,3 +215,36 @@ def test_vmf_cluster_merge_time_converges_like_one_over_kappa(kind, beta, rho0, 
         errors.append(t_c + C.merge_time(float(x[0] @ x[1]), *wk, kind, beta) - t_inf)
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     np.testing.assert_allclose(ratios, 2.0, atol=0.1)
+
+
+def test_failure_part_way_keeps_the_good_snapshots(monkeypatch):
+    """An integrator failure in the second interval: the result keeps the snapshots at t = 0
+    and t = 1, says why and where it stopped, and raises nothing."""
+    import meanfield_pde.particles.adaptive as A
+
+    real = A.solve_ivp
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        sol = real(*args, **kwargs)
+        if len(calls) == 2:
+            sol.success, sol.message = False, "Required step size is less than spacing between numbers."
+        return sol
+
+    monkeypatch.setattr(A, "solve_ivp", failing)
+    x0 = uniform_sphere(10, 3, seed=1)
+    run = integrate_weighted(x0, np.full(10, 0.1), "SA", 2.0, [0.0, 1.0, 2.0, 3.0])
+    assert run.times.tolist() == [0.0, 1.0] and len(run.positions) == 2
+    assert run.stop_reason.value == "numerical_fault"
+    assert "[1, 2]" in run.status and "step size" in run.status
+
+
+def test_one_node_and_beta_zero():
+    """Edge sizes: one node never moves; β = 0 is ρ̇ = 1 − ρ² for two Diracs of any masses (SA)."""
+    run = integrate_weighted([[0.0, 0.0, 1.0]], [1.0], "USA", 5.0, [0.0, 1e6])
+    np.testing.assert_array_equal(run.positions[-1], [[0.0, 0.0, 1.0]])
+    x0 = np.array([[1.0, 0.0], [0.0, 1.0]])  # d = 2
+    run = integrate_weighted(x0, [0.2, 0.8], "SA", 0.0, [0.0, 1.0], rtol=1e-12, atol=1e-14, merge_tol=0)
+    rho = float(run.positions[-1][0] @ run.positions[-1][1])
+    assert rho == pytest.approx(math.tanh(1.0), abs=1e-10)

@@ -46,6 +46,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from ..core.errors import ConfigError
+from ..core.signals import check as check_stop_request, interruption
+from ..core.stops import StopReason, interrupt_reason
 from .dynamics import (attention, check_beta, check_chunk, check_kind, check_weights, energy,
                        order_parameter)
 
@@ -70,6 +72,8 @@ class WeightedRun:
     nfev : int, evaluations of the velocity field.
     merges : list of (t, number of nodes before, after) at the snapshots where nodes merged.
     kind, beta, method, rtol, atol, merge_tol : the arguments.
+    status : str, "completed" or "stopped: <why> at t = ..." (the snapshots end with the
+        last good state);  stop_reason : StopReason (COMPLETED, NUMERICAL_FAULT, INTERRUPTED).
     """
 
     times: np.ndarray
@@ -88,6 +92,8 @@ class WeightedRun:
     atol: float
     merge_tol: float
     merges: list = dc_field(default_factory=list)
+    status: str = "completed"
+    stop_reason: StopReason = StopReason.COMPLETED
 
 
 def log_snapshot_times(t_first: float, t_end: float, per_decade: int = 10) -> np.ndarray:
@@ -176,12 +182,14 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
     -------
     WeightedRun
 
+    A failing integrator (non-finite values, step size underflow) or an interruption
+    (SIGINT/SIGTERM through :mod:`meanfield_pde.core.signals`) stops the run: the result
+    holds the snapshots up to the last good one and ``status``/``stop_reason`` say why.
+
     Raises
     ------
     ConfigError (a ValueError)
         Any argument out of range, before any work.
-    FloatingPointError
-        If the integrator fails (its message is kept).
     """
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = np.array(x0, dtype=float)
@@ -214,37 +222,54 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
         drift.append(dev)
 
     record(x, w, 0.0)
-    for t0, t1 in zip(times[:-1], times[1:]):
-        shape = x.shape
-
-        def rhs(_t, y, shape=shape, w=w):
-            y = y.reshape(shape)
-            a = attention(y, kind, beta, weights=w, chunk_rows=chunk_rows, threads=threads)
-            # A − (⟨y,A⟩/|y|²) y: |y| is a first integral off the sphere too (module doc)
-            return (a - (np.einsum("ij,ij->i", y, a) / np.einsum("ij,ij->i", y, y))[:, None] * y).ravel()
-
-        first = None if h is None else min(h, t1 - t0)
-        sol = solve_ivp(rhs, (t0, t1), x.ravel(), method=method, rtol=rtol, atol=atol,
-                        first_step=first)
-        if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
-            raise FloatingPointError(f"integrate_weighted: the integrator failed on "
-                                     f"[{t0:.6g}, {t1:.6g}]: {sol.message}")
-        nfev += sol.nfev
-        steps = np.diff(sol.t)
-        step_times.extend(sol.t[1:])
-        step_sizes.extend(steps)
-        # the last step is cut by the snapshot; the one before is what the controller chose
-        h = float(steps[-2]) if steps.size > 1 else float(steps[-1])
-        y = sol.y[:, -1].reshape(shape)
-        norms = np.linalg.norm(y, axis=1)
-        x = y / norms[:, None]
-        before = x.shape[0]
-        x, w = merge_coincident(x, w, merge_tol)
-        if x.shape[0] < before:
-            merges.append((float(t1), before, x.shape[0]))
-        record(x, w, float(np.max(np.abs(norms - 1.0))))
-    return WeightedRun(times=times, positions=positions, weights=masses, energy=np.array(en),
+    status, reason = "completed", StopReason.COMPLETED
+    try:
+        for t0, t1 in zip(times[:-1], times[1:]):
+            x, w, h, nfev = _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
+                                     kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads)
+    except KeyboardInterrupt as exc:
+        status, reason = f"stopped: {interruption(exc)} at t = {times[len(positions) - 1]:.6g}", \
+            interrupt_reason(exc)
+    except FloatingPointError as exc:
+        status, reason = f"stopped: {exc}", StopReason.NUMERICAL_FAULT
+    nt = len(positions)
+    return WeightedRun(times=times[:nt], positions=positions, weights=masses, energy=np.array(en),
                        order_parameter=np.array(op), drift=np.array(drift),
                        step_times=np.array(step_times), step_sizes=np.array(step_sizes),
                        nfev=int(nfev), kind=kind, beta=beta, method=method, rtol=rtol, atol=atol,
-                       merge_tol=merge_tol, merges=merges)
+                       merge_tol=merge_tol, merges=merges, status=status, stop_reason=reason)
+
+
+def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
+             kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads):
+    """One snapshot interval of :func:`integrate_weighted`: integrate, project, merge, record."""
+    check_stop_request()
+    shape = x.shape
+
+    def rhs(_t, y, shape=shape, w=w):
+        y = y.reshape(shape)
+        a = attention(y, kind, beta, weights=w, chunk_rows=chunk_rows, threads=threads)
+        # A − (⟨y,A⟩/|y|²) y: |y| is a first integral off the sphere too (module doc)
+        return (a - (np.einsum("ij,ij->i", y, a) / np.einsum("ij,ij->i", y, y))[:, None] * y).ravel()
+
+    first = None if h is None else min(h, t1 - t0)
+    sol = solve_ivp(rhs, (t0, t1), x.ravel(), method=method, rtol=rtol, atol=atol,
+                    first_step=first)
+    if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
+        raise FloatingPointError(f"the integrator failed on [{t0:.6g}, {t1:.6g}]: "
+                                 f"{sol.message}; the last good state (t = {t0:.6g}) is kept")
+    nfev += sol.nfev
+    steps = np.diff(sol.t)
+    step_times.extend(sol.t[1:])
+    step_sizes.extend(steps)
+    # the last step is cut by the snapshot; the one before is what the controller chose
+    h = float(steps[-2]) if steps.size > 1 else float(steps[-1])
+    y = sol.y[:, -1].reshape(shape)
+    norms = np.linalg.norm(y, axis=1)
+    x = y / norms[:, None]
+    before = x.shape[0]
+    x, w = merge_coincident(x, w, merge_tol)
+    if x.shape[0] < before:
+        merges.append((float(t1), before, x.shape[0]))
+    record(x, w, float(np.max(np.abs(norms - 1.0))))
+    return x, w, h, nfev
