@@ -12,6 +12,8 @@ Kuramoto form for d = 2, energy and order parameter), :mod:`.integrators`
 (projected Heun/RK4 and a Lie-group midpoint method, Hairer–Lubich–Wanner,
 *Geometric Numerical Integration* §IV.4 and §IV.8; geodesic Euler–Maruyama),
 :mod:`.simulate` (:func:`simulate`) and :mod:`.sampling` (initial laws);
+:mod:`.adaptive` (weighted nodes μ = Σ w_j δ_{x_j}, noise-free, adaptive steps with error
+control and merging of coincident nodes, for plateaus up to t = 10^6 and beyond);
 :mod:`.measures` (clouds <-> densities), :mod:`.normalisation` (transformer
 normalisation schemes), :mod:`.long_context` (one layer computed on explicit tokens).
 
@@ -28,7 +30,8 @@ Errors are :class:`meanfield_pde.core.errors.ConfigError` (a ValueError) naming
 the argument and its allowed range.
 """
 
-from .dynamics import (CHUNK_BYTES, KINDS, attention, default_chunk_rows, energy,
+from .adaptive import WeightedRun, integrate_weighted, log_snapshot_times, merge_coincident
+from .dynamics import (CHUNK_BYTES, KINDS, attention, check_weights, default_chunk_rows, energy,
                        kuramoto_velocity, order_parameter, tangent_project, velocity)
 from .integrators import (SCHEMES, Scheme, euler_maruyama_step, heun_step, lie_midpoint_step,
                           normalise, rk4_step, rotate, sphere_exp)
@@ -41,5 +44,6 @@ __all__ = [
     "SCHEMES", "Scheme", "heun_step", "rk4_step", "lie_midpoint_step", "euler_maruyama_step",
     "sphere_exp", "rotate", "normalise",
     "uniform_sphere", "von_mises_fisher_mixture", "equiangular", "random_rotation",
-    "simulate", "ParticleRun", "snapshot_times",
+    "simulate", "ParticleRun", "snapshot_times", "check_weights",
+    "integrate_weighted", "WeightedRun", "log_snapshot_times", "merge_coincident",
 ]

@@ -152,8 +152,10 @@ def _block_rows(n: int, chunk_rows: int | None) -> int:
 
 
 def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
-                   threads: int | None) -> np.ndarray:
-    """S = exp(left @ rightᵀ) @ right, shape (n, k), without forming the n×n matrix.
+                   threads: int | None, values: np.ndarray | None = None) -> np.ndarray:
+    """S = exp(left @ rightᵀ) @ values, shape (n, k), without forming the n×n matrix.
+
+    ``values`` defaults to ``right``; weighted measures pass [w_j x_j, w_j].
 
     Rows are taken in blocks (cache sized by default, ``chunk_rows`` if given):
     per block one product (c, k)·(k, n), the exponentials in place, one product
@@ -163,7 +165,8 @@ def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
     held to one thread meanwhile).
     """
     n = left.shape[0]
-    out = np.empty((n, right.shape[1]))
+    values = right if values is None else values
+    out = np.empty((n, values.shape[1]))
     c = _block_rows(n, chunk_rows)
     rT = right.T
 
@@ -174,7 +177,7 @@ def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
             gb = g[: stop - start]
             np.matmul(left[start:stop], rT, out=gb)
             np.exp(gb, out=gb)
-            np.matmul(gb, right, out=out[start:stop])
+            np.matmul(gb, values, out=out[start:stop])
 
     threads = resolve_threads(threads)
     nblocks = -(-n // c)
@@ -191,12 +194,30 @@ def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
     return out
 
 
-def attention(x, kind: str, beta: float, *, chunk_rows: int | None = None,
+def check_weights(weights, n: int) -> np.ndarray | None:
+    """Weights of a weighted empirical measure Σ_j w_j δ_{x_j}: None, or n finite w_j >= 0, Σ > 0.
+
+    Raises ConfigError naming ``weights`` and the allowed range.
+    """
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (n,):
+        raise ConfigError(f"weights: shape {w.shape}: must be ({n},), one per point")
+    if not (np.all(np.isfinite(w)) and np.all(w >= 0.0) and w.sum() > 0.0):
+        raise ConfigError("weights: must be finite, >= 0 and not all 0")
+    return w
+
+
+def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None = None,
               threads: int | None = None) -> np.ndarray:
     """The attention output A_i before projection (ambient, shape (n, d)).
 
     SA: A_i = Σ_j e^{β⟨x_i,x_j⟩} x_j / Σ_k e^{β⟨x_i,x_k⟩};
     USA: A_i = (1/n) Σ_j e^{β⟨x_i,x_j⟩} x_j (of size up to e^β).
+    With ``weights`` w (the measure μ = Σ_j w_j δ_{x_j}) every sum over j
+    carries w_j in place of 1/n (SA: in place of 1): A_i = Σ_j w_j e^{β⟨x_i,x_j⟩} x_j
+    (USA), divided by Φ(x_i) = Σ_j w_j e^{β⟨x_i,x_j⟩} (SA).
 
     Both are one pass of :func:`_weighted_sums` with the shift of the
     exponent folded into the first product, [βx_i, −s_i]·[x_j, 1] =
@@ -210,6 +231,9 @@ def attention(x, kind: str, beta: float, *, chunk_rows: int | None = None,
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     n, d = x.shape
+    w = check_weights(weights, n)
+    if w is not None:
+        return _weighted_attention(x, w, kind, beta, chunk_rows, threads)
     if beta == 0.0:  # every weight is 1: A_i = m for both kinds
         return np.broadcast_to(_mean(x), x.shape).copy()
     right = np.empty((n, d + 1))
@@ -231,10 +255,65 @@ def attention(x, kind: str, beta: float, *, chunk_rows: int | None = None,
     return sums[:, :d] * (math.exp(beta) / n)
 
 
-def _attention_rowmax(x: np.ndarray, beta: float, chunk_rows: int | None) -> np.ndarray:
+def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
+                        chunk_rows: int | None, threads: int | None) -> np.ndarray:
+    """:func:`attention` of the weighted measure Σ_j w_j δ_{x_j} (one pass, values [w_j x_j, w_j]).
+
+    The exponent is shifted as in the unweighted case (SA by β|x_i|², USA by β).
+    SA rows whose Φ underflows (a point farther than ~745/β in β(1 − ⟨x_i,x_j⟩)
+    from every point of positive weight, e.g. a massless node) are redone
+    with the row maximum over the weighted points subtracted.
+    """
+    n, d = x.shape
+    if beta == 0.0:
+        m = w @ x
+        return np.broadcast_to(m / w.sum() if kind == "SA" else m, x.shape).copy()
+    right = np.empty((n, d + 1))
+    right[:, :d], right[:, d] = x, 1.0
+    values = np.empty((n, d + 1))
+    np.multiply(x, w[:, None], out=values[:, :d])
+    values[:, d] = w
+    left = np.empty((n, d + 1))
+    np.multiply(x, beta, out=left[:, :d])
+    if kind == "SA":
+        sq = np.einsum("ij,ij->i", x, x)
+        norms = np.sqrt(sq)
+        if beta * norms.max() * (norms.max() - norms.min()) > 300.0:
+            return _attention_rowmax(x, beta, chunk_rows, w)
+        left[:, d] = -beta * sq
+        sums = _weighted_sums(left, right, chunk_rows, threads, values)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = sums[:, :d] / sums[:, d:]
+        bad = ~(sums[:, d] > 0.0)
+        if bad.any():
+            out[bad] = _attention_rowmax_rows(x, bad, beta, w)
+        return out
+    left[:, d] = -beta
+    sums = _weighted_sums(left, right, chunk_rows, threads, values)
+    return sums[:, :d] * math.exp(beta)
+
+
+def _attention_rowmax_rows(x: np.ndarray, rows: np.ndarray, beta: float,
+                           w: np.ndarray) -> np.ndarray:
+    """Weighted SA attention of the rows ``rows`` (mask) with the row maximum over w_j > 0 subtracted."""
+    g = beta * (x[rows] @ x.T)
+    g = np.where(w > 0.0, g - np.where(w > 0.0, g, -np.inf).max(axis=1, keepdims=True), -np.inf)
+    np.exp(g, out=g)  # massless columns are exp(−inf) = 0 (they could overflow otherwise)
+    g *= w
+    return (g @ x) / g.sum(axis=1, keepdims=True)
+
+
+def _attention_rowmax(x: np.ndarray, beta: float, chunk_rows: int | None,
+                      w: np.ndarray | None = None) -> np.ndarray:
     """SA with the row maximum subtracted (points far from the sphere; not the hot path)."""
     n = x.shape[0]
     out = np.empty_like(x)
+    if w is not None:
+        for rows in _chunks(n, chunk_rows):
+            mask = np.zeros(n, dtype=bool)
+            mask[rows] = True
+            out[rows] = _attention_rowmax_rows(x, mask, beta, w)
+        return out
     for rows in _chunks(n, chunk_rows):
         g = x[rows] @ x.T
         g *= beta
@@ -244,7 +323,7 @@ def _attention_rowmax(x: np.ndarray, beta: float, chunk_rows: int | None) -> np.
     return out
 
 
-def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
+def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None = None,
              threads: int | None = None) -> np.ndarray:
     """Velocity field v_i = P⊥_{x_i} A_i of the SA or USA particle system.
 
@@ -257,6 +336,12 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
     kind : {"SA", "USA"}
     beta : float in [0, 700]
         Inverse temperature (dimensionless).
+    weights : array_like (n,) or None, keyword-only
+        Masses w_j >= 0 of the weighted empirical measure μ = Σ_j w_j δ_{x_j}
+        (the mean-field velocity V[μ] at the points: README §Cluster dynamics);
+        None is w_j = 1/n, today's token system, computed by the unweighted path.
+        Σ w_j = 1 for a probability measure; USA velocities scale with Σ w_j,
+        SA ones do not.
     chunk_rows : int >= 1 or None, keyword-only
         Gram-matrix rows per block; None chooses a block of ≈ 256 KiB
         (:data:`BLOCK_BYTES`, cache sized). The result does not depend on it
@@ -275,7 +360,8 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
     ------
     ConfigError (a ValueError)
         kind not SA/USA; beta outside [0, 700] or NaN; x not of shape (n, d)
-        with d >= 2; chunk_rows not a positive integer.
+        with d >= 2; chunk_rows not a positive integer; weights not n finite
+        values >= 0 with a positive sum.
 
     Notes
     -----
@@ -286,13 +372,14 @@ def velocity(x, kind: str, beta: float, *, chunk_rows: int | None = None,
     """
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
-    if beta == 0.0:  # fast path, all weights 1 for SA and USA: v_i = m − ⟨x_i, m⟩ x_i
+    if beta == 0.0 and weights is None:  # fast path, all weights 1: v_i = m − ⟨x_i, m⟩ x_i
         m = _mean(x)
         return m - (x @ m)[:, None] * x
-    return tangent_project(x, attention(x, kind, beta, chunk_rows=chunk_rows, threads=threads))
+    return tangent_project(x, attention(x, kind, beta, weights=weights, chunk_rows=chunk_rows,
+                                        threads=threads))
 
 
-def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
+def energy(x, beta: float, *, weights=None, chunk_rows: int | None = None) -> float:
     """Empirical interaction energy E = (1/(2β n²)) Σ_ij (e^{β⟨x_i,x_j⟩} − 1).
 
     This is E_β[μ] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) dμ dμ of the empirical measure
@@ -304,10 +391,16 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
     below SMALL_BETA from the series |m|²/2 + (β/4n²) Σ ⟨x_i,x_j⟩² + O(β²),
     Σ⟨x_i,x_j⟩² = |XᵀX|²_F, m = (1/n) Σ x_i (|m|²/2 at β = 0).
 
+    With ``weights`` w: E = (1/2β) Σ_ij w_i w_j (e^{β⟨x_i,x_j⟩} − 1), the same
+    E_β of μ = Σ_j w_j δ_{x_j} (same three branches with w_i w_j for 1/n²).
+    Without noise it never decreases along the SA or USA flow (README §Energies:
+    dE/dt = Σ_i w_i |U_i|² (USA), Σ_i w_i |U_i|²/Φ(x_i) (SA), U_i = P⊥ Σ_j w_j e^{β⟨x_i,x_j⟩} x_j).
+
     Parameters
     ----------
     x : array_like (n, d), unit rows.
     beta : float in [0, 700].
+    weights : array_like (n,) or None (1/n each), as :func:`velocity`.
     chunk_rows : as :func:`velocity`.
 
     Returns
@@ -317,11 +410,14 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
     Raises
     ------
     ConfigError (a ValueError)
-        beta out of range; x not (n, d) with d >= 2; bad chunk_rows.
+        beta out of range; x not (n, d) with d >= 2; bad chunk_rows or weights.
     """
     beta, chunk_rows = check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     n = x.shape[0]
+    w = check_weights(weights, n)
+    if w is not None:
+        return _weighted_energy(x, w, beta, chunk_rows)
     if beta < SMALL_BETA:
         m = _mean(x)
         second = x.T @ x
@@ -339,9 +435,36 @@ def energy(x, beta: float, *, chunk_rows: int | None = None) -> float:
     return math.exp(beta) / (2.0 * beta) * total / n**2 - 1.0 / (2.0 * beta)
 
 
-def order_parameter(x) -> float:
-    """|m| = |(1/n) Σ_i x_i| for positions x of shape (n, d) (dimensionless, in [0, 1])."""
+def _weighted_energy(x: np.ndarray, w: np.ndarray, beta: float, chunk_rows: int | None) -> float:
+    """:func:`energy` of Σ_j w_j δ_{x_j} (the branches of the unweighted case)."""
+    n, d = x.shape
+    if beta < SMALL_BETA:
+        m = w @ x
+        second = x.T @ (w[:, None] * x)
+        return 0.5 * float(m @ m) + beta / 4.0 * float(np.sum(second * second))
+    if beta < 1.0:
+        c = _block_rows(n, chunk_rows)
+        total = sum(float(w[i:i + c] @ np.expm1(beta * (x[i:i + c] @ x.T)) @ w) for i in range(0, n, c))
+        return total / (2.0 * beta)
+    right = np.empty((n, d + 1))
+    right[:, :-1], right[:, -1] = x, 1.0
+    left = np.empty_like(right)
+    np.multiply(x, beta, out=left[:, :-1])
+    left[:, -1] = -beta
+    phi = _weighted_sums(left, right, chunk_rows, None, w[:, None])[:, 0]  # e^{−β} Φ(x_i)
+    mass = float(w.sum())
+    return math.exp(beta) / (2.0 * beta) * float(w @ phi) - mass * mass / (2.0 * beta)
+
+
+def order_parameter(x, weights=None) -> float:
+    """|m| = |(1/n) Σ_i x_i| (or |Σ_i w_i x_i| with ``weights``) for x of shape (n, d).
+
+    Dimensionless, in [0, Σ w_i] ([0, 1] without weights).
+    """
     x = _as_points(x)
+    w = check_weights(weights, x.shape[0])
+    if w is not None:
+        return float(np.linalg.norm(w @ x))
     return float(np.linalg.norm(_mean(x)))
 
 

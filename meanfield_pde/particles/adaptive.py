@@ -1,0 +1,275 @@
+"""Adaptive-in-time integration of weighted particles (noise-free), for very long runs.
+
+μ = Σ_j w_j δ_{x_j} on S^{d−1} moves by ẋ_i = V[μ](x_i) (the SA/USA field of
+:func:`.dynamics.velocity` with ``weights``; README §Cluster dynamics). The
+weights never change. This module follows that flow through metastable
+plateaus to t = 10^6 and beyond:
+
+* Error control: ``scipy.integrate.solve_ivp`` (DOP853 by default, or RK45)
+  with ``rtol``/``atol`` on the ambient ODE ẋ_i = A_i − (⟨x_i,A_i⟩/|x_i|²) x_i
+  in R^{n·d} (A the attention, :func:`.dynamics.attention`), which equals
+  V[μ](x_i) on the sphere and keeps every |x_i| constant also off it. The
+  extension P⊥_x A = A − ⟨x,A⟩x of :func:`.dynamics.velocity` would not do
+  here: its radial mode decays at rate 2⟨x,A⟩ (2 w_i e^β for a USA node of
+  mass w_i alone), a stiff mode that would cap explicit steps on every
+  plateau. The integration goes from snapshot to snapshot;
+  at each snapshot the rows are projected back, x ← x/|x| (a projection
+  method, Hairer, Lubich & Wanner, *Geometric Numerical Integration* §IV.4),
+  and the deviation max||x_i| − 1| found there (the drift, bounded by the
+  local error control) is recorded in ``WeightedRun.drift``. The next
+  segment starts with the last accepted step, so steps keep growing across
+  snapshots.
+* Coincident nodes: points of a cluster converge exponentially (the gap
+  1 − ⟨x_i,x_j⟩ decays like e^{−2t} in SA, e^{−2 m e^β t} in USA, m the
+  cluster's mass). That contraction is a stiff decaying mode: an explicit
+  method keeps its step at the stability limit of the fastest one (~1 for
+  SA, ~e^{−β}/m for USA) as long as two distinct nodes sit in one cluster,
+  even when they agree to round-off. So at each snapshot the nodes closer than
+  ``merge_tol`` (chord length) are merged into one node with the summed
+  mass at their normalised barycentre. Barycentre kept, so the field felt
+  elsewhere changes only at second order, O(β² ε²) for nodes ε apart (the
+  first-order Taylor term cancels); the mass is kept up to one rounding per
+  merge. After the merges the inter-cluster motion is all that is left and the
+  steps grow by orders of magnitude on a plateau (tests/test_weighted_particles.py
+  measures them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field as dc_field
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
+
+from ..core.errors import ConfigError
+from ..core.signals import check as check_stop_request, interruption
+from ..core.stops import StopReason, interrupt_reason
+from .dynamics import (attention, check_beta, check_chunk, check_kind, check_weights, energy,
+                       order_parameter)
+
+METHODS = ("DOP853", "RK45")
+MERGE_TOL = 1e-8
+"""Default chord distance below which two nodes are merged (module doc)."""
+
+
+@dataclass
+class WeightedRun:
+    """Result of :func:`integrate_weighted`.
+
+    Attributes
+    ----------
+    times : ndarray (nt,), the snapshot times (time unit of the particle ODE).
+    positions : list of nt ndarrays (n_k, d), unit rows (n_k falls when nodes merge).
+    weights : list of nt ndarrays (n_k,), the masses of the nodes.
+    energy : ndarray (nt,), E = (1/2β) Σ_ij w_i w_j (e^{β⟨x_i,x_j⟩} − 1).
+    order_parameter : ndarray (nt,), |Σ_i w_i x_i|.
+    drift : ndarray (nt,), max_i ||x_i| − 1| reached before each projection (0 at t = 0).
+    step_times, step_sizes : ndarray, the end time and size of every accepted step.
+    nfev : int, evaluations of the velocity field.
+    merges : list of (t, number of nodes before, after) at the snapshots where nodes merged.
+    kind, beta, method, rtol, atol, merge_tol : the arguments.
+    status : str, "completed" or "stopped: <why> at t = ..." (the snapshots end with the
+        last good state);  stop_reason : StopReason (COMPLETED, NUMERICAL_FAULT, INTERRUPTED).
+    """
+
+    times: np.ndarray
+    positions: list
+    weights: list
+    energy: np.ndarray
+    order_parameter: np.ndarray
+    drift: np.ndarray
+    step_times: np.ndarray
+    step_sizes: np.ndarray
+    nfev: int
+    kind: str
+    beta: float
+    method: str
+    rtol: float
+    atol: float
+    merge_tol: float
+    merges: list = dc_field(default_factory=list)
+    status: str = "completed"
+    stop_reason: StopReason = StopReason.COMPLETED
+
+
+def log_snapshot_times(t_first: float, t_end: float, per_decade: int = 10) -> np.ndarray:
+    """0, then ``per_decade`` log-spaced times per decade from ``t_first`` to ``t_end`` (both kept).
+
+    Raises ConfigError unless 0 < t_first <= t_end (finite) and per_decade >= 1.
+    """
+    t_first, t_end = float(t_first), float(t_end)
+    if not (0.0 < t_first <= t_end < math.inf):
+        raise ConfigError(f"t_first = {t_first}, t_end = {t_end}: need 0 < t_first <= t_end, finite")
+    if isinstance(per_decade, bool) or int(per_decade) != per_decade or per_decade < 1:
+        raise ConfigError(f"per_decade = {per_decade!r}: must be an integer >= 1")
+    k = max(1, math.ceil(per_decade * math.log10(t_end / t_first)))
+    return np.concatenate([[0.0], np.geomspace(t_first, t_end, k + 1)])
+
+
+def merge_coincident(x: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Merge the nodes at most ``tol`` apart (chord; transitively) into one node each.
+
+    Parameters
+    ----------
+    x : ndarray (n, d), unit rows;  w : ndarray (n,), masses >= 0;  tol : float >= 0.
+
+    Returns
+    -------
+    (x, w) with n' <= n rows: each group of nodes linked by distances <= tol becomes
+    one node of mass Σ w at the normalised weighted barycentre (the plain mean if
+    the group has mass 0). Order: by first member. tol = 0 returns the input.
+    """
+    if tol <= 0.0 or x.shape[0] < 2:
+        return x, w
+    pairs = cKDTree(x).query_pairs(tol, output_type="ndarray")
+    if pairs.size == 0:
+        return x, w
+    n = x.shape[0]
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    count, label = connected_components(graph, directed=False)
+    first = np.full(count, n)
+    np.minimum.at(first, label, np.arange(n))
+    order = np.argsort(first)  # groups in the order of their first node
+    rank = np.empty(count, dtype=int)
+    rank[order] = np.arange(count)
+    label = rank[label]
+    mass = np.bincount(label, weights=w, minlength=count)
+    centre = np.zeros((count, x.shape[1]))
+    np.add.at(centre, label, w[:, None] * x)
+    empty = mass <= 0.0
+    if empty.any():  # massless groups: plain mean
+        plain = np.zeros_like(centre)
+        np.add.at(plain, label, x)
+        centre[empty] = plain[empty]
+    return centre / np.linalg.norm(centre, axis=1, keepdims=True), mass
+
+
+def _check_positive(name: str, value) -> float:
+    value = float(value)
+    if not (value > 0.0 and math.isfinite(value)):
+        raise ConfigError(f"{name} = {value}: must be finite and > 0")
+    return value
+
+
+def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: str = "DOP853",
+                       rtol: float = 1e-9, atol: float = 1e-12, merge_tol: float = MERGE_TOL,
+                       chunk_rows: int | None = None, threads: int | None = None) -> WeightedRun:
+    """Integrate the weighted SA/USA flow with error control and record snapshots.
+
+    Parameters
+    ----------
+    x0 : array_like (n, d)
+        Initial nodes, unit rows to 1e-10, n >= 1, d >= 2. Not modified.
+    weights : array_like (n,)
+        Masses w_j >= 0 with a positive sum (Σ = 1 for a probability measure).
+    kind : {"SA", "USA"};  beta : float in [0, 700].
+    times : array_like (nt,)
+        Snapshot times, strictly increasing, starting at 0 (e.g. :func:`log_snapshot_times`).
+    method : {"DOP853", "RK45"}, keyword-only
+        The explicit embedded Runge–Kutta pair of ``solve_ivp``.
+    rtol, atol : float > 0, keyword-only
+        Its relative and absolute local error tolerances (on the coordinates).
+    merge_tol : float >= 0, keyword-only
+        Chord distance below which nodes merge at a snapshot (module doc);
+        0 never merges.
+    chunk_rows, threads : as :func:`.dynamics.velocity`.
+
+    Returns
+    -------
+    WeightedRun
+
+    A failing integrator (non-finite values, step size underflow) or an interruption
+    (SIGINT/SIGTERM through :mod:`meanfield_pde.core.signals`) stops the run: the result
+    holds the snapshots up to the last good one and ``status``/``stop_reason`` say why.
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        Any argument out of range, before any work.
+    """
+    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
+    x = np.array(x0, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 2:
+        raise ConfigError(f"x0: shape {x.shape}: must be (n, d) with n >= 1, d >= 2")
+    n, d = x.shape
+    w = check_weights(weights, n).copy()
+    if not np.all(np.isfinite(x)) or np.max(np.abs(np.linalg.norm(x, axis=1) - 1.0)) > 1e-10:
+        raise ConfigError("x0: rows must be finite unit vectors to 1e-10")
+    if method not in METHODS:
+        raise ConfigError(f"method = {method!r}: must be one of {METHODS}")
+    rtol, atol = _check_positive("rtol", rtol), _check_positive("atol", atol)
+    merge_tol = float(merge_tol)
+    if not (merge_tol >= 0.0 and math.isfinite(merge_tol)):
+        raise ConfigError(f"merge_tol = {merge_tol}: must be finite and >= 0")
+    times = np.asarray(times, dtype=float)
+    if times.ndim != 1 or times.size < 1 or times[0] != 0.0 or np.any(np.diff(times) <= 0) \
+            or not np.all(np.isfinite(times)):
+        raise ConfigError("times: must be finite, strictly increasing and start at 0")
+
+    positions, masses, en, op, drift, merges = [], [], [], [], [], []
+    step_times, step_sizes = [], []
+    nfev, h = 0, None
+
+    def record(state, mass, dev):
+        positions.append(state.copy())
+        masses.append(mass.copy())
+        en.append(energy(state, beta, weights=mass, chunk_rows=chunk_rows))
+        op.append(order_parameter(state, mass))
+        drift.append(dev)
+
+    record(x, w, 0.0)
+    status, reason = "completed", StopReason.COMPLETED
+    try:
+        for t0, t1 in zip(times[:-1], times[1:]):
+            x, w, h, nfev = _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
+                                     kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads)
+    except KeyboardInterrupt as exc:
+        status, reason = f"stopped: {interruption(exc)} at t = {times[len(positions) - 1]:.6g}", \
+            interrupt_reason(exc)
+    except FloatingPointError as exc:
+        status, reason = f"stopped: {exc}", StopReason.NUMERICAL_FAULT
+    nt = len(positions)
+    return WeightedRun(times=times[:nt], positions=positions, weights=masses, energy=np.array(en),
+                       order_parameter=np.array(op), drift=np.array(drift),
+                       step_times=np.array(step_times), step_sizes=np.array(step_sizes),
+                       nfev=int(nfev), kind=kind, beta=beta, method=method, rtol=rtol, atol=atol,
+                       merge_tol=merge_tol, merges=merges, status=status, stop_reason=reason)
+
+
+def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
+             kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads):
+    """One snapshot interval of :func:`integrate_weighted`: integrate, project, merge, record."""
+    check_stop_request()
+    shape = x.shape
+
+    def rhs(_t, y, shape=shape, w=w):
+        y = y.reshape(shape)
+        a = attention(y, kind, beta, weights=w, chunk_rows=chunk_rows, threads=threads)
+        # A − (⟨y,A⟩/|y|²) y: |y| is a first integral off the sphere too (module doc)
+        return (a - (np.einsum("ij,ij->i", y, a) / np.einsum("ij,ij->i", y, y))[:, None] * y).ravel()
+
+    first = None if h is None else min(h, t1 - t0)
+    sol = solve_ivp(rhs, (t0, t1), x.ravel(), method=method, rtol=rtol, atol=atol,
+                    first_step=first)
+    if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
+        raise FloatingPointError(f"the integrator failed on [{t0:.6g}, {t1:.6g}]: "
+                                 f"{sol.message}; the last good state (t = {t0:.6g}) is kept")
+    nfev += sol.nfev
+    steps = np.diff(sol.t)
+    step_times.extend(sol.t[1:])
+    step_sizes.extend(steps)
+    # the last step is cut by the snapshot; the one before is what the controller chose
+    h = float(steps[-2]) if steps.size > 1 else float(steps[-1])
+    y = sol.y[:, -1].reshape(shape)
+    norms = np.linalg.norm(y, axis=1)
+    x = y / norms[:, None]
+    before = x.shape[0]
+    x, w = merge_coincident(x, w, merge_tol)
+    if x.shape[0] < before:
+        merges.append((float(t1), before, x.shape[0]))
+    record(x, w, float(np.max(np.abs(norms - 1.0))))
+    return x, w, h, nfev

@@ -1,0 +1,224 @@
+"""The cluster-level theory (theory/clusters.py) against the equations it solves.
+
+Independent references: the 2-Dirac ODE in R^3 written out here and solved by
+solve_ivp; t = ∫ ds/ρ̇ by mpmath at 40 digits; the equiangular reduction
+(n = 2 is two equal clusters); the limits β = 0 (artanh) and ρ → ±1
+(the linearised rates).
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.integrate import solve_ivp
+
+from meanfield_pde.theory import clusters as C
+from meanfield_pde.theory.equiangular import solve_equiangular
+
+
+def two_dirac_rho(kind, beta, w, rho0, times):
+    """ρ(t) of the 2-Dirac ODE ẋ_i = V[μ](x_i) in R^3, written out from the equations."""
+    x1 = np.array([1.0, 0.0, 0.0])
+    x2 = np.array([rho0, math.sqrt(1.0 - rho0 ** 2), 0.0])
+    w = np.asarray(w, float)
+
+    def rhs(_t, y):
+        x = y.reshape(2, 3)
+        out = np.empty_like(x)
+        for i in range(2):
+            e = w * np.exp(beta * (x @ x[i]))
+            a = (e[:, None] * x).sum(axis=0)
+            if kind == "SA":
+                a /= e.sum()
+            out[i] = a - (a @ x[i]) * x[i]
+        return out.ravel()
+
+    sol = solve_ivp(rhs, (0.0, times[-1]), np.r_[x1, x2], method="DOP853", rtol=1e-13,
+                    atol=1e-15, t_eval=times)
+    x = sol.y.T.reshape(-1, 2, 3)
+    return np.einsum("ti,ti->t", x[:, 0], x[:, 1])
+
+
+def mp_time(kind, beta, w1, w2, rho0, rho):
+    """t = ∫_{ρ0}^{ρ} ds / ρ̇(s) at 40 digits."""
+    mp.mp.dps = 40
+    beta, w1, w2 = mp.mpf(beta), mp.mpf(w1), mp.mpf(w2)
+    if kind == "USA":
+        def f(s):
+            return 1 / ((w1 + w2) * mp.e ** (beta * s) * (1 - s * s))
+    else:
+        def f(s):
+            e = mp.e ** (beta * (1 - s))
+            return 1 / ((1 - s * s) * (w2 / (w1 * e + w2) + w1 / (w2 * e + w1)))
+    rho0, rho = mp.mpf(rho0), mp.mpf(rho)
+    return mp.quad(f, [rho0, (rho0 + rho) / 2, rho])
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+@pytest.mark.parametrize("beta", [0.0, 1.0, 5.0])
+@pytest.mark.parametrize("w", [(0.3, 0.7), (0.5, 0.5), (0.05, 0.95)])
+def test_pair_time_matches_two_dirac_ode(kind, beta, w):
+    """ρ of the 2-Dirac ODE at the closed-form times t(ρ) equals ρ to 1e-10."""
+    rho0 = -0.4
+    rhos = np.array([-0.2, 0.0, 0.5, 0.9, 0.99])
+    times = np.array([C.pair_time(rho0, r, *w, kind, beta) for r in rhos])
+    assert np.all(np.diff(times) > 0)
+    np.testing.assert_allclose(two_dirac_rho(kind, beta, w, rho0, times), rhos, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+@pytest.mark.parametrize("beta", [1.0, 10.0, 50.0])
+@pytest.mark.parametrize("w", [(0.3, 0.7), (0.5, 0.5)])
+@pytest.mark.parametrize("rho0, rho", [(-0.4, 0.99), (0.5, 0.999999), (-0.99, 0.0)])
+def test_pair_time_matches_high_precision_quadrature(kind, beta, w, rho0, rho):
+    """The Ei/E_1 form (plus the SA remainder quadrature) equals ∫ ds/ρ̇ to 1e-13 relative,
+    also where times reach 1e42 (SA β = 50 from near-antipodal clusters)."""
+    got = C.pair_time(rho0, rho, *w, kind, beta)
+    want = mp_time(kind, beta, *w, rho0, rho)
+    assert abs(got - want) <= 1e-13 * abs(want)
+
+
+def test_large_beta_uses_asymptotic_series():
+    """β = 400: the scaled Ei/E_1 arguments pass 700, where the series take over."""
+    for kind in ("SA", "USA"):
+        got = C.pair_time(-0.5, 0.2, 0.4, 0.6, kind, 400.0)
+        want = mp_time(kind, 400.0, 0.4, 0.6, -0.5, 0.2)
+        assert math.isfinite(got) and abs(got - want) <= 1e-12 * abs(want)
+
+
+def test_times_beyond_the_float_range_are_inf():
+    """SA, β = 700, from near-antipodal clusters: t ~ e^{2β·0.9} > 1e308, returned as inf
+    (not the nan of inf − inf); USA there is e^{0.9β}/β ~ 1e270, finite."""
+    assert C.pair_time(-0.9, -0.8, 0.3, 0.7, "SA", 700.0) == math.inf
+    assert C.pair_time(-0.8, -0.9, 0.3, 0.7, "SA", 700.0) == -math.inf
+    t = C.pair_time(-0.9, -0.8, 0.3, 0.7, "USA", 700.0)
+    assert math.isfinite(t) and t > 1e260
+
+
+def test_equal_masses_sa_is_the_equiangular_pair():
+    """SA with w1 = w2 is the equiangular system with n = 2 (theory.equiangular, another method)."""
+    for beta in (1.0, 5.0, 10.0):
+        rho0, rho = 0.1, 0.95
+        t = C.pair_time(rho0, rho, 0.5, 0.5, "SA", beta)
+        assert float(solve_equiangular("SA", rho0, beta, 2, t)) == pytest.approx(rho, abs=1e-9)
+        # USA with masses 1/2 + 1/2 is the equiangular n = 2 USA system too
+        t = C.pair_time(rho0, rho, 0.5, 0.5, "USA", beta)
+        assert float(solve_equiangular("USA", rho0, beta, 2, t)) == pytest.approx(rho, abs=1e-9)
+
+
+@pytest.mark.parametrize("kind, speed", [("SA", 1.0), ("USA", 0.9)])
+def test_beta_zero_is_artanh_and_continuous(kind, speed):
+    """β = 0: ρ̇ = c(1−ρ²), t = (artanh ρ − artanh ρ0)/c; β = 1e-9 is within 1e-8 of it."""
+    w1, w2 = 0.2, 0.7
+    want = (math.atanh(0.8) - math.atanh(-0.3)) / speed
+    assert C.pair_time(-0.3, 0.8, w1, w2, kind, 0.0) == pytest.approx(want, rel=1e-14)
+    assert C.pair_time(-0.3, 0.8, w1, w2, kind, 1e-9) == pytest.approx(want, rel=1e-8)
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+def test_antipodal_is_a_stationary_unstable_point(kind):
+    """ρ0 = −1: ρ̇ = 0 and t = inf; ρ0 = −1 + ε leaves at the linearised rate 2h(−1):
+    t(−1+ε → ρ) − t(−1+ε/10 → ρ) → −log(10)/(2h(−1))."""
+    w1, w2, beta = 0.3, 0.7, 2.0
+    assert C.pair_rate(-1.0, w1, w2, kind, beta) == 0.0
+    assert C.pair_time(-1.0, 0.0, w1, w2, kind, beta) == math.inf
+    assert C.merge_time(-1.0, w1, w2, kind, beta) == math.inf
+    if kind == "USA":
+        h = (w1 + w2) * math.exp(-beta)
+    else:
+        e = math.exp(2 * beta)
+        h = w2 / (w1 * e + w2) + w1 / (w2 * e + w1)
+    eps = 1e-9
+    diff = C.pair_time_gap(2 - eps / 10, 1.0, w1, w2, kind, beta) - C.pair_time_gap(2 - eps, 1.0, w1, w2, kind, beta)
+    assert diff == pytest.approx(math.log(10) / (2 * h), rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+def test_merge_time_collapse_rate(kind):
+    """Near ρ = 1 the angle decays like e^{−t} (SA) and e^{−(w1+w2)e^β t} (USA):
+    T_{θ/10} − T_θ → log 10 / rate, and merge_time is t(cos θ)."""
+    w1, w2, beta = 0.25, 0.5, 3.0
+    rate = 1.0 if kind == "SA" else (w1 + w2) * math.exp(beta)
+    t1 = C.merge_time(0.0, w1, w2, kind, beta, angle=1e-6)
+    t2 = C.merge_time(0.0, w1, w2, kind, beta, angle=1e-7)
+    assert t2 - t1 == pytest.approx(math.log(10) / rate, rel=1e-9)
+    assert C.merge_time(0.0, w1, w2, kind, beta, angle=0.1) == pytest.approx(
+        C.pair_time(0.0, math.cos(0.1), w1, w2, kind, beta), rel=1e-12)
+    assert C.merge_time(0.999, w1, w2, kind, beta, angle=0.1) == 0.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(["SA", "USA"]), beta=st.floats(0.0, 30.0),
+       w1=st.floats(0.01, 1.0), w2=st.floats(0.01, 1.0),
+       a=st.floats(-0.99, 0.99), b=st.floats(-0.99, 0.99), c=st.floats(-0.99, 0.99))
+def test_pair_time_monotone_and_additive(kind, beta, w1, w2, a, b, c):
+    """t(ρ0→ρ) increases with ρ, is additive over an intermediate ρ, symmetric in the
+    masses; SA is invariant under scaling the masses, USA scales like 1/(w1+w2)."""
+    r0, r1, r2 = sorted((a, b, c))
+    t01 = C.pair_time(r0, r1, w1, w2, kind, beta)
+    t12 = C.pair_time(r1, r2, w1, w2, kind, beta)
+    t02 = C.pair_time(r0, r2, w1, w2, kind, beta)
+    assert 0.0 <= t01 <= t02 and 0.0 <= t12 <= t02
+    assert t01 + t12 == pytest.approx(t02, rel=1e-11, abs=1e-300)
+    assert C.pair_time(r0, r2, w2, w1, kind, beta) == pytest.approx(t02, rel=1e-12)
+    scaled = C.pair_time(r0, r2, 3 * w1, 3 * w2, kind, beta)
+    assert scaled == pytest.approx(t02 if kind == "SA" else t02 / 3, rel=1e-11)
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+def test_pair_gap_inverts_pair_time(kind):
+    for t in (0.0, 0.3, 2.0, 40.0):
+        gap = C.pair_gap(t, 1.3, 0.4, 0.6, kind, 2.0)
+        if gap > 0:
+            assert C.pair_time_gap(1.3, gap, 0.4, 0.6, kind, 2.0) == pytest.approx(t, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+def test_gram_rate_two_clusters_is_pair_rate(kind):
+    """The k-cluster Gram ODE at k = 2 is the two-cluster ρ̇ (derived separately)."""
+    for rho in (-0.7, 0.0, 0.6):
+        g = np.array([[1.0, rho], [rho, 1.0]])
+        rate = C.gram_rate(g, [0.3, 0.6], kind, 4.0)
+        assert rate[0, 1] == pytest.approx(C.pair_rate(rho, 0.3, 0.6, kind, 4.0), rel=1e-14)
+        assert rate[0, 0] == 0.0 and rate[1, 1] == 0.0
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+def test_solve_gram_matches_three_points_in_r3(kind):
+    """Three clusters: the Gram ODE (no coordinates) and the points' ODE in R^3 agree."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    w, beta, times = np.array([0.2, 0.3, 0.5]), 3.0, np.array([0.0, 0.5, 2.0])
+
+    def rhs(_t, y):
+        p = y.reshape(3, 3)
+        e = w[None, :] * np.exp(beta * p @ p.T)
+        a = e @ p
+        if kind == "SA":
+            a /= e.sum(axis=1, keepdims=True)
+        return (a - np.sum(a * p, axis=1)[:, None] * p).ravel()
+
+    sol = solve_ivp(rhs, (0, 2.0), x.ravel(), method="DOP853", rtol=1e-13, atol=1e-15, t_eval=times)
+    pts = sol.y.T.reshape(-1, 3, 3)
+    want = pts @ np.swapaxes(pts, 1, 2)
+    np.testing.assert_allclose(C.solve_gram(x @ x.T, w, kind, beta, times), want, atol=1e-10)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="masses"):
+        C.pair_time(0.0, 0.5, -0.1, 0.5, "SA", 1.0)
+    with pytest.raises(ValueError, match="masses"):
+        C.pair_time(0.0, 0.5, 0.0, 0.0, "SA", 1.0)
+    with pytest.raises(ValueError, match="rho"):
+        C.pair_time(0.0, 1.5, 0.5, 0.5, "SA", 1.0)
+    with pytest.raises(ValueError, match="angle"):
+        C.merge_time(0.0, 0.5, 0.5, "SA", 1.0, angle=0.0)
+    with pytest.raises(ValueError, match="beta"):
+        C.pair_time(0.0, 0.5, 0.5, 0.5, "SA", float("nan"))
+    with pytest.raises(ValueError, match="kind"):
+        C.pair_time(0.0, 0.5, 0.5, 0.5, "XSA", 1.0)

@@ -1,0 +1,250 @@
+"""Weighted particles: the velocity of μ = Σ_j w_j δ_{x_j} and its adaptive long-time integration.
+
+References used: the unweighted token system (w_j = 1/n), duplicated points
+(a weight is a multiplicity), the double sum of the energy written out, the
+two-cluster closed form of theory/clusters.py (Dirac data, κ = ∞), monotonicity
+of E_β (README §Energies) and |x_i| = 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.particles import dynamics as D
+from meanfield_pde.particles.adaptive import (integrate_weighted, log_snapshot_times,
+                                              merge_coincident)
+from meanfield_pde.particles.sampling import uniform_sphere, von_mises_fisher_mixture
+from meanfield_pde.theory import clusters as C
+
+EPS = np.finfo(float).eps
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+@pytest.mark.parametrize("beta", [0.0, 1e-3, 0.5, 5.0, 50.0, 700.0])
+def test_equal_weights_reproduce_the_token_system(kind, beta):
+    """w_j = 1/n gives today's attention, energy and order parameter to 1e-15 relative."""
+    x = uniform_sphere(300, 3, seed=4)
+    w = np.full(300, 1 / 300)
+    a, b = D.attention(x, kind, beta), D.attention(x, kind, beta, weights=w)
+    s = np.abs(a).max()  # USA at β = 700: |A| ~ 1e304, its square overflows
+    assert np.max(np.abs(a - b) / (s * np.linalg.norm(a / s, axis=1, keepdims=True))) <= 1e-15
+    if beta <= 50.0:
+        e = D.energy(x, beta)
+        assert abs(D.energy(x, beta, weights=w) - e) <= 1e-15 * abs(e)
+    assert D.order_parameter(x, w) == pytest.approx(D.order_parameter(x), rel=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+def test_weight_is_a_multiplicity(kind):
+    """A node of weight 3/n is the same measure as three coincident nodes of 1/n."""
+    x = uniform_sphere(20, 4, seed=2)
+    tripled = np.vstack([x, x[[5, 5]]])
+    w = np.full(20, 1 / 22)
+    w[5] = 3 / 22
+    for beta in (0.0, 2.0, 30.0):
+        v = D.velocity(x, kind, beta, weights=w)
+        # v = A − ⟨x,A⟩x cancels against |A| (up to e^β for USA): compare on the scale of A
+        scale = np.abs(D.attention(x, kind, beta, weights=w)).max()
+        np.testing.assert_allclose(v, D.velocity(tripled, kind, beta)[:20], rtol=0, atol=1e-14 * scale)
+        assert D.energy(x, beta, weights=w) == pytest.approx(D.energy(tripled, beta), rel=1e-13)
+
+
+@pytest.mark.parametrize("beta", [1e-5, 0.5, 5.0, 100.0])
+def test_weighted_energy_is_the_double_sum(beta):
+    """E = (1/2β) Σ_ij w_i w_j (e^{β⟨x_i,x_j⟩} − 1), all three branches of the evaluation."""
+    x = uniform_sphere(40, 3, seed=7)
+    w = np.random.default_rng(1).dirichlet(np.ones(40))
+    gram = x @ x.T
+    want = float(w @ np.expm1(beta * gram) @ w) / (2 * beta)
+    assert D.energy(x, beta, weights=w) == pytest.approx(want, rel=1e-6 if beta < 1e-4 else 1e-13)
+    assert D.order_parameter(x, w) == pytest.approx(np.linalg.norm(w @ x), rel=1e-15)
+
+
+def test_massless_far_node_sa_at_large_beta():
+    """SA, β = 700: a massless node 100° from the only massive one has Φ below the float range
+    after the usual shift; its velocity is still exact: P⊥ towards the massive node."""
+    ang = math.radians(100)
+    x = np.array([[1.0, 0.0, 0.0], [math.cos(ang), math.sin(ang), 0.0]])
+    v = D.velocity(x, "SA", 700.0, weights=[1.0, 0.0])
+    want = x[0] - (x[0] @ x[1]) * x[1]
+    np.testing.assert_allclose(v[1], want, rtol=1e-14)
+    np.testing.assert_allclose(v[0], 0.0, atol=1e-15)
+
+
+def test_bad_weights_are_refused():
+    x = uniform_sphere(5, 3, seed=1)
+    for bad in ([1, 1, 1], [1, 1, 1, 1, -1], [0] * 5, [1, 1, np.nan, 1, 1]):
+        with pytest.raises(ConfigError, match="weights"):
+            D.velocity(x, "SA", 1.0, weights=bad)
+    with pytest.raises(ConfigError, match="method"):
+        integrate_weighted(x, np.full(5, 0.2), "SA", 1.0, [0, 1], method="Radau")
+    with pytest.raises(ConfigError, match="times"):
+        integrate_weighted(x, np.full(5, 0.2), "SA", 1.0, [0.5, 1])
+    with pytest.raises(ConfigError, match="x0"):
+        integrate_weighted(2 * x, np.full(5, 0.2), "SA", 1.0, [0, 1])
+
+
+@pytest.mark.parametrize("kind, beta", [("SA", 5.0), ("USA", 5.0), ("SA", 1.0), ("USA", 0.0)])
+def test_two_diracs_follow_the_closed_form(kind, beta):
+    """κ = ∞: two weighted Diracs integrated by the particle code reach ρ at the closed-form
+    times t(ρ) of theory.clusters to 1e-8 (measured ~4e-12)."""
+    rho0, w = -0.4, np.array([0.3, 0.7])
+    rhos = np.array([0.0, 0.5, 0.9, 0.99, 0.9999])
+    times = np.array([C.pair_time(rho0, r, *w, kind, beta) for r in rhos])
+    x0 = np.array([[1.0, 0.0, 0.0], [rho0, math.sqrt(1 - rho0 ** 2), 0.0]])
+    run = integrate_weighted(x0, w, kind, beta, np.r_[0.0, times], rtol=1e-12, atol=1e-14, merge_tol=0.0)
+    got = np.array([p[0] @ p[1] for p in run.positions[1:]])
+    np.testing.assert_allclose(got, rhos, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("kind, beta", [("SA", 4.0), ("USA", 3.0)])
+def test_energy_non_decreasing_mass_conserved_on_sphere(kind, beta):
+    """Along the weighted flow (with merges of coincident nodes): E_β never decreases beyond
+    the rounding of its evaluation, the total mass is kept to rounding (one addition per
+    merge), every row stays on the sphere. E is (e^β/2β) Σ_i w_i Φ_i − M²/(2β) with Φ_i a sum
+    of n positive terms: recursive summation of n positive terms errs by at most (n−1)u times
+    their sum (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §4.2), so
+    each value has error <= (2n + 4) eps |E| and a step between two snapshots twice that.
+    (On plateaus the true increase is below this: monotonicity is observable only above it.)"""
+    x0 = uniform_sphere(80, 3, seed=11)
+    w0 = np.random.default_rng(5).dirichlet(np.ones(80))
+    times = log_snapshot_times(1e-2, 1e3, 6)
+    run = integrate_weighted(x0, w0, kind, beta, times, rtol=1e-10, atol=1e-13)
+    e = run.energy
+    n = np.array([p.shape[0] for p in run.positions])
+    assert np.all(np.diff(e) >= -2 * (2 * n[:-1] + 4) * EPS * np.abs(e[1:]))
+    assert e[-1] - e[0] > 0.1 * abs(e[-1])  # clusters formed: the energy did climb
+    assert run.merges, "nodes should have collapsed and merged"
+    for wk in run.weights:
+        assert abs(math.fsum(wk) - math.fsum(w0)) <= 4 * EPS
+    for xk in run.positions:
+        assert np.max(np.abs(np.linalg.norm(xk, axis=1) - 1.0)) <= 4 * EPS
+    # the drift before each projection is controlled by the tolerance (measured ~1e-11)
+    assert run.drift.max() <= 100 * run.rtol
+
+
+def test_weights_untouched_without_merges():
+    x0 = uniform_sphere(30, 3, seed=3)
+    w0 = np.random.default_rng(2).dirichlet(np.ones(30))
+    run = integrate_weighted(x0, w0, "SA", 2.0, [0.0, 0.5, 1.0], merge_tol=0.0)
+    for wk in run.weights:
+        assert np.array_equal(wk, w0)
+
+
+def test_merge_keeps_mass_and_barycentre():
+    """Merging keeps the total mass and the (normalised) barycentre of each group; the energy
+    changes only at second order in the node distance ε."""
+    rng = np.random.default_rng(0)
+    centre = np.array([0.0, 0.0, 1.0])
+    other = np.array([1.0, 0.0, 0.0])
+    errs = []
+    for eps in (1e-3, 1e-4):
+        pts = centre + eps * rng.standard_normal((5, 3))
+        pts /= np.linalg.norm(pts, axis=1, keepdims=True)
+        x = np.vstack([pts, other])
+        w = np.r_[rng.dirichlet(np.ones(5)) * 0.6, 0.4]
+        xm, wm = merge_coincident(x, w, 10 * eps)
+        assert xm.shape == (2, 3) and math.fsum(wm) == pytest.approx(1.0, abs=2 * EPS)
+        bary = w[:5] @ pts
+        np.testing.assert_allclose(xm[0], bary / np.linalg.norm(bary), atol=1e-15)
+        errs.append(abs(D.energy(xm, 5.0, weights=wm) - D.energy(x, 5.0, weights=w)))
+    assert errs[1] / errs[0] == pytest.approx(1e-2, rel=0.3)  # second order in ε
+
+
+def test_plateau_steps_grow_by_orders_of_magnitude():
+    """Two well-separated clusters (SA, β = 10, vMF κ = 200, masses 0.4/0.6, ρ0 = −0.3, 200 nodes):
+    once the nodes of each cluster have merged (t ≈ 18) the steps grow by orders of magnitude
+    on the plateau (measured: 0.006 at t = 1, 35 at t = 100, 2.6e3 at t = 1e4), and the two
+    clusters are still apart at t = 1e4, as the two-Dirac closed form says (T_0.01 ≈ 2.2e4)."""
+    rho0, w = -0.3, [0.4, 0.6]
+    c = np.array([[1.0, 0.0, 0.0], [rho0, math.sqrt(1 - rho0 ** 2), 0.0]])
+    x0 = von_mises_fisher_mixture(200, c, [200.0, 200.0], weights=w, seed=1)
+    run = integrate_weighted(x0, np.full(200, 1 / 200), "SA", 10.0, log_snapshot_times(1e-2, 1e4, 4))
+    assert run.times[-1] == 1e4
+    early = run.step_sizes[np.searchsorted(run.step_times, 1.0)]
+    plateau = run.step_sizes[run.step_times > 100]
+    assert plateau.max() > 1e4 * early
+    assert C.merge_time(rho0, *w, "SA", 10.0) > 2e4
+    assert [p.shape[0] for p in run.positions][-1] == 2  # the 200 nodes became two clusters
+    assert run.nfev < 10_000
+
+
+def vmf_nodes(mu, kappa, k=4, m=8):
+    """A symmetric quadrature of vMF(μ, κ) on S²: Gauss–Laguerre in u = 1 − cos θ (the vMF
+    density in u is κ e^{−κu} on [0, 2], e^{−2κ} from the half line) times m equispaced
+    azimuths. The barycentre points exactly along μ; ∫ u = 1/κ exactly."""
+    from scipy.special import roots_laguerre
+
+    s, ws = roots_laguerre(k)
+    u, ws = s / kappa, ws / ws.sum()
+    mu = np.asarray(mu, float) / np.linalg.norm(mu)
+    a = np.cross(mu, [0.3, 0.5, 0.8])
+    a /= np.linalg.norm(a)
+    b = np.cross(mu, a)
+    ph = 2 * np.pi * (np.arange(m) + 0.5) / m
+    pts = [(1 - ui) * mu + math.sqrt(ui * (2 - ui)) * (math.cos(p) * a + math.sin(p) * b)
+           for ui in u for p in ph]
+    return np.array(pts), np.repeat(ws / m, m)
+
+
+@pytest.mark.parametrize("kind, beta, rho0, t_c", [("SA", 5.0, -0.2, 30.0), ("USA", 3.0, -0.9, 4.0)])
+def test_vmf_cluster_merge_time_converges_like_one_over_kappa(kind, beta, rho0, t_c):
+    """Two vMF clusters (masses 0.3/0.7) as weighted nodes: T_0.01(κ) → the two-Dirac closed
+    form at rate 1/κ. Why 1/κ: by symmetry of the nodes each cluster's barycentre points along
+    its centre, so the field of a cluster is that of a Dirac plus its second moment,
+    ∫(1 − ⟨x,μ⟩) dvMF = 1/κ + O(e^{−2κ}); after the nodes of each cluster have collapsed
+    (t_c) the clusters are Diracs displaced by O(1/κ), whose merge time is the closed form.
+    Measured: κ·(T(κ) − T_∞) = −21.9, −21.6, −21.4 (SA), −0.716, −0.707, −0.702 (USA) for
+    κ = 400, 800, 1600: error ratios 2.03, 2.02 at each doubling of κ."""
+    w = (0.3, 0.7)
+    t_inf = C.merge_time(rho0, *w, kind, beta)
+    assert t_inf > t_c
+    centres = [np.array([1.0, 0.0, 0.0]), np.array([rho0, math.sqrt(1 - rho0 ** 2), 0.0])]
+    errors = []
+    for kappa in (400.0, 800.0, 1600.0):
+        nodes = [vmf_nodes(c, kappa) for c in centres]
+        x0 = np.vstack([p for p, _ in nodes])
+        w0 = np.concatenate([q * wi for (_, q), wi in zip(nodes, w)])
+        run = integrate_weighted(x0, w0, kind, beta, [0.0, t_c / 4, t_c / 2, t_c], rtol=1e-12, atol=1e-14)
+        x, wk = run.positions[-1], run.weights[-1]
+        assert x.shape[0] == 2  # each cluster's nodes have merged into one Dirac
+        errors.append(t_c + C.merge_time(float(x[0] @ x[1]), *wk, kind, beta) - t_inf)
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    np.testing.assert_allclose(ratios, 2.0, atol=0.1)
+
+
+def test_failure_part_way_keeps_the_good_snapshots(monkeypatch):
+    """An integrator failure in the second interval: the result keeps the snapshots at t = 0
+    and t = 1, says why and where it stopped, and raises nothing."""
+    import meanfield_pde.particles.adaptive as A
+
+    real = A.solve_ivp
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        sol = real(*args, **kwargs)
+        if len(calls) == 2:
+            sol.success, sol.message = False, "Required step size is less than spacing between numbers."
+        return sol
+
+    monkeypatch.setattr(A, "solve_ivp", failing)
+    x0 = uniform_sphere(10, 3, seed=1)
+    run = integrate_weighted(x0, np.full(10, 0.1), "SA", 2.0, [0.0, 1.0, 2.0, 3.0])
+    assert run.times.tolist() == [0.0, 1.0] and len(run.positions) == 2
+    assert run.stop_reason.value == "numerical_fault"
+    assert "[1, 2]" in run.status and "step size" in run.status
+
+
+def test_one_node_and_beta_zero():
+    """Edge sizes: one node never moves; β = 0 is ρ̇ = 1 − ρ² for two Diracs of any masses (SA)."""
+    run = integrate_weighted([[0.0, 0.0, 1.0]], [1.0], "USA", 5.0, [0.0, 1e6])
+    np.testing.assert_array_equal(run.positions[-1], [[0.0, 0.0, 1.0]])
+    x0 = np.array([[1.0, 0.0], [0.0, 1.0]])  # d = 2
+    run = integrate_weighted(x0, [0.2, 0.8], "SA", 0.0, [0.0, 1.0], rtol=1e-12, atol=1e-14, merge_tol=0)
+    rho = float(run.positions[-1][0] @ run.positions[-1][1])
+    assert rho == pytest.approx(math.tanh(1.0), abs=1e-10)
