@@ -110,7 +110,7 @@ def test_a_killed_run_leaves_a_readable_file_with_its_snapshots(signame, tmp_pat
 
 def test_a_killed_particle_run_leaves_a_readable_file(tmp_path):
     out = tmp_path / "particles.nc"
-    proc = start(out, PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1000", "particles.mode=particles"])
+    proc = start(out, PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1000", "run.kind=particles"])
     interrupt(proc, signal.SIGKILL, RNG.uniform(0.2, 1.0))
     with xr.open_dataset(out) as ds:
         assert ds.attrs["status"] == "running" and ds.attrs["stop_reason"] == "running"
@@ -147,7 +147,7 @@ def test_pde_resume_equals_the_uninterrupted_run_bitwise(signame, tmp_path):
 
 
 def test_particle_resume_equals_the_uninterrupted_run_bitwise(tmp_path):
-    sets = PARTICLE_SETS + ["time.t_end=2", "particles.mode=particles"]
+    sets = PARTICLE_SETS + ["time.t_end=2", "run.kind=particles"]
     reference = run_particles(load_case(PARTICLE_CASE, sets))
     out = tmp_path / "particles.nc"
     # The run lasts ~1 s after its first snapshot, less than that on an idle machine: interrupt

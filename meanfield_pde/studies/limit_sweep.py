@@ -85,7 +85,11 @@ def sweep_configs(config: Config, beta: float) -> dict[str, Config]:
     out = {}
     for eq in ["mean_field"] + [f"limit{o}" for o in sorted(set(config.limit.orders))]:
         d = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
-        d["model"] = dict(base["model"], equation=eq)
+        if eq != "mean_field":
+            d["run"] = dict(base["run"], kind="limit")
+            d["limit"] = dict(base["limit"], order=int(eq[len("limit"):]))
+        else:
+            d["run"] = dict(base["run"], kind="pde")
         d["time"] = dict(base["time"], unit=PDE_TIME_UNITS[config.model.kind] if eq == "mean_field"
                          else "natural")
         out[eq] = from_dict(d, name=config.name)

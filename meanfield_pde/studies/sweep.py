@@ -32,7 +32,7 @@ With ``time.stationary_tol`` each run stops once stationary
 (:mod:`meanfield_pde.numerics.stationary`), which traces hysteresis.
 
 Tasks (``[sweep] task``): "run" is the case's PDE run (or its particle run
-with ``particles.mode = "particles"``); "tokens" simulates
+with ``run.kind = "particles"``); "tokens" simulates
 ``particles.n`` tokens uniform on S^{d−1}, d = ``sweep.dimension``
 (:func:`meanfield_pde.particles.simulate`, seed ``particles.seed``).
 """
@@ -191,9 +191,9 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
         if cont not in keys:
             raise ConfigError(f"sweep.continuation = {cont!r}: must be one of the grid keys "
                               f"({', '.join(keys)})")
-        if sw.task != "run" or config.particles.mode != "off":
+        if sw.task != "run" or config.kind not in ("pde", "limit"):
             raise ConfigError(f"sweep.continuation = {cont!r}: needs sweep.task = 'run' and "
-                              "particles.mode = 'off' (it continues PDE states)")
+                              "run.kind = 'pde' or 'limit' (it continues PDE states)")
         if not sw.directions:
             raise ConfigError("sweep.directions = []: give 'up' and/or 'down'")
     base = config.to_dict()
@@ -357,7 +357,7 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
                 warnings.simplefilter("ignore", RunStoppedWarning)
                 if spec["task"] == "tokens":
                     ds = _run_tokens(config)
-                elif config.particles.mode == "particles":
+                elif config.kind == "particles":
                     from ..runs.particle_runner import run_particles
                     ds = run_particles(config, force=spec.get("force", False))
                 else:
