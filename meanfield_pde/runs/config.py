@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -189,6 +190,14 @@ class LimitConfig:
     order: int = _f(1, lo=0, hi=1, doc="order of the limit model that `run` computes with "
                                        "run.kind = 'limit' (0: leading order, 1: with the 1/β term)")
 
+    def __post_init__(self):
+        # the `limits` command fits a slope of distance against β: two β at least, one order
+        if len(set(self.betas)) < 2:
+            raise ConfigError(f"limit.betas = {self.betas}: give at least two different inverse "
+                              "temperatures (the sweep fits the slope of distance against beta)")
+        if not self.orders:
+            raise ConfigError("limit.orders = []: give at least one order (0 and/or 1)")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ParticlesConfig:
@@ -244,13 +253,35 @@ class TransformerConfig:
                                                   "near-equiangular inputs at n = 100, 1000 (0: none)")
     layers: int = _f(30, lo=0, hi=10000, doc="long_context_phase: depth of the deep version")
 
+    def __post_init__(self):
+        if self.study == "normalisation":
+            if not self.schemes:
+                raise ConfigError("transformer.schemes = []: give at least one scheme")
+            if self.dimension < self.n:
+                raise ConfigError(f"transformer.dimension = {self.dimension}: must be >= transformer.n = "
+                                  f"{self.n} (equiangular tokens span n dimensions)")
+            if not self.rho0 > -1.0 / (self.n - 1):
+                raise ConfigError(f"transformer.rho0 = {self.rho0}: must be in (-1/(n-1), 1) = "
+                                  f"({-1.0 / (self.n - 1):.6g}, 1)")
+        elif self.study != "off" and not self.gammas:
+            raise ConfigError("transformer.gammas = []: give at least one gamma")
+
+
+SWEEP_MEASURES = {
+    "clusters": "number of clusters (peaks) of the final density (meanfield_pde.analysis.clusters.count_peaks)",
+    "clustered_pairs": "fraction of token pairs with <x_i, x_j> > 0.999 at every snapshot (tokens)",
+}
+"""sweep.measure: the extra measurements per point (computed by meanfield_pde.studies.sweep)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class SweepConfig:
     """[sweep]: a parameter sweep or phase diagram (``meanfield-pde sweep``, :mod:`meanfield_pde.studies.sweep`).
 
-    The grid items and the continuation key are checked by
-    :func:`meanfield_pde.studies.sweep.check_sweep` (the keys must be case keys).
+    The section checks its own items (each grid item's syntax and values, no key
+    twice, known measures); :func:`meanfield_pde.studies.sweep.plan_sweep` adds
+    the --grid items, checks the continuation key against the grid and builds
+    every point through :func:`from_dict` before any work.
     """
     grid: list[str] = _f([], doc='swept keys, "section.key=values": a TOML list [a, b] or a range '
                                  '"start:stop:count" (count points, ends included)')
@@ -262,9 +293,24 @@ class SweepConfig:
                    doc="run: the case's run (PDE, or particles); tokens: n tokens in dimension "
                        "sweep.dimension (particles.simulate)")
     dimension: int = _f(3, lo=2, hi=100_000, doc="tokens: dimension d of the sphere S^{d-1}")
-    measure: list[str] = _f([], doc="extra measurements per point (see meanfield_pde.studies.sweep.MEASURES)")
+    measure: list[str] = _f([], choices=None, doc="extra measurements per point (SWEEP_MEASURES)")
     figure: str = _f("lines", choices=("lines", "noise", "clusters", "tokens"),
                      doc="figure written next to the combined Dataset")
+
+    def __post_init__(self):
+        keys = set()
+        for i, item in enumerate(self.grid):  # the syntax and values of every item, here
+            key, _ = parse_grid_item(item, f"sweep.grid[{i}]")
+            if key in keys:
+                raise ConfigError(f"sweep.grid[{i}] {item!r}: {key} is given twice; give all its "
+                                  "values in one item")
+            keys.add(key)
+        for m in self.measure:
+            if m not in SWEEP_MEASURES:
+                raise ConfigError(f"sweep.measure: unknown measure {m!r}{_nearest(m, SWEEP_MEASURES)}; "
+                                  f"known: {', '.join(SWEEP_MEASURES)}")
+        if self.continuation and not self.directions:
+            raise ConfigError("sweep.directions = []: give 'up' and/or 'down'")
 
 
 SECTIONS = {"run": RunConfig, "model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
@@ -480,17 +526,6 @@ def _cross_checks(c: Config) -> None:
     if c.kind != "transformer" and tr.study != "off":
         raise ConfigError(f"transformer.study = {tr.study!r}: needs run.kind = 'transformer' "
                           f"(got {c.kind!r})")
-    if tr.study == "normalisation":
-        if not tr.schemes:
-            raise ConfigError("transformer.schemes = []: give at least one scheme")
-        if tr.dimension < tr.n:
-            raise ConfigError(f"transformer.dimension = {tr.dimension}: must be >= transformer.n = "
-                              f"{tr.n} (equiangular tokens span n dimensions)")
-        if not tr.rho0 > -1.0 / (tr.n - 1):
-            raise ConfigError(f"transformer.rho0 = {tr.rho0}: must be in (-1/(n-1), 1) = "
-                              f"({-1.0 / (tr.n - 1):.6g}, 1)")
-    elif tr.study != "off" and not tr.gammas:
-        raise ConfigError("transformer.gammas = []: give at least one gamma")
     unit_model = {"backward_heat": "SA", "porous_medium": "USA"}.get(c.time.unit)
     if unit_model and (c.model.kind != unit_model or c.model.beta == 0):
         raise ConfigError(f"time.unit = {c.time.unit!r}: only for model.kind = {unit_model!r} "
@@ -653,6 +688,47 @@ def parse_override(item: str) -> tuple[list[str], Any]:
         raise ConfigError(f"--set {key.strip()}: the value is nested too deeply "
                           f"(a case needs at most {MAX_NESTING} levels)") from None
     return path, value
+
+
+GRID_RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
+
+
+def parse_values(raw: Any, where: str) -> list:
+    """Grid values: a list, a range string "start:stop:count" (linspace) or one value.
+
+    A range of integers with integer steps gives ints ("0:9:10" -> 0, 1, ..., 9).
+    """
+    if isinstance(raw, str):
+        m = GRID_RANGE.match(raw)
+        if m:
+            try:
+                start, stop, count = float(m[1]), float(m[2]), int(m[3])
+            except ValueError:  # the pattern lets through e.g. "1e" or "1.2.3"
+                raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
+                                  "start, stop and an integer count, e.g. 0.1:0.5:9") from None
+            if not (math.isfinite(start) and math.isfinite(stop)):
+                raise ConfigError(f"{where} = {raw!r}: start and stop must be finite numbers")
+            if count < 1:
+                raise ConfigError(f"{where} = {raw!r}: a range needs count >= 1")
+            values = np.linspace(start, stop, count)
+            integers = re.fullmatch(r"[-+]?[0-9]+", m[1]) and re.fullmatch(r"[-+]?[0-9]+", m[2])
+            if integers and np.all(values == np.round(values)):
+                return [int(v) for v in values]  # "0:9:10" -> seeds 0..9
+            return [float(v) for v in values]
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise ConfigError(f"{where}: no values")
+    return values
+
+
+def parse_grid_item(item: str, where: str = "--grid") -> tuple[str, list]:
+    """'model.nu=0.1:0.5:9' -> ('model.nu', [0.1, ..., 0.5]); 'model.beta=[2, 5]' -> ('model.beta', [2, 5])."""
+    if not isinstance(item, str) or "=" not in item:
+        raise ConfigError(f"{where} {item!r}: must be of the form section.key=values")
+    path, raw = parse_override(item)  # the same TOML reading as --set
+    if len(path) != 2:
+        raise ConfigError(f"{where} {item!r}: the key must be section.key (e.g. model.beta)")
+    return ".".join(path), parse_values(raw, f"{where} {'.'.join(path)}")
 
 
 def apply_overrides(data: dict, overrides) -> dict:
