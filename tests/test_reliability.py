@@ -291,7 +291,7 @@ def test_pde_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch):
 
 def test_particle_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch):
     from meanfield_pde.particles import integrators
-    spec = integrators.SCHEMES["euler_maruyama"]
+    spec = integrators.INTEGRATORS["euler_maruyama"]
     calls = {"n": 0}
     original = spec.step
 
@@ -300,7 +300,7 @@ def test_particle_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch
         out = original(x, h, field, nu, xi)
         return out * np.nan if calls["n"] > 12 else out
 
-    monkeypatch.setitem(integrators.SCHEMES, "euler_maruyama", dataclasses.replace(spec, step=poisoned))
+    monkeypatch.setitem(integrators.INTEGRATORS._entries, "euler_maruyama", dataclasses.replace(spec, step=poisoned))
     out = tmp_path / "p.nc"
     with pytest.warns(RunStoppedWarning, match="non-finite positions"):
         ds = run_particles(load_case(PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1"]), out)

@@ -23,8 +23,9 @@ import tomli_w
 
 from ..core.errors import ConfigError
 from ..core.kernels import BETA_MAX, kernel_truncation_error, resolving_lmax, scaled_multipliers
-from ..particles.normalisation.schemes import SCHEMES as NORMALISATION_SCHEMES
-from ..numerics.steppers.tableaus import DEFAULT_SCHEME, SCHEMES
+from ..particles.integrators import INTEGRATORS
+from ..particles.normalisation.schemes import NORMALISATIONS
+from ..numerics.steppers.tableaus import DEFAULT_SCHEME, TABLEAUS
 from ..core.threads import MAX_THREADS
 from ..numerics.limits import check_limit_config
 
@@ -131,7 +132,7 @@ class TimeConfig:
     """[time]: horizon and the IMEX stepping."""
     t_end: float = _f(lo=0.0, doc="final time")
     dt: float = _f(1e-2, lo=0.0, lo_open=True, doc="initial (or fixed) time step")
-    scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(SCHEMES)), doc="IMEX scheme")
+    scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(TABLEAUS)), doc="IMEX scheme")
     adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
     rtol: float = _f(1e-6, lo=RTOL_MIN, hi=1.0, hi_open=True,
                      doc="local error per degree l relative to that degree's L² norm (degrees below "
@@ -207,7 +208,7 @@ class ParticlesConfig:
     tokens, compared: distances and a figure).
     """
     n: int = _f(1000, lo=2, hi=10_000_000, doc="number of tokens")
-    scheme: str = _f("auto", choices=("auto", "heun", "rk4", "lie_midpoint", "euler_maruyama"),
+    scheme: str = _f("auto", choices=("auto",) + tuple(INTEGRATORS),
                      doc="integrator (auto: rk4 without noise, euler_maruyama with noise)")
     dt: float = _f(0.0, lo=0.0, doc="time step (0: time.dt)")
     seed: int = _f(0, lo=0, doc="seed of the initial sample and the noise")
@@ -232,7 +233,7 @@ class TransformerConfig:
     """
     study: str = _f("off", choices=("off",) + STUDIES,
                     doc="the study of run.kind = 'transformer' (off: none)")
-    schemes: list[str] = _f(list(NORMALISATION_SCHEMES), choices=tuple(NORMALISATION_SCHEMES), doc="normalisation schemes to compare")
+    schemes: list[str] = _f(list(NORMALISATIONS), choices=tuple(NORMALISATIONS), doc="normalisation schemes to compare")
     beta: float = _f(1.0, lo=0.0, hi=BETA_MAX, doc="inverse temperature of the normalisation study")
     t_end: float = _f(1000.0, lo=0.0, lo_open=True, doc="final depth of the normalisation study")
     n: int = _f(16, lo=2, hi=10**15, doc="tokens (normalisation: particles; long context: n of the phase diagram)")

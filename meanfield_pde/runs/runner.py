@@ -29,7 +29,7 @@ from .runfile import MemoryRun, RunFile
 from ..core.signals import stop_on_signals
 from ..numerics.solver import RunResult, integrate
 from ..numerics.stationary import StationaryStop
-from ..numerics.steppers import IMEXRungeKutta, StepControl, get_scheme
+from ..numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
 
 
 @dataclass
@@ -81,7 +81,7 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    stepper = IMEXRungeKutta.for_model(get_scheme(config.time.scheme), model)
+    stepper = IMEXRungeKutta.for_model(get_tableau(config.time.scheme), model)
     control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
 

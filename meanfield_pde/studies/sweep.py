@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..particles.simulate import POSITION_DIMS
 from ..runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict, parse_grid_item,  # noqa: F401
                            parse_toml, parse_values)  # parse_values: public here before
 from ..core.errors import ConfigError, RunStoppedWarning
@@ -272,7 +273,7 @@ def _run_tokens(config: Config) -> xr.Dataset:
          "energy": ("time", run.energy, {"long_name": "empirical interaction energy"}),
          "clustered_pairs": ("time", clustered_pair_fraction(run.positions),
                              {"long_name": MEASURES["clustered_pairs"]}),
-         "final_positions": (("token", "dim"), run.final, {"long_name": "positions at t_end"})},
+         "final_positions": (POSITION_DIMS, run.final, {"long_name": "positions at t_end"})},
         coords={"time": ("time", run.times)})
     ds.attrs.update({"status": run.status, "stop_reason": run.stop_reason.value,
                      "model": config.model.kind, "beta": config.model.beta,
