@@ -2,7 +2,12 @@
 kept for one release as aliases of the layered modules; importing one warns
 (DeprecationWarning) and names the new path.
 
-This is the only place that knows the old layout. It sits at the top with the
+The public names that meant different things in different modules and were
+renamed (``RENAMED``: ``SCHEMES``, ``Scheme``, the steppers' ``get_scheme``,
+the normalisation ``simulate`` and ``velocity``) answer under their old names
+the same way, through a module ``__getattr__``.
+
+This is the only place that knows the old layout and names. It sits at the top with the
 package root and the command line: nothing in the package imports an old path.
 
 ``import meanfield_pde.runner`` returns the module ``meanfield_pde.runs.runner``
