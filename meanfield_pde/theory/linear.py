@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-from ..core.checks import KINDS, check_beta, check_choice, check_int, check_kind, check_nonnegative
+from ..core.checks import (KINDS, check_beta, check_choice, check_int, check_kind,  # noqa: F401
+                           check_nonnegative)  # (KINDS, check_beta, check_kind: public here before)
 from ..core.kernels import gradient_multipliers, kernel_degree_cutoff
 
 MANIFOLDS = ("sphere", "circle")
