@@ -57,7 +57,7 @@ from meanfield_pde.particles import dynamics, simulate  # noqa: E402
 from meanfield_pde.particles.sampling import uniform_sphere, von_mises_fisher_mixture  # noqa: E402
 from meanfield_pde.runs.runner import build  # noqa: E402
 from meanfield_pde.numerics.solver import integrate  # noqa: E402
-from meanfield_pde.numerics.steppers import SCHEMES, IMEXRungeKutta, StepControl  # noqa: E402
+from meanfield_pde.numerics.steppers import TABLEAUS, IMEXRungeKutta, StepControl  # noqa: E402
 from meanfield_pde.core.threads import resolve_threads, single_threaded_blas  # noqa: E402
 
 FULL = dict(lmax=[63, 127, 255], rounds=5, n=[2000, 8000, 20000], t_end3=200.0, lmax3=63,
@@ -131,7 +131,7 @@ def rhs_rows(table: Table, cfg: dict, threads: int) -> dict:
             out = g.zeros_coef()
             fns[f"rhs {kind}"] = (lambda m, o: lambda: m.transport(u, o))(model, out)
             if kind == "SA":
-                for name, tab in SCHEMES.items():
+                for name, tab in TABLEAUS.items():
                     st = IMEXRungeKutta(tab, model.transport, model.linear)
                     steppers[name] = st
                     fns[f"step {name}"] = (lambda s: lambda: s.step(u, 1e-3))(st)

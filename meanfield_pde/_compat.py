@@ -2,7 +2,12 @@
 kept for one release as aliases of the layered modules; importing one warns
 (DeprecationWarning) and names the new path.
 
-This is the only place that knows the old layout. It sits at the top with the
+The public names that meant different things in different modules and were
+renamed (``RENAMED``: ``SCHEMES``, ``Scheme``, the steppers' ``get_scheme``,
+the normalisation ``simulate`` and ``velocity``) answer under their old names
+the same way, through a module ``__getattr__``.
+
+This is the only place that knows the old layout and names. It sits at the top with the
 package root and the command line: nothing in the package imports an old path.
 
 ``import meanfield_pde.runner`` returns the module ``meanfield_pde.runs.runner``
@@ -51,6 +56,35 @@ SPLIT = {
     "runner": ("runs.runner", "runs.budget"),
     "particle_runner": ("runs.particle_runner", "studies.compare_particles"),
 }
+
+# public names that meant different things in different modules, renamed so that each
+# name has one meaning: module -> {old name: new name}
+_TABLEAU = {"SCHEMES": "TABLEAUS", "get_scheme": "get_tableau"}
+_INTEGRATOR = {"SCHEMES": "INTEGRATORS", "Scheme": "Integrator"}
+_NORMALISATION = {"SCHEMES": "NORMALISATIONS", "Scheme": "NormalisationScheme"}
+_SCHEME_RUN = {"simulate": "simulate_scheme", "velocity": "scheme_velocity"}
+RENAMED = {
+    "numerics.steppers.tableaus": _TABLEAU, "numerics.steppers": _TABLEAU,
+    "particles.integrators": _INTEGRATOR, "particles": _INTEGRATOR,
+    "particles.normalisation.schemes": _NORMALISATION,
+    "particles.normalisation.dynamics": {**_SCHEME_RUN, "Scheme": "NormalisationScheme"},
+    "particles.normalisation": {**_NORMALISATION, **_SCHEME_RUN},
+}
+
+
+def _renamed_attribute(module, names: dict):
+    """A module ``__getattr__`` (PEP 562) answering the old names with a DeprecationWarning."""
+    previous = module.__dict__.get("__getattr__")
+
+    def __getattr__(name):
+        if name in names:
+            warnings.warn(f"{module.__name__}.{name} is now {module.__name__}.{names[name]}; "
+                          "the old name goes in the next release", DeprecationWarning, stacklevel=2)
+            return getattr(module, names[name])
+        if previous is not None:
+            return previous(name)
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+    return __getattr__
 
 
 def new_name(old: str) -> str | None:
@@ -103,6 +137,11 @@ def install() -> None:
     # An old path that is also a name of the package root (meanfield_pde.resume, the
     # function) is registered now: importing it later would rebind the root's name to
     # the module, as the import system sets a loaded submodule on its parent.
+    for where, names in RENAMED.items():
+        module = importlib.import_module(f"{PACKAGE}.{where}")
+        if not getattr(module.__dict__.get("__getattr__"), "_renames", False):
+            module.__getattr__ = _renamed_attribute(module, names)
+            module.__getattr__._renames = True
     root = sys.modules[PACKAGE]
     for old, new in MOVED.items():
         if hasattr(root, old):

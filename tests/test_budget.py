@@ -29,7 +29,7 @@ def case(tmp_path):
     (["--set", "domain.manifold='sphere'", "--set", "domain.lmax=255", "--set", "time.t_end=1",
       "--set", "output.every=1e-6"], ["output.every = 1e-06", "1e+06 snapshots of 3.41 MB",
                                       "writes about 3.41 TB", "free", "--force"]),
-    (["--set", "particles.mode='particles'", "--set", "particles.n=10000000"],
+    (["--set", "run.kind='particles'", "--set", "particles.n=10000000"],
      ["particles.n = 10000000", "days per velocity", "the cap is 24 h"]),
     (["--set", "time.t_end=1e300"], ["time.t_end = 1e+300", "e+299 steps of the CFL step at unit speed",
                                      "time.max_steps = 10000000",
@@ -64,7 +64,7 @@ def test_huge_case_file_and_description_are_refused(tmp_path, case):
 
 
 def test_compare_projections_beyond_the_cap_are_refused(tmp_path, case, budget):
-    assert cli("run", case, "-o", "p.nc", "-q", "--set", "particles.mode='particles'",
+    assert cli("run", case, "-o", "p.nc", "-q", "--set", "run.kind='particles'",
                "--set", "particles.n=20", cwd=tmp_path).returncode == 0
     assert cli("run", case, "-o", "f.nc", "-q", cwd=tmp_path).returncode == 0
     start = time.perf_counter()

@@ -66,7 +66,7 @@ def test_pde_and_limit_runs_compare_on_tau(tmp_path):
     from meanfield_pde import load_case
     pde = run(load_case("sa_backward_heat", ["limit.tau=0.02", "time.t_end=0.02", "output.every=0.01"]),
               progress=False)
-    lim = run(load_case("sa_backward_heat", ["model.equation=limit1", "time.t_end=0.02",
+    lim = run(load_case("sa_backward_heat", ["run.kind=limit", "limit.order=1", "time.t_end=0.02",
                                              "output.every=0.01"]), progress=False)
     result = compare(pde, lim, degrees=6)
     np.testing.assert_allclose(result.time.values, [0.0, 0.01, 0.02], atol=1e-15)

@@ -239,7 +239,7 @@ def test_a_read_only_run_file_is_refused_before_anything_is_written(run_file):
 def test_a_particle_file_whose_case_disagrees_with_its_positions_is_refused(tmp_path):
     out = tmp_path / "p.nc"
     sets = ["particles.n=30", "time.dt=0.05", "output.every=0.1", "time.t_end=0.2", "domain.lmax=6",
-            "output.plot=false", "particles.mode=particles"]
+            "output.plot=false", "run.kind=particles"]
     run_particles(load_case("particles_sa_noisy", sets), out)
     _edit_case(out, "n = 30", "n = 10000000", {"status": "stopped: interrupted (SIGTERM) at t = 0.2"})
     before = snapshot(out)

@@ -18,7 +18,7 @@ from meanfield_pde.numerics.cfl import CFL
 from meanfield_pde.numerics.imex_model import IMEXModel, implicit_factor
 from meanfield_pde.numerics.limits import BackwardHeat, PorousMedium
 from meanfield_pde.numerics.models import MeanFieldModel
-from meanfield_pde.numerics.steppers import SCHEMES, IMEXRungeKutta, IMEXTableau, StepControl
+from meanfield_pde.numerics.steppers import TABLEAUS as SCHEMES, IMEXRungeKutta, IMEXTableau, StepControl
 
 SPHERE, CIRCLE = Sphere(12), Circle(8, npoints=32)
 

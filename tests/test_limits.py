@@ -45,8 +45,8 @@ def pde_rate_tau(kind, beta, l):
 
 
 def limit_config(kind, order, **time):
-    return make_config(model={"kind": kind, "beta": 100.0, "equation": f"limit{order}"},
-                       domain={"lmax": 12},
+    return make_config(run={"kind": "limit"}, limit={"order": order},
+                       model={"kind": kind, "beta": 100.0}, domain={"lmax": 12},
                        initial={"type": "perturbed_uniform", "amplitude": 0.05, "degree_max": 4,
                                 "seed": 2},
                        time={"t_end": 0.05, "dt": 1e-3, "rtol": 1e-10, "atol": 1e-16, **time},
@@ -177,15 +177,17 @@ def test_backward_heat_needs_positive_density():
 
 @pytest.mark.parametrize("change,fragments", [
     ({"time": {"unit": "porous_medium"}}, ["time.unit", "'USA'"]),
-    ({"model": {"nu": 0.1}}, ["model.nu", "model.equation = 'limit1'"]),
-    ({"regularisation": {"hyperviscosity": 1.0}}, ["regularisation.hyperviscosity", "model.equation"]),
+    ({"model": {"nu": 0.1}}, ["model.nu", "run.kind = 'limit', order 1"]),
+    ({"regularisation": {"hyperviscosity": 1.0}}, ["regularisation.hyperviscosity", "run.kind = 'limit'"]),
+    ({"model": {"beta": 0.5}}, ["model.beta = 0.5", "[1, 700]"]),
 ])
 def test_limit_config_rules(change, fragments):
-    base = {"model": {"kind": "SA", "beta": 50.0, "equation": "limit1"}}
+    """from_dict checks the limit rules (no Simulation needs to be built to refuse the case)."""
+    base = {"run": {"kind": "limit"}, "model": {"kind": "SA", "beta": 50.0}, "limit": {"order": 1}}
     for section, values in change.items():
         base.setdefault(section, {}).update(values)
     with pytest.raises(ConfigError) as info:
-        build(make_config(**base))
+        make_config(**base)
     for f in fragments:
         assert f in str(info.value)
 

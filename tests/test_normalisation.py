@@ -14,9 +14,12 @@ import pytest
 
 from meanfield_pde.theory.equiangular import solve_equiangular
 from meanfield_pde.core.errors import ConfigError
-from meanfield_pde.particles.normalisation import (ASYMPTOTIC_LAWS, SCHEMES, Scheme, attention_moments,
+from meanfield_pde.particles.normalisation import (ASYMPTOTIC_LAWS, attention_moments,
                                                    collapse_clock, fitted_rate, get_scheme, layers, register_scheme,
-                                                   simulate, solve_scheme_equiangular)
+                                                   solve_scheme_equiangular)
+from meanfield_pde.particles.normalisation import NORMALISATIONS as SCHEMES
+from meanfield_pde.particles.normalisation import NormalisationScheme as Scheme
+from meanfield_pde.particles.normalisation import simulate_scheme as simulate
 from meanfield_pde.particles import attention
 from meanfield_pde.particles.sampling import equiangular, uniform_sphere
 
@@ -75,15 +78,24 @@ def test_fitted_rates_over_the_last_decade(name, kind, t_end, expected):
     assert run.gap[-1] > 0  # resolved in log(1−ρ), not underflowed
 
 
-@pytest.mark.parametrize("name, clock", [
-    ("post_ln", lambda t: t),
-    ("ngpt", lambda t: t),
-    ("pre_ln", lambda t: np.log1p(t)),
-    ("peri_ln", lambda t: np.log1p(t)),
-    ("sqrt_scaling", lambda t: 2 * (np.sqrt(1 + t) - 1)),
-    ("mix_ln", lambda t: np.where(t < 1, t, 1 + np.log(np.maximum(t, 1)))),
-])
-def test_collapse_clock_closed_forms_and_gap_asymptotics(name, clock):
+CLOCKS = {  # tau(t) = int dt/s at the collapsed state (arXiv:2510.22026 §4), r0 = 1, T = 1
+    "post_ln": lambda t: t,
+    "ngpt": lambda t: t,
+    "pre_ln": lambda t: np.log1p(t),
+    "peri_ln": lambda t: np.log1p(t),
+    "sqrt_scaling": lambda t: 2 * (np.sqrt(1 + t) - 1),
+    "mix_ln": lambda t: np.where(t < 1, t, 1 + np.log(np.maximum(t, 1))),
+}
+
+
+def test_every_registered_scheme_has_a_closed_form():
+    assert set(SCHEMES) == set(CLOCKS) == set(ASYMPTOTIC_LAWS)
+
+
+@pytest.mark.parametrize("name", list(SCHEMES))
+def test_collapse_clock_closed_forms_and_gap_asymptotics(name):
+    """Each registered scheme against its closed-form clock (parametrized over the registry)."""
+    clock = CLOCKS[name]
     # tau(t) = int dt/s at the collapsed state: closed forms, and 1-rho ~ C e^{-2 tau}
     t_end = 15.0 if name in ("post_ln", "ngpt") else 1e4
     t = np.concatenate([[0.0], np.geomspace(0.01, t_end / 2, 60), [t_end]])
@@ -129,7 +141,7 @@ def test_a_user_scheme_defined_in_one_place():
         err = [np.abs(layers(x0, "half_speed", 1.0, 1 / k, k).positions[-1] - ref).max() for k in (50, 100)]
         assert 1.9 < err[0] / err[1] < 2.1
     finally:
-        SCHEMES.pop("half_speed")
+        SCHEMES.remove("half_speed")
 
 
 @pytest.mark.parametrize("call, match", [

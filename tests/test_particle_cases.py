@@ -41,7 +41,7 @@ def test_particle_run_has_the_pde_names(tmp_path):
 
 def test_particles_mode_from_the_cli(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", "particles_sa_noisy",
-                           "--set", "particles.mode=particles", "--set", "particles.n=200",
+                           "--set", "run.kind=particles", "--set", "particles.n=200",
                            "--set", "time.t_end=0.1", "--output", str(tmp_path / "t.nc")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -18,7 +18,7 @@ from scipy.optimize import brentq
 
 from meanfield_pde.theory.equiangular import solve_equiangular
 from meanfield_pde.core.errors import ConfigError
-from meanfield_pde.particles import (SCHEMES, attention, energy, equiangular, kuramoto_velocity,
+from meanfield_pde.particles import (INTEGRATORS as SCHEMES, attention, energy, equiangular, kuramoto_velocity,
                                      order_parameter, simulate, sphere_exp, uniform_sphere,
                                      velocity, von_mises_fisher_mixture)
 
@@ -403,7 +403,7 @@ def test_snapshots_and_outputs():
     np.testing.assert_array_equal(run.positions[-1], run.final)
     assert simulate(x0, "SA", 1.0, 0.0, 0.0, 0.1, 0.5).times.tolist() == [0.0]
     ds = run.to_dataset()
-    assert ds["positions"].dims == ("time", "token", "dim") and ds.attrs["kind"] == "USA"
+    assert ds["positions"].dims == ("time", "particle", "xyz") and ds.attrs["kind"] == "USA"
 
 
 def test_small_beta_energy_is_continuous():

@@ -110,7 +110,7 @@ def test_a_killed_run_leaves_a_readable_file_with_its_snapshots(signame, tmp_pat
 
 def test_a_killed_particle_run_leaves_a_readable_file(tmp_path):
     out = tmp_path / "particles.nc"
-    proc = start(out, PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1000", "particles.mode=particles"])
+    proc = start(out, PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1000", "run.kind=particles"])
     interrupt(proc, signal.SIGKILL, RNG.uniform(0.2, 1.0))
     with xr.open_dataset(out) as ds:
         assert ds.attrs["status"] == "running" and ds.attrs["stop_reason"] == "running"
@@ -147,7 +147,7 @@ def test_pde_resume_equals_the_uninterrupted_run_bitwise(signame, tmp_path):
 
 
 def test_particle_resume_equals_the_uninterrupted_run_bitwise(tmp_path):
-    sets = PARTICLE_SETS + ["time.t_end=2", "particles.mode=particles"]
+    sets = PARTICLE_SETS + ["time.t_end=2", "run.kind=particles"]
     reference = run_particles(load_case(PARTICLE_CASE, sets))
     out = tmp_path / "particles.nc"
     # The run lasts ~1 s after its first snapshot, less than that on an idle machine: interrupt
@@ -291,7 +291,7 @@ def test_pde_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch):
 
 def test_particle_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch):
     from meanfield_pde.particles import integrators
-    spec = integrators.SCHEMES["euler_maruyama"]
+    spec = integrators.INTEGRATORS["euler_maruyama"]
     calls = {"n": 0}
     original = spec.step
 
@@ -300,7 +300,7 @@ def test_particle_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch
         out = original(x, h, field, nu, xi)
         return out * np.nan if calls["n"] > 12 else out
 
-    monkeypatch.setitem(integrators.SCHEMES, "euler_maruyama", dataclasses.replace(spec, step=poisoned))
+    monkeypatch.setitem(integrators.INTEGRATORS._entries, "euler_maruyama", dataclasses.replace(spec, step=poisoned))
     out = tmp_path / "p.nc"
     with pytest.warns(RunStoppedWarning, match="non-finite positions"):
         ds = run_particles(load_case(PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1"]), out)

@@ -6,7 +6,7 @@ import pytest
 
 from meanfield_pde.runs.runner import build
 from meanfield_pde.numerics.solver import integrate
-from meanfield_pde.numerics.steppers import SCHEMES
+from meanfield_pde.numerics.steppers import TABLEAUS as SCHEMES
 
 from conftest import fitted_slope, make_config
 

@@ -29,7 +29,7 @@ PDE_SETS = ["domain.lmax=12", "time.adaptive=false", "time.dt=0.01", "output.eve
             "time.t_end=0.3", "output.plot=false"]
 PARTICLE_CASE = "particles_sa_noisy"
 PARTICLE_SETS = ["particles.n=50", "time.dt=0.01", "output.every=0.05", "output.plot=false",
-                 "time.t_end=0.3", "particles.mode=particles"]
+                 "time.t_end=0.3", "run.kind=particles"]
 
 
 def _raise_after(calls: int, exc: BaseException):

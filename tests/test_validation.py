@@ -42,13 +42,13 @@ RUN_ROWS = [
      ["initial.amplitude = 0.5", "negative"]),
     ("vmf-too-concentrated", ["initial={type='von_mises_fisher', centres=[[0,0,1]], concentrations=[1e5]}"],
      ["initial.concentrations", "too concentrated", "domain.lmax"]),
-    ("particles-n-one", ["particles.mode='particles'", "particles.n=1"], ["particles.n = 1", "[2,"]),
-    ("particles-noise-deterministic-scheme", ["particles.mode='particles'", "model.nu=0.1",
+    ("particles-n-one", ["run.kind='particles'", "particles.n=1"], ["particles.n = 1", "[2,"]),
+    ("particles-noise-deterministic-scheme", ["run.kind='particles'", "model.nu=0.1",
                                               "particles.scheme='rk4'"], ["particles.scheme", "euler_maruyama"]),
     ("particles-dt-negative", ["particles.dt=-1"], ["particles.dt = -1"]),
     ("output-every-absurd", ["output.every=1e-300"], ["output.every = 1e-300", "at most"]),
     ("fixed-dt-absurd", ["time.adaptive=false", "time.dt=1e-300"], ["time.dt = 1e-300", "time.max_steps"]),
-    ("limit-with-noise", ["model.equation='limit0'", "model.nu=0.1", "model.beta=50",
+    ("limit-with-noise", ["run.kind='limit'", "limit.order=0", "model.nu=0.1", "model.beta=50",
                           "domain.kernel_tol=1"], ["model.nu"]),
 ]
 OUTPUT_ROWS = [

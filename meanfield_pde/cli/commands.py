@@ -76,7 +76,7 @@ def _cmd_run(args) -> int:
 def _run_outputs(config, path: Path, args) -> list[Path]:
     """Every file `run` writes: the run file(s) and, unless --no-plot, the figure."""
     plot = config.output.plot and not args.no_plot
-    if config.particles.mode == "compare" and config.transformer.study == "off":
+    if config.kind == "compare":
         from ..studies.compare_particles import comparison_paths
         paths = comparison_paths(path)
         return [paths["pde"], paths["particles"], paths["compare"]] + ([paths["figure"]] if plot else [])
@@ -86,14 +86,14 @@ def _run_outputs(config, path: Path, args) -> list[Path]:
 def _run_claimed(config, path: Path, args) -> int:
     from ..runs.particle_runner import run_particles
     from ..runs.runner import run
-    if config.transformer.study != "off":
+    if config.kind == "transformer":
         return _run_study(config, path, args)
-    if config.particles.mode == "compare":
+    if config.kind == "compare":
         return _run_comparison(config, path, args)
     progress = None if not args.quiet else False
     with warnings.catch_warnings():  # the status line below says it already
         warnings.simplefilter("ignore", RunStoppedWarning)
-        if config.particles.mode == "particles":
+        if config.kind == "particles":
             ds = run_particles(config, output=path, overwrite=args.overwrite, force=args.force)
         else:
             ds = run(config, output=path, progress=progress, overwrite=args.overwrite, force=args.force)
@@ -428,6 +428,7 @@ def _warning_line(message, category, *args, **kwargs) -> None:
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
     from ..core.errors import DiskSpaceWarning
+    from ..runs.config import CaseKeyDeprecationWarning
     from ..runs.outputs import OutputFull
     # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
     main_thread = threading.current_thread() is threading.main_thread()
@@ -435,6 +436,7 @@ def main(argv=None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DiskSpaceWarning)
+            warnings.simplefilter("always", CaseKeyDeprecationWarning)  # the user's case file: say so
             warnings.showwarning = _warning_line
             return args.func(args)
     except ConfigError as exc:

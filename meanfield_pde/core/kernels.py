@@ -22,14 +22,7 @@ import math
 import numpy as np
 from scipy.special import ive
 
-BETA_MAX = 700.0  # e^β must stay finite in float64 (overflow at β ≈ 709.8)
-
-
-def _check_beta(beta: float) -> float:
-    beta = float(beta)
-    if not (0.0 <= beta <= BETA_MAX):
-        raise ValueError(f"model.beta = {beta}: must be in [0, {BETA_MAX:g}]")
-    return beta
+from .checks import BETA_MAX, check_beta  # noqa: F401  (BETA_MAX: public here before)
 
 
 def scaled_multipliers(beta: float, lmax: int, manifold: str = "sphere") -> np.ndarray:
@@ -43,7 +36,7 @@ def scaled_multipliers(beta: float, lmax: int, manifold: str = "sphere") -> np.n
     ValueError
         If β is outside [0, 700] or the manifold is unknown.
     """
-    beta = _check_beta(beta)
+    beta = check_beta(beta)
     l = np.arange(lmax + 1, dtype=float)
     if 0.0 < beta < SMALL_BETA:  # √(π/2β) overflows for subnormal β: the power series instead
         lam = beta * _small_beta_gradient_multipliers(beta, l.astype(int), manifold)
@@ -79,7 +72,7 @@ def gradient_multipliers(beta: float, lmax: int, manifold: str = "sphere",
     For β > 0 the unscaled value is e^β · (e^{−β} λ_l / β), a product of two
     finite floats (β <= 700), so it never overflows.
     """
-    beta = _check_beta(beta)
+    beta = check_beta(beta)
     l = np.arange(lmax + 1)
     if beta < SMALL_BETA:
         out = _small_beta_gradient_multipliers(beta, l, manifold)
@@ -195,5 +188,5 @@ def energy_multipliers(beta: float, lmax: int, manifold: str = "sphere") -> np.n
     time derivative. Finite for β <= 700.
     """
     out = 0.5 * gradient_multipliers(beta, lmax, manifold)  # λ_l/(2β), entry 0 = 0
-    out[0] = _constant_part(_check_beta(beta), manifold)
+    out[0] = _constant_part(check_beta(beta), manifold)
     return out

@@ -24,9 +24,9 @@ order 1 (:mod:`meanfield_pde.studies.limit_sweep` measures it).
 Conventions
 -----------
 - The time of a limit model **is τ**: a limit run's ``time`` axis is τ.
-  Config rule (:func:`check_limit_config`): for ``model.equation = "limit0"``
-  or ``"limit1"`` the case must have ``time.unit = "natural"`` (the limit's
-  own, natural time is τ), and ``time.t_end``, ``time.dt``, ``output.every``
+  Config rule (:func:`check_limit_config`): for ``run.kind = "limit"``
+  the case must have ``time.unit = "natural"`` or the limit's unit (the
+  limit's own time is τ), and ``time.t_end``, ``time.dt``, ``output.every``
   are read as τ. The PDE runs in τ with ``time.unit = "backward_heat"``
   (SA) or ``"porous_medium"`` (USA).
 - Densities are w.r.t. the area measure (uniform f̄ = 1/|S| = 1/4π on S²);
@@ -293,13 +293,14 @@ def make_limit_model(geometry: Geometry, kind: str, beta: float, order: int) -> 
 
 
 def check_limit_config(config) -> None:
-    """The rules for a case with model.equation = "limit0" | "limit1" (no-op for "mean_field").
+    """The rules for a case with run.kind = "limit" (``config.equation`` "limit0" | "limit1";
+    no-op for "mean_field").
 
     - a limit model's own time is τ (SA τ = t/β, USA τ = t λ_0/(2β)), so
       time.t_end, time.dt and output.every are τ; time.unit may be
       "natural" or the limit's unit ("backward_heat" resp. "porous_medium"),
-      so one case runs the PDE and, with --set model.equation=limit1, the
-      limit to the same τ.
+      so one case runs the PDE and, with --set run.kind=limit, the limit to
+      the same τ.
     - model.nu must be 0 and regularisation.hyperviscosity 0: the limits are
       noise-free and unregularised.
     - model.beta must be >= MIN_LIMIT_BETA = 1: the limits are expansions in
@@ -310,15 +311,16 @@ def check_limit_config(config) -> None:
     Raises
     ------
     ConfigError
-        Naming model.equation and the field to change.
+        Naming the run kind and the field to change.
     """
-    eq = config.model.equation
+    eq = config.equation
     if eq == "mean_field":
         return
     if eq not in LIMIT_EQUATIONS:
-        raise ConfigError(f"model.equation = {eq!r}: must be one of 'mean_field', "
-                          f"{', '.join(map(repr, LIMIT_EQUATIONS))}")
-    which = f"model.equation = {eq!r} ({LIMIT_NAMES[config.model.kind]} limit of {config.model.kind})"
+        raise ConfigError(f"limit.order = {eq[len('limit'):]}: must be one of "
+                          f"{', '.join(str(o) for o in LIMIT_EQUATIONS.values())}")
+    which = (f"run.kind = 'limit', order {LIMIT_EQUATIONS[eq]} "
+             f"({LIMIT_NAMES[config.model.kind]} limit of {config.model.kind})")
     if config.model.nu != 0.0:
         raise ConfigError(f"model.nu = {config.model.nu:g}: must be 0 for {which}; "
                           "the large-beta limits are noise-free")
@@ -341,5 +343,5 @@ def check_initial_density(model: LimitModel, coef: np.ndarray) -> None:
     try:
         model.transport(coef)
     except NumericalFault as exc:
-        raise ConfigError(f"initial: not admissible for model.equation = {model.equation!r}: "
+        raise ConfigError(f"initial: not admissible for the limit model of order {model.order}: "
                           f"{exc}") from None

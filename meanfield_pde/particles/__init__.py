@@ -33,7 +33,7 @@ the argument and its allowed range.
 from .adaptive import WeightedRun, integrate_weighted, log_snapshot_times, merge_coincident
 from .dynamics import (CHUNK_BYTES, KINDS, attention, check_weights, default_chunk_rows, energy,
                        kuramoto_velocity, order_parameter, tangent_project, velocity)
-from .integrators import (SCHEMES, Scheme, euler_maruyama_step, heun_step, lie_midpoint_step,
+from .integrators import (INTEGRATORS, Integrator, euler_maruyama_step, heun_step, lie_midpoint_step,
                           normalise, rk4_step, rotate, sphere_exp)
 from .sampling import equiangular, random_rotation, uniform_sphere, von_mises_fisher_mixture
 from .simulate import ParticleRun, simulate, snapshot_times
@@ -41,7 +41,7 @@ from .simulate import ParticleRun, simulate, snapshot_times
 __all__ = [
     "KINDS", "CHUNK_BYTES", "velocity", "attention", "kuramoto_velocity", "energy",
     "order_parameter", "tangent_project", "default_chunk_rows",
-    "SCHEMES", "Scheme", "heun_step", "rk4_step", "lie_midpoint_step", "euler_maruyama_step",
+    "INTEGRATORS", "Integrator", "heun_step", "rk4_step", "lie_midpoint_step", "euler_maruyama_step",
     "sphere_exp", "rotate", "normalise",
     "uniform_sphere", "von_mises_fisher_mixture", "equiangular", "random_rotation",
     "simulate", "ParticleRun", "snapshot_times", "check_weights",

@@ -46,34 +46,18 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..core.errors import ConfigError
-from ..core.kernels import BETA_MAX, SMALL_BETA
+from ..core.checks import KINDS, check_beta, check_int, check_kind  # noqa: F401  (public here before)
+from ..core.kernels import SMALL_BETA
 from ..core.threads import resolve_threads, single_threaded_blas
 
-KINDS = ("SA", "USA")
 CHUNK_BYTES = 256 * 2**20
 """Default memory budget (bytes) of one chunk of Gram-matrix rows."""
 
 
 # -- argument checks -----------------------------------------------------------
-def check_kind(kind) -> str:
-    if kind not in KINDS:
-        raise ConfigError(f"kind = {kind!r}: must be one of {KINDS}")
-    return kind
-
-
-def check_beta(beta) -> float:
-    beta = float(beta)
-    if not 0.0 <= beta <= BETA_MAX:  # also rejects NaN
-        raise ConfigError(f"beta = {beta}: must be in [0, {BETA_MAX:g}]")
-    return beta
-
-
 def check_chunk(chunk_rows) -> int | None:
-    if chunk_rows is None:
-        return None
-    if isinstance(chunk_rows, bool) or int(chunk_rows) != chunk_rows or chunk_rows < 1:
-        raise ConfigError(f"chunk_rows = {chunk_rows!r}: must be None or an integer >= 1")
-    return int(chunk_rows)
+    """None (the default chunking) or an integer >= 1, else ConfigError."""
+    return None if chunk_rows is None else check_int("chunk_rows", chunk_rows, 1)
 
 
 def default_chunk_rows(n: int, max_bytes: int = CHUNK_BYTES) -> int:

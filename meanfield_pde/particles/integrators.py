@@ -38,7 +38,38 @@ from typing import Callable
 
 import numpy as np
 
+from ..core.registry import Registry
+
 Field = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Integrator:
+    """A registered particle integrator: name, step function, order, stochastic or not.
+
+    ``order`` is the (strong) order of convergence; for the stochastic scheme
+    it is 1/2 with noise and ``deterministic_order`` (1) without.
+    ``description`` is the first line of the step's docstring (its source).
+    """
+
+    name: str
+    step: Callable
+    order: float
+    stochastic: bool
+    deterministic_order: float
+    description: str
+
+
+INTEGRATORS: Registry[Integrator] = Registry("particle integrator", "particles.scheme")
+"""Integrators by name (the ``scheme`` argument of :func:`meanfield_pde.particles.simulate`)."""
+
+
+def _integrator(name: str, order: float, stochastic: bool = False, deterministic_order: float | None = None):
+    """The ``make`` of :data:`INTEGRATORS`: the record around a step function."""
+    return lambda step: Integrator(name, step, order, stochastic,
+                                   order if deterministic_order is None else deterministic_order,
+                                   step.__doc__.strip().splitlines()[0])
+
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -107,8 +138,9 @@ def rotate(x: np.ndarray, y: np.ndarray, w: np.ndarray, h: float) -> np.ndarray:
 
 
 # -- deterministic ----------------------------------------------------------------
+@INTEGRATORS.register("heun", make=_integrator("heun", 2.0))
 def heun_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
-    """Projected Heun step (explicit trapezoidal rule), order 2.
+    """Projected Heun (RK2) in R^d + x/|x|, order 2 [Hairer, Lubich & Wanner, Geometric Numerical Integration, §IV.4].
 
     k1 = v(x), k2 = v(x + h k1), x ← π(x + h (k1 + k2)/2) with π(x) = x/|x|.
     The intermediate stage is off the sphere: ``field`` is evaluated on its
@@ -129,8 +161,9 @@ def heun_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
     return normalise(x + (0.5 * h) * (k1 + k2))
 
 
+@INTEGRATORS.register("rk4", make=_integrator("rk4", 4.0))
 def rk4_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
-    """Projected classical Runge–Kutta step, order 4.
+    """Projected classical RK4 in R^d + x/|x|, order 4 [Hairer, Lubich & Wanner, §IV.4 Algorithm 4.2].
 
     Classical RK4 on the ambient ODE ẋ = v(x) in R^d, then x ← x/|x|
     (standard projection method, HLW §IV.4 Algorithm 4.2; the projection
@@ -145,8 +178,9 @@ def rk4_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
     return normalise(x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
 
 
+@INTEGRATORS.register("lie_midpoint", make=_integrator("lie_midpoint", 2.0))
 def lie_midpoint_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
-    """Lie-group explicit midpoint step (RKMK order 2), order 2.
+    """Lie-group explicit midpoint with SO(d) rotations (RKMK), order 2 [Munthe-Kaas, BIT 38 (1998) 92–111].
 
     SO(d) acts on the sphere; the ODE is ẋ = Ω(x) x with
     Ω(x) = v(x) xᵀ − x v(x)ᵀ. The Runge–Kutta–Munthe-Kaas method built on
@@ -165,9 +199,12 @@ def lie_midpoint_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
 
 
 # -- stochastic -------------------------------------------------------------------
+@INTEGRATORS.register("euler_maruyama", make=_integrator("euler_maruyama", 0.5, True, 1.0))
 def euler_maruyama_step(x: np.ndarray, h: float, field: Field, nu: float,
                         xi: np.ndarray) -> np.ndarray:
-    """Geodesic Euler–Maruyama step for dx = v(x) dt + √(2ν) dB (B Brownian on the sphere).
+    """Geodesic Euler–Maruyama, strong order 1/2 (1 at ν = 0) [the Euler scheme of Kloeden & Platen 1992 §10.2 along geodesics].
+
+    Step for dx = v(x) dt + √(2ν) dB (B Brownian on the sphere).
 
     x ← exp_x( h v(x) + √(2νh) P⊥_x ξ ), ξ ~ N(0, I_d) given by the caller.
     Strong order 1/2, weak order 1; at ν = 0 the geodesic Euler method
@@ -190,31 +227,3 @@ def euler_maruyama_step(x: np.ndarray, h: float, field: Field, nu: float,
         w += np.sqrt(2.0 * nu * h) * noise
     return normalise(sphere_exp(x, w))
 
-
-@dataclass(frozen=True)
-class Scheme:
-    """A registered integrator: name, step function, order, stochastic or not.
-
-    ``order`` is the (strong) order of convergence; for the stochastic scheme
-    it is 1/2 with noise and ``deterministic_order`` (1) without.
-    """
-
-    name: str
-    step: Callable
-    order: float
-    stochastic: bool
-    deterministic_order: float
-    description: str
-
-
-SCHEMES = {
-    "heun": Scheme("heun", heun_step, 2.0, False, 2.0,
-                   "projected Heun (RK2) in R^d + x/|x|, HLW §IV.4"),
-    "rk4": Scheme("rk4", rk4_step, 4.0, False, 4.0,
-                  "projected classical RK4 in R^d + x/|x|, HLW §IV.4"),
-    "lie_midpoint": Scheme("lie_midpoint", lie_midpoint_step, 2.0, False, 2.0,
-                           "Lie-group (RKMK) explicit midpoint with SO(d) rotations"),
-    "euler_maruyama": Scheme("euler_maruyama", euler_maruyama_step, 0.5, True, 1.0,
-                             "geodesic Euler-Maruyama, strong order 1/2 (order 1 at nu = 0)"),
-}
-"""Integrators by name (the ``scheme`` argument of :func:`simulate`)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.checks import check_int
 from ..core.errors import ConfigError
 from ..core.geometry import unit_rows
 from .integrators import normalise
@@ -23,12 +24,6 @@ def make_rng(seed) -> np.random.Generator:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed = {seed!r}: must be an integer >= 0 or a numpy Generator")
     return np.random.default_rng(int(seed))
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ConfigError(f"{name} = {value!r}: must be an integer >= {minimum}")
-    return int(value)
 
 
 def uniform_sphere(n: int, d: int, seed=0) -> np.ndarray:
@@ -47,7 +42,7 @@ def uniform_sphere(n: int, d: int, seed=0) -> np.ndarray:
     ConfigError (ValueError)
         n < 1, d < 2, bad seed.
     """
-    n, d = _check_int("n", n, 1), _check_int("d", d, 2)
+    n, d = check_int("n", n, 1), check_int("d", d, 2)
     return normalise(make_rng(seed).standard_normal((n, d)))
 
 
@@ -82,7 +77,7 @@ def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed
         shapes inconsistent, a zero centre, κ < 0 or not finite, weights
         negative or summing to 0, n < 1, bad seed.
     """
-    n = _check_int("n", n, 1)
+    n = check_int("n", n, 1)
     centres = np.atleast_2d(np.asarray(centres, dtype=float))
     k, d = centres.shape
     if d < 2 or k < 1:
@@ -125,7 +120,7 @@ def random_rotation(d: int, seed=0) -> np.ndarray:
     groups", Notices AMS 54 (2007): Q from A = QR with the signs of diag(R)
     moved into Q.
     """
-    d = _check_int("d", d, 1)
+    d = check_int("d", d, 1)
     q, r = np.linalg.qr(make_rng(seed).standard_normal((d, d)))
     return q * np.sign(np.diag(r))
 
@@ -154,8 +149,8 @@ def equiangular(n: int, d: int, rho: float, seed=0) -> np.ndarray:
         n < 2, d < n (an n-token equiangular set with ρ ≠ 1, −1/(n−1) spans
         n dimensions), rho outside the open interval, bad seed.
     """
-    n = _check_int("n", n, 2)
-    d = _check_int("d", d, 2)
+    n = check_int("n", n, 2)
+    d = check_int("d", d, 2)
     if d < n:
         raise ConfigError(f"d = {d}: an equiangular set of n = {n} tokens needs d >= n")
     rho = float(rho)

@@ -22,10 +22,14 @@ from ..core.signals import check as check_stop_request, interruption
 from ..core.stops import StopReason, interrupt_reason
 from ..core.threads import resolve_threads, single_threaded_blas
 from .dynamics import check_beta, check_chunk, check_kind, energy, order_parameter, velocity
-from .integrators import SCHEMES
+from .integrators import INTEGRATORS
 
 UNIT_TOL = 1e-10
 """Allowed deviation of |x_i| from 1 in the initial positions."""
+
+POSITION_DIMS = ("particle", "xyz")
+"""Dimension names of token positions in every Dataset (run files, ParticleRun.to_dataset, a
+sweep's final positions): the particle index and the d Cartesian components."""
 
 
 @dataclass
@@ -79,13 +83,13 @@ class ParticleRun:
         return getattr(self, key)
 
     def to_dataset(self):
-        """The run as an xarray.Dataset (dims time, token, dim)."""
+        """The run as an xarray.Dataset (dims time and :data:`POSITION_DIMS`)."""
         import xarray as xr
 
         data = {"order_parameter": ("time", self.order_parameter),
                 "energy": ("time", self.energy)}
         if self.positions is not None:
-            data["positions"] = (("time", "token", "dim"), self.positions)
+            data["positions"] = (("time", *POSITION_DIMS), self.positions)
         attrs = {"kind": self.kind, "beta": self.beta, "nu": self.nu, "dt": self.dt,
                  "scheme": self.scheme, "seed": self.seed, "steps": self.steps, **self.attrs}
         return xr.Dataset(data, coords={"time": self.times}, attrs=attrs)
@@ -172,7 +176,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     every : float > 0
         Snapshot interval (time).
     scheme : {"rk4", "heun", "lie_midpoint", "euler_maruyama"}
-        Integrator (:data:`integrators.SCHEMES`). The deterministic schemes
+        Integrator (:data:`integrators.INTEGRATORS`). The deterministic schemes
         need nu = 0; nu > 0 needs "euler_maruyama".
     seed : int >= 0
         Seed of the numpy Generator (PCG64) drawing the noise; the same seed
@@ -219,11 +223,9 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     t_end = _check_positive("t_end", t_end, allow_zero=True)
     dt = _check_positive("dt", dt, allow_zero=False)
     every = _check_positive("every", every, allow_zero=False)
-    if scheme not in SCHEMES:
-        raise ConfigError(f"scheme = {scheme!r}: must be one of {tuple(SCHEMES)}")
-    spec = SCHEMES[scheme]
+    spec = INTEGRATORS.lookup(scheme, "scheme")
     if nu > 0.0 and not spec.stochastic:
-        stoch = tuple(k for k, s in SCHEMES.items() if s.stochastic)
+        stoch = tuple(k for k, s in INTEGRATORS.items() if s.stochastic)
         raise ConfigError(f"scheme = {scheme!r} is deterministic: nu = {nu} > 0 needs one of {stoch}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed = {seed!r}: must be an integer >= 0")

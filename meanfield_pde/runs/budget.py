@@ -240,9 +240,9 @@ def study_estimate(config) -> Estimate:
 
 def case_estimate(config) -> Estimate:
     """Whatever `run` does with this case."""
-    if config.transformer.study != "off":
+    if config.kind == "transformer":
         return study_estimate(config)
-    mode = config.particles.mode
+    mode = config.kind
     if mode == "particles":
         return particle_estimate(config)
     est = pde_estimate(config)
@@ -290,8 +290,8 @@ def check_case(config, output=None, *, force: bool = False) -> Estimate:
     t, every = config.time, config.snapshot_interval
     # a run that would reach time.max_steps before its first snapshot stores nothing but t = 0
     # (t_end = 1e300 with the default 50 snapshots); a smaller max_steps is a user's budget
-    dt, dt_text = typical_step(config) if config.transformer.study == "off" else (t.dt, "")
-    if not force and config.transformer.study == "off" and every > 0 and every / dt > t.max_steps:
+    dt, dt_text = typical_step(config) if config.kind != "transformer" else (t.dt, "")
+    if not force and config.kind != "transformer" and every > 0 and every / dt > t.max_steps:
         raise ConfigError(f"time.t_end = {t.t_end:g}: the first snapshot (at {every:g}, output.every "
                           f"= {config.output.every:g}) is about {every / dt:.3g} steps of {dt_text} "
                           f"away, more than time.max_steps = {t.max_steps}: the run would stop before "

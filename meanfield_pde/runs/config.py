@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -22,9 +23,11 @@ import tomli_w
 
 from ..core.errors import ConfigError
 from ..core.kernels import BETA_MAX, kernel_truncation_error, resolving_lmax, scaled_multipliers
-from ..particles.normalisation.schemes import SCHEMES as NORMALISATION_SCHEMES
-from ..numerics.steppers.tableaus import DEFAULT_SCHEME, SCHEMES
+from ..particles.integrators import INTEGRATORS
+from ..particles.normalisation.schemes import NORMALISATIONS
+from ..numerics.steppers.tableaus import DEFAULT_SCHEME, TABLEAUS
 from ..core.threads import MAX_THREADS
+from ..numerics.limits import check_limit_config
 
 
 def _f(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False, hi_open=False,
@@ -36,9 +39,25 @@ def _f(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False, hi_open=
     return field(default=default, metadata=meta)
 
 
+RUN_KINDS = ("pde", "limit", "particles", "compare", "transformer")  # values of [run] kind
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """[run]: what ``run`` computes, chosen by one key.
+
+    kind = "pde": the mean-field PDE; "limit": its large-β limit model of
+    order ``limit.order`` (README §Large-β limits); "particles": the n tokens
+    of [particles] only; "compare": PDE and tokens side by side; "transformer":
+    the study ``transformer.study``. The sections of a kind hold its
+    parameters; the `limits` and `sweep` commands read [limit] and [sweep].
+    """
+    kind: str = _f("pde", choices=RUN_KINDS, doc="what `run` computes: " + ", ".join(RUN_KINDS))
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """[model]: which mean-field equation (README §Model)."""
+    """[model]: which mean-field equation (README §Model); [run] kind = "limit" runs its large-β limit."""
     kind: str = _f(choices=("SA", "USA"), doc="SA (softmax) or USA (unnormalised) attention")
     beta: float = _f(lo=0.0, hi=BETA_MAX, doc="inverse temperature β")
     # ν <= 1e6: the stiffest implicit rate ν L(L+1) <= 1.05e12 (L <= 1023) keeps
@@ -46,9 +65,6 @@ class ModelConfig:
     # relaxes f to uniform within ~1e-6 time units (rate 2ν of degree 1), so a larger ν
     # has nothing left to compute (1e300 overflowed and stopped at t = 0).
     nu: float = _f(0.0, lo=0.0, hi=1e6, doc="noise ν (diffusion coefficient)")
-    equation: str = _f("mean_field", choices=("mean_field", "limit0", "limit1"),
-                       doc="the mean-field PDE, or its large-β limit of order 0 or 1 "
-                           "(SA: backward heat, USA: porous medium; README §Large-β limits)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +132,7 @@ class TimeConfig:
     """[time]: horizon and the IMEX stepping."""
     t_end: float = _f(lo=0.0, doc="final time")
     dt: float = _f(1e-2, lo=0.0, lo_open=True, doc="initial (or fixed) time step")
-    scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(SCHEMES)), doc="IMEX scheme")
+    scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(TABLEAUS)), doc="IMEX scheme")
     adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
     rtol: float = _f(1e-6, lo=RTOL_MIN, hi=1.0, hi_open=True,
                      doc="local error per degree l relative to that degree's L² norm (degrees below "
@@ -172,18 +188,27 @@ class LimitConfig:
     orders: list[int] = _f([0, 1], lo=0, hi=1, doc="orders of the limit models (0 and/or 1)")
     tau: float = _f(0.05, lo=0.0, lo_open=True, doc="rescaled time of the comparison")
     degrees: int = _f(6, lo=1, doc="compare on degrees l <= degrees")
+    order: int = _f(1, lo=0, hi=1, doc="order of the limit model that `run` computes with "
+                                       "run.kind = 'limit' (0: leading order, 1: with the 1/β term)")
+
+    def __post_init__(self):
+        # the `limits` command fits a slope of distance against β: two β at least, one order
+        if len(set(self.betas)) < 2:
+            raise ConfigError(f"limit.betas = {self.betas}: give at least two different inverse "
+                              "temperatures (the sweep fits the slope of distance against beta)")
+        if not self.orders:
+            raise ConfigError("limit.orders = []: give at least one order (0 and/or 1)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ParticlesConfig:
     """[particles]: the token system with the same model and initial law as the PDE.
 
-    mode = "off" runs the PDE only; "particles" runs only the n tokens;
-    "compare" runs both and compares them (distances and a figure).
+    Used by run.kind = "particles" (the n tokens only) and "compare" (PDE and
+    tokens, compared: distances and a figure).
     """
-    mode: str = _f("off", choices=("off", "particles", "compare"), doc="what `run` computes")
     n: int = _f(1000, lo=2, hi=10_000_000, doc="number of tokens")
-    scheme: str = _f("auto", choices=("auto", "heun", "rk4", "lie_midpoint", "euler_maruyama"),
+    scheme: str = _f("auto", choices=("auto",) + tuple(INTEGRATORS),
                      doc="integrator (auto: rk4 without noise, euler_maruyama with noise)")
     dt: float = _f(0.0, lo=0.0, doc="time step (0: time.dt)")
     seed: int = _f(0, lo=0, doc="seed of the initial sample and the noise")
@@ -192,9 +217,13 @@ class ParticlesConfig:
                           doc="great circles of the sliced Wasserstein distance in mode compare (0: skip)")
 
 
+STUDIES = ("normalisation", "long_context_phase", "long_context_limits")  # transformer.study
+
+
 @dataclass(frozen=True, kw_only=True)
 class TransformerConfig:
-    """[transformer]: transformer architectures instead of the PDE (meanfield_pde.studies.transformer_study).
+    """[transformer]: the study of transformer architectures that run.kind = "transformer" runs
+    (meanfield_pde.studies.transformer_study).
 
     study = "normalisation": 1−ρ(t) of every scheme (equiangular ODEs and
     particles; arXiv:2510.22026); "long_context_phase": the (γ, ρ) phase
@@ -202,9 +231,9 @@ class TransformerConfig:
     "long_context_limits": ⟨θ_i, θ_j⟩ against n at the given γ (Rigollet
     arXiv:2512.01868 Thm 7). A study needs no [model]/[domain]/[initial]/[time].
     """
-    study: str = _f("off", choices=("off", "normalisation", "long_context_phase", "long_context_limits"),
-                    doc="what `run` computes (off: the PDE)")
-    schemes: list[str] = _f(list(NORMALISATION_SCHEMES), choices=tuple(NORMALISATION_SCHEMES), doc="normalisation schemes to compare")
+    study: str = _f("off", choices=("off",) + STUDIES,
+                    doc="the study of run.kind = 'transformer' (off: none)")
+    schemes: list[str] = _f(list(NORMALISATIONS), choices=tuple(NORMALISATIONS), doc="normalisation schemes to compare")
     beta: float = _f(1.0, lo=0.0, hi=BETA_MAX, doc="inverse temperature of the normalisation study")
     t_end: float = _f(1000.0, lo=0.0, lo_open=True, doc="final depth of the normalisation study")
     n: int = _f(16, lo=2, hi=10**15, doc="tokens (normalisation: particles; long context: n of the phase diagram)")
@@ -225,13 +254,35 @@ class TransformerConfig:
                                                   "near-equiangular inputs at n = 100, 1000 (0: none)")
     layers: int = _f(30, lo=0, hi=10000, doc="long_context_phase: depth of the deep version")
 
+    def __post_init__(self):
+        if self.study == "normalisation":
+            if not self.schemes:
+                raise ConfigError("transformer.schemes = []: give at least one scheme")
+            if self.dimension < self.n:
+                raise ConfigError(f"transformer.dimension = {self.dimension}: must be >= transformer.n = "
+                                  f"{self.n} (equiangular tokens span n dimensions)")
+            if not self.rho0 > -1.0 / (self.n - 1):
+                raise ConfigError(f"transformer.rho0 = {self.rho0}: must be in (-1/(n-1), 1) = "
+                                  f"({-1.0 / (self.n - 1):.6g}, 1)")
+        elif self.study != "off" and not self.gammas:
+            raise ConfigError("transformer.gammas = []: give at least one gamma")
+
+
+SWEEP_MEASURES = {
+    "clusters": "number of clusters (peaks) of the final density (meanfield_pde.analysis.clusters.count_peaks)",
+    "clustered_pairs": "fraction of token pairs with <x_i, x_j> > 0.999 at every snapshot (tokens)",
+}
+"""sweep.measure: the extra measurements per point (computed by meanfield_pde.studies.sweep)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class SweepConfig:
     """[sweep]: a parameter sweep or phase diagram (``meanfield-pde sweep``, :mod:`meanfield_pde.studies.sweep`).
 
-    The grid items and the continuation key are checked by
-    :func:`meanfield_pde.studies.sweep.check_sweep` (the keys must be case keys).
+    The section checks its own items (each grid item's syntax and values, no key
+    twice, known measures); :func:`meanfield_pde.studies.sweep.plan_sweep` adds
+    the --grid items, checks the continuation key against the grid and builds
+    every point through :func:`from_dict` before any work.
     """
     grid: list[str] = _f([], doc='swept keys, "section.key=values": a TOML list [a, b] or a range '
                                  '"start:stop:count" (count points, ends included)')
@@ -243,24 +294,39 @@ class SweepConfig:
                    doc="run: the case's run (PDE, or particles); tokens: n tokens in dimension "
                        "sweep.dimension (particles.simulate)")
     dimension: int = _f(3, lo=2, hi=100_000, doc="tokens: dimension d of the sphere S^{d-1}")
-    measure: list[str] = _f([], doc="extra measurements per point (see meanfield_pde.studies.sweep.MEASURES)")
+    measure: list[str] = _f([], choices=None, doc="extra measurements per point (SWEEP_MEASURES)")
     figure: str = _f("lines", choices=("lines", "noise", "clusters", "tokens"),
                      doc="figure written next to the combined Dataset")
 
+    def __post_init__(self):
+        keys = set()
+        for i, item in enumerate(self.grid):  # the syntax and values of every item, here
+            key, _ = parse_grid_item(item, f"sweep.grid[{i}]")
+            if key in keys:
+                raise ConfigError(f"sweep.grid[{i}] {item!r}: {key} is given twice; give all its "
+                                  "values in one item")
+            keys.add(key)
+        for m in self.measure:
+            if m not in SWEEP_MEASURES:
+                raise ConfigError(f"sweep.measure: unknown measure {m!r}{_nearest(m, SWEEP_MEASURES)}; "
+                                  f"known: {', '.join(SWEEP_MEASURES)}")
+        if self.continuation and not self.directions:
+            raise ConfigError("sweep.directions = []: give 'up' and/or 'down'")
 
-SECTIONS = {"model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
+
+SECTIONS = {"run": RunConfig, "model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
             "output": OutputConfig, "monitor": MonitorConfig,
             "regularisation": RegularisationConfig, "limit": LimitConfig,
             "particles": ParticlesConfig, "transformer": TransformerConfig, "sweep": SweepConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
-RUN_KINDS = ("pde", "limit", "particles", "compare", "transformer")  # values of Config.kind
 MAX_SNAPSHOTS = 1e6  # a run file of more snapshots is a typo in output.every, not a plan
 
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
     """A whole validated case. Build it with :func:`from_dict` or :func:`load_case`."""
-    # the PDE sections are required unless [transformer] study is set (then unused placeholders)
+    # the PDE sections are required unless run.kind = "transformer" (then unused placeholders)
+    run: RunConfig = field(default_factory=RunConfig)
     model: ModelConfig = field(default_factory=lambda: ModelConfig(kind="SA", beta=0.0))
     domain: DomainConfig = field(default_factory=lambda: DomainConfig(lmax=8))
     initial: PerturbedUniform | VonMisesFisher | SphericalHarmonic = field(default_factory=PerturbedUniform)
@@ -277,15 +343,17 @@ class Config:
 
     @property
     def kind(self) -> str:
-        """What ``run`` computes, one of :data:`RUN_KINDS`: "pde" (the mean-field
-        PDE), "limit" (a large-β limit model), "particles" (the tokens only),
-        "compare" (PDE and tokens side by side) or "transformer" (a
-        [transformer] study). Every dispatch on the run kind reads this."""
-        if self.transformer.study != "off":
-            return "transformer"
-        if self.particles.mode != "off":
-            return self.particles.mode
-        return "pde" if self.model.equation == "mean_field" else "limit"
+        """What ``run`` computes, one of :data:`RUN_KINDS` (the case's ``[run] kind``): "pde"
+        (the mean-field PDE), "limit" (a large-β limit model), "particles" (the tokens
+        only), "compare" (PDE and tokens side by side) or "transformer" (a [transformer]
+        study). Every dispatch on the run kind reads this."""
+        return self.run.kind
+
+    @property
+    def equation(self) -> str:
+        """The equation a "pde" or "limit" run integrates: "mean_field", "limit0" or
+        "limit1" (the run file's ``equation`` attribute)."""
+        return f"limit{self.limit.order}" if self.kind == "limit" else "mean_field"
 
     @property
     def snapshot_interval(self) -> float:
@@ -430,16 +498,14 @@ def _cross_checks(c: Config) -> None:
             raise ConfigError(f"initial.weights has {len(ini.weights)} entries: must have one per centre ({k})")
         if ini.weights and abs(sum(ini.weights) - 1.0) > 1e-9:
             raise ConfigError(f"initial.weights = {ini.weights}: must sum to 1 (sum is {sum(ini.weights):.12g})")
-    if c.particles.mode != "off":
-        if c.model.equation != "mean_field":
-            raise ConfigError(f"particles.mode = {c.particles.mode!r}: needs model.equation = 'mean_field'")
+    if c.kind in ("particles", "compare"):
         if c.time.unit != "natural":
-            raise ConfigError(f"particles.mode = {c.particles.mode!r}: needs time.unit = 'natural'")
+            raise ConfigError(f"time.unit = {c.time.unit!r}: must be 'natural' with run.kind = {c.kind!r}")
         if c.particles.scheme not in ("auto", "euler_maruyama") and c.model.nu > 0:
             raise ConfigError(f"particles.scheme = {c.particles.scheme!r}: with model.nu > 0 use "
                               "'euler_maruyama' (or 'auto')")
     t = c.time
-    if t.t_end > 0 and c.snapshot_interval > 0 and c.transformer.study == "off":
+    if t.t_end > 0 and c.snapshot_interval > 0 and c.kind != "transformer":
         snapshots = t.t_end / c.snapshot_interval
         if snapshots > MAX_SNAPSHOTS:
             raise ConfigError(f"output.every = {c.output.every:g}: gives {snapshots:.3g} snapshots up to "
@@ -448,31 +514,104 @@ def _cross_checks(c: Config) -> None:
             raise ConfigError(f"time.dt = {t.dt:g}: with time.adaptive = false needs {t.t_end / t.dt:.3g} "
                               f"steps to time.t_end = {t.t_end:g}, more than time.max_steps = {t.max_steps}")
     d = c.domain  # (limit equations have no kernel)
-    if c.model.equation == "mean_field" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold) > d.kernel_tol:
+    if c.kind != "limit" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold) > d.kernel_tol:
         need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
                           f"needs lmax >= {need} for domain.kernel_tol = {d.kernel_tol:g} (relative error "
                           f"{kernel_truncation_error(c.model.beta, d.lmax, d.manifold):.2g} at {d.lmax}); "
                           "raise lmax, or set domain.kernel_tol = 1 for large-beta limit studies")
     tr = c.transformer
-    if tr.study != "off":
-        if c.particles.mode != "off":
-            raise ConfigError(f"particles.mode = {c.particles.mode!r}: must be 'off' with transformer.study")
-        if tr.study == "normalisation":
-            if not tr.schemes:
-                raise ConfigError("transformer.schemes = []: give at least one scheme")
-            if tr.dimension < tr.n:
-                raise ConfigError(f"transformer.dimension = {tr.dimension}: must be >= transformer.n = "
-                                  f"{tr.n} (equiangular tokens span n dimensions)")
-            if not tr.rho0 > -1.0 / (tr.n - 1):
-                raise ConfigError(f"transformer.rho0 = {tr.rho0}: must be in (-1/(n-1), 1) = "
-                                  f"({-1.0 / (tr.n - 1):.6g}, 1)")
-        elif not tr.gammas:
-            raise ConfigError("transformer.gammas = []: give at least one gamma")
+    if c.kind == "transformer" and tr.study == "off":
+        raise ConfigError("transformer.study = 'off': run.kind = 'transformer' needs a study, one of "
+                          + ", ".join(map(repr, STUDIES)))
+    if c.kind != "transformer" and tr.study != "off":
+        raise ConfigError(f"transformer.study = {tr.study!r}: needs run.kind = 'transformer' "
+                          f"(got {c.kind!r})")
     unit_model = {"backward_heat": "SA", "porous_medium": "USA"}.get(c.time.unit)
     if unit_model and (c.model.kind != unit_model or c.model.beta == 0):
         raise ConfigError(f"time.unit = {c.time.unit!r}: only for model.kind = {unit_model!r} "
                           f"with model.beta > 0 (got {c.model.kind}, beta = {c.model.beta:g})")
+    if c.kind == "limit":  # noise-free, unregularised, time in tau, beta >= 1
+        check_limit_config(c)
+
+
+# -- the run kind of older cases ---------------------------------------------------------------
+
+class CaseKeyDeprecationWarning(DeprecationWarning):
+    """A case uses a key that a later release removes; the message names the key to use."""
+
+
+# old mode key -> {old value: (the run kinds it allows, the kind it chooses or None, the new keys)}
+OLD_KIND_KEYS = {
+    ("model", "equation"): {
+        "mean_field": ({"pde", "particles", "compare", "transformer"}, None, "run.kind = 'pde'"),
+        "limit0": ({"limit"}, "limit", "run.kind = 'limit' with limit.order = 0"),
+        "limit1": ({"limit"}, "limit", "run.kind = 'limit' with limit.order = 1"),
+    },
+    ("particles", "mode"): {
+        "off": ({"pde", "limit", "transformer"}, None, "run.kind = 'pde'"),
+        "particles": ({"particles"}, "particles", "run.kind = 'particles'"),
+        "compare": ({"compare"}, "compare", "run.kind = 'compare'"),
+    },
+}
+
+
+def _run_kind_of_old_keys(data: dict) -> dict:
+    """``data`` with the old mode keys (model.equation, particles.mode, transformer.study
+    alone) mapped onto [run] kind and limit.order; a copy where anything changed.
+
+    The old keys still work for one release: each one that chooses a run warns
+    (:class:`CaseKeyDeprecationWarning`, naming the new key). ``model.equation =
+    "mean_field"`` and ``particles.mode = "off"``, stored by every run file of
+    earlier releases, choose nothing and are dropped silently. An old key that
+    contradicts ``[run] kind`` or another old key is a ConfigError.
+    """
+    import warnings
+    run = data.get("run")
+    given = run.get("kind") if isinstance(run, dict) else None
+    if given is not None and given not in RUN_KINDS:
+        return data  # the [run] section's own check names the value
+    chosen: list[tuple[str, str]] = []  # (old key text, kind)
+    out = dict(data)
+    for (sec, key), values in OLD_KIND_KEYS.items():
+        table = data.get(sec)
+        if not isinstance(table, dict) or key not in table:
+            continue
+        value = table[key]
+        if not isinstance(value, str) or value not in values:
+            raise ConfigError(f"{sec}.{key} = {value!r}: must be one of "
+                              f"{', '.join(map(repr, values))} (deprecated: use run.kind)"
+                              + (_nearest(value, values) if isinstance(value, str) else ""))
+        allowed, kind, new = values[value]
+        old = f"{sec}.{key} = {value!r}"
+        if given is not None and given not in allowed:
+            raise ConfigError(f"{old}: contradicts run.kind = {given!r}; the run kind is chosen "
+                              f"by run.kind alone ({sec}.{key} is deprecated: use {new})")
+        out[sec] = {k: v for k, v in table.items() if k != key}
+        if kind is not None:
+            warnings.warn(f"{old} is deprecated: use {new}", CaseKeyDeprecationWarning, stacklevel=3)
+            chosen.append((old, kind))
+        if sec == "model" and kind == "limit":
+            order = int(value[-1])
+            limit = out.get("limit") if isinstance(out.get("limit"), dict) else {}
+            if "order" in limit and limit["order"] != order:
+                raise ConfigError(f"{old}: contradicts limit.order = {limit['order']!r}; remove "
+                                  "model.equation (use run.kind = 'limit' with limit.order)")
+            out["limit"] = dict(limit, order=order)
+    tr = data.get("transformer")
+    study = tr.get("study", "off") if isinstance(tr, dict) else "off"
+    if given is None and study != "off" and isinstance(study, str):
+        warnings.warn(f"transformer.study = {study!r} without run.kind is deprecated: add "
+                      "run.kind = 'transformer'", CaseKeyDeprecationWarning, stacklevel=3)
+        chosen.append((f"transformer.study = {study!r}", "transformer"))
+    if given is None and chosen:
+        first = chosen[0]
+        for other in chosen[1:]:
+            if other[1] != first[1]:
+                raise ConfigError(f"{other[0]}: contradicts {first[0]}; choose one run with "
+                                  f"run.kind (one of {', '.join(map(repr, RUN_KINDS))})")
+        out["run"] = dict(run or {}, kind=first[1])
+    return out
 
 
 MAX_DESCRIPTION = 10_000  # characters: the description is stored in every output file
@@ -510,8 +649,9 @@ def from_dict(data: dict, name: str = "case") -> Config:
         if key not in SECTIONS and key != "description":
             raise ConfigError(f"{key}: unknown section{_nearest(key, list(SECTIONS) + ['description'])}; "
                               f"valid sections: {', '.join(SECTIONS)}")
-    study = data["transformer"].get("study", "off") if isinstance(data.get("transformer"), dict) else "off"
-    for sec in REQUIRED_SECTIONS if study == "off" else ():
+    data = _run_kind_of_old_keys(data)
+    kind = data["run"].get("kind") if isinstance(data.get("run"), dict) else None
+    for sec in REQUIRED_SECTIONS if kind != "transformer" else ():
         if sec not in data:
             raise ConfigError(f"[{sec}]: required section is missing")
     description = data.get("description", "")
@@ -551,6 +691,47 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return path, value
 
 
+GRID_RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
+
+
+def parse_values(raw: Any, where: str) -> list:
+    """Grid values: a list, a range string "start:stop:count" (linspace) or one value.
+
+    A range of integers with integer steps gives ints ("0:9:10" -> 0, 1, ..., 9).
+    """
+    if isinstance(raw, str):
+        m = GRID_RANGE.match(raw)
+        if m:
+            try:
+                start, stop, count = float(m[1]), float(m[2]), int(m[3])
+            except ValueError:  # the pattern lets through e.g. "1e" or "1.2.3"
+                raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
+                                  "start, stop and an integer count, e.g. 0.1:0.5:9") from None
+            if not (math.isfinite(start) and math.isfinite(stop)):
+                raise ConfigError(f"{where} = {raw!r}: start and stop must be finite numbers")
+            if count < 1:
+                raise ConfigError(f"{where} = {raw!r}: a range needs count >= 1")
+            values = np.linspace(start, stop, count)
+            integers = re.fullmatch(r"[-+]?[0-9]+", m[1]) and re.fullmatch(r"[-+]?[0-9]+", m[2])
+            if integers and np.all(values == np.round(values)):
+                return [int(v) for v in values]  # "0:9:10" -> seeds 0..9
+            return [float(v) for v in values]
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise ConfigError(f"{where}: no values")
+    return values
+
+
+def parse_grid_item(item: str, where: str = "--grid") -> tuple[str, list]:
+    """'model.nu=0.1:0.5:9' -> ('model.nu', [0.1, ..., 0.5]); 'model.beta=[2, 5]' -> ('model.beta', [2, 5])."""
+    if not isinstance(item, str) or "=" not in item:
+        raise ConfigError(f"{where} {item!r}: must be of the form section.key=values")
+    path, raw = parse_override(item)  # the same TOML reading as --set
+    if len(path) != 2:
+        raise ConfigError(f"{where} {item!r}: the key must be section.key (e.g. model.beta)")
+    return ".".join(path), parse_values(raw, f"{where} {'.'.join(path)}")
+
+
 def apply_overrides(data: dict, overrides) -> dict:
     """A copy of ``data`` with overrides applied (a list of 'a.b=v' or a dict {'a.b': v})."""
     import copy
@@ -585,13 +766,13 @@ def parse_toml(text: str, source: str) -> dict:
 def time_unit(config: Config) -> float:
     """Natural time per unit of ``time.unit`` (README §Large-β limits).
 
-    Limit models (model.equation = "limit0" | "limit1") run in τ: factor 1.
+    Limit models (run.kind = "limit") run in τ: factor 1.
     backward_heat: τ = t/β, so t = β τ (SA → backward heat).
     porous_medium: τ = t λ_0/(2β), so t = 2β/λ_0 · τ = β² τ/(2π sinh β) (USA → porous medium),
     computed from e^{−β}λ_0 so it does not underflow at β = 700.
     """
     beta = config.model.beta
-    if config.model.equation != "mean_field":
+    if config.kind == "limit":
         return 1.0  # a limit model's own time is τ already
     if config.time.unit == "backward_heat":
         return beta

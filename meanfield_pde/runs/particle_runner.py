@@ -27,7 +27,7 @@ from ..particles.measures import sample_density
 from .outputs import hold
 from .runcheck import require_file
 from ..particles import simulate
-from ..particles.simulate import snapshot_times
+from ..particles.simulate import POSITION_DIMS, snapshot_times
 from .resume import resume_point
 from .runfile import MemoryRun, RunFile
 from ..core.signals import stop_on_signals
@@ -77,7 +77,7 @@ def particle_record(geometry, smoothing: float, t: float, x: np.ndarray, order: 
                                         f"s = {smoothing:g}")
     ds["coef_real"].attrs["long_name"] = "Re of the empirical coefficients (1/n) sum_i conj(Y_lm(x_i))"
     ds["coef_imag"].attrs["long_name"] = "Im of the empirical coefficients (1/n) sum_i conj(Y_lm(x_i))"
-    ds["positions"] = (("time", "particle", "xyz"), x[None].copy(),
+    ds["positions"] = (("time", *POSITION_DIMS), x[None].copy(),
                        dict(long_name="token positions (unit vectors)"))
     return ds
 

@@ -18,7 +18,7 @@ from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
 from .io import snapshots_to_dataset, software_versions
-from ..numerics.limits import (LIMIT_EQUATIONS, LimitModel, check_initial_density, check_limit_config,
+from ..numerics.limits import (LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
 from ..numerics.models import MeanFieldModel
 from ..numerics.observers import ProgressBar, SnapshotRecorder
@@ -29,7 +29,7 @@ from .runfile import MemoryRun, RunFile
 from ..core.signals import stop_on_signals
 from ..numerics.solver import RunResult, integrate
 from ..numerics.stationary import StationaryStop
-from ..numerics.steppers import IMEXRungeKutta, StepControl, get_scheme
+from ..numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
 
 
 @dataclass
@@ -52,24 +52,24 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     ConfigError
         If the initial density is not resolved at domain.lmax (spectral tail
         or negativity beyond the [monitor] limits), or a large-beta limit
-        (model.equation = "limit0" | "limit1") is asked with noise, with a
+        (run.kind = "limit") is asked with noise, with a
         time.unit other than "natural" (its time is tau) or hyperviscosity.
     """
     m, reg = config.model, config.regularisation
-    check_limit_config(config)  # model.equation; limits: time in tau (time.unit = "natural"), no noise
+    check_limit_config(config)  # run.kind = "limit": time in tau, no noise (from_dict checks it too)
     geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
-    if m.equation == "mean_field":
+    if config.kind != "limit":
         model = MeanFieldModel(geometry, m.kind, m.beta, m.nu, reg.hyperviscosity,
                                reg.hyperviscosity_order)
     else:
-        model = make_limit_model(geometry, m.kind, m.beta, LIMIT_EQUATIONS[m.equation])
+        model = make_limit_model(geometry, m.kind, m.beta, config.limit.order)
     mon = config.monitor
     u0 = (initial_density(geometry, config.initial, mon.max_spectral_tail, mon.negative_density)
           if initial is None else np.array(initial, complex))
     if u0.shape != geometry.zeros_coef().shape:
         raise ConfigError(f"initial: the given state has {u0.size} coefficients, domain.lmax = "
                           f"{config.domain.lmax} needs {geometry.ncoef}")
-    if m.equation != "mean_field":
+    if config.kind == "limit":
         check_initial_density(model, u0)
     monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
     reason = monitor.check(u0)
@@ -81,7 +81,7 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    stepper = IMEXRungeKutta.for_model(get_scheme(config.time.scheme), model)
+    stepper = IMEXRungeKutta.for_model(get_tableau(config.time.scheme), model)
     control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
 
@@ -99,11 +99,11 @@ def run_attributes(config: Config) -> dict:
         "lmax": config.domain.lmax, "manifold": config.domain.manifold,
         "case": config.to_toml(), "case_name": config.name,
         "description": config.description, "scheme": config.time.scheme,
-        "adaptive": config.time.adaptive, "equation": m.equation,
+        "adaptive": config.time.adaptive, "equation": config.equation,
         # the unit of the time coordinate: limit models run in their τ
-        "time_unit": "natural" if m.equation == "mean_field" else
+        "time_unit": "natural" if config.kind != "limit" else
                      {"SA": "backward_heat", "USA": "porous_medium"}[m.kind],
-        "title": f"{m.kind} {EQUATION_TITLES[m.equation]} on the "
+        "title": f"{m.kind} {EQUATION_TITLES[config.equation]} on the "
                  f"{config.domain.manifold}, beta = {m.beta:g}, nu = {m.nu:g}",
         **({"tau_unit": config.time.unit} if time_unit(config) != 1.0 else {}),
         **software_versions(),

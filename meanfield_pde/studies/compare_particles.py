@@ -45,7 +45,7 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
     with hold(*files):  # all three claimed for the whole comparison
         for path in files:
             check_output_path(path, overwrite=overwrite)
-        pde_config = dataclasses.replace(config, particles=dataclasses.replace(config.particles, mode="off"))
+        pde_config = dataclasses.replace(config, run=dataclasses.replace(config.run, kind="pde"))
         pde = run(pde_config, output=paths["pde"], overwrite=overwrite, force=True)
         particles = run_particles(config, output=paths["particles"], overwrite=overwrite, force=True)
         result = compare(pde, particles, smoothing=config.particles.smoothing,

@@ -46,12 +46,15 @@ SWEEP_RTOL, SWEEP_ATOL = 1e-10, 1e-16
 EXPECTED_SLOPES = {0: -1.0, 1: -2.0}
 
 
-def check_sweep_config(config: Config) -> None:
-    """ConfigError (naming the key) for a case the sweep cannot compare like with like.
+def check_sweep_config(config: Config) -> dict[float, dict[str, Config]]:
+    """The configs of every β (:func:`sweep_configs`), all built before any run; ConfigError
+    (naming the key) for a case the sweep cannot compare like with like.
 
     The limits are noise-free and unregularised, so the case must be too
-    (model.nu = 0, regularisation.hyperviscosity = 0); [limit] needs at least
-    two different β and one order, and limit.degrees <= domain.lmax.
+    (model.nu = 0, regularisation.hyperviscosity = 0), and limit.degrees <=
+    domain.lmax. [limit] itself checks its β (two different at least) and
+    orders; from_dict checks each run's rules (a limit needs β >= 1), so a β
+    the limit cannot take is refused here, not after the runs of the β before it.
     """
     if config.model.nu != 0.0:
         raise ConfigError(f"model.nu = {config.model.nu:g}: must be 0 for the limit sweep "
@@ -59,14 +62,16 @@ def check_sweep_config(config: Config) -> None:
     if config.regularisation.hyperviscosity != 0.0:
         raise ConfigError(f"regularisation.hyperviscosity = {config.regularisation.hyperviscosity:g}: "
                           "must be 0 for the limit sweep (the limits are not regularised)")
-    if len(set(config.limit.betas)) < 2:
-        raise ConfigError(f"limit.betas = {config.limit.betas}: give at least two different inverse "
-                          "temperatures (the sweep fits the slope of distance against beta)")
-    if not config.limit.orders:
-        raise ConfigError("limit.orders = []: give at least one order (0 and/or 1)")
     if config.limit.degrees > config.domain.lmax:
         raise ConfigError(f"limit.degrees = {config.limit.degrees}: must be <= domain.lmax = "
                           f"{config.domain.lmax}")
+    plan = {}
+    for beta in config.limit.betas:
+        try:
+            plan[float(beta)] = sweep_configs(config, beta)
+        except ConfigError as exc:
+            raise ConfigError(f"limit.betas: beta = {beta:g}: {exc}") from None
+    return plan
 
 
 def sweep_configs(config: Config, beta: float) -> dict[str, Config]:
@@ -85,7 +90,11 @@ def sweep_configs(config: Config, beta: float) -> dict[str, Config]:
     out = {}
     for eq in ["mean_field"] + [f"limit{o}" for o in sorted(set(config.limit.orders))]:
         d = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
-        d["model"] = dict(base["model"], equation=eq)
+        if eq != "mean_field":
+            d["run"] = dict(base["run"], kind="limit")
+            d["limit"] = dict(base["limit"], order=int(eq[len("limit"):]))
+        else:
+            d["run"] = dict(base["run"], kind="pde")
         d["time"] = dict(base["time"], unit=PDE_TIME_UNITS[config.model.kind] if eq == "mean_field"
                          else "natural")
         out[eq] = from_dict(d, name=config.name)
@@ -158,7 +167,7 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
         case TOML (``case``), slope_order<k> and expected_slope_order<k>.
     """
     from ..runs.runner import run
-    check_sweep_config(config)
+    plan = check_sweep_config(config)  # every run's config, before the first run
     lim = config.limit
     betas = [float(b) for b in lim.betas]
     orders = sorted(set(int(o) for o in lim.orders))
@@ -172,7 +181,7 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
     wall = np.zeros((len(betas), len(runs)))
     amp_run = np.array([[a[r] for r in runs] for a in (amplification_factors(config, b) for b in betas)])
     for i, beta in enumerate(betas):
-        cfgs = sweep_configs(config, beta)
+        cfgs = plan[beta]
         results = {}
         for j, eq in enumerate(runs):
             start = _time.perf_counter()

@@ -32,7 +32,7 @@ With ``time.stationary_tol`` each run stops once stationary
 (:mod:`meanfield_pde.numerics.stationary`), which traces hysteresis.
 
 Tasks (``[sweep] task``): "run" is the case's PDE run (or its particle run
-with ``particles.mode = "particles"``); "tokens" simulates
+with ``run.kind = "particles"``); "tokens" simulates
 ``particles.n`` tokens uniform on S^{d−1}, d = ``sweep.dimension``
 (:func:`meanfield_pde.particles.simulate`, seed ``particles.seed``).
 """
@@ -54,55 +54,17 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..runs.config import Config, apply_overrides, from_dict, parse_override, parse_toml
+from ..particles.simulate import POSITION_DIMS
+from ..runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict, parse_grid_item,  # noqa: F401
+                           parse_toml, parse_values)  # parse_values: public here before
 from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.stops import StopReason, stop_reason
 
-RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
 FINALS = ("order_parameter", "energy", "free_energy", "mass", "min_density", "spectral_tail")
-MEASURES = {
-    "clusters": "number of clusters (peaks) of the final density (meanfield_pde.analysis.clusters.count_peaks)",
-    "clustered_pairs": "fraction of token pairs with <x_i, x_j> > 0.999 at every snapshot (tokens)",
-}
+MEASURES = SWEEP_MEASURES  # the names live with the [sweep] section (runs.config)
 
 
 # -- the grid --------------------------------------------------------------------------------
-
-def parse_values(raw: Any, where: str) -> list:
-    """Grid values: a list, a range string "start:stop:count" (linspace) or one value.
-
-    A range of integers with integer steps gives ints ("0:9:10" -> 0, 1, ..., 9).
-    """
-    if isinstance(raw, str):
-        m = RANGE.match(raw)
-        if m:
-            try:
-                start, stop, count = float(m[1]), float(m[2]), int(m[3])
-            except ValueError:  # the pattern lets through e.g. "1e" or "1.2.3"
-                raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
-                                  "start, stop and an integer count, e.g. 0.1:0.5:9") from None
-            if not (math.isfinite(start) and math.isfinite(stop)):
-                raise ConfigError(f"{where} = {raw!r}: start and stop must be finite numbers")
-            if count < 1:
-                raise ConfigError(f"{where} = {raw!r}: a range needs count >= 1")
-            values = np.linspace(start, stop, count)
-            integers = re.fullmatch(r"[-+]?[0-9]+", m[1]) and re.fullmatch(r"[-+]?[0-9]+", m[2])
-            if integers and np.all(values == np.round(values)):
-                return [int(v) for v in values]  # "0:9:10" -> seeds 0..9
-            return [float(v) for v in values]
-    values = raw if isinstance(raw, list) else [raw]
-    if not values:
-        raise ConfigError(f"{where}: no values")
-    return values
-
-
-def parse_grid_item(item: str, where: str = "--grid") -> tuple[str, list]:
-    """'model.nu=0.1:0.5:9' -> ('model.nu', [0.1, ..., 0.5]); 'model.beta=[2, 5]' -> ('model.beta', [2, 5])."""
-    path, raw = parse_override(item)  # the same TOML reading as --set
-    if len(path) != 2:
-        raise ConfigError(f"{where} {item!r}: the key must be section.key (e.g. model.beta)")
-    return ".".join(path), parse_values(raw, f"{where} {'.'.join(path)}")
-
 
 def grid_of(config: Config, extra=()) -> list[tuple[str, list]]:
     """The case's [sweep] grid with the ``extra`` items (--grid) added or replacing the same key."""
@@ -180,20 +142,13 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
     check_sweep_points(math.prod(len(v) for _, v in grid), force=force)
     cont = sw.continuation if continuation is None else continuation
     keys = [k for k, _ in grid]
-    for m in sw.measure:
-        if m not in MEASURES:
-            import difflib
-            close = difflib.get_close_matches(m, list(MEASURES), n=1)
-            raise ConfigError(f"sweep.measure: unknown measure {m!r}"
-                              + (f" (did you mean {close[0]!r}?)" if close else "")
-                              + f"; known: {', '.join(MEASURES)}")
     if cont:
         if cont not in keys:
             raise ConfigError(f"sweep.continuation = {cont!r}: must be one of the grid keys "
                               f"({', '.join(keys)})")
-        if sw.task != "run" or config.particles.mode != "off":
+        if sw.task != "run" or config.kind not in ("pde", "limit"):
             raise ConfigError(f"sweep.continuation = {cont!r}: needs sweep.task = 'run' and "
-                              "particles.mode = 'off' (it continues PDE states)")
+                              "run.kind = 'pde' or 'limit' (it continues PDE states)")
         if not sw.directions:
             raise ConfigError("sweep.directions = []: give 'up' and/or 'down'")
     base = config.to_dict()
@@ -316,7 +271,7 @@ def _run_tokens(config: Config) -> xr.Dataset:
          "energy": ("time", run.energy, {"long_name": "empirical interaction energy"}),
          "clustered_pairs": ("time", clustered_pair_fraction(run.positions),
                              {"long_name": MEASURES["clustered_pairs"]}),
-         "final_positions": (("token", "dim"), run.final, {"long_name": "positions at t_end"})},
+         "final_positions": (POSITION_DIMS, run.final, {"long_name": "positions at t_end"})},
         coords={"time": ("time", run.times)})
     ds.attrs.update({"status": run.status, "stop_reason": run.stop_reason.value,
                      "model": config.model.kind, "beta": config.model.beta,
@@ -355,7 +310,7 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
                 warnings.simplefilter("ignore", RunStoppedWarning)
                 if spec["task"] == "tokens":
                     ds = _run_tokens(config)
-                elif config.particles.mode == "particles":
+                elif config.kind == "particles":
                     from ..runs.particle_runner import run_particles
                     ds = run_particles(config, force=spec.get("force", False))
                 else:

@@ -4,7 +4,7 @@
 
 * "normalisation": for each scheme of ``transformer.schemes`` the equiangular
   (ρ, r) ODEs (:func:`meanfield_pde.particles.normalisation.solve_scheme_equiangular`)
-  and n particles started equiangular (:func:`meanfield_pde.particles.normalisation.simulate`)
+  and n particles started equiangular (:func:`meanfield_pde.particles.normalisation.simulate_scheme`)
   on log-spaced depths up to ``t_end``, the largest particle–ODE deviation and
   the fitted asymptotic rate over the last decade (arXiv:2510.22026; Rigollet
   arXiv:2512.01868 §6.2);
@@ -30,7 +30,7 @@ import xarray as xr
 from ..particles import long_context as tokens
 from ..theory import long_context as lc
 from ..runs.config import Config
-from ..particles.normalisation import (ASYMPTOTIC_LAWS, fitted_rate, get_scheme, simulate,
+from ..particles.normalisation import (ASYMPTOTIC_LAWS, fitted_rate, get_scheme, simulate_scheme,
                                        solve_scheme_equiangular)
 from ..particles.sampling import equiangular
 
@@ -60,7 +60,7 @@ def normalisation_study(config: Config) -> xr.Dataset:
     for name in tr.schemes:
         sch = _scheme(name, tr)
         ode = solve_scheme_equiangular(sch, tr.rho0, tr.beta, tr.n, times, r0=tr.radius0)
-        run = simulate(x0, sch, tr.beta, times)
+        run = simulate_scheme(x0, sch, tr.beta, times)
         gap = run.gaps
         out["gap_ode"].append(ode.gap)
         out["radius_ode"].append(ode.radius)

@@ -36,11 +36,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .linear import check_beta, check_int, check_kind
-
-
-def _check_n(n) -> int:
-    return check_int("n", n, 2)
+from ..core.checks import check_beta, check_kind
+from ..core.checks import check_n as _check_n
 
 
 def rho_rate(kind: str, rho, beta: float, n: int):

@@ -29,44 +29,21 @@ import math
 
 import numpy as np
 
-from ..core.kernels import BETA_MAX, gradient_multipliers, kernel_degree_cutoff
+from ..core.checks import (KINDS, check_beta, check_choice, check_int, check_kind,  # noqa: F401
+                           check_nonnegative)  # (KINDS, check_beta, check_kind: public here before)
+from ..core.kernels import gradient_multipliers, kernel_degree_cutoff
 
-KINDS = ("SA", "USA")
 MANIFOLDS = ("sphere", "circle")
 _AREA = {"sphere": 4.0 * np.pi, "circle": 2.0 * np.pi}
 
 
-# -- argument checks (shared with equiangular.py) ------------------------------
-def check_kind(kind: str) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"kind = {kind!r}: must be one of {KINDS}")
-    return kind
+# -- argument checks: core.checks (one set for every layer; ConfigError, a ValueError)
+def _check_nu(nu) -> float:
+    return check_nonnegative("nu", nu)
 
 
-def check_beta(beta: float) -> float:
-    beta = float(beta)
-    if not 0.0 <= beta <= BETA_MAX:  # also rejects NaN
-        raise ValueError(f"beta = {beta}: must be in [0, {BETA_MAX:g}]")
-    return beta
-
-
-def _check_nu(nu: float) -> float:
-    nu = float(nu)
-    if not 0.0 <= nu < math.inf:
-        raise ValueError(f"nu = {nu}: must be finite and >= 0")
-    return nu
-
-
-def _check_manifold(manifold: str) -> str:
-    if manifold not in MANIFOLDS:
-        raise ValueError(f"manifold = {manifold!r}: must be one of {MANIFOLDS}")
-    return manifold
-
-
-def check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or int(value) != value or value < minimum:
-        raise ValueError(f"{name} = {value!r}: must be an integer >= {minimum}")
-    return int(value)
+def _check_manifold(manifold) -> str:
+    return check_choice("manifold", manifold, MANIFOLDS)
 
 
 # -- growth rates ---------------------------------------------------------------

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from ..core.checks import check_counts
 from ..core.errors import ConfigError
 
 
@@ -54,12 +55,9 @@ def check_gamma(gamma):
     return gamma
 
 
-def check_n(n):
-    """n as a float array of integers >= 2; ConfigError otherwise."""
-    n = np.asarray(n, dtype=float)
-    if not np.all(np.isfinite(n) & (n >= 2) & (n == np.round(n))):
-        raise ConfigError(f"n = {n.tolist()}: must be integers >= 2")
-    return n
+def _check_n(n):
+    """n as a float array of integers >= 2 (up to 1e15: float products); ConfigError otherwise."""
+    return check_counts("n", n, 2)
 
 
 def critical_gamma(rho):
@@ -69,7 +67,7 @@ def critical_gamma(rho):
 
 def beta_n(gamma, n):
     """β_n = γ log n (arXiv:2510.05554 critical scaling); ConfigError for γ < 0 or n not an integer >= 2."""
-    return check_gamma(gamma) * np.log(check_n(n))
+    return check_gamma(gamma) * np.log(_check_n(n))
 
 
 def one_layer_gap(rho, gamma, n):
@@ -93,7 +91,7 @@ def one_layer_gap(rho, gamma, n):
     ConfigError
         rho outside (0, 1), gamma < 0, n not an integer >= 2.
     """
-    rho, n = check_rho(rho), check_n(n)
+    rho, n = check_rho(rho), _check_n(n)
     return _gap(rho, beta_n(gamma, n), n)
 
 
@@ -119,7 +117,7 @@ def one_layer_radius(rho, gamma, n):
 
     Same arguments, shapes and errors as :func:`one_layer_gap`.
     """
-    rho, n = check_rho(rho), check_n(n)
+    rho, n = check_rho(rho), _check_n(n)
     beta = beta_n(gamma, n)
     e = np.exp(-beta * (1.0 - rho))
     one_minus_e = -np.expm1(-beta * (1.0 - rho))
@@ -168,7 +166,7 @@ def deep_equiangular(rho0: float, gamma: float, n: int, layers: int) -> np.ndarr
     if isinstance(layers, bool) or int(layers) != layers or layers < 0:
         raise ConfigError(f"layers = {layers!r}: must be an integer >= 0")
     rho = float(check_rho(rho0))
-    beta = float(check_gamma(gamma)) * math.log(float(check_n(n)))
+    beta = float(check_gamma(gamma)) * math.log(float(_check_n(n)))
     out = [rho]
     for _ in range(int(layers)):
         rho = 1.0 - float(_gap(rho, beta, float(n)))

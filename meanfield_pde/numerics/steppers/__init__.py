@@ -2,6 +2,6 @@
 
 from .control import StepControl
 from .imex import IMEXRungeKutta
-from .tableaus import DEFAULT_SCHEME, SCHEMES, IMEXTableau, get_scheme
+from .tableaus import DEFAULT_SCHEME, TABLEAUS, IMEXTableau, get_tableau
 
-__all__ = ["IMEXRungeKutta", "IMEXTableau", "SCHEMES", "DEFAULT_SCHEME", "get_scheme", "StepControl"]
+__all__ = ["IMEXRungeKutta", "IMEXTableau", "TABLEAUS", "DEFAULT_SCHEME", "get_tableau", "StepControl"]

@@ -11,7 +11,8 @@ Sources:
   151–167, §2.6 and §2.8 (their (2,2,2) and (4,4,3) schemes).
 - ARK324: Kennedy & Carpenter, Appl. Numer. Math. 44 (2003) 139–181,
   ARK3(2)4L[2]SA, Table 1 (with the embedded order-2 weights b̂).
-The order conditions of each tableau are checked in tests/test_steppers.py.
+The order conditions of each tableau are checked in tests/test_steppers.py, and
+its order on a linear ODE in tests/test_registries.py (both parametrized over TABLEAUS).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from fractions import Fraction as F
 
 import numpy as np
+
+from ...core.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,18 @@ class IMEXTableau:
         return self.b_hat_exp is not None
 
 
+TABLEAUS: Registry[IMEXTableau] = Registry("IMEX tableau", "time.scheme")
+"""The IMEX tableaus by name (the values of ``time.scheme``); sources in ``TABLEAUS.sources``."""
+
+
 def _arr(rows) -> np.ndarray:
     return np.array([[float(x) for x in r] for r in rows]) if isinstance(rows[0], (list, tuple)) \
         else np.array([float(x) for x in rows])
 
 
+@TABLEAUS.register("ARS222", build=True)
 def _ars222() -> IMEXTableau:
+    """Ascher, Ruuth & Spiteri, Appl. Numer. Math. 25 (1997) §2.6: (2,2,2), L-stable, stiffly accurate."""
     g = 1.0 - 1.0 / np.sqrt(2.0)
     d = 1.0 - 1.0 / (2.0 * g)
     a_imp = np.array([[0, 0, 0], [0, g, 0], [0, 1 - g, g]])
@@ -78,7 +87,9 @@ def _ars222() -> IMEXTableau:
                        reference="Ascher, Ruuth & Spiteri 1997, (2,2,2) L-stable, stiffly accurate")
 
 
+@TABLEAUS.register("ARS443", build=True)
 def _ars443() -> IMEXTableau:
+    """Ascher, Ruuth & Spiteri, Appl. Numer. Math. 25 (1997) §2.8: (4,4,3), L-stable, stiffly accurate."""
     a_imp = _arr([[0, 0, 0, 0, 0],
                   [0, F(1, 2), 0, 0, 0],
                   [0, F(1, 6), F(1, 2), 0, 0],
@@ -94,7 +105,9 @@ def _ars443() -> IMEXTableau:
                        reference="Ascher, Ruuth & Spiteri 1997, (4,4,3) L-stable, stiffly accurate")
 
 
+@TABLEAUS.register("ARK324", build=True)
 def _ark324() -> IMEXTableau:
+    """Kennedy & Carpenter, Appl. Numer. Math. 44 (2003) Table 1: ARK3(2)4L[2]SA, embedded order 2."""
     g = F(1767732205903, 4055673282236)
     a_exp = _arr([[0, 0, 0, 0],
                   [F(1767732205903, 2027836641118), 0, 0, 0],
@@ -115,19 +128,15 @@ def _ark324() -> IMEXTableau:
                        reference="Kennedy & Carpenter 2003, ARK3(2)4L[2]SA, embedded order 2")
 
 
-SCHEMES: dict[str, IMEXTableau] = {t.name: t for t in (_ars222(), _ars443(), _ark324())}
 DEFAULT_SCHEME = "ARK324"
 
 
-def get_scheme(name: str) -> IMEXTableau:
-    """The registered tableau called ``name``.
+def get_tableau(name: str) -> IMEXTableau:
+    """The registered tableau called ``name`` (a value of ``time.scheme``).
 
     Raises
     ------
-    ValueError
-        Naming the allowed schemes.
+    ConfigError (a ValueError)
+        Naming time.scheme and the registered tableaus.
     """
-    try:
-        return SCHEMES[name]
-    except KeyError:
-        raise ValueError(f"time.scheme = {name!r}: must be one of {sorted(SCHEMES)}") from None
+    return TABLEAUS.lookup(name)

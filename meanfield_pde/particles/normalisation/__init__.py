@@ -1,18 +1,19 @@
 """Normalisation schemes of transformers as speed factors (arXiv:2510.22026; Rigollet arXiv:2512.01868 §6.2).
 
-:mod:`.schemes` (one :class:`Scheme` per scheme: speed factor, radial law,
+:mod:`.schemes` (one :class:`NormalisationScheme` per scheme: speed factor, radial law,
 discrete layer), :mod:`.dynamics` (continuous token model with solve_ivp and
 the discrete layers), :mod:`.equiangular` (the (ρ, r) ODEs and asymptotic rates).
 
-    from meanfield_pde.particles.normalisation import simulate, solve_scheme_equiangular
+    from meanfield_pde.particles.normalisation import simulate_scheme, solve_scheme_equiangular
     run = solve_scheme_equiangular("pre_ln", rho0=0.2, beta=1.0, n=16, t=[0, 10, 100])
 """
 
-from .dynamics import TokenRun, layers, simulate, velocity
+from .dynamics import TokenRun, layers, scheme_velocity, simulate_scheme
 from .equiangular import (ASYMPTOTIC_LAWS, EquiangularRun, attention_moments, collapse_clock,
                           fitted_rate, solve_scheme_equiangular)
-from .schemes import SCHEMES, Scheme, get_scheme, register_scheme
+from .schemes import NORMALISATIONS, NormalisationScheme, get_scheme, register_scheme
 
-__all__ = ["Scheme", "SCHEMES", "get_scheme", "register_scheme", "simulate", "layers", "velocity",
+__all__ = ["NormalisationScheme", "NORMALISATIONS", "get_scheme", "register_scheme", "simulate_scheme",
+           "layers", "scheme_velocity",
            "TokenRun", "solve_scheme_equiangular", "EquiangularRun", "attention_moments",
            "fitted_rate", "collapse_clock", "ASYMPTOTIC_LAWS"]

@@ -26,7 +26,7 @@ from scipy.integrate import solve_ivp
 
 from ...core.errors import ConfigError
 from ..dynamics import check_beta, attention
-from .schemes import Scheme, get_scheme
+from .schemes import NormalisationScheme, get_scheme
 
 
 def _check_positions(x) -> np.ndarray:
@@ -52,12 +52,12 @@ def attend(x: np.ndarray, beta: float) -> np.ndarray:
     return attention(theta, "SA", beta)
 
 
-def velocity(x: np.ndarray, t: float, scheme: Scheme, beta: float) -> np.ndarray:
+def scheme_velocity(x: np.ndarray, t: float, scheme: NormalisationScheme, beta: float) -> np.ndarray:
     """ẋ_i = g_i θ_i + (r_i/s_i) P⊥_{θ_i} A_i of ``scheme`` (arXiv:2510.22026 §3), shape (n, d).
 
     Parameters
     ----------
-    x : ndarray (n, d), non-zero rows;  t : float, depth;  scheme : Scheme;
+    x : ndarray (n, d), non-zero rows;  t : float, depth;  scheme : NormalisationScheme;
     beta : float in [0, 700].
     """
     r = np.linalg.norm(x, axis=1)
@@ -137,7 +137,7 @@ def solve_piecewise(rhs, y0, t, breaks=(), *, rtol: float = 1e-12, atol: float =
     return out
 
 
-def simulate(x0, scheme: str | Scheme, beta: float, t, *, rtol: float = 1e-12,
+def simulate_scheme(x0, scheme: str | NormalisationScheme, beta: float, t, *, rtol: float = 1e-12,
              atol: float = 1e-14) -> TokenRun:
     """Integrate the continuous model of ``scheme`` from x0 (solve_ivp, DOP853).
 
@@ -146,7 +146,7 @@ def simulate(x0, scheme: str | Scheme, beta: float, t, *, rtol: float = 1e-12,
     x0 : array_like (n, d)
         Initial tokens (unit rows for schemes on the sphere; any non-zero rows
         otherwise: r_i(0) = |x0_i|), n >= 2, d >= 2.
-    scheme : name (see :data:`.schemes.SCHEMES`) or Scheme.
+    scheme : name (see :data:`.schemes.NORMALISATIONS`) or NormalisationScheme.
     beta : float in [0, 700].
     t : array_like, increasing times >= 0 at which to return the state.
     rtol, atol : solve_ivp tolerances.
@@ -165,14 +165,14 @@ def simulate(x0, scheme: str | Scheme, beta: float, t, *, rtol: float = 1e-12,
     if scheme.starts_normalised:
         x0 = x0 / np.linalg.norm(x0, axis=1, keepdims=True)
     shape = x0.shape
-    out = solve_piecewise(lambda tt, y: velocity(y.reshape(shape), tt, scheme, beta).ravel(),
+    out = solve_piecewise(lambda tt, y: scheme_velocity(y.reshape(shape), tt, scheme, beta).ravel(),
                           x0.ravel(), t_eval, scheme.breaks, rtol=rtol, atol=atol)
     out = out.reshape((t_eval.size,) + shape)
     out[t_eval == 0.0] = x0
     return TokenRun(t_eval, out)
 
 
-def layers(x0, scheme: str | Scheme, beta: float, h: float, n_layers: int,
+def layers(x0, scheme: str | NormalisationScheme, beta: float, h: float, n_layers: int,
            every: int = 1) -> TokenRun:
     """Apply ``n_layers`` discrete layers of ``scheme`` with step h (depth t = ℓ h).
 
@@ -180,11 +180,11 @@ def layers(x0, scheme: str | Scheme, beta: float, h: float, n_layers: int,
     ``layer`` (the architecture, :mod:`.schemes`), or, if it has none, one
     explicit Euler step x + h ẋ of the continuous model followed by x/|x| for
     schemes on the sphere. As h → 0 with n_layers·h fixed this converges to
-    :func:`simulate` at order 1 (arXiv:2510.22026 §2: layers as Euler steps).
+    :func:`simulate_scheme` at order 1 (arXiv:2510.22026 §2: layers as Euler steps).
 
     Parameters
     ----------
-    x0 : array_like (n, d);  scheme : name or Scheme;  beta : float in [0, 700];
+    x0 : array_like (n, d);  scheme : name or NormalisationScheme;  beta : float in [0, 700];
     h : float > 0, the step;  n_layers : int >= 0;  every : keep every ``every``-th state.
 
     Returns
@@ -214,7 +214,7 @@ def layers(x0, scheme: str | Scheme, beta: float, h: float, n_layers: int,
         if scheme.layer is not None:
             x = scheme.layer(x, h, t, att)
         else:
-            x = x + h * velocity(x, t, scheme, beta)
+            x = x + h * scheme_velocity(x, t, scheme, beta)
             if scheme.on_sphere:
                 x = x / np.linalg.norm(x, axis=1, keepdims=True)
         if (ell + 1) % every == 0 or ell + 1 == n_layers:

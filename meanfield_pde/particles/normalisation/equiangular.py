@@ -35,7 +35,7 @@ import numpy as np
 from ...core.errors import ConfigError
 from ..dynamics import check_beta
 from .dynamics import check_times, solve_piecewise
-from .schemes import Scheme, get_scheme
+from .schemes import NormalisationScheme, get_scheme
 
 
 def attention_moments(rho, beta: float, n: int):
@@ -86,14 +86,14 @@ def _check(n, rho0, r0):
     return n, rho0, r0
 
 
-def solve_scheme_equiangular(scheme: str | Scheme, rho0: float, beta: float, n: int, t, *,
+def solve_scheme_equiangular(scheme: str | NormalisationScheme, rho0: float, beta: float, n: int, t, *,
                              r0: float = 1.0, rtol: float = 1e-12,
                              atol: float = 1e-12) -> EquiangularRun:
     """1−ρ(t) and r(t) of the equiangular reduction of ``scheme`` (module formulas).
 
     Parameters
     ----------
-    scheme : name or Scheme;  rho0 : float in (−1/(n−1), 1);  beta : float in [0, 700];
+    scheme : name or NormalisationScheme;  rho0 : float in (−1/(n−1), 1);  beta : float in [0, 700];
     n : int >= 2 tokens;  t : increasing times >= 0;
     r0 : initial radius > 0 (ignored, r ≡ 1, for schemes on the sphere);
     rtol, atol : solve_ivp tolerances (on u = log(1−ρ) and r).
@@ -139,7 +139,7 @@ times α for nGPT), against log t ("power") or against √t ("stretched"), from
 u̇ → −2/s_∞ (module docstring; arXiv:2510.22026 §4)."""
 
 
-def collapse_clock(scheme: str | Scheme, t, *, r0: float = 1.0) -> np.ndarray:
+def collapse_clock(scheme: str | NormalisationScheme, t, *, r0: float = 1.0) -> np.ndarray:
     """τ(t) = ∫_0^t dt'/s_∞(t') with 1−ρ(t) ≍ C e^{−2τ(t)} as t → ∞, for any scheme.
 
     s_∞ is the scheme's speed at the collapsed state (⟨θ,A⟩ = |A| = 1), with

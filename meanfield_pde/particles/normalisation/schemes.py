@@ -1,4 +1,4 @@
-"""Normalisation schemes as speed factors: each scheme is ONE :class:`Scheme` entry.
+"""Normalisation schemes as speed factors: each scheme is ONE :class:`NormalisationScheme` entry.
 
 Framework (Karagodin, Ge, Polyanskiy & Rigollet, "Normalization in Attention
 Dynamics", arXiv:2510.22026, §2-3; Rigollet, arXiv:2512.01868 §6.2;
@@ -41,7 +41,7 @@ depth-dependent scaling of arXiv:2510.22026's "LN-Scaling"/sqrt-scaling; the
 offset 1 keeps s finite at t = 0 so the discrete layers converge at order 1,
 and changes nothing asymptotically: 1−ρ ~ e^{−4√(1+t)} ≍ e^{−4√t}.)
 
-Adding a scheme: ``register_scheme(Scheme("mine", speed=..., radial=...))``;
+Adding a scheme: ``register_scheme(NormalisationScheme("mine", speed=..., radial=...))``;
 a ``layer`` is optional (default: one explicit Euler step of the continuous
 model, normalised when the tokens live on the sphere).
 """
@@ -55,13 +55,14 @@ from typing import Callable
 import numpy as np
 
 from ...core.errors import ConfigError
+from ...core.registry import Registry
 
 Law = Callable[..., np.ndarray]
 """(r, dot, norm, t) -> array: r radii (n,), dot = ⟨θ_i, A_i⟩ (n,), norm = |A_i| (n,), t float."""
 
 
 @dataclass(frozen=True)
-class Scheme:
+class NormalisationScheme:
     """One normalisation scheme (arXiv:2510.22026 §3, Table 1 form θ̇ = P⊥A/s, ṙ = g).
 
     Attributes
@@ -99,6 +100,11 @@ class Scheme:
         return self.on_sphere or self.unit_start
 
 
+NORMALISATIONS: Registry[Callable[..., NormalisationScheme]] = Registry("normalisation scheme",
+                                                                      "transformer.schemes")
+"""Scheme factories by name; parameters (mix_ln: switch_time, ngpt: alpha) are keywords."""
+
+
 def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
@@ -110,29 +116,33 @@ def _positive(name: str, value) -> float:
     return value
 
 
-def post_ln() -> Scheme:
+@NORMALISATIONS.register("post_ln")
+def post_ln() -> NormalisationScheme:
     """Post-LN, x ← LN(x + h A(x)): s = 1, the SA flow on the sphere (arXiv:2510.22026 §3; README §Normalisation schemes)."""
-    return Scheme("post_ln", speed=lambda r, dot, norm, t: np.ones_like(dot),
+    return NormalisationScheme("post_ln", speed=lambda r, dot, norm, t: np.ones_like(dot),
                   layer=lambda x, h, t, attend: _unit(x + h * attend(x)),
                   description="Post-LN: x <- LN(x + h A(x)); s = 1 (SA)")
 
 
-def pre_ln() -> Scheme:
+@NORMALISATIONS.register("pre_ln")
+def pre_ln() -> NormalisationScheme:
     """Pre-LN, x ← x + h A(LN x): ẋ = A, so s = r and ṙ = ⟨θ, A⟩ (arXiv:2510.22026 §3; README §Normalisation schemes)."""
-    return Scheme("pre_ln", speed=lambda r, dot, norm, t: r, radial=lambda r, dot, norm, t: dot,
+    return NormalisationScheme("pre_ln", speed=lambda r, dot, norm, t: r, radial=lambda r, dot, norm, t: dot,
                   layer=lambda x, h, t, attend: x + h * attend(x),
                   description="Pre-LN: x <- x + h A(LN x); s = r, r' = <theta, A>")
 
 
-def peri_ln() -> Scheme:
+@NORMALISATIONS.register("peri_ln")
+def peri_ln() -> NormalisationScheme:
     """Peri-LN, x ← x + h LN(A(LN x)): ẋ = A/|A|, so s = r|A|, ṙ = ⟨θ,A⟩/|A| (arXiv:2510.22026 §3)."""
-    return Scheme("peri_ln", speed=lambda r, dot, norm, t: r * norm,
+    return NormalisationScheme("peri_ln", speed=lambda r, dot, norm, t: r * norm,
                   radial=lambda r, dot, norm, t: dot / norm,
                   layer=lambda x, h, t, attend: x + h * _unit(attend(x)),
                   description="Peri-LN: x <- x + h LN(A(LN x)); s = r |A|, r' = <theta, A>/|A|")
 
 
-def mix_ln(switch_time: float = 1.0) -> Scheme:
+@NORMALISATIONS.register("mix_ln")
+def mix_ln(switch_time: float = 1.0) -> NormalisationScheme:
     """Mix-LN: Post-LN layers for t < T = ``switch_time``, then Pre-LN (arXiv:2510.22026 §3).
 
     s = 1, ṙ = 0 before T (r = 1: Post-LN outputs are normalised); s = r,
@@ -144,7 +154,7 @@ def mix_ln(switch_time: float = 1.0) -> Scheme:
         switch_time not a finite number > 0.
     """
     T = _positive("switch_time", switch_time)
-    return Scheme(
+    return NormalisationScheme(
         "mix_ln",
         speed=lambda r, dot, norm, t: r if t >= T else np.ones_like(dot),
         radial=lambda r, dot, norm, t: dot if t >= T else np.zeros_like(dot),
@@ -154,7 +164,8 @@ def mix_ln(switch_time: float = 1.0) -> Scheme:
         description=f"Mix-LN: Post-LN for t < {T:g}, then Pre-LN")
 
 
-def ngpt(alpha: float = 1.0) -> Scheme:
+@NORMALISATIONS.register("ngpt")
+def ngpt(alpha: float = 1.0) -> NormalisationScheme:
     """nGPT, x ← LN(x + h α (LN(A(x)) − x)): θ̇ = α P⊥A/|A|, s = |A|/α (arXiv:2510.22026 §3).
 
     Raises
@@ -163,42 +174,37 @@ def ngpt(alpha: float = 1.0) -> Scheme:
         alpha not a finite number > 0.
     """
     a = _positive("alpha", alpha)
-    return Scheme("ngpt", speed=lambda r, dot, norm, t: norm / a,
+    return NormalisationScheme("ngpt", speed=lambda r, dot, norm, t: norm / a,
                   layer=lambda x, h, t, attend: _unit(x + (h * a) * (_unit(attend(x)) - x)),
                   params={"alpha": a},
                   description=f"nGPT: x <- LN(x + h alpha (LN(A(x)) - x)), alpha = {a:g}; s = |A|/alpha")
 
 
-def sqrt_scaling() -> Scheme:
+@NORMALISATIONS.register("sqrt_scaling")
+def sqrt_scaling() -> NormalisationScheme:
     """sqrt-scaling, x ← LN(x + h A(x)/√(1+t)): s = √(1+t) (arXiv:2510.22026 §3, module table)."""
-    return Scheme("sqrt_scaling", speed=lambda r, dot, norm, t: np.full_like(dot, math.sqrt(1.0 + t)),
+    return NormalisationScheme("sqrt_scaling", speed=lambda r, dot, norm, t: np.full_like(dot, math.sqrt(1.0 + t)),
                   layer=lambda x, h, t, attend: _unit(x + (h / math.sqrt(1.0 + t)) * attend(x)),
                   description="sqrt-scaling: x <- LN(x + h A(x)/sqrt(1+t)); s = sqrt(1+t)")
 
 
-SCHEMES: dict[str, Callable[..., Scheme]] = {
-    "post_ln": post_ln, "pre_ln": pre_ln, "peri_ln": peri_ln, "mix_ln": mix_ln,
-    "ngpt": ngpt, "sqrt_scaling": sqrt_scaling,
-}
-"""Scheme factories by name; parameters (mix_ln: switch_time, ngpt: alpha) are keywords."""
-
-
-def register_scheme(scheme: Scheme) -> None:
+def register_scheme(scheme: NormalisationScheme) -> None:
     """Make ``scheme`` available by name to :func:`get_scheme` and the Python API
     (case files accept the built-in names only: their schema is fixed at import).
 
     Raises
     ------
     ConfigError
-        If ``scheme`` is not a :class:`Scheme`.
+        If ``scheme`` is not a :class:`NormalisationScheme`.
     """
-    if not isinstance(scheme, Scheme):
-        raise ConfigError(f"scheme {scheme!r}: must be a Scheme")
-    SCHEMES[scheme.name] = lambda **_: scheme
+    if not isinstance(scheme, NormalisationScheme):
+        raise ConfigError(f"scheme {scheme!r}: must be a NormalisationScheme")
+    NORMALISATIONS.remove(scheme.name)  # registering a name again replaces it
+    NORMALISATIONS.add(scheme.name, lambda **_: scheme, scheme.description or "registered at run time")
 
 
-def get_scheme(scheme: str | Scheme, **params) -> Scheme:
-    """A :class:`Scheme` from its name (with keyword parameters it takes) or the Scheme itself.
+def get_scheme(scheme: str | NormalisationScheme, **params) -> NormalisationScheme:
+    """A :class:`NormalisationScheme` from its name (with keyword parameters it takes) or the NormalisationScheme itself.
 
     Raises
     ------
@@ -206,11 +212,9 @@ def get_scheme(scheme: str | Scheme, **params) -> Scheme:
         Unknown name (the message lists the names), or a parameter the scheme
         does not take or out of range.
     """
-    if isinstance(scheme, Scheme):
+    if isinstance(scheme, NormalisationScheme):
         return scheme
-    if scheme not in SCHEMES:
-        raise ConfigError(f"scheme = {scheme!r}: must be one of {', '.join(SCHEMES)}")
-    factory = SCHEMES[scheme]
+    factory = NORMALISATIONS.lookup(scheme, "scheme")
     try:
         return factory(**params)
     except TypeError as exc:

@@ -1,0 +1,96 @@
+"""The argument checks of every layer: one function per kind of argument.
+
+Policy: a bad argument raises :class:`~meanfield_pde.core.errors.ConfigError`
+(a ``ValueError``) whose message names the argument, its value and the
+allowed range or choices, in the form ``"beta = 701.0: must be in [0, 700]"``.
+Numbers are refused if they are bools, NaN or infinite where a finite number
+is meant; integers are refused if they are floats (3.0 is not a count: a float
+where an integer belongs is a mistake upstream, not a value to round).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .errors import ConfigError
+
+BETA_MAX = 700.0  # e^β must stay finite in float64 (overflow at β ≈ 709.8)
+KINDS = ("SA", "USA")  # the attention kinds: softmax (SA) and unnormalised (USA)
+
+
+def _range(lo, hi) -> str:
+    if hi is None:
+        return f">= {lo:g}" if isinstance(lo, float) else f">= {lo}"
+    return f"in [{lo:g}, {hi:g}]" if isinstance(lo, float) or isinstance(hi, float) else f"in [{lo}, {hi}]"
+
+
+def check_number(name: str, value, lo: float = -math.inf, hi: float = math.inf) -> float:
+    """``value`` as a float in [lo, hi] (finite if the range is), else ConfigError naming ``name``.
+
+    Bools and non-numbers (strings, None) are refused; NaN is outside every range.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ConfigError(f"{name} = {value!r}: must be a number in [{lo:g}, {hi:g}]")
+    x = float(value)
+    if not lo <= x <= hi:  # also refuses NaN, and inf unless a bound is infinite
+        raise ConfigError(f"{name} = {x!r}: must be in [{lo:g}, {hi:g}]")
+    if not math.isfinite(x):
+        raise ConfigError(f"{name} = {x!r}: must be a finite number in [{lo:g}, {hi:g}]")
+    return x
+
+
+def check_beta(beta, name: str = "beta") -> float:
+    """The inverse temperature β as a float in [0, BETA_MAX = 700] (e^β finite), else ConfigError."""
+    return check_number(name, beta, 0.0, BETA_MAX)
+
+
+def check_nonnegative(name: str, value) -> float:
+    """A finite float >= 0 (noise ν, times, ...), else ConfigError naming ``name``."""
+    return check_number(name, value, 0.0, math.inf)
+
+
+def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
+    """``value`` as an int in [minimum, maximum] (no upper bound if None), else ConfigError.
+
+    Python and numpy integers only: bools and floats (even 3.0) are refused.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise ConfigError(f"{name} = {value!r}: must be an integer {_range(minimum, maximum)}")
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ConfigError(f"{name} = {value!r}: must be an integer {_range(minimum, maximum)}")
+    return int(value)
+
+
+def check_n(n, name: str = "n") -> int:
+    """A number of tokens: an integer >= 2 (the interaction needs a pair), else ConfigError."""
+    return check_int(name, n, 2)
+
+
+def check_counts(name: str, values, minimum: int = 2) -> np.ndarray:
+    """Whole numbers >= minimum as a float array (the formulas take n up to 1e15, beyond
+    int64 products), else ConfigError: integral floats are accepted, bools are not."""
+    if isinstance(values, (bool, np.bool_)) or (isinstance(values, np.ndarray) and values.dtype == bool):
+        raise ConfigError(f"{name} = {values!r}: must be integers >= {minimum}")
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} = {values!r}: must be integers >= {minimum}") from None
+    if not np.all(np.isfinite(arr) & (arr >= minimum) & (arr == np.round(arr))):
+        raise ConfigError(f"{name} = {arr.tolist()}: must be integers >= {minimum}")
+    return arr
+
+
+def check_choice(name: str, value, choices) -> str:
+    """``value`` if it is one of ``choices``, else ConfigError listing them."""
+    choices = tuple(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise ConfigError(f"{name} = {value!r}: must be one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def check_kind(kind, name: str = "kind") -> str:
+    """The attention kind, "SA" or "USA", else ConfigError."""
+    return check_choice(name, kind, KINDS)

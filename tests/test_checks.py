@@ -1,0 +1,154 @@
+"""One set of argument checks (meanfield_pde.core.checks) for every layer.
+
+Each check is driven at the edges (0, negative, NaN, inf, 700, 701, bool, a float
+for an integer, 1e300) directly and through the public functions of each layer
+that take the argument; every refusal is a ConfigError (a ValueError) naming the
+argument and the allowed range.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import meanfield_pde
+from meanfield_pde import ConfigError
+from meanfield_pde.core import checks
+
+NAN, INF = math.nan, math.inf
+
+# (value, accepted?) at the edges of each check
+BETA_EDGES = [(0, True), (0.0, True), (700, True), (700.0, True), (np.float64(3.5), True),
+              (-1e-300, False), (-1.0, False), (NAN, False), (INF, False), (-INF, False),
+              (701, False), (700.0000001, False), (1e300, False), (True, False), (False, False),
+              ("5", False), (None, False)]
+INT_EDGES = [(2, True), (700, True), (701, True), (np.int64(5), True), (10**18, True),
+             (1, False), (0, False), (-1, False), (2.0, False), (3.5, False), (NAN, False),
+             (INF, False), (1e300, False), (True, False), (False, False), ("3", False), (None, False)]
+NONNEG_EDGES = [(0, True), (0.0, True), (1e300, True), (700, True), (-1e-300, False), (-1, False),
+                (NAN, False), (INF, False), (True, False), (None, False)]
+
+
+def check_refusal(call, name, allowed_text):
+    with pytest.raises(ConfigError) as info:
+        call()
+    assert isinstance(info.value, ValueError)
+    msg = str(info.value)
+    assert msg.startswith(f"{name} = ") and allowed_text in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("value,ok", BETA_EDGES)
+def test_check_beta_edges(value, ok):
+    if ok:
+        out = checks.check_beta(value)
+        assert type(out) is float and out == float(value)
+    else:
+        check_refusal(lambda: checks.check_beta(value), "beta", "[0, 700]")
+
+
+@pytest.mark.parametrize("value,ok", INT_EDGES)
+def test_check_n_edges(value, ok):
+    if ok:
+        out = checks.check_n(value)
+        assert type(out) is int and out == value
+    else:
+        check_refusal(lambda: checks.check_n(value), "n", "integer >= 2")
+
+
+@pytest.mark.parametrize("value,ok", INT_EDGES)
+def test_check_int_edges_with_an_upper_bound(value, ok):
+    ok = ok and value <= 700
+    if ok:
+        assert checks.check_int("lmax", value, 2, 700) == value
+    else:
+        check_refusal(lambda: checks.check_int("lmax", value, 2, 700), "lmax", "integer in [2, 700]")
+
+
+@pytest.mark.parametrize("value,ok", NONNEG_EDGES)
+def test_check_nonnegative_edges(value, ok):
+    if ok:
+        assert checks.check_nonnegative("nu", value) == float(value)
+    else:
+        check_refusal(lambda: checks.check_nonnegative("nu", value), "nu", "[0, inf]")
+
+
+@pytest.mark.parametrize("value,ok", [([2, 3.0, 1e15], True), (np.logspace(1, 8, 5).round(), True),
+                                      ([1], False), ([2.5], False), ([NAN], False), ([INF], False),
+                                      (True, False), (np.array([True]), False), ("x", False)])
+def test_check_counts_edges(value, ok):
+    if ok:
+        np.testing.assert_array_equal(checks.check_counts("n", value), np.asarray(value, float))
+    else:
+        check_refusal(lambda: checks.check_counts("n", value), "n", "integers >= 2")
+
+
+@pytest.mark.parametrize("value", ["MHA", "sa", 1, None, True])
+def test_check_kind_refuses(value):
+    check_refusal(lambda: checks.check_kind(value), "kind", "'SA', 'USA'")
+
+
+# -- every layer uses them: the same refusal through each public entry point ---------------
+
+def _layer_calls():
+    from meanfield_pde.core.kernels import scaled_multipliers
+    from meanfield_pde.particles import dynamics, sampling
+    from meanfield_pde.theory import equiangular, linear
+    from meanfield_pde.theory import long_context
+    x = sampling.uniform_sphere(4, 3, seed=0)
+    return {
+        "core.kernels beta": (lambda b: scaled_multipliers(b, 4), "beta"),
+        "theory.linear beta": (lambda b: linear.growth_rates("SA", b, 0.0, 4), "beta"),
+        "theory.equiangular beta": (lambda b: equiangular.rho_rate("SA", 0.5, b, 4), "beta"),
+        "particles.dynamics beta": (lambda b: dynamics.velocity(x, "SA", b), "beta"),
+        "theory.equiangular n": (lambda n: equiangular.rho_rate("SA", 0.5, 1.0, n), "n"),
+        "particles.sampling n": (lambda n: sampling.uniform_sphere(n, 3), "n"),
+        "theory.long_context n": (lambda n: long_context.beta_n(1.0, n), "n"),
+    }
+
+
+@pytest.mark.parametrize("where", ["core.kernels beta", "theory.linear beta", "theory.equiangular beta",
+                                   "particles.dynamics beta"])
+@pytest.mark.parametrize("value", [-1.0, NAN, INF, 701.0, 1e300, True])
+def test_every_layer_refuses_a_bad_beta_alike(where, value):
+    call, name = _layer_calls()[where]
+    check_refusal(lambda: call(value), name, "[0, 700]")
+
+
+@pytest.mark.parametrize("where", ["theory.equiangular n", "particles.sampling n"])
+@pytest.mark.parametrize("value", [0, -3, 2.0, NAN, INF, 1e300, True])
+def test_every_layer_refuses_a_bad_count_alike(where, value):
+    call, name = _layer_calls()[where]
+    check_refusal(lambda: call(value), name, "integer >= ")
+
+
+@pytest.mark.parametrize("value", [1, 2.5, NAN, INF, True, [2, 1]])
+def test_long_context_refuses_a_bad_n(value):
+    call, name = _layer_calls()["theory.long_context n"]
+    check_refusal(lambda: call(value), name, "integers >= 2")
+
+
+def test_no_module_writes_its_own_copy_of_a_shared_check():
+    """check_beta, check_int, check_n, check_kind are defined once, in core/checks.py."""
+    shared = {"check_beta", "check_int", "check_n", "check_kind", "check_nu", "check_manifold",
+              "check_number", "check_nonnegative", "check_choice", "check_counts"}
+    root = Path(meanfield_pde.__file__).parent
+    copies = []
+    for path in root.rglob("*.py"):
+        if path == root / "core" / "checks.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in shared \
+                    and not _delegates(node):
+                copies.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
+    assert not copies, copies
+
+
+def _delegates(node: ast.FunctionDef) -> bool:
+    """A one-line wrapper returning a core.checks call with a fixed name or range."""
+    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    return (len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Call)
+            and getattr(body[0].value.func, "id", "").startswith("check_"))
