@@ -357,7 +357,7 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
                 warnings.simplefilter("ignore", RunStoppedWarning)
                 if spec["task"] == "tokens":
                     ds = _run_tokens(config)
-                elif config.particles.mode == "particles":
+                elif config.kind == "particles":
                     from ..runs.particle_runner import run_particles
                     ds = run_particles(config, force=spec.get("force", False))
                 else:
