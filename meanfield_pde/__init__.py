@@ -31,7 +31,8 @@ from . import _compat
 from .core.errors import ConfigError, NumericalFault, RunStoppedWarning
 from .runs.cases import case_names, describe_cases, load_case
 from .runs.config import Config, from_dict
-from .runs.runner import build, resume, run
+from .runs.restart import resume
+from .runs.runner import build, run
 
 _compat.install()  # the old flat module paths, for one release
 

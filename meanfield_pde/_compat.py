@@ -53,7 +53,7 @@ MOVED = {
 SPLIT = {
     "long_context": ("theory.long_context", "particles.long_context"),
     "phase": ("plotting.phase", "analysis.phase", "theory.equiangular"),
-    "runner": ("runs.runner", "runs.budget"),
+    "runner": ("runs.runner", "runs.restart", "runs.budget"),
     "particle_runner": ("runs.particle_runner", "studies.compare_particles"),
 }
 

@@ -27,7 +27,7 @@ def test_old_path_named_like_a_root_function():
     rebind it."""
     from meanfield_pde.resume import resume_point
     from meanfield_pde.runs.resume import resume_point as new
-    from meanfield_pde.runs.runner import resume
+    from meanfield_pde.runs.restart import resume
     assert resume_point is new and meanfield_pde.resume is resume
 
 
@@ -62,7 +62,8 @@ def test_public_api_of_the_root():
     from meanfield_pde.core.errors import ConfigError, NumericalFault, RunStoppedWarning
     from meanfield_pde.runs.cases import load_case
     from meanfield_pde.runs.config import Config, from_dict
-    from meanfield_pde.runs.runner import resume, run
+    from meanfield_pde.runs.restart import resume
+    from meanfield_pde.runs.runner import run
     assert (meanfield_pde.run, meanfield_pde.resume, meanfield_pde.load_case, meanfield_pde.from_dict,
             meanfield_pde.Config, meanfield_pde.ConfigError, meanfield_pde.NumericalFault,
             meanfield_pde.RunStoppedWarning) == (run, resume, load_case, from_dict, Config,

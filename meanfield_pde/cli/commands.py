@@ -84,12 +84,13 @@ def _run_outputs(config, path: Path, args) -> list[Path]:
 
 
 def _run_claimed(config, path: Path, args) -> int:
+    return RUN_COMMANDS[config.kind](config, path, args)
+
+
+def _run_one(config, path: Path, args) -> int:
+    """A PDE, limit-model or token run: one run file (README, 'Command line')."""
     from ..runs.particle_runner import run_particles
     from ..runs.runner import run
-    if config.kind == "transformer":
-        return _run_study(config, path, args)
-    if config.kind == "compare":
-        return _run_comparison(config, path, args)
     progress = None if not args.quiet else False
     with warnings.catch_warnings():  # the status line below says it already
         warnings.simplefilter("ignore", RunStoppedWarning)
@@ -101,8 +102,8 @@ def _run_claimed(config, path: Path, args) -> int:
 
 
 def _resume(args) -> int:
+    from ..runs.restart import resume
     from ..runs.resume import resume_overrides
-    from ..runs.runner import resume
     if args.case is not None or args.output or args.overwrite or args.threads is not None:
         raise ConfigError("run --resume FILE.nc: takes no CASE, --output, --overwrite or --threads "
                           "(the case is stored in the file, which is continued in place)")
@@ -189,6 +190,11 @@ def _run_comparison(config, path: Path, args) -> int:
         if save_comparison_figure is not None:
             print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'], overwrite=args.overwrite)}")
     return stop_reason(out["pde"].attrs).exit_code
+
+
+RUN_COMMANDS = {"pde": _run_one, "limit": _run_one, "particles": _run_one,
+                "compare": _run_comparison, "transformer": _run_study}
+"""`run` per run kind (:attr:`meanfield_pde.runs.config.Config.kind`)."""
 
 
 def _cmd_plot(args) -> int:

@@ -13,7 +13,7 @@ from ..core.errors import NumericalFault
 from ..core.signals import check as check_stop_request, interruption
 from ..core.stops import StopReason, interrupt_reason
 from .imex_model import IMEXModel
-from .observers import Observer
+from .observers import Finished, Observer
 from .steppers import StepControl
 from ..core.threads import single_threaded_blas
 
@@ -61,7 +61,7 @@ def next_output_index(t0: float, every: float) -> int:
 def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: float, *,
               every: float, dt: float, cfl: float | None = 0.5,
               monitor: ResolutionMonitor | None = None, observers: list[Observer] = (),
-              max_steps: int = 10_000_000, t0: float = 0.0, stop=None) -> RunResult:
+              max_steps: int = 10_000_000, t0: float = 0.0) -> RunResult:
     """Integrate from u0 at t0 to t_end, snapshots at the multiples of ``every``.
 
     A run resumed from a snapshot at t0 > 0 (``--resume``) does not record
@@ -78,18 +78,30 @@ def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: flo
     discarded, so the result (and the final snapshot) is the last good state.
     A KeyboardInterrupt, or a SIGINT/SIGTERM stop request
     (:func:`meanfield_pde.core.signals.stop_on_signals`, honoured between steps),
-    stops the run the same way. ``stop(t, u)``, if given, is asked at every
-    output time and ends the run early, still "completed", when it returns
-    True (e.g. :class:`meanfield_pde.numerics.stationary.StationaryStop`).
+    stops the run the same way. The observers (:mod:`meanfield_pde.numerics.observers`)
+    store and show the run; one may end it at an output time by raising
+    :class:`~meanfield_pde.numerics.observers.Finished` (e.g.
+    :class:`meanfield_pde.numerics.stationary.StationaryStop`: reason "stationary",
+    status still "completed").
     """
     with single_threaded_blas():  # BLAS only combines stages here; see threads.py
         return _integrate(model, control, u0, t_end, every=every, dt=dt, cfl=cfl,
-                          monitor=monitor, observers=observers, max_steps=max_steps, t0=t0,
-                          stop=stop)
+                          monitor=monitor, observers=observers, max_steps=max_steps, t0=t0)
+
+
+def _notify_snapshot(observers, t: float, u: np.ndarray) -> Finished | None:
+    """Every observer sees the snapshot; the first Finished raised is returned."""
+    finished = None
+    for obs in observers:
+        try:
+            obs.snapshot(t, u)
+        except Finished as exc:
+            finished = finished or exc
+    return finished
 
 
 def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
-               max_steps, t0, stop) -> RunResult:
+               max_steps, t0) -> RunResult:
     rule = CFL(cfl, model.geometry)
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
     n_out, status, why_ = next_output_index(t0, every), "completed", StopReason.COMPLETED
@@ -98,9 +110,11 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
         model.transport(u)  # sets the speed bound for the first CFL bound
     except NumericalFault as exc:
         status, why_ = f"stopped: {exc} at t = {t:.6g}", StopReason.NUMERICAL_FAULT
-    if t0 == 0.0:
-        for obs in observers:
-            obs.snapshot(t, u)
+    for obs in observers:
+        obs.start(t0, u)
+    finished = _notify_snapshot(observers, t, u) if t0 == 0.0 else None
+    if finished is not None and why_ is StopReason.COMPLETED:
+        status, why_ = finished.status, finished.reason
     eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
     try:
         while why_ is StopReason.COMPLETED and t < t_end - eps:
@@ -153,17 +167,16 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             for obs in observers:
                 obs.step(t, u)
             if t >= t_out - eps:
-                for obs in observers:
-                    obs.snapshot(t, u)
+                finished = _notify_snapshot(observers, t, u)
                 n_out += 1
-                if stop is not None and stop(t, u):
-                    why_ = StopReason.STATIONARY  # status stays "completed"
+                if finished is not None:
+                    status, why_ = finished.status, finished.reason
                     break
     except KeyboardInterrupt as exc:
         status, why_ = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
     if not why_.completed:
         for obs in observers:
-            obs.snapshot(t, u)  # keep the last good state
+            obs.stopped(t, u)  # the last good state
     for obs in observers:
         obs.finish(status)
     return RunResult(status, t, u, steps, rejected, why_)

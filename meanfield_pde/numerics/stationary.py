@@ -25,6 +25,8 @@ import math
 import numpy as np
 
 from ..core.geometry import Geometry
+from ..core.stops import StopReason
+from .observers import Finished, Observer
 
 UNIFORM_FLOOR = 1e-6
 """A deviation ‖f − f̄‖ below this fraction of ‖f̄‖ that still decays is 'uniform'."""
@@ -47,8 +49,14 @@ def reseed(geometry: Geometry, coef: np.ndarray, floor: float = UNIFORM_FLOOR) -
     return coef
 
 
-class StationaryStop:
-    """Callable stop condition for :func:`meanfield_pde.numerics.solver.integrate`.
+class StationaryStop(Observer):
+    """The stationary stop, an observer of :func:`meanfield_pde.numerics.solver.integrate`: at
+    each output time after the start it ends the run (:class:`Finished` with
+    StopReason.STATIONARY, status "completed") once the state is stationary.
+
+    The state a session starts from (t = 0, or a resumed run's last snapshot) is not
+    compared: the first output time reached by stepping sets the reference. Called
+    directly, ``stop(t, coef)`` is the test itself (True: stationary).
 
     Parameters
     ----------
@@ -64,6 +72,14 @@ class StationaryStop:
         self.previous: tuple[float, np.ndarray] | None = None
         self.time = math.nan
         self.rate = math.nan
+        self.begin = -math.inf
+
+    def start(self, t: float, coef: np.ndarray) -> None:
+        self.begin = t
+
+    def snapshot(self, t: float, coef: np.ndarray) -> None:
+        if t > self.begin and self(t, coef):
+            raise Finished(StopReason.STATIONARY)
 
     def _norm(self, g: np.ndarray) -> float:
         return math.sqrt(max(self.geometry.inner(g, g), 0.0))

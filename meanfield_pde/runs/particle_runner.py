@@ -1,4 +1,5 @@
-"""Case → particle run → Dataset with the PDE's names; and PDE + particles + comparison.
+"""Case → particle run → Dataset with the PDE's names (the "particles" run kind of
+:mod:`meanfield_pde.runs.session`).
 
 A particle run stores (README §Dataset contract) positions(time, particle, xyz), the
 empirical coefficients (1/n) Σ_i conj(Y_lm(x_i)) as coef_real/coef_imag
@@ -10,27 +11,19 @@ particles.smoothing (stated in its attributes), for maps and plots.
 
 from __future__ import annotations
 
-import time as _time
-import warnings
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from .budget import check_run_arguments
 from .config import Config, VonMisesFisher
-from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.geometry import make_geometry
 from ..numerics.initial import initial_density
 from .io import snapshots_to_dataset, software_versions
 from ..particles.measures import sample_density
-from .outputs import hold
-from .runcheck import require_file
 from ..particles import simulate
 from ..particles.simulate import POSITION_DIMS, snapshot_times
-from .resume import resume_point
-from .runfile import MemoryRun, RunFile
-from ..core.signals import stop_on_signals
+from .session import Outcome, RunKind, resume_file, start_run
 from ..particles.sampling import von_mises_fisher_mixture
 
 
@@ -88,7 +81,7 @@ def run_particles(config: Config, output: str | Path | None = None, *, overwrite
 
     The file is appended and synced at every snapshot like a PDE run's
     (:class:`meanfield_pde.runs.runfile.RunFile`); continue an interrupted run
-    with :func:`resume_particles`.
+    with :func:`resume_particles` or :func:`meanfield_pde.resume`.
 
     Raises
     ------
@@ -98,16 +91,7 @@ def run_particles(config: Config, output: str | Path | None = None, *, overwrite
         resource estimate beyond the machine or the caps (:mod:`meanfield_pde.runs.budget`);
         before anything is written.
     """
-    check_run_arguments(config, overwrite, force, output)
-    snapshots = snapshot_times(config.time.t_end, config.snapshot_interval).size
-    sink = RunFile(output, overwrite=overwrite, attrs=particle_attributes(config), snapshots=snapshots) \
-        if output is not None else MemoryRun(particle_attributes(config))
-    try:  # the output stays claimed for the whole run (RunFile)
-        geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
-        return _advance_particles(config, geometry, sink, initial_particles(config, geometry), 0)
-    finally:
-        if output is not None:
-            sink.close()
+    return start_run(PARTICLES, config, output, overwrite=overwrite, force=force)
 
 
 def resume_particles(path: str | Path, t_end: float | None = None) -> xr.Dataset:
@@ -116,41 +100,54 @@ def resume_particles(path: str | Path, t_end: float | None = None) -> xr.Dataset
     Raises
     ------
     ConfigError
-        As :func:`meanfield_pde.runs.resume.resume_point`.
+        As :func:`meanfield_pde.runs.resume.resume_point`; a file not written by a particle run.
     """
-    require_file(path, f"--resume {str(path)!r}")
-    with hold(path):  # claimed before the checks (see runner.resume)
-        config, ds, k = resume_point(path, t_end)
-        try:
-            x0 = ds.positions.values[k].copy()
-            t0 = float(ds.time.values[k])
-        finally:
-            ds.close()
+    return resume_file(path, {PARTICLES.name: PARTICLES}, t_end)
+
+
+class ParticleRecorder:
+    """Storage of a token run: each snapshot of :func:`meanfield_pde.particles.simulate`
+    (its ``on_snapshot`` hook) becomes a record (:func:`particle_record`) appended to the sink."""
+
+    def __init__(self, geometry, smoothing: float, sink):
+        self.geometry, self.smoothing, self.sink = geometry, smoothing, sink
+
+    def __call__(self, t: float, x: np.ndarray, order: float, energy: float) -> None:
+        self.sink.append(particle_record(self.geometry, self.smoothing, t, x, order, energy))
+
+
+class ParticleRunKind(RunKind):
+    """The token system of a case (kind "particles", and the token half of "compare") for a
+    :class:`meanfield_pde.runs.session.Session`."""
+
+    name = "particles"
+
+    def attributes(self, config: Config) -> dict:
+        return particle_attributes(config)
+
+    def planned_snapshots(self, config: Config) -> int:
+        return snapshot_times(config.time.t_end, config.snapshot_interval).size
+
+    def start(self, config: Config, initial=None):
+        geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+        return geometry, initial_particles(config, geometry), 0
+
+    def restart(self, config: Config, ds: xr.Dataset, index: int):
+        x0 = ds.positions.values[index].copy()
+        t0 = float(ds.time.values[index])
         start = int(np.argmin(np.abs(snapshot_times(config.time.t_end, config.snapshot_interval) - t0)))
         geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
-        sink = RunFile.reopen(path)
-        try:
-            return _advance_particles(config, geometry, sink, x0, start)
-        finally:
-            sink.close()
+        return geometry, x0, start
 
-
-def _advance_particles(config: Config, geometry, sink, x0: np.ndarray, start: int) -> xr.Dataset:
-    p, m = config.particles, config.model
-    begin = _time.perf_counter()
-    append = lambda t, x, order, energy: sink.append(  # noqa: E731
-        particle_record(geometry, p.smoothing, t, x, order, energy))
-    with stop_on_signals():
+    def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
+        geometry, x0, start = state
+        p, m = config.particles, config.model
         res = simulate(x0, m.kind, m.beta, m.nu, config.time.t_end, p.dt or config.time.dt,
                        config.snapshot_interval, scheme=particle_scheme(config), seed=p.seed,
-                       store_positions=False, start=start, on_snapshot=append,
+                       store_positions=False, start=start,
+                       on_snapshot=ParticleRecorder(geometry, p.smoothing, sink),
                        threads=config.domain.threads or None)
-    before = sink.attrs
-    done = sink.finish(res.status, res.stop_reason, {"case": config.to_toml(),  # a resumed run may have a new t_end
-                                    "steps": int(before.get("steps", 0)) + res.steps,
-                                    "wall_time_s": float(before.get("wall_time_s", 0.0))
-                                    + _time.perf_counter() - begin})
-    ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)
-    if not res.stop_reason.completed:
-        warnings.warn(f"{config.name}: {res.status}", RunStoppedWarning, stacklevel=3)
-    return ds
+        return Outcome(res.status, res.stop_reason, {"steps": res.steps})
+
+
+PARTICLES = ParticleRunKind()

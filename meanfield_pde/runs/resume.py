@@ -12,13 +12,12 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from .config import Config, from_dict, parse_toml
+from .config import Config, from_dict, parse_toml, time_unit
 from ..core.errors import ConfigError
 from ..core.stops import stop_reason
 from .runcheck import open_checked
@@ -49,8 +48,7 @@ def recurring_stop(attrs) -> str | None:
     return f"stopped ({reason.value}: {attrs.get('status', '')})"
 
 
-def resume_point(path: str | Path, t_end: float | None = None,
-                 unit: Callable[[Config], float] = lambda config: 1.0) -> tuple[Config, xr.Dataset, int]:
+def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, xr.Dataset, int]:
     """The case of a run file, the opened file and the index of its restart snapshot.
 
     Parameters
@@ -58,8 +56,6 @@ def resume_point(path: str | Path, t_end: float | None = None,
     path : run file (.nc) written by meanfield-pde
     t_end : float, optional
         New final time, to extend a run (must exceed the last stored time).
-    unit : callable
-        Stored time per unit of the case's times (runner.time_unit for PDE runs).
 
     Returns
     -------
@@ -94,7 +90,7 @@ def resume_point(path: str | Path, t_end: float | None = None,
         if t_end is not None:
             data.setdefault("time", {})["t_end"] = t_end
         config = from_dict(data, name=name)
-        times = ds.time.values / unit(config)  # in the case's time unit
+        times = ds.time.values / time_unit(config)  # in the case's time unit
         if t_end is not None and not t_end > times[-1]:
             raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
                               "to extend a run")

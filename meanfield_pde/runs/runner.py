@@ -1,20 +1,18 @@
-"""Case → run → Dataset: wires geometry, model, initial state, stepper, monitor, observers."""
+"""Case → PDE run → Dataset: wires geometry, model, initial state, stepper, monitor, observers
+(the "pde" and "limit" run kinds of :mod:`meanfield_pde.runs.session`)."""
 
 from __future__ import annotations
 
 import math
-import time as _time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from .budget import check_run_arguments
 from .config import Config, VonMisesFisher, time_unit
 from ..numerics.diagnostics import ResolutionMonitor
-from ..core.errors import ConfigError, RunStoppedWarning
+from ..core.errors import ConfigError
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
 from .io import snapshots_to_dataset, software_versions
@@ -22,11 +20,7 @@ from ..numerics.limits import (LimitModel, check_initial_density, check_limit_co
                                make_limit_model)
 from ..numerics.models import MeanFieldModel
 from ..numerics.observers import ProgressBar, SnapshotRecorder
-from .outputs import hold
-from .runcheck import require_file
-from .resume import resume_point
-from .runfile import MemoryRun, RunFile
-from ..core.signals import stop_on_signals
+from .session import Outcome, RunKind, start_run
 from ..numerics.solver import RunResult, integrate
 from ..numerics.stationary import StationaryStop
 from ..numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
@@ -148,16 +142,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         unresolved initial density, or (without ``force``) a resource estimate
         beyond the machine or the caps; raised before anything is written.
     """
-    check_run_arguments(config, overwrite, force, output)
-    sink = RunFile(output, overwrite=overwrite, attrs=run_attributes(config),
-                   snapshots=planned_snapshots(config)) if output is not None \
-        else MemoryRun(run_attributes(config))
-    try:  # the output stays claimed for the whole run (RunFile)
-        sim = build(config, initial)
-        return _advance(sim, sink, sim.initial, 0.0, progress)
-    finally:
-        if output is not None:
-            sink.close()
+    return start_run(PDE, config, output, overwrite=overwrite, force=force, progress=progress,
+                     initial=initial)
 
 
 def planned_snapshots(config: Config) -> int:
@@ -166,74 +152,44 @@ def planned_snapshots(config: Config) -> int:
     return 1 if not every > 0 else int(math.ceil(config.time.t_end / every - 1e-9)) + 1
 
 
-def resume(path: str | Path, progress: bool | None = None, t_end: float | None = None) -> xr.Dataset:
-    """Continue the PDE run stored in ``path`` (interrupted, killed or stopped) to its t_end.
+class PDERun(RunKind):
+    """The mean-field PDE and the large-β limit models (kinds "pde" and "limit") for a
+    :class:`meanfield_pde.runs.session.Session`: built by :func:`build`, advanced by
+    :func:`meanfield_pde.numerics.solver.integrate` with the storage, progress and
+    stationary-stop observers."""
 
-    The run restarts from the last snapshot at a regular output time (the
-    snapshot files are the checkpoints) and appends to the same file. With
-    a fixed step the result equals the uninterrupted run bit for bit; with
-    adaptive steps, to the step tolerance. A particle run file is handed to
-    :func:`meanfield_pde.runs.particle_runner.resume_particles` (bit for bit too).
+    name = "pde"
 
-    Parameters
-    ----------
-    path : path of a file written by :func:`run` / ``meanfield-pde run``
-    t_end : float, optional
-        A new final time (to extend a completed run); must exceed the file's.
+    def attributes(self, config: Config) -> dict:
+        return run_attributes(config)
 
-    Raises
-    ------
-    ConfigError
-        Another process writes the file; a damaged file (refused untouched,
-        :func:`meanfield_pde.runs.runcheck.open_checked`); not a run file of this
-        tool, a completed run without a larger t_end, a stop that would recur
-        (:func:`meanfield_pde.runs.resume.recurring_stop`) or no regular snapshot
-        to restart from.
-    """
-    require_file(path, f"--resume {str(path)!r}")
-    with hold(path):  # claimed before the checks: nobody changes the file between them and the run
-        config, ds, k = resume_point(path, t_end, unit=time_unit)
-        if ds.attrs.get("equation") == "particles":
-            ds.close()
-            from .particle_runner import resume_particles
-            return resume_particles(path, t_end)
-        try:
-            sim = build(config)
-            u0 = sim.geometry.from_table(ds.coef_real.values[k] + 1j * ds.coef_imag.values[k])
-            t0 = float(ds.time.values[k])
-        finally:
-            ds.close()
-        sink = RunFile.reopen(path)
-        try:
-            return _advance(sim, sink, u0, t0, progress)
-        finally:
-            sink.close()
+    def planned_snapshots(self, config: Config) -> int:
+        return planned_snapshots(config)
 
+    def start(self, config: Config, initial=None) -> tuple[Simulation, np.ndarray, float]:
+        sim = build(config, initial)
+        return sim, sim.initial, 0.0
 
-def _advance(sim: Simulation, sink, u0: np.ndarray, t0: float, progress: bool | None) -> xr.Dataset:
-    """Integrate from (t0, u0) into ``sink``; record the end-of-run attributes; return the Dataset."""
-    config = sim.config
-    stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
-    unit = time_unit(config)
-    recorder = SnapshotRecorder(sim.model, sink, snapshots_to_dataset,
-                                tau_unit=(config.time.unit, unit) if unit != 1.0 else None)
-    bar = ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)
-    start = _time.perf_counter()
-    with stop_on_signals():
+    def restart(self, config: Config, ds: xr.Dataset, index: int) -> tuple[Simulation, np.ndarray, float]:
+        sim = build(config)
+        u0 = sim.geometry.from_table(ds.coef_real.values[index] + 1j * ds.coef_imag.values[index])
+        return sim, u0, float(ds.time.values[index])
+
+    def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
+        sim, u0, t0 = state
+        unit = time_unit(config)
+        observers = [SnapshotRecorder(sim.model, sink, snapshots_to_dataset,
+                                      tau_unit=(config.time.unit, unit) if unit != 1.0 else None),
+                     ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)]
+        stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
         result: RunResult = integrate(
             sim.model, sim.control, u0, unit * config.time.t_end,
             every=unit * config.snapshot_interval, dt=unit * config.time.dt, cfl=config.time.cfl,
-            monitor=sim.monitor, observers=[recorder, bar], max_steps=config.time.max_steps, t0=t0,
-            stop=stop)
-    before = sink.attrs  # counters of earlier sessions of a resumed run
-    end = {"case": config.to_toml(),  # a resumed run may have a new t_end
-           "steps": int(before.get("steps", 0)) + result.steps,
-           "rejected_steps": int(before.get("rejected_steps", 0)) + result.rejected,
-           "wall_time_s": float(before.get("wall_time_s", 0.0)) + _time.perf_counter() - start}
-    if stop is not None:
-        end.update(stop.attrs())
-    done = sink.finish(result.status, result.reason, end)
-    ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)
-    if not result.completed:
-        warnings.warn(f"{config.name}: {result.status}", RunStoppedWarning, stacklevel=3)
-    return ds
+            monitor=sim.monitor, observers=observers + ([stop] if stop else []),
+            max_steps=config.time.max_steps, t0=t0)
+        return Outcome(result.status, result.reason,
+                       {"steps": result.steps, "rejected_steps": result.rejected},
+                       stop.attrs() if stop is not None else {})
+
+
+PDE = PDERun()

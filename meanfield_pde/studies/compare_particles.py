@@ -1,4 +1,4 @@
-"""The PDE-versus-particles study ([particles] mode = "compare"): the PDE and a token
+"""The PDE-versus-particles study ([run] kind = "compare"): the PDE and a token
 run from the same initial law, and their comparison, written as three files."""
 
 from __future__ import annotations

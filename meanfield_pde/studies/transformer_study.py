@@ -22,14 +22,14 @@ Every study returns an xarray Dataset (written as netCDF) and a figure
 
 from __future__ import annotations
 
-import time as _time
-
 import numpy as np
 import xarray as xr
 
 from ..particles import long_context as tokens
 from ..theory import long_context as lc
+from ..core.stops import StopReason
 from ..runs.config import Config
+from ..runs.session import Outcome, ResultSink, RunKind, start_run
 from ..particles.normalisation import (ASYMPTOTIC_LAWS, fitted_rate, get_scheme, simulate_scheme,
                                        solve_scheme_equiangular)
 from ..particles.sampling import equiangular
@@ -173,20 +173,38 @@ STUDIES = {"normalisation": normalisation_study, "long_context_phase": long_cont
            "long_context_limits": long_context_limits}
 
 
+class TransformerStudy(RunKind):
+    """A [transformer] study (kind "transformer") for a :class:`meanfield_pde.runs.session.Session`:
+    :data:`STUDIES` computes its whole Dataset at once (no snapshots, not resumable)."""
+
+    name = "transformer"
+    interruptible = False  # the studies do not check for stop requests: Ctrl-C stops them at once
+
+    def attributes(self, config: Config) -> dict:
+        return dict(study=config.transformer.study, case=config.to_toml(), case_name=config.name,
+                    description=config.description)
+
+    def memory_sink(self, attrs: dict) -> ResultSink:
+        return ResultSink(attrs)
+
+    def start(self, config: Config, initial=None) -> Config:
+        return config
+
+    def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
+        sink.append(STUDIES[config.transformer.study](config))
+        return Outcome("completed", StopReason.COMPLETED)
+
+
+TRANSFORMER = TransformerStudy()
+
+
 def run_study(config: Config, force: bool = False) -> xr.Dataset:
     """Run ``config.transformer.study`` and return its Dataset (with case attributes).
 
     Raises ConfigError (unless ``force``) if its memory or time estimate is refused
     (:func:`meanfield_pde.runs.budget.check_case`).
     """
-    from ..runs.budget import check_case
-    check_case(config, force=force)
-    start = _time.perf_counter()
-    ds = STUDIES[config.transformer.study](config)
-    ds.attrs.update(study=config.transformer.study, case=config.to_toml(), case_name=config.name,
-                    description=config.description, status="completed", stop_reason="completed",
-                    wall_time_s=_time.perf_counter() - start)
-    return ds
+    return start_run(TRANSFORMER, config, force=force)
 
 
 def summary_lines(ds: xr.Dataset) -> list[str]:
