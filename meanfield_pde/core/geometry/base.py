@@ -34,6 +34,9 @@ class Geometry(ABC):
         Total measure |S| (4π on S², 2π on S¹).
     points : ndarray, shape grid_shape + (dim,)
         Cartesian coordinates of the grid points (unit vectors).
+    dimension : int
+        Ambient dimension d of the sphere S^{d−1} (3 on S², 2 on S¹): the kernel
+        multipliers and the linear theory depend on it.
     """
 
     lmax: int
@@ -43,6 +46,7 @@ class Geometry(ABC):
     area: float
     points: np.ndarray
     manifold: str
+    dimension: int
 
     @property
     def real_coefficient(self) -> np.ndarray:

@@ -33,6 +33,7 @@ class Circle(Geometry):
 
     manifold = "circle"
     area = 2.0 * np.pi
+    dimension = 2
 
     def __init__(self, lmax: int, npoints: int = 0, threads: int = 0):
         if lmax < 2:

@@ -88,6 +88,7 @@ class Sphere(Geometry):
 
     manifold = "sphere"
     area = 4.0 * np.pi
+    dimension = 3
 
     def __reduce__(self):
         """Pickle by parameters: the shtns plan is a C handle, made again on unpickling
