@@ -15,6 +15,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from meanfield_pde.core.kernels import (energy_multipliers, funk_hecke_multipliers,
                                         gradient_multipliers, log_zonal_multipliers,
@@ -158,3 +159,18 @@ def test_large_dimension_limit_is_the_gaussian_moment_generating_function():
 def test_dimension_out_of_range_is_refused(bad):
     with pytest.raises(ValueError, match=r"domain.dimension .* \[2, 4096\]"):
         log_zonal_multipliers(1.0, 3, bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(d=st.integers(2, 4096), beta=st.floats(1e-3, 700.0))
+def test_bessel_recurrence_holds_across_both_routes(d, beta):
+    """I_{ν−1}(β) − I_{ν+1}(β) = (2ν/β) I_ν(β) (DLMF 10.29.1), so with one prefactor for all l:
+    λ̄_{l−1} − λ̄_{l+1} = (2(l + d/2 − 1)/β) λ̄_l, whichever route (series or ive) gave each
+    value; and λ̄_0 = E e^{βt} >= e^{β E t} = 1 (Jensen), λ̄_l decreasing in l."""
+    lam = np.exp(log_zonal_multipliers(beta, 30, d))
+    assert np.all(np.isfinite(lam)) and lam[0] >= 1.0 and np.all(np.diff(lam) <= 0)
+    l = np.arange(1, 30)
+    lhs = lam[l - 1] - lam[l + 1]
+    rhs = 2 * (l + d / 2 - 1) / beta * lam[l]
+    keep = lam[l + 1] > 1e-290  # not in the subnormals
+    assert np.all(np.abs(lhs - rhs)[keep] <= 1e-11 * lam[l - 1][keep])

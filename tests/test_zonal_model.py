@@ -142,3 +142,14 @@ def test_free_energy_decreases_for_noisy_usa(d):
     assert np.all(np.diff(F) <= 1e-12 * abs(F[0])), np.diff(F).max()
     assert F[-1] < F[0] - 1e-6
     assert np.max(np.abs([g.mass(x) - 1.0 for x in u])) <= 1e-12
+
+
+def test_zonal_geometry_and_model_pickle_by_parameters():
+    """For dask workers: the copy's right-hand side equals the original's bit for bit."""
+    import pickle
+    g = ZonalSphere(16, 64)
+    model = MeanFieldModel(g, "SA", 8.0, 0.01)
+    copy = pickle.loads(pickle.dumps(model))
+    u = vmf(g, 8.0)
+    assert copy.geometry.dimension == 64
+    assert np.array_equal(copy.rhs(u), model.rhs(u))
