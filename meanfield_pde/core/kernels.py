@@ -342,14 +342,14 @@ def _zonal_constant_part(beta: float, d: int) -> float:
     if beta == 0.0:
         return 0.0
     x = beta * beta / 4.0
-    if beta < 1.0:
-        total, term, k = 0.0, 1.0, 1
+    if beta < 1.0:  # β/(4d) Σ_{k>=1} r_k, r_1 = 1: no underflow of x^k at subnormal β
+        total, ratio, k = 1.0, 1.0, 1
         while True:
-            term *= x / (k * (d / 2.0 + k - 1.0))
-            total += term
-            if term < 1e-17 * total:
+            ratio *= x / ((k + 1) * (d / 2.0 + k))
+            total += ratio
+            if ratio <= 1e-17 * total:
                 break
             k += 1
-        return total / (2.0 * beta)
+        return beta / (4.0 * d) * total
     lam0 = math.exp(log_zonal_multipliers(beta, 0, d)[0])
     return (lam0 - 1.0) / (2.0 * beta)
