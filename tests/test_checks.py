@@ -50,6 +50,21 @@ def test_check_beta_edges(value, ok):
         check_refusal(lambda: checks.check_beta(value), "beta", "[0, 700]")
 
 
+DIMENSION_EDGES = [(2, True), (3, True), (4096, True), (np.int64(512), True), (1, False), (0, False),
+                   (-3, False), (4097, False), (10**18, False), (3.0, False), (NAN, False), (INF, False),
+                   (True, False), ("3", False), (None, False)]
+
+
+@pytest.mark.parametrize("value,ok", DIMENSION_EDGES)
+def test_check_dimension_edges(value, ok):
+    """The ambient dimension d of S^{d−1} (zonal geometry, kernels, linear theory)."""
+    if ok:
+        out = checks.check_dimension(value)
+        assert type(out) is int and out == value
+    else:
+        check_refusal(lambda: checks.check_dimension(value), "domain.dimension", "[2, 4096]")
+
+
 @pytest.mark.parametrize("value,ok", INT_EDGES)
 def test_check_n_edges(value, ok):
     if ok:

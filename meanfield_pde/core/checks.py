@@ -64,6 +64,14 @@ def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int
     return int(value)
 
 
+DIMENSION_MAX = 4096  # the largest ambient dimension d of S^{d−1} (zonal densities, tokens)
+
+
+def check_dimension(dimension, name: str = "domain.dimension") -> int:
+    """The ambient dimension d of S^{d−1}: an integer in [2, DIMENSION_MAX], else ConfigError."""
+    return check_int(name, dimension, 2, DIMENSION_MAX)
+
+
 def check_n(n, name: str = "n") -> int:
     """A number of tokens: an integer >= 2 (the interaction needs a pair), else ConfigError."""
     return check_int(name, n, 2)

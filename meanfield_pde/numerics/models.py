@@ -36,7 +36,7 @@ class MeanFieldModel(IMEXModel):
     Parameters
     ----------
     geometry : Geometry
-        Sphere or circle; coefficients have shape (geometry.ncoef,).
+        Sphere, circle or zonal sphere S^{d−1}; coefficients have shape (geometry.ncoef,).
     kind : {"SA", "USA"}
     beta : float
         Inverse temperature β in [0, 700].
@@ -77,13 +77,16 @@ class MeanFieldModel(IMEXModel):
         deg = g.degree
         # Multipliers broadcast to the coefficient layout once, so a right-hand
         # side is a few multiplies and transforms with no loop over l or m.
-        self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"))[deg]
-        self._ratio = ratio_multipliers(beta, lmax, man)[deg]
-        self._set_energy_multipliers(energy_multipliers(beta, lmax, man)[deg] * g.parseval_weight)
+        dim = g.dimension
+        self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"),
+                                               dimension=dim)[deg]
+        self._ratio = ratio_multipliers(beta, lmax, man, dimension=dim)[deg]
+        self._set_energy_multipliers(energy_multipliers(beta, lmax, man, dimension=dim)[deg]
+                                     * g.parseval_weight)
         lap = g.laplacian
         self.linear = nu * lap
         if hyperviscosity > 0.0:
-            lap_max = lmax * (lmax + 1.0) if man == "sphere" else float(lmax) ** 2
+            lap_max = float(np.max(-lap))  # L(L+1) on S², L² on S¹, L(L+d−2) on S^{d−1}
             self.linear = self.linear - hyperviscosity * (-lap / lap_max) ** hyperviscosity_order
         self._fresh = False  # the work arrays hold an evaluation whose extrema are not taken yet
         self.max_speed = 0.0
@@ -191,4 +194,4 @@ class MeanFieldModel(IMEXModel):
         g = self.geometry
         lin = np.zeros(g.lmax + 1)
         lin[g.degree] = self.linear
-        return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold) + lin
+        return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold, g.dimension) + lin

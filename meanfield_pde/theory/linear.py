@@ -7,10 +7,13 @@ A perturbation ε Y_l grows like e^{σ_l t} with (README §Linear theory)
 
     S²:  σ_l^USA = l(l+1) [ i_l(β)/β − ν ]     σ_l^SA = l(l+1) [ i_l(β)/(β i_0(β)) − ν ]
     S¹:  σ_k^USA = k²     [ I_k(β)/β − ν ]     σ_k^SA = k²     [ I_k(β)/(β I_0(β)) − ν ]
+    S^{d−1}: σ_l^USA = l(l+d−2) [ λ_l/(β|S^{d−1}|) − ν ]   σ_l^SA = l(l+d−2) [ λ_l/(β λ_0) − ν ]
 
 where i_l(β) = √(π/2β) I_{l+1/2}(β). Derivation: USA V = ∇(λ_l ε Y_l)/β, so
 −div(f̄ V) = f̄ λ_l l(l+1) ε Y_l / β and f̄ λ_l = i_l(β) (S²: λ_l = 4π i_l) or
-I_k(β) (S¹: λ_k = 2π I_k); SA divides by Φ̄ = λ_0 f̄. Sources: Geshkovski,
+I_k(β) (S¹: λ_k = 2π I_k); SA divides by Φ̄ = λ_0 f̄. In any dimension the same
+computation with the Gegenbauer harmonics of degree l (eigenvalue −l(l+d−2) of Δ) and
+λ_l = (2π)^{d/2} β^{1−d/2} I_{l+d/2−1}(β) gives the third line. Sources: Geshkovski,
 Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on Transformers"
 (arXiv:2312.10794), the linearisation of the mean-field equation about the
 uniform measure and the mode selection it implies (number of clusters of the
@@ -31,9 +34,10 @@ import numpy as np
 
 from ..core.checks import (KINDS, check_beta, check_choice, check_int, check_kind,  # noqa: F401
                            check_nonnegative)  # (KINDS, check_beta, check_kind: public here before)
+from ..core.checks import check_dimension
 from ..core.kernels import gradient_multipliers, kernel_degree_cutoff
 
-MANIFOLDS = ("sphere", "circle")
+MANIFOLDS = ("sphere", "circle", "sphere_zonal")
 _AREA = {"sphere": 4.0 * np.pi, "circle": 2.0 * np.pi}
 
 
@@ -46,19 +50,46 @@ def _check_manifold(manifold) -> str:
     return check_choice("manifold", manifold, MANIFOLDS)
 
 
+def _resolve(manifold: str, dimension) -> tuple[str, int | None]:
+    """(manifold, d) for the kernel: d = 2, 3 are the circle and the sphere (today's
+    closed forms); any other d is S^{d−1} by the general formula ("sphere_zonal").
+
+    "sphere" and "circle" accept dimension None or their own d (3, 2), and "sphere"
+    any d (S^{d−1}); "sphere_zonal" needs d.
+    """
+    manifold = _check_manifold(manifold)
+    if dimension is None:
+        if manifold == "sphere_zonal":
+            raise ValueError("dimension = None: manifold 'sphere_zonal' needs the dimension d")
+        return manifold, None
+    d = check_dimension(dimension)
+    if manifold == "circle" and d != 2:
+        raise ValueError(f"dimension = {d}: the circle has d = 2")
+    if d == 2:
+        return "circle", None
+    if d == 3:
+        return "sphere", None
+    return "sphere_zonal", d
+
+
+
 # -- growth rates ---------------------------------------------------------------
-def _kernel_part(kind: str, beta: float, lmax: int, manifold: str) -> np.ndarray:
+def _kernel_part(kind: str, beta: float, lmax: int, manifold: str,
+                 dimension: int | None = None) -> np.ndarray:
     """The bracket's kernel term, shape (lmax+1,), entry 0 set to 0 (mass is conserved).
 
     USA: λ_l/(|S| β) = i_l(β)/β (S²) or I_k(β)/β (S¹);  SA: λ_l/(β λ_0).
+    ``manifold``, ``dimension`` as resolved by :func:`_resolve`.
     """
     if kind == "SA":
-        return gradient_multipliers(beta, lmax, manifold, normalise=True)
+        return gradient_multipliers(beta, lmax, manifold, normalise=True, dimension=dimension)
+    if manifold == "sphere_zonal":  # multipliers of the normalised measure: |S| = 1
+        return gradient_multipliers(beta, lmax, manifold, dimension=dimension)
     return gradient_multipliers(beta, lmax, manifold) / _AREA[manifold]
 
 
 def growth_rates(kind: str, beta: float, nu: float, lmax: int,
-                 manifold: str = "sphere") -> np.ndarray:
+                 manifold: str = "sphere", dimension: int | None = None) -> np.ndarray:
     """Growth rates σ_l of mode l about the uniform density, l = 0..lmax.
 
     Parameters
@@ -70,7 +101,11 @@ def growth_rates(kind: str, beta: float, nu: float, lmax: int,
         Noise ν >= 0 (diffusion coefficient, units of 1/time on the unit sphere).
     lmax : int
         Largest degree l (sphere) or wavenumber k (circle), >= 0.
-    manifold : {"sphere", "circle"}
+    manifold : {"sphere", "circle", "sphere_zonal"}
+    dimension : int or None
+        Ambient dimension d in [2, 4096] of S^{d−1}; None: the manifold's own (3 for
+        "sphere", 2 for "circle"; required for "sphere_zonal"). d = 3 and d = 2 give the
+        sphere's and the circle's values bit for bit.
 
     Returns
     -------
@@ -83,13 +118,20 @@ def growth_rates(kind: str, beta: float, nu: float, lmax: int,
     ------
     ValueError
         kind not in {SA, USA}; beta outside [0, 700]; nu < 0 or not finite;
-        lmax not an integer >= 0; manifold not in {sphere, circle}.
+        lmax not an integer >= 0; manifold not in {sphere, circle, sphere_zonal};
+        dimension outside [2, 4096] or not the manifold's.
     """
     kind, beta, nu = check_kind(kind), check_beta(beta), _check_nu(nu)
-    lmax, manifold = check_int("lmax", lmax, 0), _check_manifold(manifold)
+    lmax = check_int("lmax", lmax, 0)
+    manifold, d = _resolve(manifold, dimension)
     l = np.arange(lmax + 1, dtype=float)
-    eig = l * (l + 1.0) if manifold == "sphere" else l * l  # eigenvalue of −Δ
-    return eig * (_kernel_part(kind, beta, lmax, manifold) - nu)
+    if manifold == "sphere":
+        eig = l * (l + 1.0)  # eigenvalue of −Δ
+    elif manifold == "circle":
+        eig = l * l
+    else:
+        eig = l * (l + d - 2.0)
+    return eig * (_kernel_part(kind, beta, lmax, manifold, d) - nu)
 
 
 def _auto_lmax(beta: float) -> int:
@@ -99,7 +141,7 @@ def _auto_lmax(beta: float) -> int:
 
 
 def fastest_mode(kind: str, beta: float, nu: float = 0.0, manifold: str = "sphere",
-                 lmax: int | None = None) -> int:
+                 lmax: int | None = None, dimension: int | None = None) -> int:
     """The fastest-growing degree l*(β) (sphere) or wavenumber k*(β) (circle).
 
     argmax over l >= 1 of σ_l (:func:`growth_rates`); l* sets the number of
@@ -116,7 +158,8 @@ def fastest_mode(kind: str, beta: float, nu: float = 0.0, manifold: str = "spher
     lmax : int or None
         Largest degree searched (>= 1). Default: the kernel cutoff
         ≈ 8.6√β, plus 2 and at least 4 (:func:`kernels.kernel_degree_cutoff`),
-        where λ_l/λ_0 < 1e-16; σ_l peaks near l ≈ √(2β), well below it.
+        where λ_l/λ_0 < 1e-16; σ_l peaks near l ≈ √(2β), well below it. In
+        dimension d, λ_l/λ_0 ≈ exp(−l(l+d−2)/2β) falls faster: the same bound holds.
     Other parameters as in :func:`growth_rates`.
 
     Returns
@@ -130,11 +173,12 @@ def fastest_mode(kind: str, beta: float, nu: float = 0.0, manifold: str = "spher
     """
     beta = check_beta(beta)
     lmax = _auto_lmax(beta) if lmax is None else check_int("lmax", lmax, 1)
-    sigma = growth_rates(kind, beta, nu, lmax, manifold)
+    sigma = growth_rates(kind, beta, nu, lmax, manifold, dimension)
     return int(np.argmax(sigma[1:])) + 1
 
 
-def critical_noise(kind: str, beta: float, manifold: str = "sphere") -> float:
+def critical_noise(kind: str, beta: float, manifold: str = "sphere",
+                   dimension: int | None = None) -> float:
     """The largest noise ν at which the uniform density has an unstable mode.
 
     Mode l is unstable iff ν < kernel part κ_l (the bracket of σ_l without ν),
@@ -143,13 +187,16 @@ def critical_noise(kind: str, beta: float, manifold: str = "sphere") -> float:
     so the maximum is attained at l = 1 for both kinds:
         USA: ν_1 = i_1(β)/β (S²), I_1(β)/β (S¹)
         SA:  ν_1 = i_1(β)/(β i_0(β)) (S²), I_1(β)/(β I_0(β)) (S¹).
-    At β = 0 both give 1/3 on S² and 1/2 on S¹ (the noisy Kuramoto pitchfork).
+    At β = 0 both give 1/3 on S² and 1/2 on S¹ (the noisy Kuramoto pitchfork), 1/d on
+    S^{d−1} (λ_1/β → |S^{d−1}|/d); in general ν_1 = λ_1/(β|S^{d−1}|) (USA),
+    λ_1/(βλ_0) = I_{d/2}(β)/(β I_{d/2−1}(β)) (SA).
     This is the *linear* threshold; for β > 0 the transition may be
     discontinuous (a clustered minimiser can exist above it; README §Linear theory).
 
     Parameters
     ----------
-    kind : {"SA", "USA"};  beta : float in [0, 700];  manifold : {"sphere", "circle"}
+    kind : {"SA", "USA"};  beta : float in [0, 700];  manifold, dimension : as in
+    :func:`growth_rates`.
 
     Returns
     -------
@@ -163,7 +210,8 @@ def critical_noise(kind: str, beta: float, manifold: str = "sphere") -> float:
         kind, beta or manifold out of range.
     """
     # Computed as an explicit max (not just l = 1) so the claim above is checked by the tests.
-    kappa = _kernel_part(check_kind(kind), check_beta(beta), 8, _check_manifold(manifold))
+    manifold, d = _resolve(manifold, dimension)
+    kappa = _kernel_part(check_kind(kind), check_beta(beta), 8, manifold, d)
     return float(np.max(kappa[1:]))
 
 

@@ -40,6 +40,9 @@ class Geometry(ABC):
     conventions : dict of str
         The coefficients' conventions as the attributes written with them
         (README §Dataset contract; checked by :func:`meanfield_pde.runs.runcheck.check_conventions`).
+    dimension : int
+        Ambient dimension d of the sphere S^{d−1} (3 on S², 2 on S¹): the kernel
+        multipliers and the linear theory depend on it.
     """
 
     lmax: int
@@ -49,6 +52,7 @@ class Geometry(ABC):
     area: float
     points: np.ndarray
     manifold: str
+    dimension: int
 
     @property
     def real_coefficient(self) -> np.ndarray:

@@ -43,6 +43,7 @@ class Circle(Geometry):
         "coefficient_order": "k",
         "real_field_symmetry": "conjugate_negative_k",
     }
+    dimension = 2
 
     def __init__(self, lmax: int, npoints: int = 0, threads: int = 0):
         if lmax < 2:

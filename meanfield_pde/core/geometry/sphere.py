@@ -100,6 +100,7 @@ class Sphere(Geometry):
         "coefficient_order": "l,m",
         "real_field_symmetry": "conjugate_negative_m",
     }
+    dimension = 3
 
     def __reduce__(self):
         """Pickle by parameters: the shtns plan is a C handle, made again on unpickling

@@ -1,0 +1,241 @@
+"""Zonal densities on S^{d−1} (any d in [2, 4096]): functions of t = ⟨x, e⟩ alone.
+
+Conventions (the zonal analogue of the sphere's orthonormal harmonics):
+- measure: the uniform *probability* measure of S^{d−1}, whose push-forward to
+  t ∈ [−1, 1] is dσ̄ = c_d (1 − t²)^{(d−3)/2} dt, c_d = Γ(d/2)/(√π Γ((d−1)/2))
+  (the surface measure |S^{d−2}|(1 − t²)^{(d−3)/2} dt divided by |S^{d−1}|, which
+  underflows for d ≳ 350). The PDE is unchanged by this normalisation: f dσ and
+  f̄ dσ̄ (f̄ = |S^{d−1}| f) are the same measure, so Φ, V and the dynamics are equal;
+  the uniform density is f̄ = mass, and ``area`` is 1;
+- basis: the Gegenbauer polynomials C_l^{(α)}, α = (d − 2)/2, orthonormal in dσ̄
+  (p_0 = 1, ∫ p_l p_k dσ̄ = δ_lk, p_l(1) > 0), evaluated by the three-term
+  recurrence of the orthonormal polynomials
+      t p_l = a_{l+1} p_{l+1} + a_l p_{l−1},  a_l² = l(l + d − 3)/((2l + d − 2)(2l + d − 4)),
+  a_1² = 1/d (DLMF 18.9.1 and 18.3 for the Jacobi case a = b = (d−3)/2, normalised);
+  its values stay O(p_l(1)) = O(√dim H_l) with no overflow (scipy's unnormalised
+  eval_gegenbauer overflows for d in the thousands); p_l is an eigenfunction of the
+  Laplace–Beltrami operator with eigenvalue −l(l + d − 2);
+- grid: the N-point Gauss–Jacobi rule of that weight (α = β = (d − 3)/2, weights
+  normalised to sum 1; :func:`gauss_jacobi`), N = ⌊3L/2⌋ + 1 (3/2 rule:
+  the flux integral, of degree 3L, is exact);
+- gradient: one component, along the unit meridian vector e_θ of the polar angle
+  θ = arccos t (pointing away from e, as the sphere's ∂_θ): ∂_θ g = −√(1 − t²) g'(t);
+- divergence of u e_θ (for u = f ∂_θ g it is w⁻¹ d/dt[w (1 − t²) f g'],
+  w = (1 − t²)^{(d−3)/2}) in weak form, (div u)_l = −∫ u ∂_θ p_l dσ̄ (integration by
+  parts; w (1 − t²) vanishes at t = ±1 for d >= 2), exact on the grid by the 3/2 rule.
+For d = 3 this is the m = 0 part of the sphere (p_l = √(4π) Y_l0, θ the colatitude),
+for d = 2 the even part of the circle (p_l = √2 cos lθ).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from ..checks import check_dimension
+from .base import Geometry
+
+
+def recurrence_coefficients(lmax: int, dimension: int) -> np.ndarray:
+    """a_l, l = 0..lmax+1 (a_0 = 0), of t p_l = a_{l+1} p_{l+1} + a_l p_{l−1}, shape (lmax+2,).
+
+    a_l² = l(l + 2α − 1)/(4(l + α)(l + α − 1)), α = (d − 2)/2 (orthonormal Gegenbauer;
+    Szegő, *Orthogonal Polynomials* §4.7); a_1² = 1/(2(1 + α)) = 1/d, also for d = 2.
+    """
+    alpha = (dimension - 2) / 2.0
+    l = np.arange(lmax + 2, dtype=float)
+    a2 = np.zeros_like(l)
+    if lmax + 2 > 1:
+        a2[1] = 1.0 / dimension
+    k = l[2:]
+    a2[2:] = k * (k + 2 * alpha - 1) / (4 * (k + alpha) * (k + alpha - 1))
+    return np.sqrt(a2)
+
+
+def gegenbauer_normalised(t: np.ndarray, lmax: int, dimension: int,
+                          derivative: bool = False):
+    """p_l(t) (and p_l'(t) if ``derivative``) for l = 0..lmax: shape t.shape + (lmax+1,).
+
+    Orthonormal in the probability measure c_d (1 − t²)^{(d−3)/2} dt on [−1, 1]
+    (module docstring). Forward three-term recurrence (stable for |t| <= 1),
+    differentiated for p_l': a_{l+1} p_{l+1}' = t p_l' + p_l − a_l p_{l−1}'.
+    """
+    t = np.asarray(t, dtype=float)
+    a = recurrence_coefficients(lmax, dimension)
+    p = np.empty(t.shape + (lmax + 1,))
+    dp = np.empty_like(p) if derivative else None
+    p[..., 0] = 1.0
+    if derivative:
+        dp[..., 0] = 0.0
+    if lmax >= 1:
+        p[..., 1] = t / a[1]
+        if derivative:
+            dp[..., 1] = 1.0 / a[1]
+    for l in range(1, lmax):
+        p[..., l + 1] = (t * p[..., l] - a[l] * p[..., l - 1]) / a[l + 1]
+        if derivative:
+            dp[..., l + 1] = (t * dp[..., l] + p[..., l] - a[l] * dp[..., l - 1]) / a[l + 1]
+    return (p, dp) if derivative else p
+
+
+def gauss_jacobi(npoints: int, dimension: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes (ascending) and weights (sum 1) of the N-point Gauss rule of the probability
+    measure c_d (1 − t²)^{(d−3)/2} dt: the Gauss–Jacobi rule with α = β = (d − 3)/2.
+
+    Golub & Welsch (Math. Comp. 23, 1969): the nodes are the eigenvalues of the Jacobi
+    matrix of the orthonormal recurrence (scipy.linalg.eigvalsh_tridiagonal), polished by
+    one Newton step on p_N; the weights are the Christoffel numbers 1/Σ_{l<N} p_l(t_j)²
+    (Szegő, *Orthogonal Polynomials* Thm 3.4.2), accurate in relative terms. Same rule
+    as scipy.special.roots_jacobi(N, a, a) (normalised), which overflows (NaN) for d in
+    the thousands and loses ~1e-12 in orthogonality at N ~ 450.
+    """
+    from scipy.linalg import eigvalsh_tridiagonal
+    a = recurrence_coefficients(npoints, dimension)
+    t = eigvalsh_tridiagonal(np.zeros(npoints), a[1:npoints])
+    # Far out in the tails of a high-dimensional measure (d in the thousands, N in the
+    # hundreds) p_l(t_j)² overflows: there the weight underflows to its correct
+    # rounding 0 and the node is left unpolished (it carries no mass).
+    with np.errstate(over="ignore", invalid="ignore"):
+        p, dp = gegenbauer_normalised(t, npoints, dimension, derivative=True)
+        step = p[:, npoints] / dp[:, npoints]
+        t = t - np.where(np.isfinite(step), step, 0.0)
+        t = 0.5 * (t - t[::-1])  # the rule is symmetric about 0
+        squares = np.sum(gegenbauer_normalised(t, npoints - 1, dimension) ** 2, axis=-1)
+        w = np.where(np.isfinite(squares), 1.0 / squares, 0.0)  # inf − inf gives NaN
+    return t, w / np.sum(w)
+
+
+class ZonalSphere(Geometry):
+    """Zonal functions f(⟨x, e⟩) on S^{d−1} with Gegenbauer degree cut-off ``lmax``.
+
+    Parameters
+    ----------
+    lmax : int
+        Highest degree L (>= 2).
+    dimension : int
+        Ambient dimension d in [2, 4096] (the sphere is S^{d−1}; e = the last axis).
+    npoints : int, optional
+        Number of Gauss–Jacobi nodes N; default ⌊3L/2⌋ + 1 (dealiased). Must be > L.
+
+    Attributes
+    ----------
+    t : ndarray, shape (N,)
+        Gauss–Jacobi nodes in (−1, 1), ascending (t = cos θ, θ the polar angle from e).
+    weights : ndarray, shape (N,)
+        Quadrature weights of the probability measure dσ̄ (sum 1).
+    points : ndarray, shape (N, 2)
+        (sin θ, cos θ) = (√(1 − t²), t): a representative unit vector per node in the
+        plane of e and a meridian (a zonal field is constant on each parallel).
+    area : float
+        1 (the probability measure; see the module docstring).
+
+    Raises
+    ------
+    ValueError
+        lmax < 2; dimension outside [2, 4096]; npoints <= lmax; lmax so large for d that
+        the basis overflows (e.g. L ≳ 400 at d = 4096; L = 300 works).
+    """
+
+    manifold = "sphere_zonal"
+    area = 1.0
+    table_dims = ("l",)
+    # The stored coefficients' conventions (README §Dataset contract): real coefficients of the
+    # Gegenbauer polynomials orthonormal in the uniform probability measure (module docstring).
+    conventions = {
+        "coefficient_basis": "gegenbauer",
+        "coefficient_normalization": "orthonormal_probability",
+        "coefficient_phase": "none",
+        "coefficient_order": "l",
+        "real_field_symmetry": "real",
+    }
+
+    def __init__(self, lmax: int, dimension: int, npoints: int = 0):
+        if int(lmax) != lmax or lmax < 2:
+            raise ValueError(f"domain.lmax = {lmax}: must be an integer >= 2")
+        self.lmax, self.dimension = int(lmax), check_dimension(dimension)
+        n = int(npoints) or (3 * self.lmax) // 2 + 1
+        if n <= self.lmax:
+            raise ValueError(f"npoints = {n}: must exceed lmax = {self.lmax}")
+        self.npoints = n
+        d = self.dimension
+        self.degree = np.arange(self.lmax + 1)
+        self.order = np.zeros_like(self.degree)
+        l = self.degree.astype(float)
+        self.laplacian = -l * (l + d - 2.0)
+        self.parseval_weight = np.ones(self.lmax + 1)
+        t, w = gauss_jacobi(n, d)
+        self.t, self.weights = t, w
+        self.sin_theta = np.sqrt((1.0 - t) * (1.0 + t))
+        self.points = np.stack([self.sin_theta, t], axis=-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            p, dp = gegenbauer_normalised(t, self.lmax, d, derivative=True)
+            norms = np.sum(w[:, None] * p * p, axis=0)  # 1 for an exact rule
+        if not np.all(np.abs(norms - 1.0) < 1e-10) or not np.all(np.isfinite(dp)):
+            raise ValueError(f"domain.lmax = {lmax}: too large for domain.dimension = {d} "
+                             "(the Gegenbauer basis overflows in float64 at the outer nodes); "
+                             "use a smaller lmax")
+        self._p = p                                        # (N, L+1): synthesis
+        self._wp = (w[:, None] * p).T.copy()               # (L+1, N): analysis
+        self._dtheta = -self.sin_theta[:, None] * dp       # (N, L+1): ∂_θ p_l
+        # weak divergence: (div u)_l = −Σ_j w_j u_j ∂_θ p_l(t_j)
+        self._div = -(w[:, None] * self._dtheta).T.copy()  # (L+1, N)
+
+    def __reduce__(self):
+        return (ZonalSphere, (self.lmax, self.dimension, self.npoints))
+
+    @property
+    def real_coefficient(self) -> np.ndarray:
+        return np.ones(self.ncoef, dtype=bool)
+
+    # -- transforms ---------------------------------------------------------
+    def analysis(self, grid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """f_l = ∫ f p_l dσ̄ by the Gauss–Jacobi rule (exact for degree <= 2N − 1 − l)."""
+        coef = (self._wp @ np.asarray(grid, dtype=float)).astype(np.complex128)
+        if out is None:
+            return coef
+        out[:] = coef
+        return out
+
+    def synthesis(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """f(t_j) = Σ_l f_l p_l(t_j), shape (N,)."""
+        grid = self._p @ np.asarray(coef).real
+        if out is None:
+            return grid
+        out[:] = grid
+        return out
+
+    def gradient(self, coef: np.ndarray, out=None) -> tuple[np.ndarray]:
+        """(∂_θ g,) = (−√(1 − t²) g'(t),) on the grid, shape (N,)."""
+        grid = self._dtheta @ np.asarray(coef).real
+        if out is None:
+            return (grid,)
+        out[0][:] = grid
+        return out
+
+    def divergence(self, components: tuple[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of div(u e_θ) = w⁻¹ d/dt[w (1 − t²) F] for u = −√(1 − t²) F."""
+        coef = (self._div @ np.asarray(components[0], dtype=float)).astype(np.complex128)
+        if out is None:
+            return coef
+        out[:] = coef
+        return out
+
+    def integrate(self, grid: np.ndarray) -> float:
+        """∫ g dσ̄ (probability measure) by the Gauss–Jacobi rule."""
+        return float(np.sum(self.weights * grid))
+
+    def first_moment(self, grid: np.ndarray) -> np.ndarray:
+        """∫ x f dσ̄ = (∫ t f dσ̄) e: shape (2,), (0, ∫ t f dσ̄) in the (meridian, e) plane
+        (the meridian component vanishes by symmetry)."""
+        return np.array([0.0, self.integrate(self.t * grid)])
+
+    def basis(self, points: np.ndarray) -> np.ndarray:
+        """p_l(⟨x, e⟩) at unit vectors x (n, k), e the last axis (k = 2 for the (sin θ, cos θ)
+        pairs of ``points``, k = d for tokens in R^d): shape (n, L+1), real (as complex)."""
+        pts = np.asarray(points, dtype=float)
+        t = np.clip(pts[:, -1], -1.0, 1.0)
+        return gegenbauer_normalised(t, self.lmax, self.dimension).astype(np.complex128)
+
+    def index(self, l: int, m: int = 0) -> int:
+        """Position of degree l (m must be 0: zonal fields have no other order)."""
+        if m != 0:
+            raise ValueError(f"order m = {m}: zonal fields have only m = 0")
+        return int(l)
