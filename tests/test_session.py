@@ -240,7 +240,8 @@ def test_a_kind_missing_from_the_table_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="a pde run cannot be resumed here"):
         resume_file(tmp_path / "a.nc", {"particles": PARTICLES}, t_end=0.4)
     assert (tmp_path / "a.nc").read_bytes() == before
-    ds = run_study(from_dict({"transformer": {"study": "normalisation", "t_end": 1.0,
+    ds = run_study(from_dict({"run": {"kind": "transformer"},
+                              "transformer": {"study": "normalisation", "t_end": 1.0,
                                               "schemes": ["post_ln"]}}, name="study"))
     ds.attrs["stop_reason"] = "interrupted"  # as if it had stopped: still not a run to continue
     write_netcdf(ds, tmp_path / "s.nc")

@@ -83,7 +83,7 @@ def test_long_context_limits_case():
 ])
 def test_bad_transformer_sections_name_the_key(table, match):
     with pytest.raises(ConfigError, match=match):
-        from_dict({"transformer": table})
+        from_dict({"run": {"kind": "transformer"}, "transformer": table})
 
 
 def test_pde_cases_still_need_their_sections():
