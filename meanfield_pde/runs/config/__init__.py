@@ -21,10 +21,10 @@ Modules, one job each (this package re-exports their public names):
 from ...core.errors import ConfigError
 from ...core.kernels import BETA_MAX
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
-from .kinds import OLD_KIND_KEYS, RUN_KINDS, CaseKeyDeprecationWarning
+from .kinds import OLD_KIND_KEYS, RUN_KINDS, CaseKeyDeprecationWarning, run_kind_of_old_keys
 from .overrides import (GRID_RANGE, apply_overrides, parse_grid_item, parse_override, parse_toml,
                         parse_values)
-from .schema import MAX_NESTING, field_spec
+from .schema import MAX_NESTING, build_section, check_scalar, check_value, field_spec, nearest_hint
 from .sections import (CFL_MIN, INITIAL_TYPES, RTOL_MIN, DomainConfig, ModelConfig, MonitorConfig,
                        OutputConfig, PerturbedUniform, RegularisationConfig, RunConfig,
                        SphericalHarmonic, TimeConfig, VonMisesFisher)
@@ -40,6 +40,7 @@ __all__ = [
     "DomainConfig", "LimitConfig", "ModelConfig", "MonitorConfig", "OutputConfig",
     "ParticlesConfig", "PerturbedUniform", "RegularisationConfig", "RunConfig",
     "SphericalHarmonic", "SweepConfig", "TimeConfig", "TransformerConfig", "VonMisesFisher",
-    "apply_overrides", "field_spec", "from_dict", "parse_grid_item", "parse_override",
-    "parse_toml", "parse_values", "time_unit",
+    "apply_overrides", "build_section", "check_scalar", "check_value", "field_spec", "from_dict",
+    "nearest_hint", "parse_grid_item", "parse_override", "parse_toml", "parse_values",
+    "run_kind_of_old_keys", "time_unit",
 ]
