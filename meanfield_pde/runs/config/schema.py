@@ -34,6 +34,9 @@ def field_spec(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False,
 
 
 def nearest_hint(key: str, allowed) -> str:
+    """The hint " (did you mean 'X'?)" naming the allowed name closest to ``key`` (the
+    same letters in another case first, else difflib's closest match with ratio >= 0.5),
+    or "" if none is close."""
     allowed = list(allowed)
     by_case = {a.lower(): a for a in allowed}
     if key.lower() in by_case:  # 'usa' -> 'USA'
@@ -47,6 +50,10 @@ def _type_name(tp) -> str:
 
 
 def check_scalar(path: str, value: Any, tp, meta: dict) -> Any:
+    """``value`` checked against the type ``tp`` (bool, int, float or str) and the spec ``meta``
+    (choices; range [lo, hi] with open ends) of the field at ``path``; numpy scalars become
+    Python ones, ints become floats for a float field. ConfigError naming ``path``, the value
+    and what is allowed."""
     if isinstance(value, np.generic) and not isinstance(value, np.bool_):
         value = value.item()  # numpy scalars from the Python API: plain int/float
     if tp is bool:
@@ -83,6 +90,8 @@ def check_scalar(path: str, value: Any, tp, meta: dict) -> Any:
 
 
 def check_value(path: str, value: Any, tp, meta: dict) -> Any:
+    """As :func:`check_scalar`, and for ``list[...]`` types element by element (``path[i]``);
+    a tuple or 1-d array is taken as a list."""
     if typing.get_origin(tp) is list:
         (inner,) = typing.get_args(tp)
         if isinstance(value, (tuple, np.ndarray)):  # the Python API: any 1-d sequence
@@ -94,6 +103,9 @@ def check_value(path: str, value: Any, tp, meta: dict) -> Any:
 
 
 def build_section(cls, table: Any, path: str):
+    """The section dataclass ``cls`` built from the TOML table of section ``path``: every key
+    known (else the nearest one is suggested), every required key given, every value checked
+    (:func:`check_value`). ConfigError otherwise."""
     if not isinstance(table, dict):
         raise ConfigError(f"[{path}] must be a table of keys, got {table!r}")
     fields = {f.name: f for f in dataclasses.fields(cls)}

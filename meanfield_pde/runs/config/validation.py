@@ -17,7 +17,6 @@ from .study_sections import STUDIES
 MAX_DESCRIPTION = 10_000  # characters: the description is stored in every output file
 
 
-
 def _depth(value, level: int = 0) -> int:
     """Nesting depth of dicts/lists, stopping as soon as it passes MAX_NESTING (no deep recursion)."""
     if level > MAX_NESTING or not isinstance(value, (dict, list, tuple)):
