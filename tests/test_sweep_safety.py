@@ -106,7 +106,7 @@ class _CrashPoint(WorkerPlugin):
         self.label = label
 
     def setup(self, worker):
-        import meanfield_pde.studies.sweep as sw
+        import meanfield_pde.studies.sweep.points as sw  # where run_point lives
         original, label = sw.run_point, self.label
 
         def run_point(spec, previous=None):

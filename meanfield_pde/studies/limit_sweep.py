@@ -166,81 +166,115 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
         attrs: model, equation names, tau, degrees, lmax, rtol, atol, the
         case TOML (``case``), slope_order<k> and expected_slope_order<k>.
     """
-    from ..runs.runner import run
     plan = check_sweep_config(config)  # every run's config, before the first run
-    lim = config.limit
-    betas = [float(b) for b in lim.betas]
-    orders = sorted(set(int(o) for o in lim.orders))
+    betas = [float(b) for b in config.limit.betas]
+    orders = sorted(set(int(o) for o in config.limit.orders))
     runs = ["mean_field"] + [f"limit{o}" for o in orders]
-    dist = np.full((len(betas), len(orders)), np.nan)
+    amplification = np.array([[a[r] for r in runs]
+                              for a in (amplification_factors(config, b) for b in betas)])
+    per_run: dict[str, list] = {"status": [], "stop_reason": [], "steps": [], "wall_time": []}
+    per_order: dict[str, list] = {"distance": [], "relative_distance": [], "pde_norm": []}
+    for beta in betas:
+        results, rows = _run_one_beta(plan[beta], runs, beta, log)
+        for name, row in rows.items():
+            per_run[name].append(row)
+        for name, value in zip(per_order, _distances(results, orders, config.limit.degrees)):
+            per_order[name].append(value)
+    tables = {"distance": np.array(per_order["distance"]),
+              "relative_distance": np.array(per_order["relative_distance"]),
+              "pde_norm": np.array(per_order["pde_norm"], dtype=float),
+              "status": np.array(per_run["status"], dtype=object).astype(str),
+              "stop_reason": np.array(per_run["stop_reason"], dtype=object).astype(str),
+              "steps": np.array(per_run["steps"], dtype=np.int64),
+              "wall_time": np.array(per_run["wall_time"], dtype=float),
+              "run_amplification": amplification}
+    # the tolerances and scheme are those of every β's runs (sweep_configs)
+    return _limit_dataset(config, plan[betas[-1]]["mean_field"], betas, orders, runs, tables)
+
+
+def _run_one_beta(cfgs: dict[str, Config], runs: list[str], beta: float,
+                  log: Callable[[str], None] | None) -> tuple[dict[str, xr.Dataset], dict[str, list]]:
+    """Run the PDE and each limit of one β, in the order ``runs``: ({run: its Dataset},
+    {"status", "stop_reason", "steps", "wall_time" (s): one value per run})."""
+    from ..runs.runner import run
+    results: dict[str, xr.Dataset] = {}
+    rows: dict[str, list] = {"status": [], "stop_reason": [], "steps": [], "wall_time": []}
+    for eq in runs:
+        start = _time.perf_counter()
+        with warnings.catch_warnings():  # the status is stored and reported
+            warnings.simplefilter("ignore", RunStoppedWarning)
+            ds = run(cfgs[eq], progress=False)
+        wall = _time.perf_counter() - start
+        rows["status"].append(ds.attrs["status"])
+        rows["stop_reason"].append(stop_reason(ds.attrs).value)
+        rows["steps"].append(ds.attrs["steps"])
+        rows["wall_time"].append(wall)
+        results[eq] = ds
+        if log is not None:
+            log(f"beta = {beta:g}, {eq}: {ds.attrs['status']} ({int(ds.attrs['steps'])} steps, "
+                f"{wall:.2f} s)")
+    return results, rows
+
+
+def _distances(results: dict[str, xr.Dataset], orders: list[int],
+               degrees: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(distance per order, relative distance per order, the PDE's non-uniform norm) at τ of
+    one β (:func:`_final_distance`); NaN where the PDE or that limit did not complete."""
+    dist = np.full(len(orders), np.nan)
     rel = np.full_like(dist, np.nan)
-    norm = np.full(len(betas), np.nan)
-    status = np.full((len(betas), len(runs)), "", dtype=object)
-    reasons = np.full((len(betas), len(runs)), "", dtype=object)
-    steps = np.zeros((len(betas), len(runs)), dtype=np.int64)
-    wall = np.zeros((len(betas), len(runs)))
-    amp_run = np.array([[a[r] for r in runs] for a in (amplification_factors(config, b) for b in betas)])
-    for i, beta in enumerate(betas):
-        cfgs = plan[beta]
-        results = {}
-        for j, eq in enumerate(runs):
-            start = _time.perf_counter()
-            with warnings.catch_warnings():  # the status is stored and reported
-                warnings.simplefilter("ignore", RunStoppedWarning)
-                ds = run(cfgs[eq], progress=False)
-            wall[i, j] = _time.perf_counter() - start
-            status[i, j], steps[i, j] = ds.attrs["status"], ds.attrs["steps"]
-            reasons[i, j] = stop_reason(ds.attrs).value
-            results[eq] = ds
-            if log is not None:
-                log(f"beta = {beta:g}, {eq}: {ds.attrs['status']} ({steps[i, j]} steps, "
-                    f"{wall[i, j]:.2f} s)")
-        pde = results["mean_field"]
-        if not stop_reason(pde.attrs).completed:
-            continue
-        for k, o in enumerate(orders):
-            ds_lim = results[f"limit{o}"]
-            if stop_reason(ds_lim.attrs).completed:
-                dist[i, k], rel[i, k] = _final_distance(pde, ds_lim, lim.degrees)
-                norm[i] = dist[i, k] / rel[i, k]
-    slopes = np.array([fitted_slope(betas, dist[:, k]) for k in range(len(orders))])
+    norm = math.nan
+    pde = results["mean_field"]
+    if not stop_reason(pde.attrs).completed:
+        return dist, rel, norm
+    for k, o in enumerate(orders):
+        ds_lim = results[f"limit{o}"]
+        if stop_reason(ds_lim.attrs).completed:
+            dist[k], rel[k] = _final_distance(pde, ds_lim, degrees)
+            norm = dist[k] / rel[k]
+    return dist, rel, norm
+
+
+def _limit_dataset(config: Config, some: Config, betas: list[float], orders: list[int],
+                   runs: list[str], tables: dict[str, np.ndarray]) -> xr.Dataset:
+    """The Dataset of :func:`limit_sweep` from its tables (arrays over beta, order or run);
+    ``some``: one β's PDE config (its scheme and tolerances are every run's)."""
+    lim, kind = config.limit, config.model.kind
+    slopes = np.array([fitted_slope(betas, tables["distance"][:, k]) for k in range(len(orders))])
     expected = np.array([EXPECTED_SLOPES[o] for o in orders])
-    kind = config.model.kind
     unit = "tau = t/beta" if kind == "SA" else "tau = t lambda_0/(2 beta)"
     ds = xr.Dataset(
         {
-            "distance": (("beta", "order"), dist, dict(
+            "distance": (("beta", "order"), tables["distance"], dict(
                 long_name=f"L2 distance PDE - limit on degrees l <= {lim.degrees} at tau = {lim.tau:g}")),
-            "relative_distance": (("beta", "order"), rel, dict(
+            "relative_distance": (("beta", "order"), tables["relative_distance"], dict(
                 long_name="distance / L2 norm of the PDE's non-uniform part (1 <= l <= degrees)")),
             "slope": ("order", slopes, dict(long_name="fitted slope of log distance vs log beta")),
             "expected_slope": ("order", expected, dict(
                 long_name="slope predicted by the Laplace expansion (README §Large-β limits)")),
-            "amplification": ("beta", amp_run.max(axis=1), dict(
+            "amplification": ("beta", tables["run_amplification"].max(axis=1), dict(
                 long_name="largest factor exp(sigma_l tau) over degrees l <= lmax and the compared "
                           "runs: how much a round-off error at degree l can grow by tau "
                           "(backward heat: exp(L(L+1) tau))")),
-            "run_amplification": (("beta", "run"), amp_run, dict(
+            "run_amplification": (("beta", "run"), tables["run_amplification"], dict(
                 long_name="amplification of each run: largest exp(sigma_l tau) over l <= lmax")),
-            "pde_norm": ("beta", norm, dict(
+            "pde_norm": ("beta", tables["pde_norm"], dict(
                 long_name=f"L2 norm of the PDE's non-uniform part on 1 <= l <= {lim.degrees} at tau")),
-            "status": (("beta", "run"), status.astype(str)),
-            "stop_reason": (("beta", "run"), reasons.astype(str)),
-            "steps": (("beta", "run"), steps, dict(long_name="accepted time steps")),
-            "wall_time": (("beta", "run"), wall, dict(units="s")),
+            "status": (("beta", "run"), tables["status"]),
+            "stop_reason": (("beta", "run"), tables["stop_reason"]),
+            "steps": (("beta", "run"), tables["steps"], dict(long_name="accepted time steps")),
+            "wall_time": (("beta", "run"), tables["wall_time"], dict(units="s")),
         },
         coords={"beta": ("beta", np.array(betas), dict(long_name="inverse temperature")),
                 "order": ("order", np.array(orders), dict(long_name="order of the limit model")),
                 "run": ("run", np.array(runs, dtype=str))},
     )
-    some = cfgs["mean_field"]
     ds.attrs.update({
         "title": f"{kind} mean-field PDE versus its large-beta limit ({LIMIT_NAMES[kind]})",
         "model": kind, "limit": LIMIT_NAMES[kind], "time_unit": unit, "tau": lim.tau,
         "degrees": lim.degrees, "lmax": config.domain.lmax, "manifold": config.domain.manifold,
         "scheme": some.time.scheme, "rtol": some.time.rtol, "atol": some.time.atol,
         "case": config.to_toml(), "case_name": config.name, "description": config.description,
-        "completed": int(all(StopReason(r).completed for r in reasons.ravel())),
+        "completed": int(all(StopReason(r).completed for r in tables["stop_reason"].ravel())),
     })
     for o, s, e in zip(orders, slopes, expected):
         ds.attrs[f"slope_order{o}"] = s

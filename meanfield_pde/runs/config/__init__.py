@@ -1,0 +1,46 @@
+"""Case files (TOML) → a validated, immutable configuration.
+
+Every section is a frozen dataclass; its fields *are* the schema: the type
+annotation is the allowed type, ``metadata`` holds the allowed range or
+choices and a one-line doc. Validation happens entirely here, before any
+numerical work, and every error names the field, the value and what is
+allowed (``ConfigError``).
+
+Modules, one job each (this package re-exports their public names):
+
+    schema          a field's spec (range, choices, doc) and the check of a value against it
+    kinds           [run] kind, and the deprecated keys that chose it before
+    sections        the sections of a PDE run ([run], [model], [domain], [initial], [time], ...)
+    study_sections  [limit], [particles], [transformer], [sweep]
+    case            Config: the whole case, its sections and derived values
+    validation      from_dict: dict → Config, with the rules between sections
+    overrides       TOML text, --set overrides, --grid items
+    units           time_unit: the case's time unit in natural time
+"""
+
+from ...core.errors import ConfigError
+from ...core.kernels import BETA_MAX
+from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
+from .kinds import OLD_KIND_KEYS, RUN_KINDS, CaseKeyDeprecationWarning, run_kind_of_old_keys
+from .overrides import (GRID_RANGE, apply_overrides, parse_grid_item, parse_override, parse_toml,
+                        parse_values)
+from .schema import MAX_NESTING, build_section, check_scalar, check_value, field_spec, nearest_hint
+from .sections import (CFL_MIN, INITIAL_TYPES, RTOL_MIN, DomainConfig, ModelConfig, MonitorConfig,
+                       OutputConfig, PerturbedUniform, RegularisationConfig, RunConfig,
+                       SphericalHarmonic, TimeConfig, VonMisesFisher)
+from .study_sections import (STUDIES, SWEEP_MEASURES, LimitConfig, ParticlesConfig, SweepConfig,
+                             TransformerConfig)
+from .units import time_unit
+from .validation import MAX_DESCRIPTION, from_dict
+
+__all__ = [
+    "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_DESCRIPTION", "MAX_NESTING",
+    "MAX_SNAPSHOTS", "OLD_KIND_KEYS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_KINDS", "SECTIONS",
+    "STUDIES", "SWEEP_MEASURES", "CaseKeyDeprecationWarning", "Config", "ConfigError",
+    "DomainConfig", "LimitConfig", "ModelConfig", "MonitorConfig", "OutputConfig",
+    "ParticlesConfig", "PerturbedUniform", "RegularisationConfig", "RunConfig",
+    "SphericalHarmonic", "SweepConfig", "TimeConfig", "TransformerConfig", "VonMisesFisher",
+    "apply_overrides", "build_section", "check_scalar", "check_value", "field_spec", "from_dict",
+    "nearest_hint", "parse_grid_item", "parse_override", "parse_toml", "parse_values",
+    "run_kind_of_old_keys", "time_unit",
+]

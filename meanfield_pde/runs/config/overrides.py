@@ -1,0 +1,111 @@
+"""Case text and command-line items: TOML text → dict, ``--set section.key=value``
+overrides and ``--grid section.key=values`` grid items."""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import ConfigError
+from .schema import MAX_NESTING
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """'model.beta=5' → (['model', 'beta'], 5). The value is read as a TOML value
+    (numbers, booleans, lists, quoted strings); anything else is a bare string.
+
+    Raises
+    ------
+    ConfigError
+        If the item is not of the form key.sub=value.
+    """
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: must be of the form section.key=value")
+    key, raw = item.split("=", 1)
+    path = [p.strip() for p in key.strip().split(".")]
+    if len(path) not in (1, 2) or not all(path):
+        raise ConfigError(f"--set {item!r}: the key must be section.key (e.g. model.beta)")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    except RecursionError:
+        raise ConfigError(f"--set {key.strip()}: the value is nested too deeply "
+                          f"(a case needs at most {MAX_NESTING} levels)") from None
+    return path, value
+
+
+GRID_RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
+
+
+def parse_values(raw: Any, where: str) -> list:
+    """Grid values: a list, a range string "start:stop:count" (linspace) or one value.
+
+    A range of integers with integer steps gives ints ("0:9:10" -> 0, 1, ..., 9).
+    """
+    if isinstance(raw, str):
+        m = GRID_RANGE.match(raw)
+        if m:
+            try:
+                start, stop, count = float(m[1]), float(m[2]), int(m[3])
+            except ValueError:  # the pattern lets through e.g. "1e" or "1.2.3"
+                raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
+                                  "start, stop and an integer count, e.g. 0.1:0.5:9") from None
+            if not (math.isfinite(start) and math.isfinite(stop)):
+                raise ConfigError(f"{where} = {raw!r}: start and stop must be finite numbers")
+            if count < 1:
+                raise ConfigError(f"{where} = {raw!r}: a range needs count >= 1")
+            values = np.linspace(start, stop, count)
+            integers = re.fullmatch(r"[-+]?[0-9]+", m[1]) and re.fullmatch(r"[-+]?[0-9]+", m[2])
+            if integers and np.all(values == np.round(values)):
+                return [int(v) for v in values]  # "0:9:10" -> seeds 0..9
+            return [float(v) for v in values]
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise ConfigError(f"{where}: no values")
+    return values
+
+
+def parse_grid_item(item: str, where: str = "--grid") -> tuple[str, list]:
+    """'model.nu=0.1:0.5:9' -> ('model.nu', [0.1, ..., 0.5]); 'model.beta=[2, 5]' -> ('model.beta', [2, 5])."""
+    if not isinstance(item, str) or "=" not in item:
+        raise ConfigError(f"{where} {item!r}: must be of the form section.key=values")
+    path, raw = parse_override(item)  # the same TOML reading as --set
+    if len(path) != 2:
+        raise ConfigError(f"{where} {item!r}: the key must be section.key (e.g. model.beta)")
+    return ".".join(path), parse_values(raw, f"{where} {'.'.join(path)}")
+
+
+def apply_overrides(data: dict, overrides) -> dict:
+    """A copy of ``data`` with overrides applied (a list of 'a.b=v' or a dict {'a.b': v})."""
+    import copy
+    out = copy.deepcopy(data)
+    items = overrides.items() if isinstance(overrides, dict) else (parse_override(s) for s in overrides)
+    for key, value in items:
+        path = [p.strip() for p in key.split(".")] if isinstance(key, str) else key
+        if len(path) not in (1, 2) or not all(path):
+            raise ConfigError(f"override {'.'.join(path)!r}: the key must be section.key "
+                              "(e.g. model.beta)")
+        if len(path) == 1:
+            out[path[0]] = value
+            continue
+        section = out.setdefault(path[0], {})
+        if not isinstance(section, dict):
+            raise ConfigError(f"--set {'.'.join(path)}: {path[0]} is not a section")
+        section[path[1]] = value
+    return out
+
+
+def parse_toml(text: str, source: str) -> dict:
+    """TOML text → dict, with a ConfigError that names the file and line on a syntax error."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise ConfigError(f"{source}: arrays or tables nested too deeply "
+                          f"(a case needs at most {MAX_NESTING} levels)") from None

@@ -1,0 +1,27 @@
+"""The unit of a case's times (``time.unit``) in natural time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.kernels import scaled_multipliers
+from .case import Config
+
+
+def time_unit(config: Config) -> float:
+    """Natural time per unit of ``time.unit`` (README §Large-β limits).
+
+    Limit models (run.kind = "limit") run in τ: factor 1.
+    backward_heat: τ = t/β, so t = β τ (SA → backward heat).
+    porous_medium: τ = t λ_0/(2β), so t = 2β/λ_0 · τ = β² τ/(2π sinh β) (USA → porous medium),
+    computed from e^{−β}λ_0 so it does not underflow at β = 700.
+    """
+    beta = config.model.beta
+    if config.kind == "limit":
+        return 1.0  # a limit model's own time is τ already
+    if config.time.unit == "backward_heat":
+        return beta
+    if config.time.unit == "porous_medium":
+        scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold)[0]
+        return 2.0 * beta * np.exp(-beta) / scaled_l0
+    return 1.0

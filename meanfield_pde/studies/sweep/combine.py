@@ -1,0 +1,91 @@
+"""The points' records → the combined Dataset of a sweep (dims = the swept keys)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ...core.stops import StopReason
+from .plan import Plan, dim_names, fmt_value
+from .points import MEASURES
+
+
+def _coordinate(values: list) -> np.ndarray:
+    """Grid values as a coordinate: numbers or strings as they are, lists as their text."""
+    if all(isinstance(v, (int, float, str)) for v in values):
+        return np.asarray(values)
+    return np.array([str(v) for v in values], dtype=str)
+
+
+def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
+    """The combined Dataset: one entry per point, dims = the swept keys (+ direction).
+
+    Variables: the final value of every scalar diagnostic of the runs
+    (order_parameter, energy, ...; NaN where a point failed) and of each
+    measure; ``status``, ``stop_reason`` and ``error`` (the traceback of a failed point);
+    ``t_final``, ``stationary`` (1/0), ``stationary_time``, ``wall_time``,
+    ``skipped`` (1: loaded from its finished file), ``path`` (its own file).
+    A measured time series (e.g. clustered_pairs) becomes a variable with a
+    ``time`` dim when all points share their snapshot times.
+    """
+    keys = [k for k, _ in plan.grid]
+    shape = tuple(len(v) for _, v in plan.grid) + ((len(plan.directions),) if plan.continuation else ())
+    dims = plan.dims
+    coords = {name: (name, _coordinate(values), {"key": key, "long_name": key})
+              for name, (key, values) in zip(dim_names(keys), plan.grid)}
+    if plan.continuation:
+        coords["direction"] = ("direction", np.array(plan.directions, dtype=str),
+                               {"long_name": f"continuation direction along {plan.continuation}"})
+    names = sorted({n for r in records for n in r["finals"]})
+    finals = {n: np.full(shape, np.nan) for n in names}
+    text = {k: np.full(shape, "", dtype=object) for k in ("status", "stop_reason", "error", "path")}
+    num = {k: np.full(shape, np.nan) for k in ("t_final", "stationary_time", "wall_time")}
+    ints = {k: np.zeros(shape, dtype=np.int64) for k in ("stationary", "skipped")}
+    for p, r, spec in zip(plan.points, records, specs):
+        for n, v in r["finals"].items():
+            finals[n][p.index] = v
+        text["status"][p.index] = r["status"]
+        text["stop_reason"][p.index] = r["stop_reason"]
+        text["error"][p.index] = r.get("error", "")
+        text["path"][p.index] = os.path.relpath(spec["path"], Path(spec["path"]).parent.parent)
+        for k in num:
+            num[k][p.index] = r.get(k, np.nan)
+        for k in ints:
+            ints[k][p.index] = r.get(k, 0)
+    data = {n: (dims, a, {"long_name": f"final {n}"}) for n, a in finals.items()}
+    if "clusters" in data:
+        data["clusters"][2]["long_name"] = MEASURES["clusters"]
+    data.update({k: (dims, a.astype(str)) for k, a in text.items()})
+    data.update({k: (dims, a) for k, a in num.items()})
+    data.update({k: (dims, a) for k, a in ints.items()})
+    good = [r for r in records if r["stop_reason"] != StopReason.FAILED.value and "times" in r]
+    for name in sorted({n for r in good for n in r["series"]}):
+        times = good[0]["times"]
+        if not all(len(r["times"]) == len(times) and np.allclose(r["times"], times) for r in good):
+            continue  # different snapshot times: the series stay in the points' files
+        arr = np.full(shape + (len(times),), np.nan)
+        for p, r in zip(plan.points, records):
+            if name in r["series"]:
+                arr[p.index] = r["series"][name]
+        data[name] = (dims + ["time"], arr, {"long_name": MEASURES.get(name, name)})
+        coords["time"] = ("time", np.asarray(times, float), {"long_name": "time"})
+    ds = xr.Dataset(data, coords=coords)
+    c = plan.config
+    failed = int(sum(r["stop_reason"] == StopReason.FAILED.value for r in records))
+    ds.attrs.update({
+        "title": f"sweep of {c.name} over {', '.join(keys)}", "case": c.to_toml(), "case_name": c.name,
+        "description": c.description, "model": c.model.kind, "manifold": c.domain.manifold,
+        "grid": "; ".join(f"{k}={[fmt_value(v) for v in vals]}" for k, vals in plan.grid),
+        "continuation": plan.continuation, "task": c.sweep.task, "figure": c.sweep.figure,
+        "points": len(records), "failed": failed, "skipped": int(sum(r.get("skipped", 0) for r in records)),
+        "n_tokens": c.particles.n,
+    })
+    for key in ("model.beta", "model.nu"):  # the fixed model parameters (figures use them)
+        if key not in keys:
+            ds.attrs[key.split(".")[1]] = getattr(c.model, key.split(".")[1])
+    from ...runs.io import software_versions
+    ds.attrs.update(software_versions())
+    return ds

@@ -1,0 +1,136 @@
+"""A sweep's plan: the grid (case [sweep] grid + --grid) → its points, each validated
+through from_dict before any work, ordered in continuation chains."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+
+from ...core.errors import ConfigError
+from ...runs.config import Config, apply_overrides, from_dict, parse_grid_item
+
+
+def grid_of(config: Config, extra=()) -> list[tuple[str, list]]:
+    """The case's [sweep] grid with the ``extra`` items (--grid) added or replacing the same key."""
+    grid: dict[str, list] = {}
+    for i, item in enumerate(config.sweep.grid):
+        key, values = parse_grid_item(item, f"sweep.grid[{i}]")
+        grid[key] = values
+    given: set[str] = set()
+    for item in extra:
+        key, values = parse_grid_item(item)
+        if key in given:  # a product with itself: which values were meant? (the last won silently)
+            raise ConfigError(f"--grid {key}: given twice; give all its values in one --grid "
+                              f"(e.g. --grid \"{key}=[0.3, 0.4]\")")
+        given.add(key)
+        grid.pop(key, None)
+        grid[key] = values
+    if not grid:
+        raise ConfigError("sweep.grid = []: give at least one swept key (--grid section.key=values)")
+    return list(grid.items())
+
+
+def dim_names(keys) -> list[str]:
+    """Dimension names: the key's last part ('model.beta' -> 'beta') unless two keys share it."""
+    last = [k.split(".")[-1] for k in keys]
+    return [l if last.count(l) == 1 else k.replace(".", "_") for k, l in zip(keys, last)]
+
+
+def fmt_value(v) -> str:
+    """A grid value as text, losslessly (repr of a float: distinct values, distinct names)."""
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+@dataclass
+class Point:
+    """One grid point: its index in the combined Dataset, overrides and file."""
+    index: tuple
+    overrides: dict
+    label: str
+    direction: str = ""
+    chain: int = -1          # continuation chain (-1: independent)
+    config: dict = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """All points of a sweep, validated (every point's case built once, before any work)."""
+    config: Config
+    grid: list
+    continuation: str
+    directions: list
+    points: list
+
+    @property
+    def dims(self) -> list[str]:
+        return dim_names([k for k, _ in self.grid]) + (["direction"] if self.continuation else [])
+
+
+def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
+               force: bool = False) -> Plan:
+    """Validate the sweep and list its points.
+
+    Raises
+    ------
+    ConfigError
+        A grid item that is not section.key=values, a key or value the case
+        rejects (named as by --set, with the point), a continuation key not
+        in the grid or with a non-numeric grid, continuation with
+        task = "tokens" or particles, an unknown measure; more than
+        :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``),
+        before any point is built.
+    """
+    from ...runs.budget import check_sweep_points
+    sw = config.sweep
+    grid = grid_of(config, extra_grid)
+    check_sweep_points(math.prod(len(v) for _, v in grid), force=force)
+    cont = sw.continuation if continuation is None else continuation
+    keys = [k for k, _ in grid]
+    if cont:
+        if cont not in keys:
+            raise ConfigError(f"sweep.continuation = {cont!r}: must be one of the grid keys "
+                              f"({', '.join(keys)})")
+        if sw.task != "run" or config.kind not in ("pde", "limit"):
+            raise ConfigError(f"sweep.continuation = {cont!r}: needs sweep.task = 'run' and "
+                              "run.kind = 'pde' or 'limit' (it continues PDE states)")
+        if not sw.directions:
+            raise ConfigError("sweep.directions = []: give 'up' and/or 'down'")
+    base = config.to_dict()
+    base["output"].update(path="", plot=False)
+    if "domain.threads" not in keys:
+        base["domain"]["threads"] = 1  # one core per worker: the workers share the machine
+    points = []
+    shape = [len(v) for _, v in grid]
+    directions = list(dict.fromkeys(sw.directions)) if cont else [""]
+    ci = keys.index(cont) if cont else -1
+    if cont and not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in grid[ci][1]):
+        raise ConfigError(f"sweep.continuation = {cont!r}: its grid values must be numbers")
+    chains = 0
+    for d, direction in enumerate(directions):
+        others = [range(n) if i != ci else [None] for i, n in enumerate(shape)]
+        for rest in itertools.product(*others):
+            order = range(shape[ci]) if ci >= 0 else [None]
+            if cont:
+                values = grid[ci][1]
+                order = sorted(range(shape[ci]), key=lambda j: values[j], reverse=direction == "down")
+            for j in order:
+                idx = tuple(j if i == ci else r for i, r in enumerate(rest))
+                ov = {k: grid[i][1][idx[i]] for i, k in enumerate(keys)}
+                label = "_".join(f"{k}={fmt_value(v)}" for k, v in ov.items()) + (f"_{direction}" if cont else "")
+                label = re.sub(r"[^A-Za-z0-9_.=+-]", "-", label)
+                try:
+                    cfg = from_dict(apply_overrides(base, ov), name=config.name)
+                except ConfigError as exc:
+                    raise ConfigError(f"sweep point {label}: {exc}") from None
+                points.append(Point(idx + ((d,) if cont else ()), ov, label, direction,
+                                    chains if cont else -1, cfg.to_dict()))
+            chains += 1
+    seen: dict[str, Point] = {}
+    for p in points:  # two points in one file would share one result
+        if p.label in seen:
+            raise ConfigError(f"sweep points {seen[p.label].overrides} and {p.overrides} would share "
+                              f"the file points/{p.label}.nc: give distinct grid values")
+        seen[p.label] = p
+    return Plan(config, grid, cont, directions if cont else [], points)
