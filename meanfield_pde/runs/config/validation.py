@@ -4,6 +4,7 @@ rules between sections (cross-checks) and the limits on the file's shape."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ...core.errors import ConfigError
 from ...core.kernels import kernel_truncation_error, resolving_lmax
@@ -63,6 +64,7 @@ def from_dict(data: dict, name: str = "case") -> Config:
     config = Config(description=description, name=name, **parts)
     _cross_checks(config)
     return config
+
 
 def _build_initial(table: Any):
     if not isinstance(table, dict):
