@@ -17,7 +17,7 @@ from meanfield_pde.numerics.imex_model import IMEXModel
 from meanfield_pde.numerics.observers import Finished, Observer
 from meanfield_pde.numerics.solver import integrate
 from meanfield_pde.numerics.stationary import UNIFORM_FLOOR, StationaryStop
-from meanfield_pde.numerics.steppers import IMEXRungeKutta, StepControl, get_scheme
+from meanfield_pde.numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
 from meanfield_pde.runs.config import RUN_KINDS, from_dict
 from meanfield_pde.runs.particle_runner import PARTICLES, run_particles
 from meanfield_pde.runs.restart import RESUMABLE
@@ -57,11 +57,12 @@ def sessions(monkeypatch):
 
 def test_every_run_kind_goes_through_the_session(sessions, tmp_path):
     mf.run(case(), progress=False)
-    mf.run(case(model={"equation": "limit1", "nu": 0.0}, domain={"kernel_tol": 1.0}), progress=False)
-    run_particles(case(particles={"mode": "particles", "n": 20, "dt": 0.05}))
-    run_comparison(case(particles={"mode": "compare", "n": 20, "dt": 0.05, "projections": 0}),
+    mf.run(case(run={"kind": "limit"}, limit={"order": 1}, domain={"kernel_tol": 1.0}), progress=False)
+    run_particles(case(run={"kind": "particles"}, particles={"n": 20, "dt": 0.05}))
+    run_comparison(case(run={"kind": "compare"}, particles={"n": 20, "dt": 0.05, "projections": 0}),
                    tmp_path / "c.nc")
-    run_study(from_dict({"transformer": {"study": "long_context_phase", "layers": 2,
+    run_study(from_dict({"run": {"kind": "transformer"},
+                         "transformer": {"study": "long_context_phase", "layers": 2,
                                          "gammas": [1.0]}}, name="study"))
     # a comparison is two sessions: its PDE (stored with the case turned into a PDE case,
     # so that its file resumes as one) and its tokens
@@ -158,7 +159,7 @@ def heat_run(observers, t_end=20.0, decades=5.5):
     u0[k] = 1.0
     size = math.sqrt(g.inner(u0 - np.eye(1, g.ncoef, 0)[0] * u0[0], u0 - np.eye(1, g.ncoef, 0)[0] * u0[0]))
     u0[k] *= UNIFORM_FLOOR * abs(u0[0]) / size * math.exp(decades)  # e^{-t} reaches the floor at `decades`
-    control = StepControl(IMEXRungeKutta.for_model(get_scheme("ARK324"), model), g, adaptive=False)
+    control = StepControl(IMEXRungeKutta.for_model(get_tableau("ARK324"), model), g, adaptive=False)
     return integrate(model, control, u0, t_end, every=1.0, dt=0.01, observers=observers)
 
 
@@ -203,9 +204,9 @@ def test_resume_table_covers_the_file_writing_kinds():
 
 @pytest.mark.parametrize("kind, sections", [
     ("pde", {}),
-    ("limit", {"model": {"equation": "limit0", "nu": 0.0}, "domain": {"kernel_tol": 1.0},
+    ("limit", {"run": {"kind": "limit"}, "limit": {"order": 0}, "domain": {"kernel_tol": 1.0},
                "initial": {"amplitude": 1e-5}}),  # backward heat: e^{k^2 t} growth of the top degree
-    ("particles", {"particles": {"mode": "particles", "n": 20, "dt": 0.05}}),
+    ("particles", {"run": {"kind": "particles"}, "particles": {"n": 20, "dt": 0.05}}),
 ])
 def test_resume_dispatches_on_the_stored_kind(kind, sections, sessions, tmp_path):
     """Each file is continued by its kind and ends where the uninterrupted run ends."""
@@ -222,7 +223,7 @@ def test_resume_dispatches_on_the_stored_kind(kind, sections, sessions, tmp_path
 
 
 def test_the_token_file_of_a_comparison_resumes_as_particles(sessions, tmp_path):
-    config = case(particles={"mode": "compare", "n": 20, "dt": 0.05, "projections": 0})
+    config = case(run={"kind": "compare"}, particles={"n": 20, "dt": 0.05, "projections": 0})
     run_comparison(config, tmp_path / "c.nc")
     sessions.clear()
     mf.resume(tmp_path / "c_particles.nc", t_end=0.3)
