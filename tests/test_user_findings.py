@@ -323,3 +323,41 @@ def test_limit_run_is_reported_as_the_limit(tmp_path):
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
     assert first == "sa_beta5_uniform (large-beta limit, order 1): completed", first
+
+
+# -- argument checks and the linear theory at absurd sizes -------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_beta(10**400),
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_nonnegative("t", -10**400),
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_counts("n", 10**400),
+    lambda: __import__("meanfield_pde.theory.linear", fromlist=["x"]).critical_noise("USA", 10**400),
+])
+def test_integer_beyond_float_range_is_a_config_error(call):
+    """beta = 10**400 (an exact int) raised OverflowError from float() instead of the
+    one-line ConfigError naming the argument and its range."""
+    with pytest.raises(mf.ConfigError, match="must be"):
+        call()
+
+
+def test_check_counts_error_stays_short():
+    """A million counts with one bad entry put the whole list (~5 MB) into the message."""
+    from meanfield_pde.core.checks import check_counts
+    values = [10] * 1_000_000
+    values[7] = 1
+    with pytest.raises(mf.ConfigError) as info:
+        check_counts("n", values)
+    assert len(str(info.value)) < 300 and "first bad entry 1.0" in str(info.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lin: lin.growth_rates("SA", 5.0, 0.0, 10**9),
+    lambda lin: lin.fastest_mode("SA", 5.0, lmax=10**9),
+])
+def test_growth_rates_refuse_an_absurd_lmax_before_allocating(call):
+    """lmax = 10**9 built several arrays of 8 GB (the process took the machine's memory or ran
+    for minutes); a clear error names lmax and the largest accepted value."""
+    from meanfield_pde.theory import linear
+    with pytest.raises(mf.ConfigError, match=r"lmax = 1000000000: must be an integer in \[.*, 1000000\]"):
+        call(linear)
+    assert linear.growth_rates("SA", 5.0, 0.0, 10**6).shape == (10**6 + 1,)

@@ -47,6 +47,11 @@ def _check_manifold(manifold) -> str:
 
 
 # -- growth rates ---------------------------------------------------------------
+# σ_l of every degree up to 10**6 takes 0.2 s; lmax = 10**9 (a typo) took the machine's memory
+# (several float arrays of lmax + 1 entries), and past l ~ 40√β σ_l is −ν l(l+1) to round-off
+LMAX_MAX = 10**6
+
+
 def _kernel_part(kind: str, beta: float, lmax: int, manifold: str) -> np.ndarray:
     """The bracket's kernel term, shape (lmax+1,), entry 0 set to 0 (mass is conserved).
 
@@ -83,10 +88,10 @@ def growth_rates(kind: str, beta: float, nu: float, lmax: int,
     ------
     ValueError
         kind not in {SA, USA}; beta outside [0, 700]; nu < 0 or not finite;
-        lmax not an integer >= 0; manifold not in {sphere, circle}.
+        lmax not an integer in [0, LMAX_MAX = 10**6]; manifold not in {sphere, circle}.
     """
     kind, beta, nu = check_kind(kind), check_beta(beta), _check_nu(nu)
-    lmax, manifold = check_int("lmax", lmax, 0), _check_manifold(manifold)
+    lmax, manifold = check_int("lmax", lmax, 0, LMAX_MAX), _check_manifold(manifold)
     l = np.arange(lmax + 1, dtype=float)
     eig = l * (l + 1.0) if manifold == "sphere" else l * l  # eigenvalue of −Δ
     return eig * (_kernel_part(kind, beta, lmax, manifold) - nu)
@@ -129,7 +134,7 @@ def fastest_mode(kind: str, beta: float, nu: float = 0.0, manifold: str = "spher
         As :func:`growth_rates`; lmax < 1.
     """
     beta = check_beta(beta)
-    lmax = _auto_lmax(beta) if lmax is None else check_int("lmax", lmax, 1)
+    lmax = _auto_lmax(beta) if lmax is None else check_int("lmax", lmax, 1, LMAX_MAX)
     sigma = growth_rates(kind, beta, nu, lmax, manifold)
     return int(np.argmax(sigma[1:])) + 1
 
