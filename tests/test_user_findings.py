@@ -361,3 +361,16 @@ def test_growth_rates_refuse_an_absurd_lmax_before_allocating(call):
     with pytest.raises(mf.ConfigError, match=r"lmax = 1000000000: must be an integer in \[.*, 1000000\]"):
         call(linear)
     assert linear.growth_rates("SA", 5.0, 0.0, 10**6).shape == (10**6 + 1,)
+
+
+@pytest.mark.parametrize("grid", ['run.kind=["pde", "compare"]', None])
+def test_sweep_point_of_kind_compare_is_refused(grid):
+    """`sweep CASE --grid 'run.kind=["pde","compare"]'` (or sweeping a case of kind compare)
+    ran only the PDE at the compare point and recorded it as a completed compare run."""
+    from meanfield_pde.studies.sweep import plan_sweep
+    config = load_case("particles_sa_noisy" if grid is None else "sa_beta5_uniform",
+                       {"time.t_end": 1.0, "output.every": 0.5})
+    extra = [grid] if grid else ["model.beta=[1.0, 2.0]"]
+    with pytest.raises(mf.ConfigError, match=r"run.kind = 'compare': a sweep point is one run"):
+        plan_sweep(config, extra)
+    assert len(plan_sweep(config, ['run.kind=["pde", "particles"]']).points) == 2
