@@ -238,3 +238,139 @@ def test_plot_title_escapes_control_characters(tmp_path):
         fig.canvas.draw()
     title = fig._suptitle.get_text()
     assert "\x1b" not in title and "\n" not in title and "\\x1b[2Jevil\\nline" in title
+
+
+# -- two-cluster theory at its edges (found by trying every argument at its limits) ------------
+
+def test_pair_rate_near_antipodal_at_large_beta_has_no_overflow():
+    """SA at β = 500 from ρ = −0.5: E = e^{β(1−ρ)} = e^{750} is beyond float range, and
+    pair_rate raised OverflowError (a traceback) although ρ̇ is a modest number. ρ̇ =
+    (1−ρ²)[w2/(w1 E + w2) + w1/(w2 E + w1)] (module doc); with w1 = 1e-300, w2 = 1 the
+    first share is 1/(1 + e^{750 − 300 ln 10}) and the second below 1e-300."""
+    import math
+    from meanfield_pde.theory.clusters import pair_rate
+    expected = 0.75 / (1.0 + math.exp(750.0 - 300.0 * math.log(10.0)))
+    assert pair_rate(-0.5, 1e-300, 1.0, "SA", 500.0) == pytest.approx(expected, rel=1e-9)
+    assert pair_rate(-1.0, 1.0, 1.0, "SA", 700.0) == 0.0  # the antipodal equilibrium
+    assert pair_rate(-0.9, 1.0, 0.0, "SA", 700.0) == pytest.approx(1.0 - 0.81)  # w2 = 0: share 1
+
+
+@pytest.mark.parametrize("beta", [5e-324, 2e-323])
+def test_pair_time_at_subnormal_beta_is_the_beta_zero_time(beta):
+    """At β = 5e-324 βδ underflows to 0 in Ei(βδ): USA returned NaN and SA inf. The rates
+    differ from β = 0 by a factor 1 + O(β), so the time is the β = 0 one, artanh(ρ) − artanh(ρ0)
+    over w1 + w2 (USA) or 1 (SA)."""
+    from meanfield_pde.theory.clusters import pair_time_gap
+    artanh = np.arctanh(0.9) - np.arctanh(0.5)
+    assert pair_time_gap(0.5, 0.1, 1.0, 1.0, "USA", beta) == pytest.approx(artanh / 2.0, rel=1e-12)
+    assert pair_time_gap(0.5, 0.1, 1.0, 2.0, "SA", beta) == pytest.approx(artanh, rel=1e-12)
+
+
+def test_sa_pair_time_depends_only_on_the_mass_ratio():
+    """SA depends on the masses only through w1/w2 (module doc): masses 5e-324 each (p = w1 w2
+    underflowed: 0/0) returned inf, masses 1e-200 and 1e200 (q overflowed) inf as well."""
+    from meanfield_pde.theory.clusters import pair_time
+    equal = pair_time(0.1, 0.9, 1.0, 1.0, "SA", 5.0)
+    assert pair_time(0.1, 0.9, 5e-324, 5e-324, "SA", 5.0) == pytest.approx(equal, rel=1e-12)
+    # w1/w2 = 1e-400: the heavy cluster alone, ρ̇ = 1 − ρ² (the second share is 1)
+    lone = np.arctanh(0.9) - np.arctanh(0.1)
+    assert pair_time(0.1, 0.9, 1e-200, 1e200, "SA", 5.0) == pytest.approx(lone, rel=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda f: f.merge_time(0.99999, 1.0, 1.0, "XX", 5.0),      # starts merged: returned 0.0
+    lambda f: f.merge_time(0.99999, -1.0, 1.0, "SA", 5.0),
+    lambda f: f.pair_gap(0.0, 0.5, 1.0, 1.0, "SA", -5.0),       # t = 0: returned gap0
+    lambda f: f.pair_gap(1.0, 2.0, float("nan"), 1.0, "SA", 5.0),  # equilibrium: returned gap0
+    lambda f: f.solve_gram(np.eye(1), [1.0], "XX", 5.0, [0.0, 1.0]),  # k = 1: returned ones
+])
+def test_cluster_functions_check_every_argument_before_early_answers(call):
+    from meanfield_pde.theory import clusters
+    with pytest.raises(ValueError):
+        call(clusters)
+
+
+@pytest.mark.parametrize("gram", [[[1.0, np.nan], [np.nan, 1.0]], [[1.0, 5.0], [5.0, 1.0]],
+                                  [[1.0, 0.5], [0.2, 1.0]], [[2.0, 0.5], [0.5, 1.0]]])
+def test_gram_that_is_not_a_gram_matrix_is_refused(gram):
+    """A NaN Gram matrix gave a NaN rate silently, |G_ij| = 5 a rate of −7.6e16."""
+    from meanfield_pde.theory.clusters import gram_rate, solve_gram
+    with pytest.raises(ValueError, match="gram"):
+        gram_rate(gram, [1.0, 1.0], "USA", 7.0)
+    with pytest.raises(ValueError, match="gram0"):
+        solve_gram(gram, [1.0, 1.0], "USA", 7.0, [0.0, 1.0])
+
+
+def test_solve_gram_with_a_nan_time_is_refused_not_a_hang():
+    """times = [0, nan] passed the checks (NaN < 0 is False) and solve_ivp looped for ever;
+    in a subprocess so that the original code fails by its timeout instead of hanging."""
+    import subprocess
+    import sys
+    code = ("import numpy as np\nfrom meanfield_pde.theory.clusters import solve_gram\n"
+            "try:\n    solve_gram(np.array([[1, .5], [.5, 1]]), [1, 1], 'SA', 5.0, [0.0, float('nan')])\n"
+            "except ValueError as e:\n    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "refused: times" in out.stdout, out.stderr
+
+
+# -- run kinds -------------------------------------------------------------------------------
+
+def test_limit_run_is_reported_as_the_limit(tmp_path):
+    """`run CASE --set run.kind=limit` printed "CASE (PDE): completed" for the limit model."""
+    proc = cli("run", "sa_beta5_uniform", "--set", "run.kind=limit", "--set", "limit.order=1",
+               "--set", "domain.lmax=15", "--set", "time.t_end=0.1", "--set", "output.every=0.05",
+               "--no-plot", "-o", tmp_path / "lim.nc", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first == "sa_beta5_uniform (large-beta limit, order 1): completed", first
+
+
+# -- argument checks and the linear theory at absurd sizes -------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_beta(10**400),
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_nonnegative("t", -10**400),
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_counts("n", 10**400),
+    lambda: __import__("meanfield_pde.theory.linear", fromlist=["x"]).critical_noise("USA", 10**400),
+])
+def test_integer_beyond_float_range_is_a_config_error(call):
+    """beta = 10**400 (an exact int) raised OverflowError from float() instead of the
+    one-line ConfigError naming the argument and its range."""
+    with pytest.raises(mf.ConfigError, match="must be"):
+        call()
+
+
+def test_check_counts_error_stays_short():
+    """A million counts with one bad entry put the whole list (~5 MB) into the message."""
+    from meanfield_pde.core.checks import check_counts
+    values = [10] * 1_000_000
+    values[7] = 1
+    with pytest.raises(mf.ConfigError) as info:
+        check_counts("n", values)
+    assert len(str(info.value)) < 300 and "first bad entry 1.0" in str(info.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lin: lin.growth_rates("SA", 5.0, 0.0, 10**9),
+    lambda lin: lin.fastest_mode("SA", 5.0, lmax=10**9),
+])
+def test_growth_rates_refuse_an_absurd_lmax_before_allocating(call):
+    """lmax = 10**9 built several arrays of 8 GB (the process took the machine's memory or ran
+    for minutes); a clear error names lmax and the largest accepted value."""
+    from meanfield_pde.theory import linear
+    with pytest.raises(mf.ConfigError, match=r"lmax = 1000000000: must be an integer in \[.*, 1000000\]"):
+        call(linear)
+    assert linear.growth_rates("SA", 5.0, 0.0, 10**6).shape == (10**6 + 1,)
+
+
+@pytest.mark.parametrize("grid", ['run.kind=["pde", "compare"]', None])
+def test_sweep_point_of_kind_compare_is_refused(grid):
+    """`sweep CASE --grid 'run.kind=["pde","compare"]'` (or sweeping a case of kind compare)
+    ran only the PDE at the compare point and recorded it as a completed compare run."""
+    from meanfield_pde.studies.sweep import plan_sweep
+    config = load_case("particles_sa_noisy" if grid is None else "sa_beta5_uniform",
+                       {"time.t_end": 1.0, "output.every": 0.5})
+    extra = [grid] if grid else ["model.beta=[1.0, 2.0]"]
+    with pytest.raises(mf.ConfigError, match=r"run.kind = 'compare': a sweep point is one run"):
+        plan_sweep(config, extra)
+    assert len(plan_sweep(config, ['run.kind=["pde", "particles"]']).points) == 2

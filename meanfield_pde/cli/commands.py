@@ -133,7 +133,10 @@ def _check_resumable(path: Path) -> None:
 def _report(name: str, ds, path: Path, args) -> int:
     """Status, snapshots and files of a finished run; its figure; the exit status."""
     status, reason = ds.attrs["status"], stop_reason(ds.attrs)
-    what = f"{ds.attrs['n']} particles" if ds.attrs.get("equation") == "particles" else "PDE"
+    equation = str(ds.attrs.get("equation", ""))
+    what = (f"{ds.attrs['n']} particles" if equation == "particles"
+            else f"large-beta limit, order {equation[len('limit'):]}" if equation.startswith("limit")
+            else "PDE")
     print(f"{printable(name)} ({what}): {status}")
     print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
     written = Path(ds.encoding.get("source", path))

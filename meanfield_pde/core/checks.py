@@ -34,7 +34,10 @@ def check_number(name: str, value, lo: float = -math.inf, hi: float = math.inf) 
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ConfigError(f"{name} = {value!r}: must be a number in [{lo:g}, {hi:g}]")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond the float range (10**400): out of every finite range
+        x = math.inf if value > 0 else -math.inf
     if not lo <= x <= hi:  # also refuses NaN, and inf unless a bound is infinite
         raise ConfigError(f"{name} = {x!r}: must be in [{lo:g}, {hi:g}]")
     if not math.isfinite(x):
@@ -84,11 +87,20 @@ def check_counts(name: str, values, minimum: int = 2) -> np.ndarray:
         raise ConfigError(f"{name} = {values!r}: must be integers >= {minimum}")
     try:
         arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} = {values!r}: must be integers >= {minimum}") from None
-    if not np.all(np.isfinite(arr) & (arr >= minimum) & (arr == np.round(arr))):
-        raise ConfigError(f"{name} = {arr.tolist()}: must be integers >= {minimum}")
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float range
+        raise ConfigError(f"{name} = {_short(values)}: must be integers >= {minimum}") from None
+    bad = ~(np.isfinite(arr) & (arr >= minimum) & (arr == np.round(arr)))
+    if np.any(bad):  # name the first bad entry: the whole array could be a million numbers long
+        first = arr.flat[int(np.argmax(bad.ravel()))]
+        raise ConfigError(f"{name} = {_short(arr.tolist())}: must be integers >= {minimum} "
+                          f"(first bad entry {float(first)!r})")
     return arr
+
+
+def _short(value, limit: int = 120) -> str:
+    """repr of a value cut to ``limit`` characters (an error message stays one short line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def check_choice(name: str, value, choices) -> str:

@@ -94,6 +94,9 @@ MERGE_ANGLE = 1e-2
 
 _SCIPY_RANGE = 700.0  # above it e^{±a} of the scaled exponential integrals leaves float range
 _SERIES_TERMS = 30
+# below it the β = 0 closed form is exact in double precision (the rates differ from β = 0 by
+# a factor 1 + O(β): e^{βρ}, E = e^{β(1−ρ)}), while βδ underflows in Ei/E_1 (inf − inf)
+_BETA_ZERO = 1e-17
 
 
 # -- argument checks -----------------------------------------------------------
@@ -143,13 +146,30 @@ def gram_rate(gram, masses, kind: str, beta: float) -> np.ndarray:
 
     Raises
     ------
-    ValueError : kind, beta, masses out of range or shapes that do not match.
+    ValueError : kind, beta, masses out of range, shapes that do not match, or ``gram``
+        not a Gram matrix of unit vectors (finite, symmetric, unit diagonal, |G_ij| <= 1).
     """
     kind, beta = check_kind(kind), check_beta(beta)
     g = np.asarray(gram, dtype=float)
     w = check_masses(masses, g.shape[0] if g.ndim == 2 else None)
-    if g.shape != (w.size, w.size):
-        raise ValueError(f"gram: shape {g.shape}: must be ({w.size}, {w.size})")
+    return _gram_rate(_check_gram("gram", g, w.size), w, kind, beta)
+
+
+def _check_gram(name: str, g: np.ndarray, k: int) -> np.ndarray:
+    """A Gram matrix of k unit vectors: shape (k, k), finite, symmetric, unit diagonal,
+    entries in [−1, 1] (each to 1e-12). Raises ValueError naming ``name``."""
+    if g.shape != (k, k):
+        raise ValueError(f"{name}: shape {g.shape}: must be ({k}, {k})")
+    tol = 1e-12
+    if not (np.all(np.isfinite(g)) and np.all(np.abs(g) <= 1.0 + tol)
+            and np.all(np.abs(g - g.T) <= tol) and np.all(np.abs(np.diag(g) - 1.0) <= tol)):
+        raise ValueError(f"{name}: must be a Gram matrix of unit vectors: finite, symmetric, unit "
+                         "diagonal, entries in [-1, 1]")
+    return g
+
+
+def _gram_rate(g: np.ndarray, w: np.ndarray, kind: str, beta: float) -> np.ndarray:
+    """:func:`gram_rate` on checked arguments (the integrator's right-hand side)."""
     # e^{β(G−1)} keeps USA finite up to β = 700; the factor e^β goes back at the end
     a = w[None, :] * np.exp(beta * (g - 1.0))
     if kind == "SA":
@@ -179,11 +199,14 @@ def solve_gram(gram0, masses, kind: str, beta: float, times, *, rtol: float = 1e
     ------
     ValueError : arguments out of range; RuntimeError if the integrator fails.
     """
+    kind, beta = check_kind(kind), check_beta(beta)
     g0 = np.asarray(gram0, dtype=float)
     w = check_masses(masses, g0.shape[0] if g0.ndim == 2 else None)
+    _check_gram("gram0", g0, w.size)
     times = np.asarray(times, dtype=float)
-    if times.ndim != 1 or times.size < 1 or np.any(times < 0) or np.any(np.diff(times) < 0):
-        raise ValueError("times: must be a one-dimensional increasing array of times >= 0")
+    if times.ndim != 1 or times.size < 1 or not np.all(np.isfinite(times)) or np.any(times < 0) \
+            or np.any(np.diff(times) < 0):  # a NaN end made solve_ivp loop for ever
+        raise ValueError("times: must be a one-dimensional increasing array of finite times >= 0")
     k = w.size
     iu = np.triu_indices(k, 1)
 
@@ -194,7 +217,7 @@ def solve_gram(gram0, masses, kind: str, beta: float, times, *, rtol: float = 1e
         return g
 
     def rhs(_t, y):
-        return gram_rate(full(y), w, kind, beta)[iu]
+        return _gram_rate(full(y), w, kind, beta)[iu]
 
     if k == 1:
         return np.ones((times.size, 1, 1))
@@ -217,8 +240,17 @@ def pair_rate(rho, w1: float, w2: float, kind: str, beta: float) -> float:
     rho = _check_rho("rho", rho)
     if kind == "USA":
         return float((w1 + w2) * math.exp(beta * rho) * (1.0 - rho * rho))
-    e = math.exp(beta * (1.0 - rho))
-    return float((1.0 - rho * rho) * (w2 / (w1 * e + w2) + w1 / (w2 * e + w1)))
+    x = beta * (1.0 - rho)  # E = e^x reaches e^1400 near ρ = −1 at β = 700: use shares
+    return float((1.0 - rho * rho) * (_share(w2, w1, x) + _share(w1, w2, x)))
+
+
+def _share(a: float, b: float, x: float) -> float:
+    """a / (a + b e^x) for a, b >= 0 (not both 0), x >= 0, without overflow (1/(1 + e^{x + log(b/a)}))."""
+    if a == 0.0:
+        return 0.0
+    if b == 0.0:
+        return 1.0
+    return float(special.expit(-(x + math.log(b) - math.log(a))))
 
 
 def _scaled_ei(a: float) -> float:
@@ -315,11 +347,12 @@ def pair_time_gap(gap0: float, gap: float, w1: float, w2: float, kind: str, beta
         return math.inf if gap < gap0 else -math.inf
     if gap == 2.0 or gap0 == 0.0:
         return -math.inf if gap > gap0 else math.inf
-    if beta == 0.0:  # SA and USA: ρ̇ = c (1 − ρ²), c = w1 + w2 (USA), 1 (SA)
+    if beta < _BETA_ZERO:  # SA and USA: ρ̇ = c (1 − ρ²), c = w1 + w2 (USA), 1 (SA)
         speed = (w1 + w2) if kind == "USA" else 1.0
         return (_artanh(gap) - _artanh(gap0)) / speed
     if kind == "USA":
         return (_F(gap, beta, 0.0) - _F(gap0, beta, 0.0)) / (w1 + w2)
+    w1, w2 = w1 / (w1 + w2), w2 / (w1 + w2)  # SA depends on w1/w2 only: p, q stay in float range
     p, q = w1 * w2, w1 * w1 + w2 * w2
     t = (p / q) * (_F(gap, beta, beta) - _F(gap0, beta, beta))
     t += (1.0 - 2.0 * p * p / (q * q)) * (_artanh(gap) - _artanh(gap0))
@@ -354,6 +387,8 @@ def merge_time(rho0: float, w1: float, w2: float, kind: str, beta: float,
     -------
     float >= 0 (0 if the centres start closer than θ; inf for ρ0 = −1).
     """
+    kind, beta = check_kind(kind), check_beta(beta)  # all arguments before the early returns
+    check_masses([w1, w2])
     angle = float(angle)
     if not 0.0 < angle < math.pi:
         raise ValueError(f"angle = {angle}: must be in (0, pi) radians")
@@ -370,6 +405,8 @@ def pair_gap(t: float, gap0: float, w1: float, w2: float, kind: str, beta: float
     Solved by Brent's method on log(gap) (relative accuracy ~1e-14 in the gap).
     Returns gap0 at ρ0 = ±1 (equilibria), 0.0 if the gap is below 1e-300.
     """
+    kind, beta = check_kind(kind), check_beta(beta)  # all arguments before the early returns
+    check_masses([w1, w2])
     t = float(t)
     if not (t >= 0.0 and math.isfinite(t)):
         raise ValueError(f"t = {t}: must be finite and >= 0")

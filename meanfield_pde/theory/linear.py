@@ -74,6 +74,11 @@ def _resolve(manifold: str, dimension) -> tuple[str, int | None]:
 
 
 # -- growth rates ---------------------------------------------------------------
+# σ_l of every degree up to 10**6 takes 0.2 s; lmax = 10**9 (a typo) took the machine's memory
+# (several float arrays of lmax + 1 entries), and past l ~ 40√β σ_l is −ν l(l+1) to round-off
+LMAX_MAX = 10**6
+
+
 def _kernel_part(kind: str, beta: float, lmax: int, manifold: str,
                  dimension: int | None = None) -> np.ndarray:
     """The bracket's kernel term, shape (lmax+1,), entry 0 set to 0 (mass is conserved).
@@ -118,11 +123,11 @@ def growth_rates(kind: str, beta: float, nu: float, lmax: int,
     ------
     ValueError
         kind not in {SA, USA}; beta outside [0, 700]; nu < 0 or not finite;
-        lmax not an integer >= 0; manifold not in {sphere, circle, sphere_zonal};
+        lmax not an integer in [0, LMAX_MAX = 10**6]; manifold not in {sphere, circle, sphere_zonal};
         dimension outside [2, 4096] or not the manifold's.
     """
     kind, beta, nu = check_kind(kind), check_beta(beta), _check_nu(nu)
-    lmax = check_int("lmax", lmax, 0)
+    lmax = check_int("lmax", lmax, 0, LMAX_MAX)
     manifold, d = _resolve(manifold, dimension)
     l = np.arange(lmax + 1, dtype=float)
     if manifold == "sphere":
@@ -172,7 +177,7 @@ def fastest_mode(kind: str, beta: float, nu: float = 0.0, manifold: str = "spher
         As :func:`growth_rates`; lmax < 1.
     """
     beta = check_beta(beta)
-    lmax = _auto_lmax(beta) if lmax is None else check_int("lmax", lmax, 1)
+    lmax = _auto_lmax(beta) if lmax is None else check_int("lmax", lmax, 1, LMAX_MAX)
     sigma = growth_rates(kind, beta, nu, lmax, manifold, dimension)
     return int(np.argmax(sigma[1:])) + 1
 

@@ -56,7 +56,7 @@ from ...runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict, 
 from .cluster import (ALLOWED_FAILURES, SCHEDULER_ADDRESS, check_scheduler,  # noqa: F401
                       collect_records, dask_client, lost_record)
 from .combine import combine
-from .plan import Plan, Point, dim_names, fmt_value, grid_of, plan_sweep  # noqa: F401
+from .plan import SWEEP_KINDS, Plan, Point, dim_names, fmt_value, grid_of, plan_sweep  # noqa: F401
 from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
                      summarise)
 

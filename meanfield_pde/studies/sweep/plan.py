@@ -68,6 +68,10 @@ class Plan:
         return dim_names([k for k, _ in self.grid]) + (["direction"] if self.continuation else [])
 
 
+SWEEP_KINDS = ("pde", "limit", "particles")
+"""The run kinds a point of sweep.task = "run" computes (a "compare" point ran only its PDE)."""
+
+
 def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                force: bool = False) -> Plan:
     """Validate the sweep and list its points.
@@ -78,7 +82,8 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
         A grid item that is not section.key=values, a key or value the case
         rejects (named as by --set, with the point), a continuation key not
         in the grid or with a non-numeric grid, continuation with
-        task = "tokens" or particles, an unknown measure; more than
+        task = "tokens" or particles, a point whose run.kind is not in :data:`SWEEP_KINDS`
+        (with task = "run"), an unknown measure; more than
         :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``),
         before any point is built.
     """
@@ -124,6 +129,10 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                     cfg = from_dict(apply_overrides(base, ov), name=config.name)
                 except ConfigError as exc:
                     raise ConfigError(f"sweep point {label}: {exc}") from None
+                if sw.task == "run" and cfg.kind not in SWEEP_KINDS:  # run() ran only the PDE
+                    raise ConfigError(f"sweep point {label}: run.kind = {cfg.kind!r}: a sweep point "
+                                      f"is one run, run.kind must be one of "
+                                      f"{', '.join(map(repr, SWEEP_KINDS))}")
                 points.append(Point(idx + ((d,) if cont else ()), ov, label, direction,
                                     chains if cont else -1, cfg.to_dict()))
             chains += 1
