@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.geometry import Circle, Sphere, ZonalSphere
 from meanfield_pde.numerics.initial import perturbed_uniform, von_mises_fisher, von_mises_fisher_pdf
+from meanfield_pde.numerics.diagnostics import spectral_tail
 from meanfield_pde.numerics.models import MeanFieldModel
 from meanfield_pde.numerics.solver import integrate
 from meanfield_pde.numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
@@ -25,6 +26,7 @@ from meanfield_pde.particles.handoff import nodes_from_density, quadrature_weigh
 
 L = 31
 RTOL = 1e-6  # spectral runs (1e-7 gives the same differences to 2 digits)
+RESOLVED = 1e-6  # hand off while the spectral tail is below the runs' default monitor.max_spectral_tail
 GRID = dict(nlat=32, nphi=2 * L + 2)  # the smallest Gauss grid shtns builds: 2048 nodes
 TWO_VMF = dict(centres=[[1, 0, 0], [0, 0.6, 0.8]], concentrations=[6.0, 4.0], weights=[0.6, 0.4])
 
@@ -136,10 +138,15 @@ def initial(g, name):
     return perturbed_uniform(g, 0.3, 1, 6, seed=1)
 
 
-@pytest.mark.parametrize("kind,beta,init", [("SA", 5.0, "two_vmf"), ("SA", 10.0, "perturbed"),
-                                            ("USA", 5.0, "perturbed"), ("USA", 10.0, "perturbed")])
-def test_continuation_from_the_hand_off_matches_the_spectral_solution_at_higher_lmax(kind, beta, init):
-    """Hand off at t_h = τ from L = 31, follow the nodes to t_h + τ, compare with L = 47.
+@pytest.mark.parametrize("kind,beta,init,h", [("SA", 5.0, "two_vmf", 1.0), ("SA", 10.0, "perturbed", 1.0),
+                                              ("USA", 5.0, "perturbed", 1.0),
+                                              ("USA", 10.0, "perturbed", 0.5)])
+def test_continuation_from_the_hand_off_matches_the_spectral_solution_at_higher_lmax(kind, beta, init,
+                                                                                     h):
+    """Hand off at t_h = hτ from L = 31, follow the nodes to t_h + τ, compare with L = 47.
+
+    t_h is a time at which the L = 31 run is still resolved (spectral tail <= 1e-6, where a
+    run's monitor would stop it; USA β = 10 reaches 3e-5 at τ, so it hands off at τ/2).
 
     τ = 1 for SA; for USA τ = β/sinh β, the same time at the uniform state (the USA
     field is the SA one times Φ = sinh β/β there), so both see the same amount of motion
@@ -149,11 +156,12 @@ def test_continuation_from_the_hand_off_matches_the_spectral_solution_at_higher_
     """
     tau = 1.0 if kind == "SA" else beta / np.sinh(beta)
     coarse, fine = Sphere(L), Sphere(47)
-    m_coarse, u_h = spectral(coarse, kind, beta, initial(coarse, init), tau)
-    m_fine, u_fine = spectral(fine, kind, beta, initial(fine, init), 2 * tau)
+    m_coarse, u_h = spectral(coarse, kind, beta, initial(coarse, init), h * tau)
+    m_fine, u_fine = spectral(fine, kind, beta, initial(fine, init), (h + 1) * tau)
+    assert spectral_tail(coarse, u_h) <= RESOLVED
 
     nodes = nodes_from_density(Sphere(L, **GRID), u_h)
-    assert nodes.clipped_mass == 0.0  # handed off while resolved
+    assert nodes.clipped_mass == 0.0
     # across the hand-off: the same energy (the quadrature is exact for it)
     e_h = energy(nodes.positions, beta, weights=nodes.weights)
     assert e_h == pytest.approx(m_coarse.energy(u_h), rel=1e-12)
@@ -194,3 +202,27 @@ def test_dropping_light_nodes_changes_the_continuation_by_less_than_the_acceptan
     assert runs[1].energy[-1] == pytest.approx(runs[0].energy[-1], rel=1e-5)
     low = g.degree <= 6
     assert np.max(np.abs(empirical(g, x0, w0)[low] - empirical(g, x1, w1)[low])) < 1e-5
+
+
+@pytest.mark.parametrize("kind,beta", [("SA", 10.0), ("USA", 5.0)])
+def test_continuation_on_the_circle_matches_the_spectral_solution_at_higher_lmax(kind, beta):
+    """The same acceptance on S¹ (Kuramoto-type dynamics; nodes on the FFT grid, 142 of them
+    at L = 47), against Circle(95); USA β = 5 hands off at 0.7τ (tail 4e-7; 6e-4 at τ)."""
+    tau = 1.0 if kind == "SA" else beta / np.sinh(beta)
+    h = 1.0 if kind == "SA" else 0.7
+    coarse, fine = Circle(47), Circle(95)
+    m_coarse, u_h = spectral(coarse, kind, beta, initial(coarse, "perturbed"), h * tau)
+    m_fine, u_fine = spectral(fine, kind, beta, initial(fine, "perturbed"), (h + 1) * tau)
+    assert spectral_tail(coarse, u_h) <= RESOLVED
+    nodes = nodes_from_density(coarse, u_h)
+    assert nodes.clipped_mass == 0.0
+    assert energy(nodes.positions, beta, weights=nodes.weights) == pytest.approx(
+        m_coarse.energy(u_h), rel=1e-12)
+    run = integrate_weighted(nodes.positions, nodes.weights, kind, beta, np.linspace(0, tau, 5),
+                             rtol=1e-10, atol=1e-12, merge_tol=0.0)
+    assert run.status == "completed" and np.all(np.diff(run.energy) > 0)
+    x, w = run.positions[-1], run.weights[-1]
+    assert abs(order_parameter(x, w) - np.linalg.norm(fine.first_moment(fine.synthesis(u_fine)))) < 1e-4
+    assert run.energy[-1] == pytest.approx(m_fine.energy(u_fine), rel=1e-4)
+    low = fine.degree <= 6
+    assert np.max(np.abs(empirical(fine, x, w)[low] - u_fine[low])) < 1e-4
