@@ -15,8 +15,8 @@ Kuramoto form for d = 2, energy and order parameter), :mod:`.integrators`
 :mod:`.adaptive` (weighted nodes μ = Σ w_j δ_{x_j}, noise-free, adaptive steps with error
 control and merging of coincident nodes, for plateaus up to t = 10^6 and beyond);
 :mod:`.handoff` (a spectral density as weighted Gauss-quadrature nodes, to continue a
-noise-free run past the grid's resolution); :mod:`.measures` (clouds <-> densities), :mod:`.normalisation` (transformer
-normalisation schemes), :mod:`.long_context` (one layer computed on explicit tokens).
+noise-free run past the grid's resolution); :mod:`.measures` (clouds <-> densities),
+:mod:`.normalisation` (transformer normalisation schemes), :mod:`.long_context` (one layer computed on explicit tokens).
 
 Layer: particles may import core and theory; not numerics (its sibling) nor anything above.
 

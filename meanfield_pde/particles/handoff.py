@@ -36,7 +36,8 @@ Two choices this module makes, and how large their effect is:
   :func:`.adaptive.merge_coincident` does). The mass is kept exactly (to
   rounding) and the first moment Σ w x up to the normalisation of the
   barycentres, O(Σ w h²) for a grid spacing h; every integral of a
-  Lipschitz g changes by at most Lip(g) × Σ_dropped w_j |x_j − x_nearest|,
+  Lipschitz g changes by at most Lip(g) × W1, and W1 (chord) is at most the
+  cost of moving every absorbed and every receiving node to its new place,
   reported as :attr:`Nodes.moved_mass_distance`. The cost of the continuation
   is O(N²) per velocity evaluation, so dropping the empty part of the grid
   pays once the mass has concentrated. The drop lowers the energy a little
@@ -83,8 +84,10 @@ class Nodes:
     dropped_mass : float
         Mass of the nodes removed by ``drop_mass`` (given to their nearest kept nodes).
     moved_mass_distance : float
-        Σ_dropped w_j |x_j − x_nearest| (chord): the 1-Wasserstein cost of the drop,
-        which bounds its effect on integrals of Lipschitz functions.
+        Σ_j w_j |x_j − c_j| over the dropped nodes and the nodes that received them, c_j
+        the receiving node's new place (chord): the cost of a transport plan from the
+        undropped to the dropped measure, so an upper bound of their 1-Wasserstein
+        distance, which bounds the drop's effect on integrals of Lipschitz functions.
     """
 
     positions: np.ndarray
@@ -178,11 +181,14 @@ def _drop_lightest(x: np.ndarray, w: np.ndarray, budget: float):
     if ndrop == 0:
         return x, w, 0.0, 0.0
     drop, keep = order[:ndrop], np.sort(order[ndrop:])
-    dist, nearest = cKDTree(x[keep]).query(x[drop])
+    nearest = cKDTree(x[keep]).query(x[drop])[1]
     mass = w[keep].copy()
     moment = w[keep, None] * x[keep]
     np.add.at(mass, nearest, w[drop])
     np.add.at(moment, nearest, w[drop, None] * x[drop])
     # the barycentre of masses within a few grid spacings never vanishes
     centre = moment / np.linalg.norm(moment, axis=1, keepdims=True)
-    return centre, mass, float(np.sum(w[drop])), float(np.sum(w[drop] * dist))
+    # transport plan: each dropped node and each kept node to its receiver's new place
+    cost = np.sum(w[drop] * np.linalg.norm(x[drop] - centre[nearest], axis=1)) \
+        + np.sum(w[keep] * np.linalg.norm(x[keep] - centre, axis=1))
+    return centre, mass, float(np.sum(w[drop])), float(cost)
