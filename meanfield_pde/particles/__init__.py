@@ -14,8 +14,9 @@ Kuramoto form for d = 2, energy and order parameter), :mod:`.integrators`
 :mod:`.simulate` (:func:`simulate`) and :mod:`.sampling` (initial laws);
 :mod:`.adaptive` (weighted nodes μ = Σ w_j δ_{x_j}, noise-free, adaptive steps with error
 control and merging of coincident nodes, for plateaus up to t = 10^6 and beyond);
-:mod:`.measures` (clouds <-> densities), :mod:`.normalisation` (transformer
-normalisation schemes), :mod:`.long_context` (one layer computed on explicit tokens).
+:mod:`.handoff` (a spectral density as weighted Gauss-quadrature nodes, to continue a
+noise-free run past the grid's resolution); :mod:`.measures` (clouds <-> densities),
+:mod:`.normalisation` (transformer normalisation schemes), :mod:`.long_context` (one layer computed on explicit tokens).
 
 Layer: particles may import core and theory; not numerics (its sibling) nor anything above.
 
@@ -33,6 +34,7 @@ the argument and its allowed range.
 from .adaptive import WeightedRun, integrate_weighted, log_snapshot_times, merge_coincident
 from .dynamics import (CHUNK_BYTES, KINDS, attention, check_weights, default_chunk_rows, energy,
                        kuramoto_velocity, order_parameter, tangent_project, velocity)
+from .handoff import Nodes, nodes_from_density, quadrature_weights
 from .integrators import (INTEGRATORS, Integrator, euler_maruyama_step, heun_step, lie_midpoint_step,
                           normalise, rk4_step, rotate, sphere_exp)
 from .sampling import equiangular, random_rotation, uniform_sphere, von_mises_fisher_mixture
@@ -46,4 +48,5 @@ __all__ = [
     "uniform_sphere", "von_mises_fisher_mixture", "equiangular", "random_rotation",
     "simulate", "ParticleRun", "snapshot_times", "check_weights",
     "integrate_weighted", "WeightedRun", "log_snapshot_times", "merge_coincident",
+    "nodes_from_density", "Nodes", "quadrature_weights",
 ]
