@@ -222,3 +222,31 @@ def test_bad_input_is_refused():
         C.pair_time(0.0, 0.5, 0.5, 0.5, "SA", float("nan"))
     with pytest.raises(ValueError, match="kind"):
         C.pair_time(0.0, 0.5, 0.5, 0.5, "XSA", 1.0)
+
+
+def test_usa_gram_rate_at_large_beta_is_the_pair_rate():
+    """The self term cancels analytically; computed, a_ii ~ e^β swamped the rest (ρ̇ came out 0
+    at USA β = 700 and the Gram ODE never moved)."""
+    from meanfield_pde.theory.clusters import gram_rate, pair_rate
+    for beta in (300.0, 500.0, 700.0):
+        for rho in (-0.5, 0.0, 0.5, 0.9):
+            g = np.array([[1.0, rho], [rho, 1.0]])
+            got = gram_rate(g, [0.4, 0.6], "USA", beta)[0, 1]
+            assert got == pytest.approx(pair_rate(rho, 0.4, 0.6, "USA", beta), rel=1e-12)
+            assert got > 0
+
+
+def test_solve_gram_reaches_the_merged_state_at_long_times():
+    """The gap decays at a rate ~ e^β: a stiff problem that took an explicit method minutes
+    to t = 1e6 (and never reached 1e300). G → all ones: the two clusters merge."""
+    from meanfield_pde.theory.clusters import pair_time, solve_gram
+    g0 = np.array([[1.0, -0.2], [-0.2, 1.0]])
+    for kind, beta in (("SA", 5.0), ("USA", 5.0)):
+        out = solve_gram(g0, [0.3, 0.7], kind, beta, [0.0, 1e6, 1e300])
+        assert np.allclose(out[1:], 1.0, atol=1e-9), (kind, beta, out[:, 0, 1])
+    # USA β = 700 from ρ = −0.2: the merge comes at t ≈ 9.4e57 (closed form, checked against
+    # mpmath) within a window far below the float spacing of t there: a clear error, not the
+    # silent unchanged G of before.
+    assert pair_time(-0.2, -0.1, 0.3, 0.7, "USA", 700.0) > 1e57
+    with pytest.raises(RuntimeError, match="solve_gram"):
+        solve_gram(g0, [0.3, 0.7], "USA", 700.0, [0.0, 1e300])
