@@ -119,3 +119,16 @@ def test_a_small_first_step_of_an_adaptive_run_is_not_a_bomb(tmp_path):
     with pytest.raises(ConfigError, match="time.dt = 1e-09.*steps"):
         budget.check_case(load_case("sa_beta5_uniform", ["time.dt=1e-9", "time.t_end=1",
                                                          "time.adaptive=false"]))
+
+
+def test_every_exceeded_limit_is_named_in_one_message(tmp_path):
+    """A case over the disk and the time cap names both (it named only the first, so whether
+    the time cap showed depended on the free disk of the machine running the tests)."""
+    from meanfield_pde.runs import budget
+    est = budget.Estimate(memory=1.0, disk=1e30, seconds=1e12,
+                          why={"disk": "particles.n = 5: disk", "seconds": "particles.n = 5: time"})
+    with pytest.raises(ConfigError) as info:
+        budget.check(est, tmp_path)
+    msg = str(info.value)
+    assert "writes about" in msg and "the cap is" in msg and msg.count("pass --force") == 1
+    assert budget.check(est, tmp_path, force=True) is est

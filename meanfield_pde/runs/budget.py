@@ -262,24 +262,27 @@ def check(est: Estimate, output=None, *, force: bool = False, scale: str = "") -
     Raises
     ------
     ConfigError
-        Naming the field that drives the estimate, the estimate and the limit,
-        unless ``force``.
+        Naming, for every limit exceeded, the field that drives the estimate, the
+        estimate and the limit, unless ``force``.
     """
     if force:
         return est
     hint = "; pass --force (Python: force=True) to run it anyway"
+    over = []  # every limit the case exceeds, so that one message says all there is to fix
     memory = machine_memory()
     if est.memory > memory:
-        raise ConfigError(f"{est.why.get('memory', 'the case')}{scale}: needs about {size(est.memory)} "
-                          f"of memory; the machine has {size(memory)}{hint}")
+        over.append(f"{est.why.get('memory', 'the case')}{scale}: needs about {size(est.memory)} "
+                    f"of memory; the machine has {size(memory)}")
     if output is not None:
         free = disk_free(output)
         if est.disk > free:
-            raise ConfigError(f"{est.why.get('disk', 'the case')}{scale}: writes about {size(est.disk)}; "
-                              f"the disk of {str(output)!r} has {size(free)} free{hint}")
+            over.append(f"{est.why.get('disk', 'the case')}{scale}: writes about {size(est.disk)}; "
+                        f"the disk of {str(output)!r} has {size(free)} free")
     if est.seconds > MAX_HOURS * 3600:
-        raise ConfigError(f"{est.why.get('seconds', 'the case')}{scale}: takes about "
-                          f"{duration(est.seconds)}; the cap is {MAX_HOURS:g} h{hint}")
+        over.append(f"{est.why.get('seconds', 'the case')}{scale}: takes about "
+                    f"{duration(est.seconds)}; the cap is {MAX_HOURS:g} h")
+    if over:
+        raise ConfigError("; ".join(over) + hint)
     return est
 
 
