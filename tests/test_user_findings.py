@@ -374,3 +374,22 @@ def test_sweep_point_of_kind_compare_is_refused(grid):
     with pytest.raises(mf.ConfigError, match=r"run.kind = 'compare': a sweep point is one run"):
         plan_sweep(config, extra)
     assert len(plan_sweep(config, ['run.kind=["pde", "particles"]']).points) == 2
+
+
+def test_usa_weighted_sums_beyond_the_float_range_are_refused_not_nan():
+    """velocity(..., "USA", 700, weights=[1e300, ...]) gave NaN with only a RuntimeWarning
+    (found by a new user): Σ w e^β is beyond the float range. Now a ConfigError naming the
+    weights; moderate weights at β = 700 still give finite numbers."""
+    import warnings
+    from meanfield_pde.core.errors import ConfigError
+    from meanfield_pde.particles.dynamics import energy, velocity
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    x /= np.linalg.norm(x, axis=1)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way to the error
+        with pytest.raises(ConfigError, match="weights: total mass"):
+            velocity(x, "USA", 700.0, weights=[1e300] * 5)
+        with pytest.raises(ConfigError, match="weights: total mass"):
+            energy(x, 700.0, weights=[1e300] * 5)
+        assert np.all(np.isfinite(velocity(x, "USA", 700.0, weights=[0.2] * 5)))
+        assert np.isfinite(energy(x, 700.0, weights=[0.2] * 5))

@@ -274,7 +274,18 @@ def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
         return out
     left[:, d] = -beta
     sums = _weighted_sums(left, right, chunk_rows, threads, values)
-    return sums[:, :d] * math.exp(beta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _finite_or_refuse(sums[:, :d] * math.exp(beta), w, beta)
+
+
+def _finite_or_refuse(out, w: np.ndarray, beta: float):
+    """``out`` if finite, else ConfigError: USA sums Σ_j w_j e^{β⟨x,x_j⟩} scale with the total
+    mass and reach e^β Σw, beyond the float range for huge weights at large β (they gave NaN)."""
+    if not np.all(np.isfinite(out)):
+        raise ConfigError(f"weights: total mass {float(w.sum()):.3g} with beta = {beta:g}: the sums "
+                          f"Σ w_j e^(β⟨x,x_j⟩) exceed the float range (about 1e308); rescale the "
+                          "weights (USA speeds and energies scale with the total mass)")
+    return out
 
 
 def _attention_rowmax_rows(x: np.ndarray, rows: np.ndarray, beta: float,
@@ -437,7 +448,9 @@ def _weighted_energy(x: np.ndarray, w: np.ndarray, beta: float, chunk_rows: int 
     left[:, -1] = -beta
     phi = _weighted_sums(left, right, chunk_rows, None, w[:, None])[:, 0]  # e^{−β} Φ(x_i)
     mass = float(w.sum())
-    return math.exp(beta) / (2.0 * beta) * float(w @ phi) - mass * mass / (2.0 * beta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _finite_or_refuse(math.exp(beta) / (2.0 * beta) * float(w @ phi)
+                                 - mass * mass / (2.0 * beta), w, beta)
 
 
 def order_parameter(x, weights=None) -> float:
