@@ -24,6 +24,8 @@ by the kind of run that wrote the file (:func:`stored_kind`).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import sys
 import time as _time
 import warnings
@@ -68,9 +70,9 @@ class Outcome:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-class RunKind:
-    """What one kind of run supplies to a :class:`Session` (every method but the
-    attributes is optional for a kind that does not start, resume or store snapshots).
+class RunKind(ABC):
+    """What one kind of run supplies to a :class:`Session`: its attributes, how it starts
+    and how it advances (abstract); restarting is optional (a kind that cannot resume).
 
     Attributes
     ----------
@@ -85,9 +87,9 @@ class RunKind:
     name = "run"
     interruptible = True
 
+    @abstractmethod
     def attributes(self, config: Config) -> dict:
         """Global attributes known when the run starts (end-of-run counters as placeholders)."""
-        raise NotImplementedError
 
     def memory_sink(self, attrs: dict):
         """The sink of a run without an output file (a study producing one Dataset: ResultSink)."""
@@ -97,18 +99,18 @@ class RunKind:
         """Snapshots of the completed run (sizes the disk estimate of a RunFile); None: unknown."""
         return None
 
+    @abstractmethod
     def start(self, config: Config, initial=None):
         """The state to advance from the case (``initial``: a state replacing [initial]).
         Raises ConfigError for a state that cannot be built (before anything is written)."""
-        raise NotImplementedError
 
     def restart(self, config: Config, ds: xr.Dataset, index: int):
         """The state to advance from snapshot ``index`` of an open run file ``ds``."""
         raise NotImplementedError(f"a {self.name} run cannot be resumed")
 
+    @abstractmethod
     def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
         """Advance ``state`` to the end, appending snapshots to ``sink``; say how it ended."""
-        raise NotImplementedError
 
 
 class ResultSink:
