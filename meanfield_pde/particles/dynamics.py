@@ -220,6 +220,19 @@ def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None
         return _weighted_attention(x, w, kind, beta, chunk_rows, threads)
     if beta == 0.0:  # every weight is 1: A_i = m for both kinds
         return np.broadcast_to(_mean(x), x.shape).copy()
+    factors = _shifted_factors(x, kind, beta)
+    if factors is None:
+        return _attention_rowmax(x, beta, chunk_rows)
+    sums = _weighted_sums(*factors, chunk_rows, threads)
+    if kind == "SA":
+        return sums[:, :d] / sums[:, d:]
+    return sums[:, :d] * (math.exp(beta) / n)
+
+
+def _shifted_factors(x: np.ndarray, kind: str, beta: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The factors [βx_i, −s_i] and [x_j, 1] of the one-pass sums, shapes (n, d+1) (shift s_i:
+    SA β|x_i|², USA β); None when SA points are too far off the sphere for that shift."""
+    n, d = x.shape
     right = np.empty((n, d + 1))
     right[:, :d], right[:, d] = x, 1.0
     left = np.empty((n, d + 1))
@@ -230,13 +243,11 @@ def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None
         # |x_i|(max|x| − |x_i|): fine for near-unit points, else shift by the row maximum.
         norms = np.sqrt(sq)
         if beta * norms.max() * (norms.max() - norms.min()) > 300.0:
-            return _attention_rowmax(x, beta, chunk_rows)
+            return None
         left[:, d] = -beta * sq
-        sums = _weighted_sums(left, right, chunk_rows, threads)
-        return sums[:, :d] / sums[:, d:]
-    left[:, d] = -beta
-    sums = _weighted_sums(left, right, chunk_rows, threads)
-    return sums[:, :d] * (math.exp(beta) / n)
+    else:
+        left[:, d] = -beta
+    return left, right
 
 
 def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
@@ -252,28 +263,20 @@ def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
     if beta == 0.0:
         m = w @ x
         return np.broadcast_to(m / w.sum() if kind == "SA" else m, x.shape).copy()
-    right = np.empty((n, d + 1))
-    right[:, :d], right[:, d] = x, 1.0
+    factors = _shifted_factors(x, kind, beta)
+    if factors is None:
+        return _attention_rowmax(x, beta, chunk_rows, w)
     values = np.empty((n, d + 1))
     np.multiply(x, w[:, None], out=values[:, :d])
     values[:, d] = w
-    left = np.empty((n, d + 1))
-    np.multiply(x, beta, out=left[:, :d])
+    sums = _weighted_sums(*factors, chunk_rows, threads, values)
     if kind == "SA":
-        sq = np.einsum("ij,ij->i", x, x)
-        norms = np.sqrt(sq)
-        if beta * norms.max() * (norms.max() - norms.min()) > 300.0:
-            return _attention_rowmax(x, beta, chunk_rows, w)
-        left[:, d] = -beta * sq
-        sums = _weighted_sums(left, right, chunk_rows, threads, values)
         with np.errstate(invalid="ignore", divide="ignore"):
             out = sums[:, :d] / sums[:, d:]
         bad = ~(sums[:, d] > 0.0)
         if bad.any():
             out[bad] = _attention_rowmax_rows(x, bad, beta, w)
         return out
-    left[:, d] = -beta
-    sums = _weighted_sums(left, right, chunk_rows, threads, values)
     with np.errstate(over="ignore", invalid="ignore"):
         return _finite_or_refuse(sums[:, :d] * math.exp(beta), w, beta)
 
