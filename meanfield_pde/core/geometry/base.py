@@ -78,6 +78,19 @@ class Geometry(ABC):
     def gradient(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
         """Coefficients → tangent gradient components on the grid."""
 
+    def synthesis_and_gradient(self, scalar: np.ndarray, potential: np.ndarray,
+                               out: tuple[np.ndarray, tuple[np.ndarray, ...]] | None = None
+                               ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """(synthesis(scalar), gradient(potential)) of two coefficient arrays (ncoef,).
+
+        What the right-hand side of the mean-field PDE needs (f and ∇ of its
+        potential) from one call: geometries with a fused transform override this
+        (the sphere: one shtns ``SHqst_to_spat``; the circle: one inverse FFT), the default makes the two calls.
+        ``out`` = (grid array, gradient components), as returned; allocated if None.
+        """
+        grid, comps = (None, None) if out is None else out
+        return self.synthesis(scalar, grid), self.gradient(potential, comps)
+
     @abstractmethod
     def divergence(self, components: tuple[np.ndarray, ...]) -> np.ndarray:
         """Tangent vector field on the grid → coefficients of its divergence."""
