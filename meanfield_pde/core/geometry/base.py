@@ -131,6 +131,17 @@ class Geometry(ABC):
             total += self.basis(pts[i:i + self.POINT_BLOCK]).conj().sum(axis=0)
         return total / len(pts)
 
+    def degree_sup_factor(self) -> np.ndarray | None:
+        """s_l with sup_x |f_l(x)| <= s_l · C_l^{1/2} for the degree-l part f_l of any real
+        field, C_l its power (:meth:`power_spectrum`), shape (L+1,); None if not known.
+
+        By Cauchy–Schwarz over an orthonormal basis (Y_i) of degree l,
+        |f_l(x)|² <= C_l Σ_i |Y_i(x)|², and the sum is a constant where the isometries
+        act transitively: N_l/|S|, N_l the dimension of the degree-l space (Unsöld's
+        theorem on S²: (2l+1)/4π). So s_l = (N_l/|S|)^{1/2}.
+        """
+        return None
+
     def mass(self, coef: np.ndarray) -> float:
         """∫ f dσ from the l = 0 coefficient (exact, no quadrature)."""
         return float(np.sqrt(self.area) * coef[0].real)

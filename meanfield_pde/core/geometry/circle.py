@@ -102,6 +102,10 @@ class Circle(Geometry):
         out[:] = coef
         return out
 
+    def degree_sup_factor(self) -> np.ndarray:
+        """(N_k/2π)^{1/2}, N_0 = 1 and N_k = 2 (e^{±ikθ}) (:meth:`Geometry.degree_sup_factor`)."""
+        return np.sqrt(np.where(self.degree == 0, 1.0, 2.0) / self.area)
+
     def integrate(self, grid: np.ndarray) -> float:
         return float(np.sum(grid) * (2.0 * np.pi / self.npoints))
 

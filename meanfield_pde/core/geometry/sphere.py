@@ -202,6 +202,10 @@ class Sphere(Geometry):
     def integrate(self, grid: np.ndarray) -> float:
         return float(np.sum(self.weights * grid))
 
+    def degree_sup_factor(self) -> np.ndarray:
+        """((2l+1)/4π)^{1/2}: Σ_m |Y_lm(x)|² = (2l+1)/4π (Unsöld; :meth:`Geometry.degree_sup_factor`)."""
+        return np.sqrt((2.0 * np.arange(self.lmax + 1) + 1.0) / self.area)
+
     def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
         """Values at unit vectors (..., 3) by shtns SH_to_point, one call per point: ~100x
         faster than the basis matrix at lmax 63 (same values to ~1e-13)."""
