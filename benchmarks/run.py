@@ -1,4 +1,4 @@
-"""The performance benchmark: every row of issue 6, each measured ratio beside its target.
+"""The performance benchmark: every row of issues 6 and 18, each measured ratio beside its target.
 
     python benchmarks/run.py [--threads N] [--output benchmarks/results.md]
     python benchmarks/run.py --smoke          # tiny sizes, a few seconds (run by the tests)
