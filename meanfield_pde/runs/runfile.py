@@ -176,21 +176,51 @@ class RunFile:
         t = float(record["time"].values[0])
         if self.failed or not t > self.last_time:
             return  # after a failed write, or not later than the file's last time (module doc)
-        size = sum(int(v.nbytes) + 8 for n, v in record.variables.items() if "time" in v.dims)
         if self.nc is None:
+            size = sum(int(v.nbytes) + 8 for n, v in record.variables.items() if "time" in v.dims)
             self._create(record, size)
+            self.count += 1
+            self.last_time = t
         else:
-            try:
-                check_room(self.target, size, self.good_size + size)
-                i = self.count
-                for name, var in record.variables.items():
-                    if "time" in var.dims and name != "time":
-                        self.nc.variables[name][i, ...] = var.values[0]
-                self.nc.variables["time"][i] = t  # last: the record is complete
-                self.nc.sync()
-            except (OSError, RuntimeError) as exc:
-                self._fail(exc)
-            self.good_size = os.path.getsize(self.target)
+            self._write(t, {name: var.values[0] for name, var in record.variables.items()
+                            if "time" in var.dims and name != "time"})
+
+    @property
+    def started(self) -> bool:
+        """Whether the first record is written (later ones may come by :meth:`append_values`)."""
+        return self.nc is not None
+
+    def append_values(self, t: float, values: dict) -> None:
+        """Add one snapshot after the first, given as {variable: its values at time t} for
+        every time-dependent variable of the file (:func:`meanfield_pde.runs.io.snapshot_values`):
+        the same record as :meth:`append` without building a Dataset. Raises as :meth:`append`;
+        ValueError (nothing written) if ``values`` does not name exactly those variables.
+        """
+        if self.nc is None:
+            raise RuntimeError("RunFile.append_values before the first record (use append)")
+        if self.failed or not t > self.last_time:
+            return
+        self._write(float(t), values)
+
+    def _write(self, t: float, values: dict) -> None:
+        """Write one record after the first; the time last, so a record counts only when whole."""
+        variables = self.nc.variables
+        expected = {name for name, var in variables.items()
+                    if "time" in var.dimensions and name != "time"}
+        if set(values) != expected:
+            raise ValueError(f"run file record at t = {t}: variables {sorted(values)} given, "
+                             f"the file has {sorted(expected)}")
+        size = sum(np.asarray(v).nbytes + 8 for v in values.values()) + 8
+        try:
+            check_room(self.target, size, self.good_size + size)
+            i = self.count
+            for name, value in values.items():
+                variables[name][i, ...] = value
+            variables["time"][i] = t  # last: the record is complete
+            self.nc.sync()
+        except (OSError, RuntimeError) as exc:
+            self._fail(exc)
+        self.good_size = os.path.getsize(self.target)
         self.count += 1
         self.last_time = t
 

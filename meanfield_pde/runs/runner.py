@@ -15,7 +15,7 @@ from ..numerics.diagnostics import ResolutionMonitor
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
-from .io import snapshots_to_dataset, software_versions
+from .io import snapshot_values, snapshots_to_dataset, software_versions
 from ..numerics.limits import (LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
 from ..numerics.models import MeanFieldModel
@@ -179,7 +179,8 @@ class PDERun(RunKind):
         sim, u0, t0 = state
         unit = time_unit(config)
         observers = [SnapshotRecorder(sim.model, sink, snapshots_to_dataset,
-                                      tau_unit=(config.time.unit, unit) if unit != 1.0 else None),
+                                      tau_unit=(config.time.unit, unit) if unit != 1.0 else None,
+                                      to_values=snapshot_values),
                      ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)]
         stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
         result: RunResult = integrate(
