@@ -127,6 +127,30 @@ def test_unedited_run_file_still_resumes(stopped_run, tmp_path):
         assert ds.attrs["status"] == "completed" and float(ds.time[-1]) == 2.0
 
 
+def _absurd_coefficient(l, m):
+    def edit(d):
+        last = d["coef_real"][-1]
+        last[l, m] = 1e300
+        d["coef_real"][-1] = last
+    return edit
+
+
+@pytest.mark.parametrize("l, m", [(0, 0), (15, 15)], ids=["mass", "top-degree"])
+def test_finite_absurd_coefficient_is_not_resumed(stopped_run, tmp_path, capsys, l, m):
+    """A finite 1e300 written into the last snapshot passed every finiteness check: with it in
+    the mass (l = 0) the resume ran to "completed" at a mass of 3.5e300, though the equation
+    conserves the mass 1 of the first snapshot. The restart state is now held to the run's own
+    bounds (conserved mass, the monitor's negativity floor and spectral tail) and refused."""
+    from meanfield_pde.cli import main
+    path = _edited(stopped_run, tmp_path / "absurd.nc", _absurd_coefficient(l, m))
+    before = path.read_bytes()
+    assert main(["run", "--resume", str(path), "--no-plot", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("meanfield-pde: error:") and "\n" not in err, err
+    assert "damaged" in err and "t = 1.5" in err and ("mass" in err or "negative" in err), err
+    assert path.read_bytes() == before
+
+
 # -- sweep figure ------------------------------------------------------------------------------
 
 def _noise_dataset(stationary: bool):
