@@ -436,8 +436,7 @@ def _warning_line(message, category, *args, **kwargs) -> None:
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
-    from ..core.errors import DiskSpaceWarning
-    from ..runs.config import CaseKeyDeprecationWarning
+    from ..core.errors import CaseKeyDeprecationWarning, DiskSpaceWarning
     from ..runs.outputs import OutputFull
     # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
     main_thread = threading.current_thread() is threading.main_thread()
