@@ -105,3 +105,97 @@ def test_missing_shtns_is_one_line_naming_fftw_and_pip(tmp_path):
                                  "--set", "output.every=0.1"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+# -- the built package: version from the git tag, metadata, licence ------------------------------
+
+REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def _source_copy(dst):
+    import shutil
+    shutil.copytree(REPO, dst, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache",
+        "*.nc", "runs", "tests", "benchmarks", "figures"))
+    return dst
+
+
+def _scm_version(src) -> str:
+    proc = subprocess.run([sys.executable, "-m", "setuptools_scm"], cwd=src, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def _git(src, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=src,
+                   check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def tagged_wheel(tmp_path_factory):
+    """A wheel built from a git checkout of the source tagged v0.1.0 (no build isolation:
+    setuptools and setuptools-scm come from the test extras), and that checkout."""
+    root = tmp_path_factory.mktemp("wheel")
+    src = _source_copy(root / "src")
+    assert _scm_version(src) == "0.1.0.dev0"  # no git (a tarball): the fallback
+    _git(src, "init", "-q")
+    _git(src, "add", "-A")
+    _git(src, "commit", "-q", "-m", "release")
+    untagged = _scm_version(src)
+    _git(src, "tag", "v0.1.0")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                           "-q", "-w", str(root / "dist"), str(src)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    wheel, = (root / "dist").glob("*.whl")
+    return wheel, src, untagged
+
+
+def test_version_comes_from_the_git_tag(tagged_wheel):
+    """One source of truth: the tag v0.1.0 gives 0.1.0 (wheel name and metadata); an untagged
+    commit 0.1.devN or 0.1.0.devN; a tree without git the fallback 0.1.0.dev0 (fixture)."""
+    import re
+    import zipfile
+    wheel, src, untagged = tagged_wheel
+    assert re.fullmatch(r"0\.1(\.0)?\.dev\d+(\+.*)?", untagged), untagged
+    assert wheel.name.startswith("meanfield_pde-0.1.0-")
+    with zipfile.ZipFile(wheel) as z:
+        meta = z.read("meanfield_pde-0.1.0.dist-info/METADATA").decode()
+    assert "\nVersion: 0.1.0\n" in meta
+    _git(src, "commit", "-q", "--allow-empty", "-m", "after the release")
+    assert _scm_version(src).startswith("0.1.1.dev1")
+
+
+def test_wheel_metadata_has_the_extras_licence_and_urls(tagged_wheel):
+    import zipfile
+    wheel, _, _ = tagged_wheel
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        meta = z.read("meanfield_pde-0.1.0.dist-info/METADATA").decode()
+    lines = meta.splitlines()
+    for extra in ("particles", "sweep", "all", "test"):
+        assert f"Provides-Extra: {extra}" in lines, extra
+    requires = [line[len("Requires-Dist: "):] for line in lines if line.startswith("Requires-Dist: ")]
+    core = [r for r in requires if "extra ==" not in r]
+    # POT and dask.distributed are not needed by a plain install, only by their extras
+    assert not any(r.lower().startswith(("pot", "distributed", "dask", "cryptography")) for r in core)
+    assert any(r.lower().startswith("shtns") for r in core)
+    assert any(r.lower().startswith("pot") and 'extra == "particles"' in r for r in requires)
+    for dep in ("distributed", "cryptography", "dask-jobqueue"):
+        assert any(r.lower().startswith(dep) and 'extra == "sweep"' in r for r in requires), dep
+    assert "License-Expression: BSD-3-Clause" in lines
+    assert any(line.startswith("Project-URL: Source, https://") for line in lines)
+    assert "meanfield_pde-0.1.0.dist-info/licenses/LICENSE" in names
+    assert any(n.startswith("meanfield_pde/case_files/") and n.endswith(".toml") for n in names)
+
+
+def test_installed_version_is_the_metadata_version():
+    """__version__ is read from the installed metadata (importlib.metadata), and --version says it."""
+    from importlib.metadata import version
+
+    import meanfield_pde
+    assert meanfield_pde.__version__ == version("meanfield_pde")
+    proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "--version"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.stdout.strip() == f"meanfield-pde {meanfield_pde.__version__}"
