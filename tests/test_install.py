@@ -60,6 +60,7 @@ def _one_line(capsys) -> str:
 @pytest.mark.parametrize("blocked, argv, extra", [
     ("distributed", ["sweep", "phase_noise_beta1"], "sweep"),
     ("dask_jobqueue", ["sweep", "phase_noise_beta1", "--jobqueue", "slurm"], "sweep"),
+    ("cryptography", ["sweep", "phase_noise_beta1", "--grid", "model.nu=[0.3]"], "sweep"),
     ("ot", ["run", "particles_sa_beta5_uniform", "--set", "run.kind=compare"], "particles"),
 ])
 def test_a_command_without_its_extra_names_the_extra(monkeypatch, tmp_path, capsys, blocked, argv, extra):

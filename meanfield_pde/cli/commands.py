@@ -318,6 +318,8 @@ def _limits_claimed(config, path: Path, args) -> int:
 def _cmd_sweep(args) -> int:
     from ..core.extras import require
     require("distributed", "meanfield-pde sweep")  # before the case is read: nothing runs without it
+    if args.scheduler is None:  # its own cluster: TLS credentials made for this sweep
+        require("cryptography", "meanfield-pde sweep (the TLS credentials of its cluster)")
     from ..runs.cases import load_case
     from ..studies.sweep import JobQueue, run_sweep
     if sum(x is not None for x in (args.workers, args.scheduler, args.jobqueue)) > 1:

@@ -19,6 +19,7 @@ EXTRAS = {
     "ot": ("particles", "POT"),
     "distributed": ("sweep", "distributed"),
     "dask_jobqueue": ("sweep", "dask-jobqueue"),
+    "cryptography": ("sweep", "cryptography"),  # the TLS credentials made for each sweep
 }
 
 SHTNS_HINT = ("install FFTW, a C compiler and the Python headers (Debian/Ubuntu: "

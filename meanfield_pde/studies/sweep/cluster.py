@@ -151,6 +151,7 @@ def dask_client(workers: int | None = None, scheduler: str | None = None,
             yield client
         return
     from distributed.security import Security
+    require("cryptography", "sweep (its private TLS credentials)")
     n = workers or os.cpu_count() or 1
     security = Security.temporary()  # a new CA and certificate, in memory only
     # distributed's logs stay quiet up to CRITICAL: a lost worker is reported as its point's status
