@@ -53,8 +53,9 @@ import xarray as xr
 from ...core.errors import ConfigError
 from ...runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict,  # noqa: F401
                             parse_grid_item, parse_toml, parse_values)  # public here before
-from .cluster import (ALLOWED_FAILURES, JOBQUEUES, SCHEDULER_ADDRESS, JobQueue,  # noqa: F401
-                      check_scheduler, collect_records, dask_client, jobqueue_cluster, lost_record)
+from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY,  # noqa: F401
+                      SCHEDULER_ADDRESS, WALLTIME, JobQueue, check_scheduler, collect_records,
+                      dask_client, jobqueue_cluster, lost_record)
 from .combine import combine
 from .plan import SWEEP_KINDS, Plan, Point, dim_names, fmt_value, grid_of, plan_sweep  # noqa: F401
 from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
