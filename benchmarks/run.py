@@ -36,6 +36,9 @@ Rows (issues 6 and 18):
    snapshots) / (right-hand side evaluations × right-hand side time), L = 63,
    127, 255, 1 and N threads.
 T. 1 versus 2 threads for the right-hand side and the particle velocity.
+S. The start of the command line (issue 18): CPU time of ``meanfield-pde cases``
+   and ``--help`` in new processes (median and spread of interleaved repeats),
+   and their ratio to ``python -c pass``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ import math
 import os
 import platform
 import resource
+import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -373,6 +378,32 @@ def thread_rows(table: Table, cfg: dict) -> None:
                    f"({t[1]:.3g} / {t[2]:.3g} s)", f"{t[1] / t[2]:.2f}", "(ideal 2)")
 
 
+# -- row S ----------------------------------------------------------------------------------
+def start_rows(table: Table, cfg: dict) -> None:
+    """Time of a new process running each command, interleaved; the median and the spread of
+    the repeats (start-up is dominated by imports: it cannot be timed in-process). The
+    process's CPU time (user + system) is the verdict: on a loaded machine the wall time
+    mostly measures the wait for a core; on an idle one the two agree."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    cli = [sys.executable, "-m", "meanfield_pde"]  # what the meanfield-pde script runs
+    commands = {"python -c pass": [sys.executable, "-c", "pass"],
+                "cases": cli + ["cases"], "--help": cli + ["--help"]}
+    wall, cpu = {name: [] for name in commands}, {name: [] for name in commands}
+    for _ in range(max(5, cfg["rounds"])):
+        for name, argv in commands.items():
+            r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
+            wall[name].append(time.perf_counter() - t0)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    base = statistics.median(cpu["python -c pass"])
+    for name in ("cases", "--help"):
+        med, w = statistics.median(cpu[name]), statistics.median(wall[name])
+        table.add("S", f"CLI start `meanfield-pde {name}`: CPU s, median (spread {min(cpu[name]):.2f}-"
+                       f"{max(cpu[name]):.2f}; {med / base:.1f}x `python -c pass`; wall {w:.2f} s)",
+                  f"{med:.3f}", "< 0.5 s", med < 0.5)
+
+
 # -- row 5 -------------------------------------------------------------------------------------
 MIXTURE = {"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]],
            "concentrations": [2.0, 1.5], "weights": [0.6, 0.4]}
@@ -459,8 +490,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=0,
                    help="threads of the PDE rows: rows 1, 2 and 7 run at 1 thread and at this "
                         "many, row 3 at this many (default: MEANFIELD_PDE_THREADS, else all cores)")
-    p.add_argument("--rows", default="1,2,3,4,5,6,7,T",
-                   help="comma-separated rows to run (default all: 1,2,3,4,5,6,7,T; 1 and 2 run together)")
+    p.add_argument("--rows", default="1,2,3,4,5,6,7,T,S",
+                   help="comma-separated rows to run (default all: 1,2,3,4,5,6,7,T,S; 1 and 2 run together)")
     p.add_argument("--output", "-o", default=None,
                    help="Markdown file for the table (default: benchmarks/results.md; "
                         "with --smoke none unless given)")
@@ -522,6 +553,8 @@ def _rows(table: Table, cfg: dict, threads: int, rows: set) -> None:
                   f"{fit_exponent(ns, [particle[n] for n in ns]):.2f}", "2")
     if "T" in rows:
         thread_rows(table, cfg)
+    if "S" in rows:
+        start_rows(table, cfg)
 
 
 if __name__ == "__main__":

@@ -134,7 +134,8 @@ def wasserstein_distance(manifold: str, xs: np.ndarray, xt: np.ndarray, a=None, 
         Distance in radians of the unit sphere / circle (POT works in turns:
         this is 2π times its value).
     """
-    import ot  # POT: the well-kept implementation of these distances
+    from ..core.extras import require
+    ot = require("ot", "the Wasserstein distance of token runs")  # POT: the well-kept implementation
 
     def weights(w, n):
         return None if w is None else np.asarray(w, dtype=float) / np.sum(w)

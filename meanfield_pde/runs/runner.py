@@ -171,9 +171,18 @@ class PDERun(RunKind):
         return sim, sim.initial, 0.0
 
     def restart(self, config: Config, ds: xr.Dataset, index: int) -> tuple[Simulation, np.ndarray, float]:
+        from .resume import unphysical_restart
         sim = build(config)
-        u0 = sim.geometry.from_table(ds.coef_real.values[index] + 1j * ds.coef_imag.values[index])
-        return sim, u0, float(ds.time.values[index])
+        coef = [sim.geometry.from_table(ds.coef_real.values[i] + 1j * ds.coef_imag.values[i])
+                for i in (0, index)]
+        u0, t0 = coef[1], float(ds.time.values[index])
+        with np.errstate(all="ignore"):  # an absurd state is refused below, without overflow warnings
+            why = unphysical_restart(sim.monitor.check(u0), sim.geometry.mass(u0), sim.geometry.mass(coef[0]))
+        if why:
+            raise ConfigError(f"--resume {ds.encoding.get('source', 'the file')!r}: the snapshot at "
+                              f"t = {t0:g} to restart from is not a state of this run ({why}); "
+                              "the file is damaged: run the case again")
+        return sim, u0, t0
 
     def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
         sim, u0, t0 = state

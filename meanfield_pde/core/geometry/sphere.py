@@ -22,13 +22,26 @@ from ..threads import resolve_threads
 from .base import Geometry
 
 
+@functools.cache
 def _import_shtns_quietly():
-    """Import shtns without its C build banner on stdout (it would pollute CLI output and pipes)."""
+    """Import shtns without its C build banner on stdout (it would pollute CLI output and pipes),
+    on first use (the circle and the commands that only read files do not need it).
+
+    Raises
+    ------
+    MissingDependency
+        shtns is absent, or its compiled part does not load (built against an FFTW that is gone):
+        one line naming what to install (meanfield_pde.core.extras.SHTNS_HINT).
+    """
     sys.stdout.flush()
     saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, 1)
-        import shtns
+        try:
+            import shtns
+        except (ImportError, OSError) as exc:
+            from ..extras import shtns_error
+            raise shtns_error(exc) from None
         ctypes.CDLL(None).fflush(None)  # the banner may sit in C's stdio buffer
     finally:
         os.dup2(saved, 1)
@@ -38,17 +51,16 @@ def _import_shtns_quietly():
     return shtns
 
 
-shtns = _import_shtns_quietly()
-
-
 # shtns aborts the whole process ("nlat is too small! try setting nlat>=32") for a
 # smaller explicit grid, so it is refused here first (measured with shtns 3.7).
 SHTNS_MIN_NLAT = 32
 
 
 @functools.lru_cache(maxsize=None)
-def _transform(lmax: int, nlat: int, nphi: int, threads: int) -> shtns.sht:
-    """One shtns plan per (L, grid, threads) per process: planning costs far more than a transform."""
+def _transform(lmax: int, nlat: int, nphi: int, threads: int):
+    """One shtns plan (shtns.sht) per (L, grid, threads) per process: planning costs far more
+    than a transform."""
+    shtns = _import_shtns_quietly()
     sh = shtns.sht(lmax, lmax, 1, shtns.sht_orthonormal, threads)
     # nl_order=2 is shtns's 3/2 rule: a product of two degree-L fields is
     # integrated exactly, so the quadratic flux f ∇Φ is not aliased.
