@@ -31,6 +31,7 @@ from . import _compat
 from .core.errors import ConfigError, NumericalFault, RunStoppedWarning
 from .runs.cases import case_names, describe_cases, load_case
 from .runs.config import Config, from_dict
+from .runs.dataset import coefficients, density, positions
 from .runs.restart import resume
 from .runs.runner import build, run
 
@@ -38,4 +39,4 @@ _compat.install()  # the old flat module paths, for one release
 
 __version__ = "0.1.0"
 __all__ = ["load_case", "case_names", "describe_cases", "Config", "from_dict", "run", "resume", "build",
-           "ConfigError", "NumericalFault", "RunStoppedWarning"]
+           "coefficients", "positions", "density", "ConfigError", "NumericalFault", "RunStoppedWarning"]

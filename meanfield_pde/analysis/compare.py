@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.errors import ConfigError
+from ..runs.runcheck import check_conventions
 
 TIME_TOLERANCE = 1e-9  # relative: snapshots of two runs at "the same" output time
 FLOOR_DRAWS = 3  # at most this many independent exact samples averaged in sliced_wasserstein_floor
@@ -309,7 +310,8 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     Raises
     ------
     ConfigError
-        If a Dataset is not a run (no coef_real/coef_imag), the runs are on
+        If a Dataset is not a run (no coef_real/coef_imag) or stores its coefficients
+        with other conventions (:func:`meanfield_pde.runs.runcheck.check_conventions`), the runs are on
         different manifolds, share no snapshot time, or degrees < 0,
         smoothing < 0 or n_projections < 0.
     """
@@ -317,6 +319,8 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
         if "coef_real" not in ds or "coef_imag" not in ds:
             raise ConfigError(f"compare: the {label} file is not a run of meanfield-pde (no coef_real/"
                               "coef_imag; a comparison or sweep file cannot be compared)")
+        # the coefficients' convention attributes, as the command line's readers check them
+        check_conventions(ds, f"compare: the {label} run")
     if degrees is not None and degrees < 0:
         raise ConfigError(f"compare --degrees {degrees}: must be >= 0")
     manifold = ds_a.attrs.get("manifold")

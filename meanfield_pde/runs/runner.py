@@ -106,7 +106,8 @@ def run_attributes(config: Config) -> dict:
 
 
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
-        overwrite: bool = False, initial: np.ndarray | None = None, force: bool = False) -> xr.Dataset:
+        overwrite: bool = False, initial: np.ndarray | xr.Dataset | str | Path | None = None,
+        time: float | None = None, exact: bool = False, force: bool = False) -> xr.Dataset:
     """Run a validated case and return its Dataset (README §Dataset contract); write it if ``output``.
 
     Parameters
@@ -121,9 +122,16 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         Progress bar; None shows it only on a terminal.
     overwrite : bool, keyword-only
         Replace an existing ``output`` (only once the new run has ended).
-    initial : ndarray (ncoef,), optional, keyword-only
-        Start from these coefficients (e.g. another run's final state: continuation)
-        instead of the case's [initial] section.
+    initial : ndarray (ncoef,), Dataset or path of a run file, optional, keyword-only
+        Start from these coefficients, or from a stored snapshot of a PDE or limit run
+        (:func:`meanfield_pde.runs.dataset.initial_coefficients`: same manifold and lmax,
+        the package's coefficient conventions), instead of the case's [initial] section.
+        The new run's time starts at 0 (the equation is autonomous: its state at time t is
+        the stored run's at ``time`` + t, to the step tolerance).
+    time : float, optional, keyword-only
+        The snapshot of ``initial`` to start from: the nearest stored time (default: the last).
+    exact : bool, keyword-only
+        Refuse ``time`` unless a snapshot lies at it (to 1e-9 relative).
     force : bool, keyword-only
         Run even if the memory, disk or time estimate is refused (:mod:`meanfield_pde.runs.budget`).
 
@@ -139,9 +147,15 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     ------
     ConfigError
         Bad output path, an existing output without ``overwrite``, an
-        unresolved initial density, or (without ``force``) a resource estimate
+        unresolved initial density, an ``initial`` run that does not fit the case or has no
+        snapshot at ``time``, or (without ``force``) a resource estimate
         beyond the machine or the caps; raised before anything is written.
     """
+    if initial is not None and not isinstance(initial, np.ndarray):
+        from .dataset import initial_coefficients
+        initial = initial_coefficients(config, initial, time, exact)
+    elif time is not None:
+        raise ConfigError("time: selects a snapshot of a stored run; give that run as initial=")
     return start_run(PDE, config, output, overwrite=overwrite, force=force, progress=progress,
                      initial=initial)
 
