@@ -41,9 +41,11 @@ def is_particle_run(ds: xr.Dataset) -> bool:
 def on_common_time_axis(ds_a: xr.Dataset, ds_b: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset]:
     """Put both runs on the same time unit.
 
-    A limit run's time is τ (attribute time_unit = "backward_heat" or
-    "porous_medium"); a PDE run with time.unit set to that unit carries a
-    ``tau`` coordinate (attribute tau_unit). That run is then compared on τ.
+    Every run file stores the natural ``time`` (a limit run too: t = β τ or 2β/λ_0 · τ, with
+    ``tau``), so two such files share their axis. A limit run written before that stored its τ
+    as ``time`` (attribute time_unit = "backward_heat" or "porous_medium"); a PDE run with
+    time.unit set to that unit carries a ``tau`` coordinate (attribute tau_unit) and is then
+    compared on τ.
 
     Raises
     ------
@@ -366,6 +368,10 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
                 rel = np.divide(a - b, scale, out=np.zeros_like(scale), where=scale > 0)
                 out["energy_relative_difference"] = ("time", rel, dict(
                     long_name="(energy A − energy B) / max(|energy A|, |energy B|)", units="1"))
+    if "tau" in ds_a.coords and "tau" in ds_b.coords and ds_a.attrs.get("tau_unit") == ds_b.attrs.get("tau_unit"):
+        # both runs in one large-β unit (a PDE and its limit): their τ beside the natural time
+        out = out.assign_coords(tau=("time", ds_a.tau.values[ia], ds_a.tau.attrs))
+        out.attrs["tau_unit"] = ds_a.attrs.get("tau_unit", "")
     out.attrs.update(manifold=ds_a.attrs.get("manifold", ""), degrees_compared=top,
                      run_a=ds_a.attrs.get("title", ""), run_b=ds_b.attrs.get("title", ""),
                      case_a=ds_a.attrs.get("case", ""), case_b=ds_b.attrs.get("case", ""),

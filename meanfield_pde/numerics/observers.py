@@ -67,12 +67,16 @@ class SnapshotRecorder(Observer):
         Dataset layout of the runs layer (:func:`meanfield_pde.runs.io.snapshots_to_dataset`),
         passed in because that layer sits above this one.
     tau_unit : (name, factor) or None
-        Adds the coordinate tau = t/factor of a run in a large-β time unit.
+        Adds the coordinate tau = time/factor of a run in a large-β time unit.
+    clock : float
+        Natural time per unit of the solver's time t: the stored ``time`` is clock · t (a
+        large-β limit model integrates its τ: clock = factor, so tau = t).
     """
 
     def __init__(self, model: MeanFieldModel, sink, to_dataset,
-                 tau_unit: tuple[str, float] | None = None):
+                 tau_unit: tuple[str, float] | None = None, clock: float = 1.0):
         self.model = model
+        self.clock = clock
         self.sink = sink
         self.to_dataset = to_dataset
         self.tau_unit = tau_unit
@@ -83,10 +87,12 @@ class SnapshotRecorder(Observer):
             return  # the final state may coincide with the last output time
         density = self.model.geometry.synthesis(coef)
         diagnostics = snapshot_diagnostics(self.model, coef, density)
-        record = self.to_dataset(self.model.geometry, [t], [coef], [density], [diagnostics], {})
+        time = t * self.clock
+        record = self.to_dataset(self.model.geometry, [time], [coef], [density], [diagnostics], {})
         if self.tau_unit is not None:
             name, factor = self.tau_unit
-            record = record.assign_coords(tau=("time", [t / factor], dict(
+            tau = t if self.clock == factor else time / factor  # a limit's own τ exactly
+            record = record.assign_coords(tau=("time", [tau], dict(
                 long_name=f"time in the {name} unit (t = tau * {factor:.17g})")))
         self.sink.append(record)
         self.last_time = float(t)

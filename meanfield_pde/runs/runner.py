@@ -94,15 +94,27 @@ def run_attributes(config: Config) -> dict:
         "case": config.to_toml(), "case_name": config.name,
         "description": config.description, "scheme": config.time.scheme,
         "adaptive": config.time.adaptive, "equation": config.equation,
-        # the unit of the time coordinate: limit models run in their τ
-        "time_unit": "natural" if config.kind != "limit" else
-                     {"SA": "backward_heat", "USA": "porous_medium"}[m.kind],
+        # the time coordinate is natural time for every kind; τ of a large-β unit is `tau`
+        "time_unit": "natural",
         "title": f"{m.kind} {EQUATION_TITLES[config.equation]} on the "
                  f"{config.domain.manifold}, beta = {m.beta:g}, nu = {m.nu:g}",
-        **({"tau_unit": config.time.unit} if time_unit(config) != 1.0 else {}),
+        **({"tau_unit": tau_unit_name(config)} if time_unit(config) != 1.0 else {}),
         **software_versions(),
         "steps": 0, "rejected_steps": 0, "wall_time_s": 0.0,
     }
+
+
+def tau_unit_name(config: Config) -> str:
+    """The large-β unit of the run's ``tau`` (a limit run: its limit's, whatever time.unit says)."""
+    if config.kind == "limit":
+        return {"SA": "backward_heat", "USA": "porous_medium"}[config.model.kind]
+    return config.time.unit
+
+
+def solver_clock(config: Config) -> float:
+    """Natural time per unit of the solver's time: 1 for the PDE (it integrates t), the
+    τ factor for a limit model (it integrates its τ)."""
+    return time_unit(config) if config.kind == "limit" else 1.0
 
 
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
@@ -187,13 +199,18 @@ class PDERun(RunKind):
     def restart(self, config: Config, ds: xr.Dataset, index: int) -> tuple[Simulation, np.ndarray, float]:
         sim = build(config)
         u0 = sim.geometry.from_table(ds.coef_real.values[index] + 1j * ds.coef_imag.values[index])
-        return sim, u0, float(ds.time.values[index])
+        if "tau" in ds.coords and config.kind == "limit":
+            return sim, u0, float(ds.tau.values[index])  # the limit model's own τ, exactly
+        return sim, u0, float(ds.time.values[index]) / solver_clock(config)
 
     def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
         sim, u0, t0 = state
-        unit = time_unit(config)
+        clock = solver_clock(config)
+        unit = time_unit(config) / clock  # the case's time unit in the solver's time
+        factor = time_unit(config)
         observers = [SnapshotRecorder(sim.model, sink, snapshots_to_dataset,
-                                      tau_unit=(config.time.unit, unit) if unit != 1.0 else None),
+                                      tau_unit=(tau_unit_name(config), factor) if factor != 1.0 else None,
+                                      clock=clock),
                      ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)]
         stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
         result: RunResult = integrate(
