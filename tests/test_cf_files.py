@@ -20,7 +20,6 @@ from conftest import cli
 cfchecks = pytest.importorskip("cfchecker.cfchecks", reason="cfchecker is a test dependency")
 
 TABLES = Path(__file__).parent / "data" / "cf_tables"
-LIMIT = ["--set", "time.t_end=0.01", "--set", "output.every=0.005", "--set", "domain.lmax=10"]
 
 
 def cf_check(path: Path) -> dict:
@@ -76,7 +75,7 @@ def written(tmp_path_factory):
            progress=False)
     mf.run(mf.load_case("circle_usa_beta5", {"time.t_end": 0.2}), d / "circle.nc", progress=False)
     tokens = sets("time.t_end=0.1", "output.every=0.05", "particles.n=100", "domain.lmax=12",
-                  "particles.dt=0.05")
+                  "particles.dt=0.05", "particles.projections=0")  # no Wasserstein: seconds
     run_particles(mf.load_case("particles_sa_noisy", {**tokens, "run.kind": "particles"}),
                   d / "particles.nc")
     run_comparison(mf.load_case("particles_sa_noisy", tokens), d / "pc.nc")
@@ -85,9 +84,12 @@ def written(tmp_path_factory):
     write_netcdf(limit_sweep(mf.load_case("sa_backward_heat", {
         **limit, "limit.betas": [25.0, 50.0], "limit.tau": 0.01})), d / "limits.nc")
     write_netcdf(run_study(mf.load_case("normalisation_schemes")), d / "transformer.nc")
-    run_sweep(mf.load_case("phase_noise_beta1", sets("time.t_end=0.2", "output.every=0.1",
-                                                     "domain.lmax=12")),
-              d / "sweep", ["model.nu=[0.3, 0.4]"], workers=1, progress=False)
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                      dashboard_address=None) as c:  # a worker thread: no process to start
+        run_sweep(mf.load_case("phase_noise_beta1", sets("time.t_end=0.2", "output.every=0.1",
+                                                         "domain.lmax=12")),
+                  d / "sweep", ["model.nu=[0.3, 0.4]"], scheduler=c.scheduler_address, progress=False)
     return d
 
 
@@ -109,16 +111,29 @@ def test_sweep_point_files_pass_cfchecker(written):
 def test_history_has_one_line_per_command_and_grows_on_resume(tmp_path):
     """history: ISO date, program, arguments; a resumed run appends its own line."""
     out = tmp_path / "r.nc"
-    proc = cli("run", "sa_backward_heat", *LIMIT, "-o", out, "--no-plot", "-q", cwd=tmp_path)
+    proc = cli("run", "circle_usa_beta5", "--set", "time.t_end=0.05", "-o", out, "--no-plot", "-q",
+               cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    proc = cli("run", "--resume", out, "--set", "time.t_end=0.02", "-q", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    import meanfield_pde as mf
+    mf.resume(out, progress=False, t_end=0.1)  # a Python session names its program and script
     with netCDF4.Dataset(out) as nc:
         lines = nc.history.splitlines()
     assert len(lines) == 2
     assert lines[0][:20].endswith("Z") and lines[0][4] == "-" and lines[0][10] == "T"
-    assert " meanfield-pde run sa_backward_heat " in lines[0] and "--resume" in lines[1]
+    assert " meanfield-pde run circle_usa_beta5 " in lines[0] and lines[1][21:].startswith("python ")
     assert_cf(out)
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["/v/lib/meanfield_pde/__main__.py", "run", "a b.toml"], "meanfield-pde run 'a b.toml'"),
+    (["/v/bin/meanfield-pde", "plot", "x.nc"], "meanfield-pde plot x.nc"),
+    (["/v/lib/pytest/__main__.py", "-q"], "python -m pytest -q"),
+    (["study.py", "--beta", "3"], "python study.py --beta 3"),
+    ([""], "python"), (["-c"], "python -c")])
+def test_history_line_names_the_program_and_its_arguments(argv, line):
+    from meanfield_pde.runs.cf import history_line
+    text = history_line(argv)
+    assert text[:20].endswith("Z") and text[21:] == line
 
 
 def test_package_source_names_the_installed_version():

@@ -91,10 +91,11 @@ def history_line(argv: list[str] | None = None) -> str:
     a Python session that is not the command line is named ``python`` with its script)."""
     argv = list(sys.argv if argv is None else argv) or ["python"]
     program = os.path.basename(argv[0]) or "python"
-    if program in ("__main__.py", "-m"):
-        program = "meanfield-pde"
-    elif program != "meanfield-pde":
-        program = f"python {program}".strip()
+    if program == "__main__.py":  # python -m PACKAGE
+        package = os.path.basename(os.path.dirname(argv[0]))
+        program = "meanfield-pde" if package == "meanfield_pde" else f"python -m {package}"
+    elif program not in ("meanfield-pde", "python"):
+        program = f"python {program}"  # a script, or -c (an interactive session: "python")
     line = " ".join([program, *(shlex.quote(a) for a in argv[1:])])
     return f"{now_iso()} {''.join(c if c.isprintable() else ' ' for c in line)}"
 
