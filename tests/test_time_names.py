@@ -55,3 +55,18 @@ def test_a_sweep_over_pde_and_limit_needs_the_limits_time_unit():
         plan_sweep(natural, ["run.kind=['pde', 'limit']"])
     plan = plan_sweep(mf.load_case("sa_backward_heat", {"time.t_end": 0.01}), ["run.kind=['pde', 'limit']"])
     assert [p.config["run"]["kind"] for p in plan.points] == ["pde", "limit"]
+
+
+def test_a_limit_file_of_the_earlier_layout_is_not_resumed_into_a_mix(tmp_path):
+    """A limit file whose time axis is tau (no tau coordinate) is refused by --resume with one
+    line: appending natural times to it would mix t and τ in one axis."""
+    import netCDF4
+    path = tmp_path / "old.nc"
+    mf.run(limit("SA", 0.02), path, progress=False)
+    with netCDF4.Dataset(path, "a") as nc:  # the earlier layout: time = τ, no tau
+        nc["time"][:] = nc["tau"][:]
+        nc.renameVariable("tau", "tau_old")
+        nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 0.02")
+        nc.setncattr("stop_reason", "interrupted")
+    with pytest.raises(ConfigError, match="earlier version .* run its case again"):
+        mf.resume(path, progress=False, t_end=0.04)

@@ -97,6 +97,12 @@ class RunFile:
         Snapshots the run will store: with the first record's size, the
         file's size is estimated before it is created and refused if the
         disk (or the file-size limit) cannot hold it.
+    density : bool
+        Store the grid density (``output.density``); without it the readers rebuild it
+        from the coefficients (:mod:`meanfield_pde.runs.grid_density`).
+    file_format : "netcdf3" or "netcdf4-zlib"
+        ``output.format``: with "netcdf4-zlib" a completed run is rewritten compressed
+        (:func:`compress`); while running, and when stopped early, the file is netCDF-3.
 
     Raises
     ------
