@@ -43,9 +43,11 @@ except _NotInstalled:  # a source tree on sys.path that was never installed
 # would otherwise pay for shtns, scipy and xarray (seconds) before printing a line.
 _LAZY = {"load_case": "runs.cases", "case_names": "runs.cases", "describe_cases": "runs.cases",
          "Config": "runs.config", "from_dict": "runs.config", "resume": "runs.restart",
-         "build": "runs.runner", "run": "runs.runner"}
+         "build": "runs.runner", "run": "runs.runner",
+         "coefficients": "runs.dataset", "positions": "runs.dataset", "density": "runs.dataset"}
 
 __all__ = ["load_case", "case_names", "describe_cases", "Config", "from_dict", "run", "resume", "build",
+           "coefficients", "positions", "density",
            "ConfigError", "NumericalFault", "RunStoppedWarning"]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.errors import ConfigError
+from ..runs.runcheck import check_conventions
 
 TIME_TOLERANCE = 1e-9  # relative: snapshots of two runs at "the same" output time
 FLOOR_DRAWS = 3  # at most this many independent exact samples averaged in sliced_wasserstein_floor
@@ -40,9 +41,11 @@ def is_particle_run(ds: xr.Dataset) -> bool:
 def on_common_time_axis(ds_a: xr.Dataset, ds_b: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset]:
     """Put both runs on the same time unit.
 
-    A limit run's time is τ (attribute time_unit = "backward_heat" or
-    "porous_medium"); a PDE run with time.unit set to that unit carries a
-    ``tau`` coordinate (attribute tau_unit). That run is then compared on τ.
+    Every run file stores the natural ``time`` (a limit run too: t = β τ or 2β/λ_0 · τ, with
+    ``tau``), so two such files share their axis. A limit run written before that stored its τ
+    as ``time`` (attribute time_unit = "backward_heat" or "porous_medium"); a PDE run with
+    time.unit set to that unit carries a ``tau`` coordinate (attribute tau_unit) and is then
+    compared on τ.
 
     Raises
     ------
@@ -310,7 +313,8 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     Raises
     ------
     ConfigError
-        If a Dataset is not a run (no coef_real/coef_imag), the runs are on
+        If a Dataset is not a run (no coef_real/coef_imag) or stores its coefficients
+        with other conventions (:func:`meanfield_pde.runs.runcheck.check_conventions`), the runs are on
         different manifolds, share no snapshot time, or degrees < 0,
         smoothing < 0 or n_projections < 0.
     """
@@ -318,6 +322,8 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
         if "coef_real" not in ds or "coef_imag" not in ds:
             raise ConfigError(f"compare: the {label} file is not a run of meanfield-pde (no coef_real/"
                               "coef_imag; a comparison or sweep file cannot be compared)")
+        # the coefficients' convention attributes, as the command line's readers check them
+        check_conventions(ds, f"compare: the {label} run")
     if degrees is not None and degrees < 0:
         raise ConfigError(f"compare --degrees {degrees}: must be >= 0")
     manifold = ds_a.attrs.get("manifold")
@@ -363,6 +369,10 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
                 rel = np.divide(a - b, scale, out=np.zeros_like(scale), where=scale > 0)
                 out["energy_relative_difference"] = ("time", rel, dict(
                     long_name="(energy A − energy B) / max(|energy A|, |energy B|)", units="1"))
+    if "tau" in ds_a.coords and "tau" in ds_b.coords and ds_a.attrs.get("tau_unit") == ds_b.attrs.get("tau_unit"):
+        # both runs in one large-β unit (a PDE and its limit): their τ beside the natural time
+        out = out.assign_coords(tau=("time", ds_a.tau.values[ia], ds_a.tau.attrs))
+        out.attrs["tau_unit"] = ds_a.attrs.get("tau_unit", "")
     out.attrs.update(manifold=ds_a.attrs.get("manifold", ""), degrees_compared=top,
                      run_a=ds_a.attrs.get("title", ""), run_b=ds_b.attrs.get("title", ""),
                      case_a=ds_a.attrs.get("case", ""), case_b=ds_b.attrs.get("case", ""),

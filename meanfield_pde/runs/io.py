@@ -13,6 +13,7 @@ import xarray as xr
 from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
+from .cf import cf_encode, grid_units
 from .outputs import check_output, write_file
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
@@ -49,6 +50,7 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
         coords = {"theta": ("theta", geometry.theta, dict(units="radian", long_name="angle θ")),
                   "k": ("k", np.arange(L + 1), dict(long_name="Fourier wavenumber"))}
         grid_dims = ("time", "theta")
+        weights = np.full(geometry.npoints, 2.0 * np.pi / geometry.npoints)
         convention = CIRCLE_CONVENTION
         density_name = "density f w.r.t. arc length (uniform = 1/2π)"
     else:
@@ -57,15 +59,20 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
                   "l": ("l", np.arange(L + 1), dict(long_name="spherical-harmonic degree")),
                   "m": ("m", np.arange(L + 1), dict(long_name="spherical-harmonic order"))}
         grid_dims = ("time", "lat", "lon")
+        weights = geometry.weights
         convention = COEF_CONVENTION
         density_name = "density f w.r.t. area (uniform = 1/4π)"
+    density_units, weight_units = grid_units(geometry.manifold)
     variables = {
+        # the quadrature of the grid: sum(density * weights) is the mass (exact for degree <= 2L)
+        # (attributes kept short: a run file's header over 8 KiB makes netCDF-C pad the file)
+        "weights": (grid_dims[1:], weights, dict(units=weight_units, long_name="quadrature weight")),
         "coef_real": (coef_dims, table.real, dict(long_name="real part of the coefficients",
                                                   convention=convention, **geometry.conventions)),
         "coef_imag": (coef_dims, table.imag, dict(long_name="imaginary part of the coefficients",
                                                   convention=convention, **geometry.conventions)),
     }
-    return variables, coords, grid_dims, density_name
+    return variables, coords, grid_dims, density_name, density_units
 
 
 def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
@@ -82,14 +89,18 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
     attrs : dict
         Global attributes (model, beta, nu, status, case, ...).
     """
-    variables, coords, grid_dims, density_name = _layout(geometry, coefs)
+    variables, coords, grid_dims, density_name, density_units = _layout(geometry, coefs)
     variables["density"] = (grid_dims, np.asarray(densities, dtype=np.float64),
-                            dict(long_name=density_name))
+                            dict(long_name=density_name, units=density_units,
+                                 **({} if geometry.manifold == "circle" else
+                                    {"cell_measures": "area: weights"})))
     coords["time"] = ("time", np.asarray(times, dtype=np.float64), dict(long_name="time"))
     ds = xr.Dataset(variables, coords=coords)
     for name, meta in DIAGNOSTIC_ATTRS.items():
         if diagnostics and name in diagnostics[0]:
             ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64), meta)
+    if "min_density" in ds:
+        ds["min_density"].attrs["units"] = density_units
     ds.attrs.update({k: (int(v) if isinstance(v, bool) else v) for k, v in attrs.items()})
     return ds
 
@@ -130,8 +141,10 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = True, inputs
     return check_output(path, overwrite=overwrite, inputs=inputs)
 
 
-def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False, inputs=()) -> Path:
-    """Write with the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
+def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False, inputs=(),
+                 title: str | None = None) -> Path:
+    """Write with the CF-1.8 metadata (:func:`meanfield_pde.runs.cf.cf_encode`, ``title`` where the
+    Dataset has none) and the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
     (claimed, written to a temporary file, renamed: an existing file is replaced only by a
     complete new one, and only with ``overwrite``).
 
@@ -143,4 +156,5 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
         The disk, quota or file-size limit cannot take the file.
     """
     path = check_output_path(path, overwrite=overwrite, inputs=inputs)
-    return write_file(path, lambda tmp: ds.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)
+    encoded = cf_encode(ds, title)
+    return write_file(path, lambda tmp: encoded.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)

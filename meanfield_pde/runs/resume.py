@@ -94,6 +94,10 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
         if t_end is not None:
             data.setdefault("time", {})["t_end"] = t_end
         config = from_dict(data, name=name)
+        if config.kind == "limit" and "tau" not in ds.coords:
+            raise ConfigError(f"{where}: a limit run written by an earlier version (its time axis is "
+                              "tau; limit files now store the natural time and tau): run its case "
+                              "again under a new output name")
         times = ds.time.values / time_unit(config)  # in the case's time unit
         if t_end is not None and not t_end > times[-1]:
             raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "

@@ -104,7 +104,7 @@ def sweep_configs(config: Config, beta: float) -> dict[str, Config]:
 def _final_distance(ds_pde: xr.Dataset, ds_lim: xr.Dataset, degrees: int) -> tuple[float, float]:
     """(distance, relative distance) at the last common time τ of two completed runs."""
     from ..analysis.compare import compare
-    c = compare(ds_pde, ds_lim, degrees)  # compares on τ: the PDE run carries a tau coordinate
+    c = compare(ds_pde, ds_lim, degrees)  # the same natural times (t = β τ): both store time and tau
     return float(c.l2_distance[-1]), float(c.relative_l2_distance[-1])
 
 

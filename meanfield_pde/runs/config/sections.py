@@ -121,12 +121,20 @@ class TimeConfig:
                                                  "unit time between snapshots below this (0: off)")
 
 
+_OUTPUT_FORMATS = ("netcdf3", "netcdf4-zlib")
+
+
 @dataclass(frozen=True, kw_only=True)
 class OutputConfig:
     """[output]: snapshots and file."""
     every: float = _f(0.0, lo=0.0, doc="time between snapshots (0: 50 snapshots over the run)")
     path: str = _f("", doc="output file (default: <case>.nc in the working directory)")
     plot: bool = _f(True, doc="write a figure next to the file")
+    density: bool = _f(True, doc="store the grid density (false: the coefficients determine it; "
+                                 "readers rebuild it, meanfield_pde.density)")
+    format: str = _f("netcdf3", choices=_OUTPUT_FORMATS,
+                     doc="file of a completed run: netcdf3 (as appended), or netcdf4-zlib "
+                         "(rewritten compressed at completion)")
 
 
 @dataclass(frozen=True, kw_only=True)
