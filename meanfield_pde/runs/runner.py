@@ -210,7 +210,7 @@ class PDERun(RunKind):
             why = unphysical_restart(sim.monitor.check(u0), sim.geometry.mass(u0), sim.geometry.mass(coef[0]))
         if why:
             raise ConfigError(f"--resume {ds.encoding.get('source', 'the file')!r}: the snapshot at "
-                              f"time = {float(ds.time.values[index]):g} to restart from is not a state "
+                              f"t = {float(ds.time.values[index]):g} to restart from is not a state "
                               f"of this run ({why}); the file is damaged: run the case again")
         return sim, u0, t0
 
@@ -220,7 +220,7 @@ class PDERun(RunKind):
         unit = time_unit(config) / clock  # the case's time unit in the solver's time
         factor = time_unit(config)
         observers = [SnapshotRecorder(sim.model, sink, snapshots_to_dataset,
-                                      tau_unit=(tau_unit_name(config), factor) if factor != 1.0 else None,
+                                      tau_unit=(tau_unit_name(config), factor) if factor != 1.0 or config.kind == "limit" else None,
                                       clock=clock, to_values=snapshot_values),
                      ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)]
         stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
