@@ -152,7 +152,7 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
         # the model too: a case edited to another ν resumed into a file without free_energy
         # (a traceback after appending), another β or kind silently mixed two models
         for key, value in (("manifold", manifold), ("lmax", lmax), ("model", m.kind),
-                           ("beta", m.beta), ("nu", m.nu)):
+                           ("beta", m.beta), ("nu", m.nu), ("dimension", config.domain.dimension)):
             if key in ds.attrs and not _same(ds.attrs[key], value):
                 raise ConfigError(f"{where}: attribute {key} = {ds.attrs[key]!r} but the stored case "
                                   f"says {value!r}; the file is damaged")
@@ -161,7 +161,8 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
         manifold = str(ds.attrs.get("manifold", "sphere"))
         lmax = int(ds.attrs["lmax"]) if "lmax" in ds.attrs else None
         n = int(ds.attrs["n"]) if "n" in ds.attrs else None
-    grid, degree = (("theta",), "k") if manifold == "circle" else (("lat", "lon"), "l")
+    grid, degree = {"circle": (("theta",), "k"), "sphere_zonal": (("t",), "l")}.get(
+        manifold, (("lat", "lon"), "l"))
     dims = ds["density"].dims[1:]
     if dims != grid:
         raise ConfigError(f"{where}: density has dims {dims}, a run on the {manifold} has {grid}; "
