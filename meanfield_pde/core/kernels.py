@@ -280,9 +280,12 @@ def log_zonal_multipliers(beta: float, lmax: int, dimension: int,
     return _log_zonal(beta, int(lmax), d, per_beta)
 
 
-def _log_zonal(beta: float, lmax: int, d: int, per_beta: bool = False) -> np.ndarray:
+def _log_zonal(beta: float, lmax: int, d: int, per_beta: bool = False,
+               scaled: bool = False) -> np.ndarray:
     """:func:`log_zonal_multipliers` for checked d, lmax and any finite β >= 0 (also above
-    700: the vMF coefficients e^{κt}, :func:`vmf_zonal_coefficients`, take κ up to 1e6).
+    700: the vMF coefficients e^{κt}, :func:`vmf_zonal_coefficients`, take κ up to 1e6);
+    with ``scaled`` log(e^{−β} λ̄_l), whose differences keep their digits at large β
+    (log λ̄_l ≈ β would lose β·1e-16 in absolute terms).
     The series is summed only for the degrees that do not take the ive route (its
     ~2β terms would cost too much at κ ~ 1e6, where ive is exact)."""
     l = np.arange(lmax + 1, dtype=float)
@@ -300,16 +303,17 @@ def _log_zonal(beta: float, lmax: int, d: int, per_beta: bool = False) -> np.nda
     out = np.empty(l.size)
     if beta > 0.0:
         nu = l + d / 2.0 - 1.0
-        scaled = ive(nu, beta)
-        use = (scaled > _TINY_IVE) & (beta * beta > 40.0 * (l + d / 2.0))
+        ives = ive(nu, beta)
+        use = (ives > _TINY_IVE) & (beta * beta > 40.0 * (l + d / 2.0))
         if np.any(use):
             from scipy.special import gammaln
             shift = -log_beta if per_beta else 0.0
             out[use] = (gammaln(d / 2.0) + (d / 2.0 - 1.0) * math.log(2.0 / beta)
-                        + np.log(scaled[use]) + beta + shift)
+                        + np.log(ives[use]) + (0.0 if scaled else beta) + shift)
     rest = ~use
     if np.any(rest):
-        out[rest] = (log_power - log_poch)[rest] + _log_hyp0f1(l[rest] + d / 2.0, beta * beta / 4.0)
+        out[rest] = ((log_power - log_poch)[rest] + _log_hyp0f1(l[rest] + d / 2.0, beta * beta / 4.0)
+                     - (beta if scaled else 0.0))
     return out
 
 
@@ -338,7 +342,7 @@ def vmf_zonal_coefficients(kappa: float, lmax: int, dimension: int) -> np.ndarra
         raise ValueError(f"concentration = {kappa!r}: must be in (0, 1e+06]")
     if int(lmax) != lmax or lmax < 0:
         raise ValueError(f"lmax = {lmax!r}: must be an integer >= 0")
-    log = _log_zonal(kappa, int(lmax), d)
+    log = _log_zonal(kappa, int(lmax), d, scaled=True)
     return np.exp(log - log[0] + 0.5 * log_harmonic_dimension(int(lmax), d))
 
 

@@ -105,7 +105,8 @@ def check_conventions(ds: xr.Dataset, where: str) -> None:
     """Refuse coefficients stored with other conventions than the code's (README §Dataset contract).
 
     The expected values are the geometry's (:attr:`Sphere.conventions` for a table with
-    dims (l, m), :attr:`Circle.conventions` for (k,)), compared as text.
+    dims (l, m), :attr:`ZonalSphere.conventions` for a sphere_zonal file's (l,),
+    :attr:`Circle.conventions` for (k,)), compared as text.
 
     A file without an attribute (written before the conventions were stored) is read as
     the code reads coefficients: the package has written them with these conventions since
@@ -118,12 +119,14 @@ def check_conventions(ds: xr.Dataset, where: str) -> None:
     ConfigError
         Naming the variable, the attribute, the value found and the one expected.
     """
-    from ..core.geometry import Circle, Sphere
+    from ..core.geometry import Circle, Sphere, ZonalSphere
     for name in ("coef_real", "coef_imag"):
         if name not in ds.variables:
             continue
         var = ds[name]
-        expected = Sphere.conventions if "m" in var.dims else Circle.conventions
+        expected = (Sphere.conventions if "m" in var.dims else
+                    ZonalSphere.conventions if ds.attrs.get("manifold") == "sphere_zonal" else
+                    Circle.conventions)
         for key, value in expected.items():
             if key in var.attrs and str(var.attrs[key]) != value:
                 raise ConfigError(f"{where}: {name} has {key} = {str(var.attrs[key])[:80]!r}, but "
