@@ -193,3 +193,39 @@ def test_limit_models_use_the_eigenvalues_of_s_d_minus_1(d):
     usa = make_limit_model(g, "USA", 50.0, 1).growth_rates()  # f̄ = 1: 2 l(l+d−2) − (l(l+d−2))²/β
     eig = l * (l + d - 2)
     np.testing.assert_allclose(usa, 2 * eig - eig**2 / 50.0, rtol=1e-14)
+
+
+# -- the named cases -----------------------------------------------------------------------
+def run_named(tmp_path, name, *overrides):
+    out = tmp_path / f"{name}.nc"
+    args = ["run", name, "--output", out, "--no-plot", "-q"]
+    for o in overrides:
+        args += ["--set", o]
+    proc = cli(*args, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return xr.open_dataset(out)
+
+
+def test_case_zonal_vmf_collapse_d128(tmp_path):
+    """The vMF starts with mean t = A_128(κ) = I_64(κ)/I_63(κ), κ = 22.6 (Mardia & Jupp); SA
+    attention raises it with E non-decreasing and the mass 1 to round-off (shortened to 0.2)."""
+    with run_named(tmp_path, "zonal_vmf_collapse_d128", "time.t_end=0.2", "output.every=0.05") as ds:
+        assert ds.attrs["status"] == "completed"
+        r = ds.order_parameter.values
+        assert r[0] == pytest.approx(ive(64, 22.6) / ive(63, 22.6), rel=1e-10)
+        assert np.all(np.diff(r) > 0) and r[-1] > r[0] + 0.02
+        assert np.all(np.diff(ds.energy.values) >= 0)
+        np.testing.assert_allclose(ds.mass.values, 1.0, atol=1e-12)
+
+
+def test_case_zonal_usa_noisy_d32(tmp_path):
+    """Below ν_1 the degree-1 part (the order parameter ∫ t f dσ̄ = f_1/√d) grows at σ_1 of the
+    linear theory in d = 32, and the free energy never increases (shortened to t = 10)."""
+    with run_named(tmp_path, "zonal_usa_noisy_d32", "time.t_end=10") as ds:
+        assert ds.attrs["status"] == "completed"
+        sigma1 = growth_rates("USA", 8.0, 0.07, 1, "sphere_zonal", 32)[1]
+        r = ds.order_parameter
+        growth = math.log(float(r.sel(time=10.0) / r.sel(time=0.0))) / 10.0
+        assert growth == pytest.approx(sigma1, rel=5e-3)
+        F = ds.free_energy.values
+        assert np.all(np.diff(F) <= 1e-12 * abs(F[0]))
