@@ -229,3 +229,25 @@ def test_case_zonal_usa_noisy_d32(tmp_path):
         assert growth == pytest.approx(sigma1, rel=5e-3)
         F = ds.free_energy.values
         assert np.all(np.diff(F) <= 1e-12 * abs(F[0]))
+
+
+def test_a_zonal_noise_sweep_continued_in_nu_has_its_pitchfork_at_nu1(tmp_path):
+    """Sweep with continuation on sphere_zonal (d = 8): noisy USA, β = 1, ν up from a cluster; the
+    stationary |m|² vanishes linearly at ν_1(1, 8) = λ̄_1(1)/1 = 0.1314 of the linear theory
+    (within 2%), as the d = 3 case does at i_1(1); above ν_1 the state is uniform."""
+    from meanfield_pde.studies.sweep import run_sweep
+    from meanfield_pde.theory.linear import critical_noise
+    data = zonal_case(d=8, lmax=12, beta=1.0, nu=0.12, t_end=3000.0, every=10.0,
+                      initial={"type": "von_mises_fisher", "centres": [[1]], "concentrations": [3.0]},
+                      sweep={"continuation": "model.nu", "directions": ["up"]})
+    data["time"].update(stationary_tol=1e-4, dt=0.1, rtol=1e-6)
+    config = from_dict(data, name="zonal_sweep")
+    ds = run_sweep(config, tmp_path, ["model.nu=0.1245:0.1345:6"], progress=False, workers=1)
+    up = ds.sel(direction="up")
+    nu, m2 = up.nu.values, up.order_parameter.values ** 2
+    nu1 = critical_noise("USA", 1.0, "sphere_zonal", 8)
+    fit = (up.stationary.values == 1) & (m2 > 1e-5)
+    assert fit.sum() >= 3, (nu, m2)
+    slope, icept = np.polyfit(nu[fit], m2[fit], 1)
+    assert abs(-icept / slope / nu1 - 1) < 0.02, (-icept / slope, nu1)
+    assert np.all(up.order_parameter.values[nu > nu1 + 0.002] < 1e-3)
