@@ -335,7 +335,6 @@ def vmf_zonal_coefficients(kappa: float, lmax: int, dimension: int) -> np.ndarra
     ValueError
         κ not in (0, 1e6], d outside [2, 4096], lmax < 0.
     """
-    from scipy.special import gammaln
     d = check_dimension(dimension)
     kappa = float(kappa)
     if not 0.0 < kappa <= 1e6:
