@@ -170,9 +170,11 @@ def _n_particles(ds: xr.Dataset) -> int:
     return int(pos.sizes[[d for d in pos.dims if d not in ("time", xyz)][0]])
 
 
-def comparison_geometry(manifold: str, lmax: int):
+def comparison_geometry(manifold: str, lmax: int, dimension: int | None = None):
+    """The geometry of a run's coefficients (``dimension``: a sphere_zonal run's d)."""
     from ..core.geometry import make_geometry
-    return make_geometry(manifold, max(int(lmax), 2))
+    return make_geometry(manifold, max(int(lmax), 2), 1,
+                         None if manifold != "sphere_zonal" else int(dimension))
 
 
 def _grid_measure(geometry, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -330,6 +332,13 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     if manifold != ds_b.attrs.get("manifold"):
         raise ConfigError(f"compare: runs on different manifolds ({ds_a.attrs.get('manifold')} "
                           f"and {ds_b.attrs.get('manifold')})")
+    dimension = ds_a.attrs.get("dimension")  # sphere_zonal: the d of S^{d-1}
+    if manifold == "sphere_zonal" and str(dimension) != str(ds_b.attrs.get("dimension")):
+        raise ConfigError(f"compare: zonal runs in different dimensions (d = {dimension} and "
+                          f"{ds_b.attrs.get('dimension')})")
+    if manifold == "sphere_zonal" and (is_particle_run(ds_a) or is_particle_run(ds_b)):
+        raise ConfigError("compare: particle runs against sphere_zonal runs are not supported here; "
+                          "use meanfield_pde.analysis.zonal_tokens (benchmarks/zonal_tokens.py)")
     if smoothing is not None and not (np.isfinite(smoothing) and smoothing >= 0):
         raise ConfigError(f"compare: smoothing = {smoothing}: must be a number >= 0 (or None)")
     if n_projections < 0:
@@ -341,7 +350,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     top = min(int(full_a.l.max()), int(full_b.l.max()))
     top = top if degrees is None else min(top, int(degrees))
     # one geometry holds both runs' degrees <= top (those above are 0 in the vectors)
-    geo = comparison_geometry(manifold, top)
+    geo = comparison_geometry(manifold, top, dimension)
     ca, cb = (_truncated(geo, full.isel(time=i), top) for full, i in ((full_a, ia), (full_b, ib)))
     if s > 0:
         ca, cb = geo.heat(ca, s), geo.heat(cb, s)

@@ -27,7 +27,8 @@ DIAGNOSTIC_ATTRS = {
     "limit_energy": dict(long_name="E_β with the kernel expanded to the limit model's order "
                                    "(λ_l/λ_0 ≈ 1, or 1 − l(l+1)/2β); the limit's Lyapunov function"),
     "order_parameter": dict(long_name="order parameter |∫ x f(x) dσ|", units="1"),
-    "min_density": dict(long_name="minimum of f on the grid (uniform = 1/|S|)"),
+    "min_density": dict(long_name="minimum of f on the grid (uniform = 1/|S|; sphere_zonal: on the "
+                                  "nodes of weight >= 1e-16 of the largest)"),
     "spectral_tail": dict(long_name="fraction of Σ|f_lm|² at degree l > 2L/3", units="1"),
 }
 
@@ -48,7 +49,7 @@ def snapshot_diagnostics(model: MeanFieldModel, coef: np.ndarray, density: np.nd
         "mass": g.mass(coef),
         "energy": model.energy(coef),
         "order_parameter": float(np.linalg.norm(g.first_moment(density))),
-        "min_density": float(np.min(density)),
+        "min_density": g.grid_minimum(density),
         "spectral_tail": spectral_tail(g, coef),
     }
     if hasattr(model, "limit_energy"):
@@ -107,7 +108,7 @@ class ResolutionMonitor:
                     f"at lmax = {self.geometry.lmax}")
         if self.lower_bound(coef, power) >= self.floor:
             return None  # no grid point can be below the floor
-        fmin = float(np.min(self.geometry.synthesis(coef)))
+        fmin = self.geometry.grid_minimum(self.geometry.synthesis(coef))
         if fmin < self.floor:
             return (f"resolution lost: density went negative (min f = {fmin:.2e}) "
                     f"at lmax = {self.geometry.lmax}")

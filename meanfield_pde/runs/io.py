@@ -22,6 +22,9 @@ COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley p
 CIRCLE_CONVENTION = ("orthonormal Fourier modes e_k = exp(i k theta)/sqrt(2 pi), k >= 0 of a real "
                      "field: f = f_0 e_0 + 2 Re sum_{k>0} f_k e_k")
 
+ZONAL_CONVENTION = ("Gegenbauer polynomials C_l^({a:g})(t) of t = <x, e> on S^{{d-1}}, d = {d}, "
+                    "orthonormal in the uniform probability measure, p_l(1) > 0: f = sum_l f_l p_l(t)")
+
 
 def software_versions() -> dict[str, str]:
     """Versions of this package, of the libraries that shape its numbers and of the platform.
@@ -46,7 +49,18 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
     """Variables density/coef_* and coordinates of one manifold (README §Dataset contract)."""
     L = geometry.lmax
     coef_dims, table = ("time", *geometry.table_dims), geometry.to_table(np.asarray(coefs))
-    if geometry.manifold == "circle":
+    if geometry.manifold == "sphere_zonal":
+        d = geometry.dimension
+        coords = {"t": ("t", geometry.t, dict(units="1", long_name="t = <x, e>, cosine of the angle "
+                                                             "to the axis e (Gauss-Jacobi nodes)")),
+                  "polar_angle": ("t", np.arccos(geometry.t),
+                                  dict(units="radian", long_name="angle theta = arccos t to the axis e")),
+                  "l": ("l", np.arange(L + 1), dict(long_name="Gegenbauer degree"))}
+        grid_dims = ("time", "t")
+        convention = ZONAL_CONVENTION.format(d=d, a=(d - 2) / 2)
+        density_name = (f"density f of t = <x, e> on S^{d - 1} w.r.t. the uniform probability "
+                        "measure (uniform = 1)")
+    elif geometry.manifold == "circle":
         coords = {"theta": ("theta", geometry.theta, dict(units="radian", long_name="angle θ")),
                   "k": ("k", np.arange(L + 1), dict(long_name="Fourier wavenumber"))}
         grid_dims = ("time", "theta")

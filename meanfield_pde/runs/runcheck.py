@@ -105,7 +105,8 @@ def check_conventions(ds: xr.Dataset, where: str) -> None:
     """Refuse coefficients stored with other conventions than the code's (README §Dataset contract).
 
     The expected values are the geometry's (:attr:`Sphere.conventions` for a table with
-    dims (l, m), :attr:`Circle.conventions` for (k,)), compared as text.
+    dims (l, m), :attr:`ZonalSphere.conventions` for a sphere_zonal file's (l,),
+    :attr:`Circle.conventions` for (k,)), compared as text.
 
     A file without an attribute (written before the conventions were stored) is read as
     the code reads coefficients: the package has written them with these conventions since
@@ -118,12 +119,14 @@ def check_conventions(ds: xr.Dataset, where: str) -> None:
     ConfigError
         Naming the variable, the attribute, the value found and the one expected.
     """
-    from ..core.geometry import Circle, Sphere
+    from ..core.geometry import Circle, Sphere, ZonalSphere
     for name in ("coef_real", "coef_imag"):
         if name not in ds.variables:
             continue
         var = ds[name]
-        expected = Sphere.conventions if "m" in var.dims else Circle.conventions
+        expected = (Sphere.conventions if "m" in var.dims else
+                    ZonalSphere.conventions if ds.attrs.get("manifold") == "sphere_zonal" else
+                    Circle.conventions)
         for key, value in expected.items():
             if key in var.attrs and str(var.attrs[key]) != value:
                 raise ConfigError(f"{where}: {name} has {key} = {str(var.attrs[key])[:80]!r}, but "
@@ -155,7 +158,7 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
         # the model too: a case edited to another ν resumed into a file without free_energy
         # (a traceback after appending), another β or kind silently mixed two models
         for key, value in (("manifold", manifold), ("lmax", lmax), ("model", m.kind),
-                           ("beta", m.beta), ("nu", m.nu)):
+                           ("beta", m.beta), ("nu", m.nu), ("dimension", config.domain.dimension)):
             if key in ds.attrs and not _same(ds.attrs[key], value):
                 raise ConfigError(f"{where}: attribute {key} = {ds.attrs[key]!r} but the stored case "
                                   f"says {value!r}; the file is damaged")
@@ -164,7 +167,8 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
         manifold = str(ds.attrs.get("manifold", "sphere"))
         lmax = int(ds.attrs["lmax"]) if "lmax" in ds.attrs else None
         n = int(ds.attrs["n"]) if "n" in ds.attrs else None
-    grid, degree = (("theta",), "k") if manifold == "circle" else (("lat", "lon"), "l")
+    grid, degree = {"circle": (("theta",), "k"), "sphere_zonal": (("t",), "l")}.get(
+        manifold, (("lat", "lon"), "l"))
     # the grid of the density, or of the weights of a file written without it (output.density)
     dims = ds["density"].dims[1:] if "density" in ds else ds["weights"].dims if "weights" in ds else grid
     if dims != grid:

@@ -51,7 +51,8 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     """
     m, reg = config.model, config.regularisation
     check_limit_config(config)  # run.kind = "limit": time in tau, no noise (from_dict checks it too)
-    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
+                             config.domain.dimension or None)
     if config.kind != "limit":
         model = MeanFieldModel(geometry, m.kind, m.beta, m.nu, reg.hyperviscosity,
                                reg.hyperviscosity_order)
@@ -80,6 +81,12 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     return Simulation(config, geometry, model, u0, control, monitor)
 
 
+def manifold_title(config: Config) -> str:
+    """The manifold as titles name it: "sphere", "circle", or "zonal S^{d-1} (d = 128)"."""
+    d = config.domain
+    return f"zonal S^{d.dimension - 1} (d = {d.dimension})" if d.manifold == "sphere_zonal" else d.manifold
+
+
 EQUATION_TITLES = {"mean_field": "mean-field PDE", "limit0": "large-beta limit (order 0)",
                    "limit1": "large-beta limit (order 1)"}
 
@@ -91,14 +98,15 @@ def run_attributes(config: Config) -> dict:
     return {
         "model": m.kind, "beta": m.beta, "nu": m.nu,
         "lmax": config.domain.lmax, "manifold": config.domain.manifold,
+        **({"dimension": config.domain.dimension} if config.domain.manifold == "sphere_zonal" else {}),
         "case": config.to_toml(), "case_name": config.name,
         "description": config.description, "scheme": config.time.scheme,
         "adaptive": config.time.adaptive, "equation": config.equation,
         # the time coordinate is natural time for every kind; τ of a large-β unit is `tau`
         "time_unit": "natural",
         "title": f"{m.kind} {EQUATION_TITLES[config.equation]} on the "
-                 f"{config.domain.manifold}, beta = {m.beta:g}, nu = {m.nu:g}",
-        **({"tau_unit": tau_unit_name(config)} if time_unit(config) != 1.0 else {}),
+                 f"{manifold_title(config)}, beta = {m.beta:g}, nu = {m.nu:g}",
+        **({"tau_unit": tau_unit_name(config)} if time_unit(config) != 1.0 or config.kind == "limit" else {}),
         **software_versions(),
         "steps": 0, "rejected_steps": 0, "wall_time_s": 0.0,
     }

@@ -128,7 +128,8 @@ def amplification_factors(config: Config, beta: float) -> dict[str, float]:
     from ..core.geometry import make_geometry
     from ..runs.config import time_unit
     cfg = sweep_configs(config, beta)["mean_field"]
-    g = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+    g = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
+                      config.domain.dimension or None)
     rates = {"mean_field": MeanFieldModel(g, config.model.kind, beta).growth_rates() * time_unit(cfg)}
     for o in sorted(set(config.limit.orders)):
         rates[f"limit{o}"] = make_limit_model(g, config.model.kind, beta, o).growth_rates()

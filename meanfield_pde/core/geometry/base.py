@@ -142,6 +142,10 @@ class Geometry(ABC):
         """
         return None
 
+    def grid_minimum(self, grid: np.ndarray) -> float:
+        """min f on the grid (the resolution monitor's and ``min_density``'s value)."""
+        return float(np.min(grid))
+
     def mass(self, coef: np.ndarray) -> float:
         """∫ f dσ from the l = 0 coefficient (exact, no quadrature)."""
         return float(np.sqrt(self.area) * coef[0].real)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core.checks import DIMENSION_MAX
 from ...core.kernels import BETA_MAX
 from ...core.threads import MAX_THREADS
 from ...numerics.steppers.tableaus import DEFAULT_SCHEME, TABLEAUS
@@ -41,8 +42,12 @@ class ModelConfig:
 @dataclass(frozen=True, kw_only=True)
 class DomainConfig:
     """[domain]: manifold and spectral resolution."""
-    manifold: str = _f("sphere", choices=("sphere", "circle"), doc="the manifold (circle: d = 2, Kuramoto)")
+    manifold: str = _f("sphere", choices=("sphere", "circle", "sphere_zonal"),
+                       doc="the manifold (circle: d = 2, Kuramoto; sphere_zonal: densities of "
+                           "t = <x, e> on S^{d-1}, d = domain.dimension)")
     lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree (circle: wavenumber) cut-off L")
+    dimension: int = _f(0, lo=0, hi=DIMENSION_MAX,
+                        doc="sphere_zonal only: the ambient dimension d in [2, 4096] of S^{d-1} (0: unset)")
     threads: int = _f(0, lo=0, hi=MAX_THREADS, doc="threads of the transforms and the particle code "
                       "(0 = $MEANFIELD_PDE_THREADS if set, else all cores)")
     kernel_tol: float = _f(1e-2, lo=0.0, hi=1.0, lo_open=True,

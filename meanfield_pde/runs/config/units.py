@@ -25,6 +25,7 @@ def time_unit(config: Config) -> float:
     if unit == "backward_heat":
         return beta
     if unit == "porous_medium":
-        scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold)[0]
+        scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold,
+                                       config.domain.dimension or None)[0]
         return 2.0 * beta * np.exp(-beta) / scaled_l0
     return 1.0
