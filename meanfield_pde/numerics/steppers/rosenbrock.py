@@ -1,0 +1,239 @@
+"""Linearly implicit Rosenbrock-W stepping with Krylov (GMRES) linear solves.
+
+A Rosenbrock-W method advances u' = F(u) (here F = N + L, the whole spectral
+right-hand side of an :class:`~meanfield_pde.numerics.imex_model.IMEXModel`) by
+s linear solves per step with one matrix W ≈ F'(u_n) (Hairer & Wanner, *Solving
+ODEs II*, 2nd ed., §IV.7, eq. (7.4), and §IV.7 "W-methods", after Steihaug &
+Wolfbrandt, Math. Comp. 33 (1979) 521):
+
+    (I − h γ W) k_i = h F(u_n + Σ_{j<i} α_ij k_j) + h W Σ_{j<i} γ_ij k_j,
+    u_{n+1} = u_n + Σ_j b_j k_j,     û_{n+1} = u_n + Σ_j b̂_j k_j.
+
+A *W*-method keeps its order for any W, so W may be a finite-difference or
+otherwise inexact Jacobian. The step is taken in the transformed variables
+v_i = Σ_j γ_ij k_j of Hairer & Wanner §IV.7, eq. (7.23), which need no
+W-products outside the linear solves:
+
+    (1/(hγ) − W) v_i = F(u_n + Σ_j a_ij v_j) + Σ_{j<i} (c_ij/h) v_j,
+    a = α Γ⁻¹,  C = diag(1/γ) − Γ⁻¹,  m = b Γ⁻¹,  m̂ = b̂ Γ⁻¹.
+
+The linear solves are matrix-free: scipy.sparse.linalg.gmres on a
+LinearOperator whose matvec is the finite-difference Jacobian-vector product
+W v = (F(u_n + ε v) − F(u_n))/ε (Knoll & Keyes, J. Comput. Phys. 193 (2004)
+357, eq. (11): ε = √(eps_machine)(1 + ‖u_n‖)/‖v‖), preconditioned by the
+inverse of the diagonal (in the spectral basis) part 1/(hγ) − d_l, d_l =
+min(σ_l, 0) with σ_l the linear rates about the uniform density
+(:meth:`IMEXModel.growth_rates`: noise −ν l(l+1), hyperviscosity, the
+transport's linearisation). The positive (unstable) rates are left out: 1/(hγ)
+− σ_l could vanish.
+
+The coefficients are complex but F is only real-linear in them (the fields are
+real), so the Krylov solve runs on the real view (re, im) of the coefficients.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator, gmres
+
+from ...core.errors import NumericalFault
+from ...core.registry import Registry
+
+
+@dataclass(frozen=True)
+class RosenbrockTableau:
+    """A Rosenbrock-W method in the form of Hairer & Wanner II, §IV.7, eq. (7.4).
+
+    Attributes
+    ----------
+    name : str
+    order, embedded_order : int
+        Order of u_{n+1} and of the embedded û_{n+1} (for any W: a W-method).
+    alpha : ndarray, shape (s, s)
+        α_ij, strictly lower triangular.
+    gamma : ndarray, shape (s, s)
+        γ_ij, lower triangular with the constant diagonal γ.
+    b, b_hat : ndarray, shape (s,)
+        Weights of the solution and of the embedded solution.
+    """
+
+    name: str
+    order: int
+    embedded_order: int
+    alpha: np.ndarray
+    gamma: np.ndarray
+    b: np.ndarray
+    b_hat: np.ndarray
+    reference: str = ""
+
+    @property
+    def stages(self) -> int:
+        return len(self.b)
+
+    @property
+    def embedded(self) -> bool:
+        return True
+
+    @property
+    def gamma_diag(self) -> float:
+        return float(self.gamma[0, 0])
+
+    def transformed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(a, C, m, m̂) of the transformed variables (Hairer & Wanner II, §IV.7, eq. (7.23))."""
+        inv = np.linalg.inv(self.gamma)
+        return (self.alpha @ inv, np.diag(1.0 / np.diag(self.gamma)) - inv,
+                self.b @ inv, self.b_hat @ inv)
+
+    def stability_function(self, z: np.ndarray) -> np.ndarray:
+        """R(z) = 1 + z bᵀ (I − z B)⁻¹ 𝟙, B = α + Γ (Hairer & Wanner II, §IV.7, eq. (7.14)):
+        u_{n+1} = R(hσ) u_n on u' = σu with W = σ. ``z`` any shape; complex result."""
+        z = np.asarray(z, dtype=complex)
+        B = self.alpha + self.gamma
+        s = self.stages
+        one = np.ones(s)
+        out = np.empty(z.shape, dtype=complex)
+        for idx, zz in np.ndenumerate(z):
+            out[idx] = 1.0 + zz * (self.b @ np.linalg.solve(np.eye(s) - zz * B, one))
+        return out
+
+
+ROSENBROCK: Registry[RosenbrockTableau] = Registry("Rosenbrock-W tableau", "time.scheme")
+"""The Rosenbrock-W tableaus by name (values of ``time.scheme`` besides the IMEX ones)."""
+
+
+@ROSENBROCK.register("ROS34PW2", build=True)
+def _ros34pw2() -> RosenbrockTableau:
+    """Rang & Angermann, BIT 45 (2005) 761, ROS34PW2: W-method of order 3, embedded 2, L-stable."""
+    g = 0.435866521508459
+    alpha = np.zeros((4, 4))
+    alpha[1, 0] = 0.87173304301691801
+    alpha[2, :2] = [0.84457060015369423, -0.11299064236484185]
+    alpha[3, :3] = [0.0, 0.0, 1.0]
+    gamma = np.diag([g] * 4)
+    gamma[1, 0] = -0.87173304301691801
+    gamma[2, :2] = [-0.90338057013044082, 0.054180672388095326]
+    gamma[3, :3] = [0.24212380706095346, -1.2232505839045147, 0.54526025533510214]
+    b = np.array([0.24212380706095346, -1.2232505839045147, 1.5452602553351020, g])
+    b_hat = np.array([0.37810903145819369, -0.096042292212423178, 0.5, 0.2179332607542295])
+    return RosenbrockTableau("ROS34PW2", 3, 2, alpha, gamma, b, b_hat,
+                             reference="Rang & Angermann 2005, ROS34PW2: W-method, order 3(2), "
+                                       "L-stable, stiffly accurate")
+
+
+# Relative residual of each GMRES solve. The stage error it leaves, ~ KRYLOV_RTOL·|h F|, enters
+# u_{n+1} like a local error; 1e-4 keeps it well below the step's own error at the tolerances of
+# the cases (rtol >= 1e-8 of the state per step) while each solve costs a few Jv products.
+KRYLOV_RTOL = 1e-4
+KRYLOV_RESTART = 40
+KRYLOV_MAXITER = 3  # restart cycles; a solve that has not converged by then rejects the step
+
+
+class RosenbrockW:
+    """Rosenbrock-W steps of u' = N(u) + L u for an IMEXModel (see the module docstring).
+
+    Parameters
+    ----------
+    tableau : RosenbrockTableau
+    model : IMEXModel
+        ``transport`` (N), ``linear`` (diagonal of L, shape (ncoef,)), ``growth_rates``
+        (per degree, shape (L+1,)) and ``geometry.degree`` (degree of each coefficient).
+    krylov_rtol : float
+        Relative residual of the GMRES solves.
+
+    Attributes
+    ----------
+    evaluations : int
+        Right-hand-side evaluations so far, Jacobian-vector products included
+        (each is one evaluation of F): the cost measure of a run.
+    explicit : bool
+        False: no CFL bound applies (the time loop asks).
+    """
+
+    explicit = False
+
+    def __init__(self, tableau: RosenbrockTableau, model, krylov_rtol: float = KRYLOV_RTOL):
+        self.tableau, self.model, self.krylov_rtol = tableau, model, krylov_rtol
+        self._a, self._c, self._m, self._m_hat = tableau.transformed()
+        self._err_w = self._m - self._m_hat
+        # a stage whose argument is u_n itself reuses F(u_n)
+        self._new_f = [bool(np.any(self._a[i, :i] != 0.0)) for i in range(tableau.stages)]
+        rates = np.asarray(model.growth_rates(), dtype=float)
+        diag = np.minimum(rates[model.geometry.degree], 0.0)
+        self._diag = np.concatenate([diag, diag])  # real view: (re, im) of each coefficient
+        self._linear = np.asarray(model.linear, dtype=float)
+        self.evaluations = 0
+        self.explicit_calls = tableau.stages  # RHS evaluations per step besides the Jv products
+
+    def rhs(self, u: np.ndarray) -> np.ndarray:
+        """F(u) = N(u) + L u, shape (ncoef,) complex (a new array); counted."""
+        self.evaluations += 1
+        out = self.model.transport(u)
+        out += self._linear * u
+        return out
+
+    def _solve(self, u: np.ndarray, f0: np.ndarray, rhs: np.ndarray, shift: float) -> np.ndarray:
+        """x with (shift − F'(u)) x = rhs by preconditioned GMRES on the real view."""
+        n = u.size
+        unorm = float(np.linalg.norm(u))
+
+        def jv(v_real: np.ndarray) -> np.ndarray:
+            v = v_real[:n] + 1j * v_real[n:]
+            vnorm = float(np.linalg.norm(v))
+            if vnorm == 0.0:
+                return shift * v_real
+            eps = math.sqrt(np.finfo(float).eps) * (1.0 + unorm) / vnorm
+            jvp = (self.rhs(u + eps * v) - f0) / eps
+            w = shift * v - jvp
+            return np.concatenate([w.real, w.imag])
+
+        op = LinearOperator((2 * n, 2 * n), matvec=jv, dtype=float)
+        pre_diag = 1.0 / (shift - self._diag)
+        pre = LinearOperator((2 * n, 2 * n), matvec=lambda r: pre_diag * r.ravel(), dtype=float)
+        b = np.concatenate([rhs.real, rhs.imag])
+        x0 = pre_diag * b  # the solution when F' is its diagonal part
+        x, info = gmres(op, b, x0=x0, rtol=self.krylov_rtol, atol=0.0, restart=KRYLOV_RESTART,
+                        maxiter=KRYLOV_MAXITER, M=pre)
+        if info != 0 or not np.all(np.isfinite(x)):
+            raise NumericalFault("the Krylov (GMRES) solve of a Rosenbrock stage did not converge")
+        return x[:n] + 1j * x[n:]
+
+    def step(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """One step of size dt from u, shape (ncoef,).
+
+        Returns
+        -------
+        (u_new, error) : new arrays, shape (ncoef,); error = u_{n+1} − û_{n+1}, the
+            embedded estimate of the local error (of order ``embedded_order`` + 1).
+
+        Raises
+        ------
+        NumericalFault
+            From the model, or when a GMRES solve does not converge (the time loop
+            rejects the step and retries smaller).
+        """
+        a, c, s = self._a, self._c, self.tableau.stages
+        shift = 1.0 / (dt * self.tableau.gamma_diag)
+        f0 = self.rhs(u)
+        v = []
+        f = f0
+        for i in range(s):
+            if self._new_f[i]:
+                g = u.copy()
+                for j in range(i):
+                    if a[i, j]:
+                        g += a[i, j] * v[j]
+                f = self.rhs(g)
+            r = f.copy()
+            for j in range(i):
+                if c[i, j]:
+                    r += (c[i, j] / dt) * v[j]
+            v.append(self._solve(u, f0, r, shift))
+        new = u.copy()
+        error = np.zeros_like(u)
+        for j in range(s):
+            new += self._m[j] * v[j]
+            error += self._err_w[j] * v[j]
+        return new, error
