@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from meanfield_pde.core.stops import StopReason
+from meanfield_pde import load_case
 from meanfield_pde.numerics.observers import Observer
 from meanfield_pde.numerics.solver import integrate
 from meanfield_pde.numerics.steppers import ROSENBROCK, RosenbrockW, StepControl, make_stepper
@@ -128,11 +128,12 @@ class Energies(Observer):
 def test_mass_conserved_and_noise_free_usa_energy_monotone():
     """Noise-free USA is the gradient flow of E_β (arXiv:2312.10794): E_β never decreases;
     degree 0 (the mass) has a zero right-hand side and stays exactly."""
-    cfg_sections = dict(model={"kind": "USA", "beta": 1.0, "nu": 0.0}, domain={"lmax": 15})
-    sim, _ = run("ROS34PW2", 0.05, 0.1, adaptive=True, **cfg_sections)  # warm build for the model
+    cfg = make_config(**{**SMOOTH, "model": {"kind": "USA", "beta": 1.0, "nu": 0.0}},
+                      time={"t_end": 3.0, "dt": 0.05, "scheme": "ROS34PW2"}, output={"every": 3.0})
+    sim = build(cfg)
     obs = Energies(sim.model)
-    sim, res = run("ROS34PW2", 0.05, 3.0, adaptive=True, observers=[obs], **cfg_sections)
-    # the observer of the second run saw the second model; recompute with its energies
+    res = integrate(sim.model, sim.control, sim.initial, 3.0, every=3.0, dt=0.05, observers=[obs])
+    assert res.completed, res.status
     energies = np.array([e for e, _ in obs.values])
     mass = np.array([m for _, m in obs.values])
     assert res.steps >= 5
@@ -180,3 +181,25 @@ def test_scheme_names_and_auto_build():
         assert isinstance(sim.control, StepControl)
     with pytest.raises(ValueError, match="time.scheme"):
         make_stepper("ROS3", sim.model)
+
+
+def test_auto_switches_to_rosenbrock_on_the_stationary_cluster():
+    """Two vMF clusters merge (t ~ 2) into one noisy cluster, stationary after t ~ 30 (USA,
+    β = 1, ν = 0.05, L = 31). ARK324 stays at its CFL step there (the velocity inside the
+    cluster balances the noise); "auto" detects it, switches to ROS34PW2, whose step grows to
+    the time scale of the remaining relaxation: fewer than half the right-hand-side
+    evaluations (Jacobian-vector products counted) to t = 200, the same final energy."""
+    results = {}
+    for scheme in ("ARK324", "auto"):
+        cfg = load_case("vmf_two_clusters_merge", ["time.t_end=200", "domain.lmax=31",
+                                                   f"time.scheme={scheme}"])
+        sim = build(cfg)
+        res = integrate(sim.model, sim.control, sim.initial, 200.0, every=200.0, dt=cfg.time.dt,
+                        cfl=cfg.time.cfl)
+        assert res.completed, res.status
+        results[scheme] = (sim.control.evaluations, sim.model.energy(res.coef), sim.control.stepper)
+    (work_imex, e_imex, _), (work_auto, e_auto, auto) = results["ARK324"], results["auto"]
+    assert auto.switches and auto.switches[-1][1] == "ROS34PW2", auto.switches
+    assert auto.current is auto.implicit
+    assert work_auto < 0.5 * work_imex, (work_auto, work_imex)
+    assert e_auto == pytest.approx(e_imex, rel=1e-9)
