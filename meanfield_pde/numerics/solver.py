@@ -157,12 +157,12 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                     why_ = StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE
                     break
                 if sum(recent) > MAX_REJECTION_RATE * REJECTION_WINDOW:
-                    status = (f"stopped: error tolerance not met: {sum(recent)} of the last "
-                              f"{REJECTION_WINDOW} attempted steps were rejected"
-                              + (f" (the last: {fault})" if fault else "")
-                              + f" at t = {t:.6g} (dt = {h:.3g}); the solution roughens faster than "
-                              "steps can follow: smoother data, a higher domain.lmax or a larger time.rtol")
-                    why_ = StopReason.TOLERANCE
+                    rate = f"{sum(recent)} of the last {REJECTION_WINDOW} attempted steps were rejected"
+                    status = (f"stopped: {fault} at t = {t:.6g} (dt = {h:.3g}; {rate})" if fault else
+                              f"stopped: error tolerance not met: {rate} at t = {t:.6g} (dt = {h:.3g}); "
+                              "the solution roughens faster than steps can follow: smoother data, "
+                              "a higher domain.lmax or a larger time.rtol")
+                    why_ = StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE
                     break
                 dt = control.propose(h, ratio)
                 continue
