@@ -149,6 +149,10 @@ class StepControl:
             error = (new - full) / (2.0 ** self.stepper.tableau.order - 1.0)
         return new, self.error_ratio(u, error)
 
+    def _step_cap(self) -> float:
+        stepper = getattr(self.stepper, "current", self.stepper)  # "auto": the scheme in use
+        return getattr(stepper, "step_cap", np.inf)
+
     def propose(self, dt: float, ratio: float) -> float:
         """The next step size after an attempt of size dt with this error ratio (> 1: rejected):
         PI control after an accepted step that follows another, else elementary."""
@@ -156,7 +160,7 @@ class StepControl:
             return dt
         if not np.isfinite(ratio):
             self._previous = None
-            return dt * self.fac_min
+            return min(dt * self.fac_min, self._step_cap())
         k = self.order + 1.0
         err = max(ratio, 1e-10)
         if ratio > 1.0 or self._previous is None:
@@ -165,4 +169,5 @@ class StepControl:
             fac = (self.safety * err ** (-self.k_integral / k)
                    * (self._previous / err) ** (self.k_proportional / k))
         self._previous = err if ratio <= 1.0 else None
-        return dt * min(self.fac_max, max(self.fac_min, fac))
+        # a stepper whose linear solves limit the step (Rosenbrock-W: step_cap) caps the proposal
+        return min(dt * min(self.fac_max, max(self.fac_min, fac)), self._step_cap())

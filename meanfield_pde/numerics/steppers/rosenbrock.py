@@ -129,6 +129,11 @@ def _ros34pw2() -> RosenbrockTableau:
 KRYLOV_RTOL = 1e-4
 KRYLOV_RESTART = 40
 KRYLOV_MAXITER = 3  # restart cycles; a solve that has not converged by then rejects the step
+# After a failed solve at step h the step is capped at KRYLOV_BACKOFF·h, and the cap relaxes by
+# KRYLOV_RELAX per accepted step: the error estimate alone would grow the step straight back
+# into the failure (a step of h/5 that passes with a tiny error proposes 5× again), each
+# failure costing KRYLOV_MAXITER·KRYLOV_RESTART wasted Jacobian-vector products.
+KRYLOV_BACKOFF, KRYLOV_RELAX = 0.7, 1.1
 
 
 class RosenbrockW:
@@ -150,6 +155,9 @@ class RosenbrockW:
         (each is one evaluation of F): the cost measure of a run.
     explicit : bool
         False: no CFL bound applies (the time loop asks).
+    step_cap : float
+        The largest step the Krylov solves are expected to manage (inf until one fails);
+        :meth:`StepControl.propose` proposes no more.
     """
 
     explicit = False
@@ -165,6 +173,7 @@ class RosenbrockW:
         self._diag = np.concatenate([diag, diag])  # real view: (re, im) of each coefficient
         self._linear = np.asarray(model.linear, dtype=float)
         self.evaluations = 0
+        self.step_cap = math.inf
         self.explicit_calls = tableau.stages  # RHS evaluations per step besides the Jv products
 
     def rhs(self, u: np.ndarray) -> np.ndarray:
@@ -214,6 +223,15 @@ class RosenbrockW:
             From the model, or when a GMRES solve does not converge (the time loop
             rejects the step and retries smaller).
         """
+        try:
+            new, error = self._step(u, dt)
+        except NumericalFault:
+            self.step_cap = KRYLOV_BACKOFF * dt
+            raise
+        self.step_cap *= KRYLOV_RELAX
+        return new, error
+
+    def _step(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
         a, c, s = self._a, self._c, self.tableau.stages
         shift = 1.0 / (dt * self.tableau.gamma_diag)
         f0 = self.rhs(u)
