@@ -77,11 +77,12 @@ class Diagonal:
 def test_one_step_on_the_linear_problem_multiplies_by_r(z):
     sigma = np.array([0.0, -1.0, -10.0])
     h = z / sigma[2]
-    stepper = RosenbrockW(TAB, Diagonal(sigma))
+    stepper = RosenbrockW(TAB, Diagonal(sigma), krylov_rtol=1e-7)
     u = np.array([1.0, 1.0 + 0.5j, 2.0 - 1j])
     new, _ = stepper.step(u, h)
     expect = u * TAB.stability_function(h * sigma)
-    np.testing.assert_allclose(new, expect, rtol=1e-9, atol=1e-14)
+    # W is the finite-difference Jacobian (σ to ~1e-8 relative) and the solves stop at 1e-7
+    np.testing.assert_allclose(new, expect, rtol=1e-6, atol=1e-7 * np.abs(u).max())
     assert abs(new[2]) <= abs(u[2])  # a decaying mode never grows, whatever h
 
 
