@@ -222,6 +222,8 @@ class RosenbrockW:
     def _preconditioner(self, shift: float):
         """r -> M r: the block LU on the low degrees, the diagonal inverse on the others."""
         pre_diag = 1.0 / (shift - self._diag)
+        if not self._low.size:  # no degree low enough (PRECONDITIONER_DEGREE < 0): diagonal only
+            return lambda r: pre_diag * r.ravel()
         if self._block_lu is None or self._block_lu[0] != shift:
             self._block_lu = (shift, sla.lu_factor(shift * np.eye(self._low.size) - self._block,
                                                     check_finite=False))
@@ -274,7 +276,7 @@ class RosenbrockW:
             From the model, or when a GMRES solve does not converge (the time loop
             rejects the step and retries smaller).
         """
-        if self._block is None or self._block_age >= REBUILD_STEPS:
+        if self._low.size and (self._block is None or self._block_age >= REBUILD_STEPS):
             self._build_block(u, self.rhs(u))
         self._block_age += 1
         try:
