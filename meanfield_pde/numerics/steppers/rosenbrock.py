@@ -34,8 +34,9 @@ approximate, it changes the cost of a solve, not its result):
   clustered the transport couples neighbouring degrees with rates ~ l max|V|,
   which the noise ν l(l+1) does not dominate below l ~ max|V|/ν: there the
   diagonal alone leaves GMRES ~30-50 products per solve at the plateau's steps.
-  The block costs one evaluation per real unknown (462 for l <= 20) and is
-  rebuilt every REBUILD_STEPS steps and after a failed solve.
+  The block costs one evaluation per real unknown (462 for l <= 20): it is built
+  when a solve needs more than REBUILD_PRODUCTS products (rebuilt so, at most every
+  REBUILD_STEPS steps, as the state drifts) and after a failed solve.
 
 The coefficients are complex but F is only real-linear in them (the fields are
 real), so the Krylov solve runs on the real view (re, im) of the coefficients.
@@ -140,11 +141,14 @@ def _ros34pw2() -> RosenbrockTableau:
 KRYLOV_RTOL = 1e-4
 KRYLOV_RESTART = 40
 KRYLOV_MAXITER = 3  # restart cycles; a solve that has not converged by then rejects the step
-# Degrees with a dense Jacobian block in the preconditioner, and its lifetime in steps (measured
-# on the two-cluster plateau of sa_beta10_noisy, t = 300..400: diagonal only 4967 evaluations,
-# l <= 10 every 5 steps 2554, l <= 20 every 30 steps 1457; ARK324 ~8500).
+# Degrees with a dense Jacobian block in the preconditioner (measured on the two-cluster plateau
+# of sa_beta10_noisy, t = 300..400: diagonal only 4967 evaluations, l <= 10 2554, l <= 20 1457;
+# ARK324 ~8500). The block is built (or rebuilt) only once a solve needs more than
+# REBUILD_PRODUCTS Jacobian-vector products, and not within REBUILD_STEPS steps of the last
+# build: where the diagonal suffices (short steps of fast phases) its cost is never paid.
 PRECONDITIONER_DEGREE = 20
-REBUILD_STEPS = 30
+REBUILD_PRODUCTS = 20
+REBUILD_STEPS = 5
 # After a failed solve at step h the step is capped at KRYLOV_BACKOFF·h, and the cap relaxes by
 # KRYLOV_RELAX per accepted step: the error estimate alone would grow the step straight back
 # into the failure (a step of h/5 that passes with a tiny error proposes 5× again), each
@@ -192,7 +196,8 @@ class RosenbrockW:
         n = self._linear.size
         self._low = np.concatenate([low, low + n])  # real-view indices of the dense block
         self._block = None  # the dense Jacobian block, its age in steps, its LU per shift
-        self._block_age = 0
+        self._block_age = REBUILD_STEPS
+        self._stale = False  # a solve needed more than REBUILD_PRODUCTS: (re)build the block
         self._block_lu: tuple[float, tuple] | None = None
         self.evaluations = 0
         self.step_cap = math.inf
@@ -222,7 +227,7 @@ class RosenbrockW:
     def _preconditioner(self, shift: float):
         """r -> M r: the block LU on the low degrees, the diagonal inverse on the others."""
         pre_diag = 1.0 / (shift - self._diag)
-        if not self._low.size:  # no degree low enough (PRECONDITIONER_DEGREE < 0): diagonal only
+        if self._block is None:  # not needed yet, or no degree low enough: diagonal only
             return lambda r: pre_diag * r.ravel()
         if self._block_lu is None or self._block_lu[0] != shift:
             self._block_lu = (shift, sla.lu_factor(shift * np.eye(self._low.size) - self._block,
@@ -256,8 +261,10 @@ class RosenbrockW:
         pre = LinearOperator((2 * n, 2 * n), matvec=apply, dtype=float)
         b = np.concatenate([rhs.real, rhs.imag])
         x0 = apply(b)  # the solution when F' is its preconditioner part
+        before = self.evaluations
         x, info = gmres(op, b, x0=x0, rtol=self.krylov_rtol, atol=0.0, restart=KRYLOV_RESTART,
                         maxiter=KRYLOV_MAXITER, M=pre)
+        self._stale = self._stale or self.evaluations - before > REBUILD_PRODUCTS
         if info != 0 or not np.all(np.isfinite(x)):
             raise NumericalFault("the Krylov (GMRES) solve of a Rosenbrock stage did not converge")
         return x[:n] + 1j * x[n:]
@@ -276,14 +283,15 @@ class RosenbrockW:
             From the model, or when a GMRES solve does not converge (the time loop
             rejects the step and retries smaller).
         """
-        if self._low.size and (self._block is None or self._block_age >= REBUILD_STEPS):
+        if self._low.size and self._stale and self._block_age >= REBUILD_STEPS:
             self._build_block(u, self.rhs(u))
+            self._stale = False
         self._block_age += 1
         try:
             new, error = self._step(u, dt)
         except NumericalFault:
             self.step_cap = KRYLOV_BACKOFF * dt
-            self._block = None  # a fresh block at the next attempt
+            self._stale, self._block_age = True, REBUILD_STEPS  # a fresh block at the next attempt
             raise
         self.step_cap *= KRYLOV_RELAX
         return new, error
