@@ -23,7 +23,7 @@ from ..numerics.observers import ProgressBar, SnapshotRecorder
 from .session import Outcome, RunKind, start_run
 from ..numerics.solver import RunResult, integrate
 from ..numerics.stationary import StationaryStop
-from ..numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
+from ..numerics.steppers import StepControl, make_stepper
 
 
 @dataclass
@@ -76,7 +76,7 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    stepper = IMEXRungeKutta.for_model(get_tableau(config.time.scheme), model)
+    stepper = make_stepper(config.time.scheme, model)
     control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
 
