@@ -91,7 +91,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     lmax, t_acc, ref_dt = (15, 4.0, 0.01) if args.smoke else (None, 200.0, 0.005)
     t_long = 8.0 if args.smoke else args.t_long
-    lines = [f"# Implicit stepping and adaptive control (issue 18, items 1-2)", "",
+    lines = ["# Implicit stepping and adaptive control (issue 18, items 1-2)", "",
              f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; one thread of transforms is not "
              "forced (shared 2-core machine).", ""]
