@@ -207,19 +207,25 @@ class PDERun(RunKind):
     def restart(self, config: Config, ds: xr.Dataset, index: int) -> tuple[Simulation, np.ndarray, float]:
         from .resume import unphysical_restart
         sim = build(config)
-        coef = [sim.geometry.from_table(ds.coef_real.values[i] + 1j * ds.coef_imag.values[i])
-                for i in (0, index)]
-        u0 = coef[1]
+
+        def state(i: int) -> np.ndarray:
+            return sim.geometry.from_table(ds.coef_real.values[i] + 1j * ds.coef_imag.values[i])
+
+        first, u0 = state(0), state(index)
         if "tau" in ds.coords and config.kind == "limit":
             t0 = float(ds.tau.values[index])  # the limit model's own τ, exactly
         else:
             t0 = float(ds.time.values[index]) / solver_clock(config)
-        with np.errstate(all="ignore"):  # an absurd state is refused below, without overflow warnings
-            why = unphysical_restart(sim.monitor.check(u0), sim.geometry.mass(u0), sim.geometry.mass(coef[0]))
-        if why:
-            raise ConfigError(f"--resume {ds.encoding.get('source', 'the file')!r}: the snapshot at "
-                              f"t = {float(ds.time.values[index]):g} to restart from is not a state "
-                              f"of this run ({why}); the file is damaged: run the case again")
+        # the restart snapshot, and the last one: a stop's off-grid record stays in the file
+        last = ds.sizes["time"] - 1
+        for i, u in ((index, u0), (last, state(last) if last != index else u0)):
+            with np.errstate(all="ignore"):  # an absurd state is refused, without overflow warnings
+                why = unphysical_restart(sim.monitor.check(u), sim.geometry.mass(u), sim.geometry.mass(first))
+            if why:
+                role = "to restart from" if i == index else "kept as the last record"
+                raise ConfigError(f"--resume {ds.encoding.get('source', 'the file')!r}: the snapshot at "
+                                  f"t = {float(ds.time.values[i]):g} {role} is not a state "
+                                  f"of this run ({why}); the file is damaged: run the case again")
         return sim, u0, t0
 
     def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
