@@ -157,7 +157,8 @@ def _check_positive(name: str, value) -> float:
 
 def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: str = "DOP853",
                        rtol: float = 1e-9, atol: float = 1e-12, merge_tol: float = MERGE_TOL,
-                       chunk_rows: int | None = None, threads: int | None = None) -> WeightedRun:
+                       chunk_rows: int | None = None, threads: int | None = None,
+                       on_snapshot=None) -> WeightedRun:
     """Integrate the weighted SA/USA flow with error control and record snapshots.
 
     Parameters
@@ -177,6 +178,11 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
         Chord distance below which nodes merge at a snapshot (module doc);
         0 never merges.
     chunk_rows, threads : as :func:`.dynamics.velocity`.
+    on_snapshot : callable, optional, keyword-only
+        ``on_snapshot(t, x, w, energy, order_parameter)`` after each snapshot is recorded
+        (t = 0 included; x (n_k, d), w (n_k,) the nodes then): a run file stores it as it
+        comes (:mod:`meanfield_pde.runs.handoff_run`). A KeyboardInterrupt it raises (a
+        failed write) stops the run like an interruption.
 
     Returns
     -------
@@ -220,10 +226,12 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
         en.append(energy(state, beta, weights=mass, chunk_rows=chunk_rows))
         op.append(order_parameter(state, mass))
         drift.append(dev)
+        if on_snapshot is not None:
+            on_snapshot(float(times[len(positions) - 1]), state, mass, en[-1], op[-1])
 
-    record(x, w, 0.0)
     status, reason = "completed", StopReason.COMPLETED
     try:
+        record(x, w, 0.0)
         for t0, t1 in zip(times[:-1], times[1:]):
             x, w, h, nfev = _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
                                      kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads)

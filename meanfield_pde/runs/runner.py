@@ -142,7 +142,10 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         unresolved initial density, or (without ``force``) a resource estimate
         beyond the machine or the caps; raised before anything is written.
     """
-    return start_run(PDE, config, output, overwrite=overwrite, force=force, progress=progress,
+    kind = PDE
+    if config.handoff.enabled:  # continued past lost resolution as weighted particles
+        from .handoff_run import HANDOFF as kind
+    return start_run(kind, config, output, overwrite=overwrite, force=force, progress=progress,
                      initial=initial)
 
 
