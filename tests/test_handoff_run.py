@@ -241,3 +241,53 @@ def test_every_case_without_handoff_is_unchanged():
     """[handoff] is off by default: a case without it runs as a plain PDE run."""
     c = from_dict({k: v for k, v in case().to_dict().items() if k != "handoff"})
     assert c.handoff.enabled is False
+
+
+# -- clusters as data: a merge at the closed-form time, and the figure -----------------------
+@pytest.fixture(scope="module")
+def two_clusters(tmp_path_factory):
+    """USA, β = 5: two vMF (κ = 10, masses 0.65/0.35, 120° apart) handed off at t = 0.01 (L = 21:
+    the smallest node grid, 32 × 64), followed to t = 4 with 40 snapshots per decade."""
+    path = tmp_path_factory.mktemp("two") / "two.nc"
+    c = from_dict({"description": "two clusters", "model": {"kind": "USA", "beta": 5.0},
+                   "domain": {"lmax": 21},
+                   "initial": {"type": "von_mises_fisher", "centres": [[0, 0, 1], [0.8660254037844387, 0, -0.5]],
+                               "concentrations": [10.0, 10.0], "weights": [0.65, 0.35]},
+                   "time": {"t_end": 0.01, "dt": 1e-3}, "output": {"every": 0.005, "plot": False},
+                   "handoff": {"enabled": True, "t_end": 4.0, "per_decade": 40, "drop_mass": 1e-2,
+                               "merge_tol": 1e-4}}, name="two")
+    return path, run(c, path, progress=False)
+
+
+def test_two_clusters_merge_once_within_the_snapshot_bracket_of_the_closed_form(two_clusters):
+    """Once both clusters are Diracs (radius <= 1e-6) their centres follow the two-cluster ODE
+    exactly, so the closed form T_θ (theory.clusters.merge_time, θ the run's linkage angle)
+    from that snapshot must fall in the run's bracket [t_before, t] of the merge (measured:
+    2.689 in [2.682, 2.840]); the merged cluster carries the whole mass."""
+    from meanfield_pde.analysis.merges import merge_checks
+    _, ds = two_clusters
+    assert ds.attrs["status"] == "completed" and int(ds.attrs["n_merges"]) == 1
+    (check,) = merge_checks(ds, max_radius=1e-6)
+    assert check.others == 0 and check.t_start < check.t_before
+    assert check.t_before <= check.predicted <= check.t
+    assert float(ds.attrs["merge_mass"]) == pytest.approx(1.0, abs=ds.attrs["handoff_nodes"] * EPS)
+    after = ds.isel(time=ds.time.values > check.t)
+    assert np.all(after.n_clusters.values == 1) and np.all(after.cluster_id.values[:, 0] == ds.attrs["merge_child"])
+
+
+def test_plot_of_a_hand_off_run_draws_the_staircase_figure(two_clusters, tmp_path):
+    """`meanfield-pde plot` (save_figure) on a hand-off run draws plot_handoff: maps at the start
+    of each plateau (the hand-off and after the merge), energy and clusters against log t and
+    the merge time against the closed form."""
+    from meanfield_pde.plotting.handoff_plot import plateau_starts, plot_handoff
+    from meanfield_pde.plotting.plot import save_figure
+    path, ds = two_clusters
+    starts = plateau_starts(ds)
+    assert len(starts) == 2 and ds.phase.values[starts[0]] == 0 and ds.phase.values[starts[1]] == 1
+    fig = plot_handoff(ds)
+    titles = [ax.get_title() for ax in fig.get_axes()]
+    assert "merge times" in titles and any(t.startswith("energy") for t in titles)
+    logs = [ax for ax in fig.get_axes() if ax.get_xscale() == "log"]
+    assert len(logs) == 3
+    out = save_figure(path, tmp_path / "fig.png")
+    assert out.stat().st_size > 10_000

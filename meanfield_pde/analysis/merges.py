@@ -44,8 +44,11 @@ class MergeCheck:
     others: int
 
 
-def merge_checks(ds: xr.Dataset) -> list[MergeCheck]:
+def merge_checks(ds: xr.Dataset, max_radius: float = np.inf) -> list[MergeCheck]:
     """The merge events of a hand-off run Dataset with their two-Dirac predictions (module doc).
+
+    ``max_radius`` (radians): start each prediction only from a snapshot where both parents'
+    radii are at most this (e.g. 1e-6: Diracs, where the closed form is exact for two clusters).
 
     Returns [] for a run without merges. Raises ValueError for a Dataset that is not a hand-off
     run (no ``phase`` / ``cluster_id`` variables).
@@ -69,8 +72,10 @@ def merge_checks(ds: xr.Dataset) -> list[MergeCheck]:
         start = None
         for k in after:
             if times[k] >= begin and a in ids[k] and b in ids[k]:
-                start = k
-                break
+                radii = ds.cluster_radius.values[k, [list(ids[k]).index(a), list(ids[k]).index(b)]]
+                if np.all(radii <= max_radius):
+                    start = k
+                    break
         if start is None:  # a parent made and merged between two snapshots
             begin = float(at[i])
             continue

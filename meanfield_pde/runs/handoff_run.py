@@ -46,6 +46,7 @@ import xarray as xr
 
 from ..analysis.clusters import ClusterTracker
 from ..core.geometry import Sphere
+from ..core.geometry.sphere import SHTNS_MIN_NLAT
 from ..core.signals import check as check_stop_request
 from ..core.stops import StopReason
 from ..numerics.diagnostics import ResolutionMonitor, spectral_tail
@@ -70,11 +71,11 @@ _NAN_BEFORE = " (NaN / −1 before the hand-off: no particles)"
 
 def node_geometry(geometry):
     """The grid whose points become the nodes: the smallest Gauss grid of the lmax on S²
-    (nlat = L + 1, nphi = 2L + 2: exact for ∫ f g with deg g <= L + 1, about 2.2× fewer nodes
+    (nlat = L + 1 but at least shtns' smallest, 32; nphi = 2 nlat: exact for ∫ f g with deg g <= L + 1, about 2.2× fewer nodes
     than the solver's dealiased grid), the solver's own grid on S¹."""
     if geometry.manifold == "sphere":
-        L = geometry.lmax
-        return Sphere(L, L + 1, 2 * L + 2)
+        nlat = max(geometry.lmax + 1, SHTNS_MIN_NLAT)  # shtns builds no smaller grid
+        return Sphere(geometry.lmax, nlat, 2 * nlat)
     return geometry
 
 
