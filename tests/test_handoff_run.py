@@ -291,3 +291,25 @@ def test_plot_of_a_hand_off_run_draws_the_staircase_figure(two_clusters, tmp_pat
     assert len(logs) == 3
     out = save_figure(path, tmp_path / "fig.png")
     assert out.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("name", ["sa_beta10_staircase", "usa_beta10_staircase", "sa_two_clusters_handoff"])
+def test_named_hand_off_cases_hand_off_in_a_short_version(name, tmp_path):
+    """Each named hand-off case, cut to lmax = 31 and a short horizon, hands off and goes on as
+    particles with mass and energy as above (the full runs: README "Past lost resolution")."""
+    from meanfield_pde import load_case
+    data = load_case(name).to_dict()
+    data["domain"]["lmax"] = 31
+    if data["initial"]["type"] == "von_mises_fisher":
+        data["initial"]["concentrations"] = [20.0, 20.0]
+    t_h = data["time"]["t_end"] / 3  # the latest hand-off: before the cases' own
+    data["time"]["t_end"] = t_h
+    data["output"]["every"] = t_h / 4
+    data["handoff"].update(t_end=1.5 * t_h, per_decade=5)
+    data["output"]["plot"] = False
+    ds = run(from_dict(data, name=name), tmp_path / f"{name}.nc", progress=False)
+    assert ds.attrs["status"] == "completed" and "handoff_time" in ds.attrs
+    assert np.any(ds.phase.values == 1)
+    assert np.max(np.abs(ds.mass.values - ds.mass.values[0])) <= ds.attrs["handoff_grid_nodes"] * EPS
+    e = ds.energy.values
+    assert np.all(np.diff(e) > -1e-12 * np.abs(e[1:]))
