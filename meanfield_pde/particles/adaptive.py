@@ -29,7 +29,11 @@ plateaus to t = 10^6 and beyond:
   mass at their normalised barycentre. Barycentre kept, so the field felt
   elsewhere changes only at second order, O(β² ε²) for nodes ε apart (the
   first-order Taylor term cancels); the mass is kept up to one rounding per
-  merge. After the merges the inter-cluster motion is all that is left and the
+  merge. With at most EVENT_NODES nodes they also merge as soon as two come within
+  ``merge_tol`` (a terminal ``solve_ivp`` event; the integration goes on from there):
+  a merged USA pair contracts at rate 2 m e^β (4e4 at β = 10), which would hold the
+  steps near 1e-4 up to the next snapshot, however far.
+  After the merges the inter-cluster motion is all that is left and the
   steps grow by orders of magnitude on a plateau (tests/test_weighted_particles.py
   measures them).
 """
