@@ -313,3 +313,14 @@ def test_named_hand_off_cases_hand_off_in_a_short_version(name, tmp_path):
     assert np.max(np.abs(ds.mass.values - ds.mass.values[0])) <= ds.attrs["handoff_grid_nodes"] * EPS
     e = ds.energy.values
     assert np.all(np.diff(e) > -1e-12 * np.abs(e[1:]))
+
+
+def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
+    """benchmarks/handoff_tokens.py end to end at a tiny size (its numbers: README)."""
+    from pathlib import Path
+    path, _ = two_clusters
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "handoff_tokens.py"
+    proc = subprocess.run([sys.executable, str(script), str(path), "--n", "100", "--seeds", "1",
+                           "--t-end", "0.5"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "| run |" in proc.stdout and "cluster counts within the seeds' range" in proc.stdout
