@@ -160,6 +160,17 @@ def particle_record(config: Config, geometry, t: float, x: np.ndarray, w: np.nda
     return with_handoff_variables(record, config, x.shape[1], PHASE_PARTICLES, x.shape[0], clusters)
 
 
+class TriggerMonitor(ResolutionMonitor):
+    """The resolution monitor with the hand-off's tail threshold, keeping the reason it gave
+    (the run file's ``handoff_trigger``)."""
+
+    reason: str | None = None
+
+    def check(self, coef: np.ndarray) -> str | None:
+        self.reason = super().check(coef)
+        return self.reason
+
+
 @dataclass
 class HandoffState:
     """Where a hand-off run starts: the assembled PDE run, a state and its time; ``handed``:
@@ -224,13 +235,13 @@ class HandoffRun(RunKind):
         observers = [SnapshotRecorder(sim.model, sink, to_dataset),
                      ProgressBar(latest, config.name, progress, start=state.t)]
         # the hand-off trigger: a monitor of the same kind with the lower tail threshold
-        monitor = ResolutionMonitor(sim.geometry, config.handoff.tail, config.monitor.negative_density)
+        monitor = TriggerMonitor(sim.geometry, config.handoff.tail, config.monitor.negative_density)
         result = integrate(sim.model, sim.control, state.coef, latest, every=config.snapshot_interval,
                            dt=config.time.dt, cfl=config.time.cfl, monitor=monitor, observers=observers,
                            max_steps=config.time.max_steps, t0=state.t)
         counters.update(steps=result.steps, rejected_steps=result.rejected)
         if result.reason is StopReason.RESOLUTION_LOST:
-            state.trigger = result.status[len("stopped: "):].split("; the last good state")[0]
+            state.trigger = f"{monitor.reason} after t = {result.t:.6g}"
         elif result.reason is StopReason.COMPLETED:
             state.trigger = (f"handoff.time = {latest:g}" if config.handoff.time > 0
                              and latest < config.time.t_end else f"time.t_end = {latest:g}")
@@ -263,8 +274,9 @@ class HandoffRun(RunKind):
         t_last = t_h + float(run.times[-1])
         status = run.status
         if not run.stop_reason.completed:
-            status = (f"stopped: {run.status[len('stopped: '):].split(' at t = ')[0]} at t = {t_last:.6g} "
-                      f"(after the hand-off at t = {t_h:.6g}); the last good state is kept")
+            why = run.stop_reason.value.replace("_", " ")
+            status = (f"stopped: {why} at t = {t_last:.6g} (after the hand-off at t = {t_h:.6g}); "
+                      "the last good state is kept")
         attrs = {"handoff_time": t_h, "handoff_trigger": state.trigger, "handoff_method": METHOD,
                  "handoff_grid_nodes": nodes.grid_size, "handoff_nodes": int(nodes.weights.size),
                  "handoff_mass": nodes.mass, "handoff_clipped_mass": nodes.clipped_mass,
