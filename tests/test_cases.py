@@ -92,6 +92,8 @@ CHECKED_ELSEWHERE = {
     "sa_beta10_staircase": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
     "usa_beta10_staircase": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
     "sa_two_clusters_handoff": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
+    "zonal_vmf_collapse_d128": "test_zonal_runs.py::test_case_zonal_vmf_collapse_d128",
+    "zonal_usa_noisy_d32": "test_zonal_runs.py::test_case_zonal_usa_noisy_d32",
 }
 
 
