@@ -392,7 +392,8 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
 
 
 def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False) -> pathlib.Path:
-    """Draw :func:`plot_run` and write it to a PNG file.
+    """Draw :func:`plot_run` (a hand-off run without ``times``:
+    :func:`meanfield_pde.plotting.handoff_plot.plot_handoff`) and write it to a PNG file.
 
     Parameters
     ----------
@@ -433,8 +434,12 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
             output = pathlib.Path(source).with_suffix(".png")
         output = pathlib.Path(output)
         # save_png closes the figure: figures are big; a sweep must not accumulate them
-        save_png(plot_run(ds, times=times), output, overwrite=overwrite,
-                 inputs=[source] if source else [])
+        if ds.attrs.get("kind") == "handoff" and times is None:  # the staircase figure
+            from .handoff_plot import plot_handoff
+            figure = plot_handoff(ds)
+        else:
+            figure = plot_run(ds, times=times)
+        save_png(figure, output, overwrite=overwrite, inputs=[source] if source else [])
     finally:
         if opened:
             ds.close()

@@ -176,7 +176,10 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         initial = initial_coefficients(config, initial, time, exact)
     elif time is not None:
         raise ConfigError("time: selects a snapshot of a stored run; give that run as initial=")
-    return start_run(PDE, config, output, overwrite=overwrite, force=force, progress=progress,
+    kind = PDE
+    if config.handoff.enabled:  # continued past lost resolution as weighted particles
+        from .handoff_run import HANDOFF as kind
+    return start_run(kind, config, output, overwrite=overwrite, force=force, progress=progress,
                      initial=initial)
 
 
