@@ -212,8 +212,8 @@ def _cmd_plot(args) -> int:
         raise ConfigError(f"plot --times {args.times!r}: must be comma-separated numbers, "
                           "e.g. --times 0,1.5,10") from None
     output = Path(args.output) if args.output else path.with_suffix(".png")
-    if output.suffix.lower() != ".png":
-        raise ConfigError(f"plot --output {str(output)!r}: the file name must end in .png")
+    from ..runs.outputs import check_figure_suffix
+    check_figure_suffix(output, "plot --output")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -393,7 +393,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(func=_cmd_compare)
     pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
-    pl.add_argument("--output", "-o", help="PNG file (default: FILE with .png)")
+    pl.add_argument("--output", "-o", help="figure file .png, .pdf or .svg (default: FILE with .png)")
     pl.add_argument("--overwrite", action="store_true", help="replace an existing figure")
     pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")
     pl.set_defaults(func=_cmd_plot)
