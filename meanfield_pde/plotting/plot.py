@@ -506,6 +506,8 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
                 raise ValueError("output path is required when the Dataset has no source file")
             output = pathlib.Path(source).with_suffix(".png")
         output = pathlib.Path(output)
+        from ..runs.outputs import check_figure_suffix
+        check_figure_suffix(output)  # before the figure is drawn
         # save_png closes the figure: figures are big; a sweep must not accumulate them
         save_png(plot_run(ds, times=times), output, overwrite=overwrite,
                  inputs=[source] if source else [])
