@@ -189,3 +189,15 @@ def test_other_figure_suffix_is_refused_before_drawing(tmp_path):
     with pytest.raises(ConfigError, match=r"\.png, \.pdf or \.svg"):
         plot.save_figure(growth_run(lmax=3, times=np.arange(0.0, 3.0)), tmp_path / "f.jpg")
     assert not list(tmp_path.iterdir())
+
+
+def test_cluster_counts_have_integer_ticks():
+    from meanfield_pde.plotting.phase import plot_clusters
+    ds = xr.Dataset({"clusters": (("beta", "seed"), [[2.0, 2.0], [2.0, 3.0], [3.0, 3.0]])},
+                    coords={"beta": [2.0, 3.0, 5.0]}, attrs={"manifold": "sphere", "model": "SA"})
+    fig = plot_clusters(ds)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    ticks = [y for y in ax.get_yticks() if lo <= y <= hi]
+    assert len(ticks) >= 2 and all(float(y).is_integer() for y in ticks)
