@@ -351,11 +351,13 @@ def _draw_checks(ax, ds, t):
         if np.isfinite(y).any():
             ax.plot(t, y, ".-", ms=3, lw=1, label=label)
             drawn = True
-    if drawn:
-        ax.set_yscale("log")
-        ax.legend(fontsize="x-small")
-    else:
-        notes.append("no positive check values")
+    if not drawn:  # nothing to plot: say what was checked instead of an empty frame
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "\n".join(["resolution and mass"] + (notes or ["no check values stored"])),
+                ha="center", va="center", transform=ax.transAxes, fontsize="small")
+        return
+    ax.set_yscale("log")
+    ax.legend(fontsize="x-small")
     ax.set(xlabel=time_label(ds.attrs), ylabel="numerical checks")
     ax.set_title("\n".join(["resolution and mass"] + notes), fontsize="small")
 
