@@ -26,7 +26,8 @@ from ..analysis.compare import (comparison_geometry, complex_coefficients,  # no
                                 is_particle_run, on_common_time_axis, snapshot_positions)
 from .events import departure, event_indices  # noqa: E402
 from .labels import time_label, time_symbol  # noqa: E402
-from .plot import _lat_lon, _power, _tokens, cell_edges, positive_only, select_times  # noqa: E402
+from .plot import (_lat_lon, _power, _tokens, cell_edges, draw_orthographic,  # noqa: E402
+                   orthographic, positive_only, select_times, view_centre)
 
 __all__ = ["plot_comparison", "save_comparison_figure"]
 
@@ -113,7 +114,9 @@ def _event_times(ds_a, comparison, n_times):
 
 
 def _draw_sphere_rows(subfig, runs, comparison, times):
-    axes = subfig.subplots(2, len(times), squeeze=False)
+    # rows: A and B on lon–lat maps, then A and B on orthographic discs centred on A's
+    # heaviest cluster at the last time (a polar cluster is a smeared band on the maps)
+    axes = subfig.subplots(4, len(times), squeeze=False, height_ratios=[1, 1, 1.25, 1.25])
     smoothing = _map_smoothing(runs, comparison)
     snaps = [[_snapshot(ds, _nearest(ds, t), "sphere", smoothing) for t in times] for ds in runs]
     grids = [s[2] for row in snaps for s in row if s[0] == "grid"]
@@ -122,6 +125,7 @@ def _draw_sphere_rows(subfig, runs, comparison, times):
     mesh = None
     rng = np.random.default_rng(0)
     tsym = time_symbol(_time_attrs(runs))
+    view = view_centre(runs[0], _nearest(runs[0], times[-1])) if "density" in runs[0] else (0.0, 0.0)
     for r, (row, ds) in enumerate(zip(snaps, runs)):
         for c, (kind, coords, values, label) in enumerate(row):
             ax = axes[r, c]
@@ -135,12 +139,20 @@ def _draw_sphere_rows(subfig, runs, comparison, times):
                     ax.plot(tlon, tlat, ".", ms=1.0, color="w", mec="none", alpha=0.6)
                     label = label.replace(",", ", dots: tokens,", 1) if "," in label else label + ", dots: tokens"
                 xlim = (lon_e[0], lon_e[-1])
+                draw_orthographic(axes[2 + r, c], *coords, values, view, norm, tokens)
             else:
                 pts = coords if len(coords) <= MAX_SCATTER else \
                     coords[rng.choice(len(coords), MAX_SCATTER, replace=False)]
                 lon, lat = _lon_lat(pts)
                 ax.scatter(lon, lat, s=1.5, c="k", alpha=0.4, linewidths=0)
                 xlim = (0.0, 360.0)
+                disc = axes[2 + r, c]
+                x, y, depth = orthographic(lat, lon, *view)
+                disc.scatter(x[depth > 0], y[depth > 0], s=1.5, c="k", alpha=0.4, linewidths=0)
+                disc.add_patch(plt.Circle((0, 0), 1.0, fill=False, color="k", lw=0.8))
+                disc.set(xlim=(-1.05, 1.05), ylim=(-1.05, 1.05), aspect="equal")
+                disc.set_axis_off()
+            axes[2 + r, c].set_title(f"{'AB'[r]}, {tsym} = {times[c]:.4g}", fontsize="small")
             ax.set(xticks=[0, 90, 180, 270], yticks=[-90, -45, 0, 45, 90])
             ax.set(xlim=xlim, ylim=(-90, 90))
             ax.set_aspect("equal")
@@ -151,6 +163,8 @@ def _draw_sphere_rows(subfig, runs, comparison, times):
                 ax.set_ylabel("latitude (°N)")
             if r == 1:
                 ax.set_xlabel("longitude (°E)")
+    axes[2, 0].set_title(f"A, {tsym} = {times[0]:.4g}\ndiscs centred on A's heaviest cluster "
+                         f"({view[0]:.0f}°N, {view[1]:.0f}°E)", fontsize="small")
     if mesh is not None:
         cbar = subfig.colorbar(mesh, ax=axes, label="density f (uniform = 1/4π)", shrink=0.9)
         if norm.vmin < 1 / (4 * np.pi) < norm.vmax:
@@ -275,9 +289,9 @@ def plot_comparison(ds_a, ds_b, comparison, times=None, n_times=4) -> Figure:
     manifold = comparison.attrs.get("manifold") or ds_a.attrs.get("manifold", "sphere")
     circle = manifold == "circle"
     ncol = len(times)
-    fig = plt.figure(figsize=(max(13.0, 3.4 * ncol + 1.5), 8.5 if circle else 9.5),
+    fig = plt.figure(figsize=(max(13.0, 3.4 * ncol + 1.5), 8.5 if circle else 14.0),
                      layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[0.9, 1.0] if circle else [1.25, 1.0])
+    top, bottom = fig.subfigures(2, 1, height_ratios=[0.9, 1.0] if circle else [2.5, 1.0])
     if circle:
         _draw_circle_rows(top, (ds_a, ds_b), comparison, times)
     else:
