@@ -201,3 +201,25 @@ def test_cluster_counts_have_integer_ticks():
     lo, hi = ax.get_ylim()
     ticks = [y for y in ax.get_yticks() if lo <= y <= hi]
     assert len(ticks) >= 2 and all(float(y).is_integer() for y in ticks)
+
+
+def test_comparison_shows_a_polar_cluster_on_centred_discs():
+    from meanfield_pde.analysis.compare import compare
+    from meanfield_pde.plotting.plot_compare import plot_comparison
+    geo = Sphere(16)
+    times = np.array([0.0, 1.0, 2.0])
+    kappa = np.array([0.5, 3.0, 6.0])  # a cluster forming at the north pole
+    dens = np.stack([k / (4 * np.pi * np.sinh(k)) * np.exp(k * geo.points[..., 2]) for k in kappa])
+    table = geo.to_table(np.stack([geo.analysis(d) for d in dens]))
+    ds = xr.Dataset({"density": (("time", "lat", "lon"), dens),
+                     "coef_real": (("time", "l", "m"), table.real),
+                     "coef_imag": (("time", "l", "m"), table.imag)},
+                    coords={"time": times, "lat": geo.lat, "lon": geo.lon},
+                    attrs={"model": "SA", "beta": 5.0, "nu": 0.0, "manifold": "sphere"})
+    fig = plot_comparison(ds, ds, compare(ds, ds))
+    discs = [ax for ax in fig.axes if not ax.axison and ax.collections]
+    assert len(discs) == 6  # A and B at three times
+    title = next(ax.get_title() for ax in discs if "heaviest" in ax.get_title())
+    assert float(title.split("(")[1].split("°N")[0]) > 85  # centred on the pole
+    assert all(ax.get_xlabel() == "time t" for ax in fig.axes if ax.get_xlabel().startswith("time"))
+    plot.plt.close(fig)
