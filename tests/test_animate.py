@@ -1,9 +1,6 @@
 """animate: a short GIF from a tiny run, one frame per snapshot, readable by Pillow; the views;
 the circle; clear one-line errors before any frame is drawn."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import xarray as xr
@@ -56,19 +53,18 @@ def test_errors_before_any_frame(tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())
 
 
-def test_cli_animate(tmp_path):
+def test_cli_animate(tmp_path, capsys, monkeypatch):
+    from meanfield_pde.cli import main
     growth_run(lmax=4, times=np.arange(0.0, 3.0)).to_netcdf(tmp_path / "r.nc")
     (tmp_path / "junk.nc").write_bytes(b"not a netCDF file")
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "meanfield_pde", "animate", *args],
-                              cwd=tmp_path, capture_output=True, text=True)
-    ok = cli("r.nc", "--fps", "4")
-    assert ok.returncode == 0, ok.stderr
-    assert "wrote r.gif" in ok.stdout and "frames" not in ok.stdout  # no bar: not a terminal
+    monkeypatch.chdir(tmp_path)
+    assert main(["animate", "r.nc", "--fps", "4"]) == 0
+    out = capsys.readouterr()
+    assert "wrote r.gif" in out.out and "frames" not in out.err  # no bar: not a terminal
     with Image.open(tmp_path / "r.gif") as im:
         assert im.n_frames == 3
     for args, words in [(("junk.nc",), "junk.nc"), (("r.nc", "--fps", "0"), "--fps"),
-                        (("r.nc",), "exists")]:
-        bad = cli(*args)
-        assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr
-        assert bad.stderr.count("\n") == 1
+                        (("r.nc", "-o", "r.mov"), ".gif or .mp4"), (("r.nc",), "exists")]:
+        assert main(["animate", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("meanfield-pde: error:") and words in err and err.count("\n") == 1

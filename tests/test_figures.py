@@ -179,9 +179,12 @@ def test_views_centre_on_the_heaviest_cluster_and_show_tokens():
     plot.plt.close(fig)
 
 
-@pytest.mark.parametrize("suffix,magic", [(".pdf", b"%PDF"), (".svg", b"<?xml")])
+@pytest.mark.parametrize("suffix,magic", [(".pdf", b"%PDF"), (".svg", b"<?xml"), (".png", b"\x89PNG")])
 def test_pdf_and_svg_by_suffix(tmp_path, suffix, magic):
-    out = plot.save_figure(growth_run(lmax=3, times=np.arange(0.0, 3.0)), tmp_path / f"f{suffix}")
+    from meanfield_pde.runs.outputs import save_png
+    fig = plot.plt.figure(figsize=(2, 2))  # the format comes from the suffix, not the content
+    fig.add_subplot().plot([0, 1], [1, 2])
+    out = save_png(fig, tmp_path / f"F{suffix.upper()}", overwrite=False)
     assert out.read_bytes()[:len(magic)] == magic
 
 
