@@ -9,9 +9,13 @@ USA → porous medium), read from the run's attributes ``model``, ``equation``, 
 
 from __future__ import annotations
 
+import textwrap
+
 from ..core.errors import printable
 
-__all__ = ["time_symbol", "time_label", "equation_title"]
+__all__ = ["time_symbol", "time_label", "equation_title", "STATUS_WIDTH"]
+
+STATUS_WIDTH = 110  # characters per line of a run's status under the title
 
 # time_unit attribute -> (symbol, axis label)
 _TIME = {
@@ -41,8 +45,9 @@ def time_label(attrs) -> str:
 
 
 def equation_title(attrs, manifold: str | None = None) -> str:
-    """One line naming the equation of a run, e.g.
-    'SA mean-field PDE on the sphere: β = 10, ν = 0.02 (noisy), lmax = 63, time t — completed'.
+    """A line naming the equation of a run, e.g.
+    'SA mean-field PDE on the sphere: β = 10, ν = 0.02 (noisy), lmax = 63, time t', then the
+    run's status wrapped at STATUS_WIDTH characters (at most 3 lines).
 
     ``attrs`` are a run's global attributes (file values: control characters are escaped).
     """
@@ -58,6 +63,7 @@ def equation_title(attrs, manifold: str | None = None) -> str:
     noise = "noiseless" if nu == "0" else "noisy"
     where = manifold or attrs.get("manifold", "sphere")
     line = (f"{what} on the {where}:  β = {_num(attrs, 'beta')},  ν = {nu} ({noise}),"
-            f"  lmax = {_num(attrs, 'lmax')},  time {time_symbol(attrs)}"
-            f"  —  {attrs.get('status', 'status unknown')}")
-    return printable(line)
+            f"  lmax = {_num(attrs, 'lmax')},  time {time_symbol(attrs)}")
+    # a stopped run's status is a sentence: its own lines, wrapped, so no title is clipped
+    status = textwrap.wrap(printable(attrs.get("status", "status unknown")), STATUS_WIDTH)
+    return "\n".join([printable(line)] + status[:3])
