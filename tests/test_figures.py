@@ -233,3 +233,20 @@ def test_comparison_shows_a_polar_cluster_on_centred_discs():
     assert float(title.split("(")[1].split("°N")[0]) > 85  # centred on the pole
     assert all(ax.get_xlabel() == "time t" for ax in fig.axes if ax.get_xlabel().startswith("time"))
     plot.plt.close(fig)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(-1e300, 1e300), st.just(float("nan"))), min_size=1, max_size=40),
+       st.integers(1, 12), st.data())
+def test_event_indices_any_signal(signal, n, data):
+    """Whatever the signal (flat, negative, NaN, huge): n distinct valid snapshots (or all of
+    them), sorted, the first and last included."""
+    from meanfield_pde.plotting.events import event_indices
+    valid = sorted(data.draw(st.sets(st.integers(0, len(signal) - 1), min_size=1)))
+    idx = event_indices(signal, valid, n)
+    assert list(idx) == sorted(set(idx)) and set(idx) <= set(valid)
+    assert len(idx) == min(n, len(valid))
+    assert idx[-1] == valid[-1] and (n == 1 or idx[0] == valid[0])
