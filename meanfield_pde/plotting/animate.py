@@ -25,7 +25,7 @@ from matplotlib.colors import Normalize  # noqa: E402
 
 from ..core.errors import ConfigError  # noqa: E402
 from .labels import equation_title, time_label, time_symbol  # noqa: E402
-from .plot import _tokens, draw_orthographic, view_centre  # noqa: E402
+from .plot import token_directions, draw_orthographic, view_centre  # noqa: E402
 
 __all__ = ["animate_run", "check_arguments", "movie_writer", "VIEWS", "FPS_RANGE", "ROTATION_LAT"]
 
@@ -166,7 +166,7 @@ class _Frames:
         else:
             lat0, lon0 = self.centre(k)
             draw_orthographic(ax, self.lat, self.lon, self.dens[i], (lat0, lon0), self.norm,
-                              _tokens(self.ds, i))
+                              token_directions(self.ds, i))
             ax.set_title(f"{tsym} = {self.t[i]:.4g}   (view centre {lat0:.0f}°N, {lon0:.0f}°E)",
                          fontsize="medium")
         for marker in self.markers:

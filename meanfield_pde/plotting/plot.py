@@ -29,7 +29,8 @@ from .events import departure, event_indices  # noqa: E402
 from .growth import draw_growth  # noqa: E402
 from .labels import equation_title, time_label, time_symbol  # noqa: E402
 
-__all__ = ["plot_run", "save_figure", "cell_edges", "orthographic", "select_times", "view_centre"]
+__all__ = ["plot_run", "save_figure", "cell_edges", "orthographic", "select_times", "view_centre",
+           "degree_power", "token_directions", "lat_lon", "draw_orthographic"]
 
 DENSITY_LABEL = "density f (uniform = 1/4π)"
 
@@ -139,7 +140,7 @@ def select_times(ds, times, n_times):
     if valid.size == 0:
         raise ValueError("the run has no snapshot with a finite time value")
     if times is None:
-        _, power = _power(ds)
+        _, power = degree_power(ds)
         if power is not None:
             signal = departure(power)
         elif "order_parameter" in ds:
@@ -159,7 +160,7 @@ def select_times(ds, times, n_times):
     return np.unique(out)
 
 
-def _power(ds):
+def degree_power(ds):
     """(degrees, power C_l per snapshot (time, L+1)) of the stored coefficients
     (:meth:`Geometry.power_spectrum`); (None, None) if absent. A NaN snapshot has NaN power."""
     if "coef_real" not in ds or "coef_imag" not in ds:
@@ -214,7 +215,7 @@ def view_centre(ds, i=None):
     return 0.0, 0.0
 
 
-def _tokens(ds, i):
+def token_directions(ds, i):
     """Unit vectors (n, 3) of the tokens of snapshot i of a particle run (a random subset of at
     most MAX_TOKENS, the same for every snapshot), or None for a PDE run."""
     if "positions" not in ds:
@@ -228,7 +229,7 @@ def _tokens(ds, i):
     return pos / np.linalg.norm(pos, axis=1, keepdims=True)
 
 
-def _lat_lon(points):
+def lat_lon(points):
     """(lat, lon in [0, 360)) in degrees of unit vectors (n, 3)."""
     return (np.degrees(np.arcsin(np.clip(points[:, 2], -1.0, 1.0))),
             np.degrees(np.arctan2(points[:, 1], points[:, 0])) % 360.0)
@@ -253,7 +254,7 @@ def draw_orthographic(ax, lat, lon, values, view, norm, tokens=None):
     mesh = ax.pcolormesh(cx, cy, np.ma.masked_array(values, (depth <= 0) | ~np.isfinite(values)),
                          norm=norm, cmap="viridis", shading="flat")
     if tokens is not None and len(tokens):
-        x, y, d = orthographic(*_lat_lon(tokens), *view)
+        x, y, d = orthographic(*lat_lon(tokens), *view)
         ax.plot(x[d > 0], y[d > 0], ".", ms=1.5, color="w", mec="none", alpha=0.7)
     ax.add_patch(plt.Circle((0, 0), 1.0, fill=False, color="k", lw=0.8))
     ax.set(xlim=(-1.05, 1.05), ylim=(-1.05, 1.05), aspect="equal")
@@ -278,9 +279,9 @@ def _draw_sphere_maps(subfig, ds, idx, t, view):
         ax = axes[0, col]
         mesh = ax.pcolormesh(lon_e, lat_e, np.ma.masked_invalid(snap), norm=norm,
                              cmap="viridis", shading="flat")
-        tokens = _tokens(ds, i)
+        tokens = token_directions(ds, i)
         if tokens is not None:
-            tlat, tlon = _lat_lon(tokens)
+            tlat, tlon = lat_lon(tokens)
             ax.plot(tlon, tlat, ".", ms=1.0, color="w", mec="none", alpha=0.6)
         # Ticks first: set_xticks would widen the limits to include 360.
         ax.set(xticks=[0, 90, 180, 270], yticks=[-90, -45, 0, 45, 90],
@@ -363,7 +364,7 @@ def _draw_checks(ax, ds, t):
 
 
 def _draw_spectrum(ax, ds, idx, t, circle):
-    deg, power = _power(ds)
+    deg, power = degree_power(ds)
     if power is None:
         ax.text(0.5, 0.5, "no coefficients", ha="center", va="center", transform=ax.transAxes)
         return
@@ -456,7 +457,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     _draw_checks(bottom.add_subplot(gs[1, 1]), ds, t)
     _draw_spectrum(bottom.add_subplot(gs[0, 3]), ds, idx, t, circle)
     growth_ax = bottom.add_subplot(gs[1, 2:])
-    _, power = _power(ds)
+    _, power = degree_power(ds)
     if power is None:
         growth_ax.set_visible(False)
     else:

@@ -26,7 +26,7 @@ from ..analysis.compare import (comparison_geometry, complex_coefficients,  # no
                                 is_particle_run, on_common_time_axis, snapshot_positions)
 from .events import departure, event_indices  # noqa: E402
 from .labels import time_label, time_symbol  # noqa: E402
-from .plot import (_lat_lon, _power, _tokens, cell_edges, draw_orthographic,  # noqa: E402
+from .plot import (lat_lon, degree_power, token_directions, cell_edges, draw_orthographic,  # noqa: E402
                    orthographic, positive_only, select_times, view_centre)
 
 __all__ = ["plot_comparison", "save_comparison_figure"]
@@ -78,13 +78,6 @@ def _snapshot(ds, i, manifold, smoothing):
     return "grid", coords, values, what + (f", heat-smoothed s = {smoothing:g}" if smoothing > 0 else "")
 
 
-def _lon_lat(points):
-    """(lon in [0, 360), lat) in degrees of unit vectors (n, 3)."""
-    lon = np.degrees(np.arctan2(points[:, 1], points[:, 0])) % 360.0
-    lat = np.degrees(np.arcsin(np.clip(points[:, 2], -1.0, 1.0)))
-    return lon, lat
-
-
 def _run_label(ds, comparison, key):
     title = comparison.attrs.get(f"run_{key}", "") or ds.attrs.get("title", "")
     kind = comparison.attrs.get(f"kind_{key}", "particles" if is_particle_run(ds) else "pde")
@@ -104,7 +97,7 @@ def _event_times(ds_a, comparison, n_times):
     """Indices into the comparison's times where run A changes (:func:`.events.event_indices`)."""
     t = np.asarray(comparison["time"].values, float)
     valid = np.flatnonzero(np.isfinite(t))
-    _, power = _power(ds_a)
+    _, power = degree_power(ds_a)
     signal = departure(power)[[_nearest(ds_a, x) for x in t[valid]]] if power is not None else None
     if signal is None:
         return select_times(comparison, None, n_times)
@@ -133,9 +126,9 @@ def _draw_sphere_rows(subfig, runs, comparison, times):
                 lat_e, lon_e = cell_edges(*coords)
                 mesh = ax.pcolormesh(lon_e, lat_e, np.ma.masked_invalid(values), norm=norm,
                                      cmap="viridis", shading="flat")
-                tokens = _tokens(ds, _nearest(ds, times[c]))
+                tokens = token_directions(ds, _nearest(ds, times[c]))
                 if tokens is not None:  # the tokens themselves over their smoothed density
-                    tlat, tlon = _lat_lon(tokens)
+                    tlat, tlon = lat_lon(tokens)
                     ax.plot(tlon, tlat, ".", ms=1.0, color="w", mec="none", alpha=0.6)
                     label = label.replace(",", ", dots: tokens,", 1) if "," in label else label + ", dots: tokens"
                 xlim = (lon_e[0], lon_e[-1])
@@ -143,7 +136,7 @@ def _draw_sphere_rows(subfig, runs, comparison, times):
             else:
                 pts = coords if len(coords) <= MAX_SCATTER else \
                     coords[rng.choice(len(coords), MAX_SCATTER, replace=False)]
-                lon, lat = _lon_lat(pts)
+                lat, lon = lat_lon(pts)
                 ax.scatter(lon, lat, s=1.5, c="k", alpha=0.4, linewidths=0)
                 xlim = (0.0, 360.0)
                 disc = axes[2 + r, c]
