@@ -31,10 +31,12 @@ def test_gif_has_one_frame_per_snapshot(tmp_path, view):
         assert im.info["duration"] == 200  # 5 frames per second
 
 
-def test_circle_run(tmp_path):
-    out = animate.animate_run(circle_run(), tmp_path / "c.gif", progress=False, dpi=40)
+def test_circle_run_with_progress_bar(tmp_path, capsys):
+    out = animate.animate_run(circle_run(), tmp_path / "c.gif", progress=True, dpi=40)
     with Image.open(out) as im:
         assert im.n_frames == 3
+    err = capsys.readouterr().err
+    assert "frames" in err and "3/3" in err  # tqdm on stderr
 
 
 def test_errors_before_any_frame(tmp_path, monkeypatch):
