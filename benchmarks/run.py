@@ -1,18 +1,23 @@
-"""The performance benchmark: every row of issue 6, each measured ratio beside its target.
+"""The performance benchmark: every row of issues 6 and 18, each measured ratio beside its target.
 
     python benchmarks/run.py [--threads N] [--output benchmarks/results.md]
     python benchmarks/run.py --smoke          # tiny sizes, a few seconds (run by the tests)
 
 Absolute times depend on the machine; the ratios are measured in the same
-process, interleaved (each quantity timed in rounds, alternating with the
-ones it is compared to) and the best of the rounds kept, so that load from
-other processes disturbs them as little as possible. The table is printed
-and written as Markdown to ``--output`` (the README shows it).
+process, side by side: the quantities compared are timed in at least 5
+interleaved repetitions (each the fastest call of a short batch, see
+:func:`repetitions`), a ratio is taken within each repetition, and a row
+shows the median and the spread (min–max) of its repetitions; a target is
+met when the median is. Single-threaded rows (CPU clock) are apart from the
+multithreaded ones (wall clock). The table is printed and written as
+Markdown to ``--output`` (the README shows it), with the processor and the
+load average (other processes on the cores make the spread wide).
 
-Rows (issue 6):
-1. PDE right-hand side / its minimal transform set timed alone (scalar
-   synthesis of f, gradient synthesis of Φ, vector analysis of the flux;
-   SA adds the synthesis of Φ), L = 63, 127, 255, SA and USA.
+Rows (issues 6 and 18):
+1. PDE right-hand side / the transforms it calls, timed alone (the fused
+   synthesis of f and ∇ of the potential, SHqst_to_spat; the vector analysis
+   of the flux; SA adds the synthesis of Φ), L = 63, 127, 255, SA and USA,
+   1 and N threads.
 2. One step of each IMEX scheme / the right-hand sides it evaluates.
 3. Time to solution of the metastable case sa_beta10_noisy (SA, β = 10,
    ν = 0.02) at fixed accuracy: adaptive ARK324 versus the best fixed step.
@@ -27,7 +32,13 @@ Rows (issue 6):
    their time extrapolated from the largest measured n by n² when n_ε is
    larger (the table says which). Both on one thread, CPU time.
 6. Fitted exponents: right-hand side time ~ L^a, particle time ~ n^b.
-Plus: 1 versus 2 threads for the transforms and the particle velocity.
+7. Whole run of sa_beta10_noisy (shortened; with its run file, diagnostics and
+   snapshots) / (right-hand side evaluations × right-hand side time), L = 63,
+   127, 255, 1 and N threads.
+T. 1 versus 2 threads for the right-hand side and the particle velocity.
+S. The start of the command line (issue 18): CPU time of ``meanfield-pde cases``
+   and ``--help`` in new processes (median and spread of interleaved repeats),
+   and their ratio to ``python -c pass``.
 """
 
 from __future__ import annotations
@@ -38,6 +49,8 @@ import math
 import os
 import platform
 import resource
+import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -62,21 +75,25 @@ from meanfield_pde.core.threads import resolve_threads, single_threaded_blas  # 
 
 FULL = dict(lmax=[63, 127, 255], rounds=5, n=[2000, 8000, 20000], t_end3=200.0, lmax3=63,
             n_threads=8000, pde_L=[7, 10, 15, 21, 31], pde_rtol=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
-            particle_n=[(500, 8), (2000, 4)], ref_L=47, t5=0.3)
+            particle_n=[(500, 8), (2000, 4)], ref_L=47, t5=0.3,
+            whole=[(63, 80.0, 2.0), (127, 16.0, 2.0), (255, 3.0, 0.5)], whole_reps=5)
 SMOKE = dict(lmax=[15, 23], rounds=2, n=[100, 200], t_end3=2.0, lmax3=15, n_threads=200,
-             pde_L=[7, 10], pde_rtol=[1e-2, 1e-4], particle_n=[(50, 2), (100, 2)], ref_L=15, t5=0.1)
+             pde_L=[7, 10], pde_rtol=[1e-2, 1e-4], particle_n=[(50, 2), (100, 2)], ref_L=15, t5=0.1,
+             whole=[(15, 0.5, 0.25)], whole_reps=2)
 
 
 # -- timing ------------------------------------------------------------------------
-def interleaved(fns: dict, rounds: int, min_time: float = 0.02, cpu: bool = False) -> dict:
-    """Best time of one call (seconds) of each fn, timed in alternating rounds.
+def repetitions(fns: dict, reps: int, min_time: float = 0.02, cpu: bool = False) -> dict:
+    """Time of one call (seconds) of each fn in each of ``reps`` interleaved repetitions.
 
-    Each round calls every fn enough times to last ~min_time, timing each
-    call; the minimum over all calls is returned: the call least disturbed
-    by other processes (a call preempted by them only ever looks slower).
-    With ``cpu`` (single-threaded code only) the clock is this thread's CPU
-    time, which time spent preempted does not advance: on an idle machine
-    the two clocks agree, on a loaded one only the CPU clock is usable.
+    Each repetition calls every fn in turn, each for a batch lasting ~min_time,
+    and keeps the batch's fastest call (a call preempted by other processes
+    only ever looks slower); the fns alternate, so a ratio of two of them taken
+    within one repetition compares times measured side by side. Returns
+    {name: [time of repetition 1, ..., reps]}. With ``cpu`` (single-threaded
+    code only) the clock is this thread's CPU time, which time spent preempted
+    does not advance: on an idle machine the two clocks agree, on a loaded one
+    only the CPU clock is usable.
     """
     clock = time.thread_time if cpu else time.perf_counter
     calls = {}
@@ -84,14 +101,45 @@ def interleaved(fns: dict, rounds: int, min_time: float = 0.02, cpu: bool = Fals
         t0 = time.perf_counter()
         fn()
         calls[name] = max(1, int(min_time / max(time.perf_counter() - t0, 1e-7)))
-    best = {name: math.inf for name in fns}
-    for _ in range(rounds):
+    out = {name: [] for name in fns}
+    for _ in range(reps):
         for name, fn in fns.items():
+            best = math.inf
             for _ in range(calls[name]):
                 t0 = clock()
                 fn()
-                best[name] = min(best[name], clock() - t0)
-    return best
+                best = min(best, clock() - t0)
+            out[name].append(best)
+    return out
+
+
+def typical_call(fn, min_time: float, cpu: bool) -> float:
+    """Median time (seconds) of one call of fn over a batch lasting ~min_time."""
+    clock = time.thread_time if cpu else time.perf_counter
+    fn()
+    times, start = [], time.perf_counter()
+    while time.perf_counter() - start < min_time or len(times) < 5:
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+    return float(np.median(times))
+
+
+def interleaved(fns: dict, rounds: int, min_time: float = 0.02, cpu: bool = False) -> dict:
+    """Best time of one call (seconds) of each fn over :func:`repetitions`."""
+    return {name: min(t) for name, t in repetitions(fns, rounds, min_time, cpu).items()}
+
+
+def spread(values) -> tuple[float, float, float]:
+    """(median, min, max) of the per-repetition values of a row."""
+    v = np.asarray(values, dtype=float)
+    return float(np.median(v)), float(v.min()), float(v.max())
+
+
+def show(values, fmt: str = ".2f") -> str:
+    """'median (min–max)' of a row's repetitions."""
+    med, lo, hi = spread(values)
+    return f"{med:{fmt}} ({lo:{fmt}}–{hi:{fmt}})"
 
 
 class Table:
@@ -101,7 +149,7 @@ class Table:
     def add(self, row: str, what: str, value: str, target: str = "", ok: bool | None = None):
         verdict = "" if ok is None else ("met" if ok else "NOT MET")
         self.rows.append((row, what, value, target, verdict))
-        print(f"  {row:<3s} {what:<52s} {value:>12s}  {target:<14s} {verdict}", flush=True)
+        print(f"  {row:<3s} {what:<60s} {value:>20s}  {target:<10s} {verdict}", flush=True)
 
     def markdown(self) -> str:
         lines = ["| row | measurement | measured | target | |", "|---|---|---|---|---|"]
@@ -114,16 +162,28 @@ def fit_exponent(x, y) -> float:
 
 
 # -- rows 1, 2 (and the RHS part of 6) --------------------------------------------------
+RHS_TARGET = {"USA": 1.15, "SA": 1.2}  # issue 18 item 3
+STEP_TARGET = 1.1
+
+
 def rhs_rows(table: Table, cfg: dict, threads: int) -> dict:
+    """Rows 1 and 2 at one thread count: each ratio per repetition, side by side.
+
+    The floor of a right-hand side is the set of shtns transforms it calls, each timed
+    alone on the same arrays: the fused synthesis of f and ∇ of the potential
+    (SHqst_to_spat), the vector analysis of the flux (spat_to_SHsphtor), and for SA
+    the synthesis of Φ (SH_to_spat). Returns {(L, kind): median RHS time}.
+    """
     rhs_time = {}
+    label = f"{threads} thread{'s' if threads > 1 else ''}"
     for L in cfg["lmax"]:
         g = Sphere(L, threads=threads)
         sh = g.sh
         u = perturbed_uniform(g, 0.1, 1, min(L, 20), seed=0)
         f, vt, vp = g.synthesis(u), *g.gradient(u)
-        s_coef, t_coef = g.zeros_coef(), g.zeros_coef()
+        s_coef, t_coef, zero = g.zeros_coef(), g.zeros_coef(), g.zeros_coef()
         fns = {"synthesis": lambda: sh.SH_to_spat(u, f),
-               "gradient": lambda: sh.SHsph_to_spat(u, vt, vp),
+               "fused synthesis": lambda: sh.SHqst_to_spat(u, u, zero, f, vt, vp),
                "vector analysis": lambda: sh.spat_to_SHsphtor(vt, vp, s_coef, t_coef)}
         steppers = {}
         for kind in ("USA", "SA"):
@@ -135,20 +195,66 @@ def rhs_rows(table: Table, cfg: dict, threads: int) -> dict:
                     st = IMEXRungeKutta(tab, model.transport, model.linear)
                     steppers[name] = st
                     fns[f"step {name}"] = (lambda s: lambda: s.step(u, 1e-3))(st)
-        t = interleaved(fns, cfg["rounds"], cpu=threads == 1)
-        base = t["synthesis"] + t["gradient"] + t["vector analysis"]
-        target = 1.6 if L < 127 else 1.3
+        t = {k: np.array(v) for k, v in repetitions(fns, cfg["rounds"], cpu=threads == 1).items()}
+        base = t["fused synthesis"] + t["vector analysis"]
         for kind in ("USA", "SA"):
             floor = base + (t["synthesis"] if kind == "SA" else 0.0)
             ratio = t[f"rhs {kind}"] / floor
-            table.add("1", f"RHS / transforms, L = {L}, {kind} ({t[f'rhs {kind}'] * 1e3:.3g} ms)",
-                      f"{ratio:.2f}", f"<= {target}", ratio <= target)
-            rhs_time[(L, kind)] = t[f"rhs {kind}"]
+            rhs_time[(L, kind)] = float(np.median(t[f"rhs {kind}"]))
+            table.add("1", f"RHS / transforms, L = {L}, {kind}, {label} "
+                           f"({rhs_time[(L, kind)] * 1e3:.3g} ms)",
+                      show(ratio), f"<= {RHS_TARGET[kind]}", spread(ratio)[0] <= RHS_TARGET[kind])
         for name, st in steppers.items():
             ratio = t[f"step {name}"] / (st.explicit_calls * t["rhs SA"])
-            table.add("2", f"step / ({st.explicit_calls} RHS), L = {L}, SA, {name}",
-                      f"{ratio:.2f}", "<= 1.1", ratio <= 1.1)
+            table.add("2", f"step / ({st.explicit_calls} RHS), L = {L}, SA, {name}, {label}",
+                      show(ratio), f"<= {STEP_TARGET}", spread(ratio)[0] <= STEP_TARGET)
     return rhs_time
+
+
+# -- row 7: whole runs -------------------------------------------------------------------------
+def whole_run_rows(table: Table, cfg: dict, threads: int) -> None:
+    """Time to solution of sa_beta10_noisy with its run file / (RHS evaluations × RHS time).
+
+    One repetition: the RHS timed alone at the run's state of t = 0 (the median
+    call of a 0.2 s batch, :func:`typical_call`: the run is a sum of typical calls,
+    not of the fastest one, which on a loaded machine is far from typical), then the
+    whole run (:func:`meanfield_pde.run` to a netCDF file:
+    build, steps, diagnostics, snapshots, syncing, final status), the ratio of
+    the two. RHS evaluations = attempted steps × evaluations per attempt + 1
+    (the CFL speed of the initial state). Imports and shtns planning are done
+    before (a warm-up run): they are paid once per process, not per run.
+    One thread: CPU time of the process; more: wall time.
+    """
+    import tempfile
+
+    label = f"{threads} thread{'s' if threads > 1 else ''}"
+    clock = time.process_time if threads == 1 else time.perf_counter
+    with tempfile.TemporaryDirectory() as tmp:
+        for L, t_end, every in cfg["whole"]:
+            config = mf.load_case("sa_beta10_noisy", {
+                "time.t_end": t_end, "output.every": every, "domain.lmax": L,
+                "domain.threads": threads, "output.plot": False})
+            warm = mf.load_case("sa_beta10_noisy", {"time.t_end": 2 * config.time.dt,
+                                                    "output.every": config.time.dt,
+                                                    "domain.lmax": L, "domain.threads": threads})
+            mf.run(warm, Path(tmp) / "warm.nc", progress=False, overwrite=True)
+            sim = build(config)
+            u, out = sim.initial, sim.geometry.zeros_coef()
+            ratios, info = [], None
+            for rep in range(cfg["whole_reps"]):
+                rhs = typical_call(lambda: sim.model.transport(u, out), 0.2, threads == 1)
+                t0 = clock()
+                ds = mf.run(config, Path(tmp) / f"run{L}_{threads}_{rep}.nc", progress=False)
+                wall = clock() - t0
+                steps, rejected = int(ds.attrs["steps"]), int(ds.attrs["rejected_steps"])
+                calls = (steps + rejected) * sim.control.rhs_per_attempt + 1
+                ratios.append(wall / (calls * rhs))
+                info = (steps, rejected, ds.sizes["time"], wall)
+            steps, rejected, snaps, wall = info
+            table.add("7", f"whole run / (RHS evaluations x RHS), sa_beta10_noisy, L = {L}, "
+                           f"t = {t_end:g} ({steps}+{rejected} steps, {snaps} snapshots, "
+                           f"{wall:.2f} s), {label}", show(ratios), "<= 1.2",
+                      spread(ratios)[0] <= 1.2)
 
 
 # -- row 3 -------------------------------------------------------------------------------
@@ -259,16 +365,43 @@ def thread_rows(table: Table, cfg: dict) -> None:
         u = perturbed_uniform(g, 0.1, 1, min(L, 20), seed=0)
         model, out = MeanFieldModel(g, "SA", 10.0, 0.01), g.zeros_coef()
         res[th] = (lambda m, o, uu: lambda: m.transport(uu, o))(model, out, u)
-    t = interleaved({f"rhs {k}": f for k, f in res.items()}, cfg["rounds"])
-    table.add("T", f"PDE RHS, L = {L}, SA: time 1 thread / 2 threads "
-                   f"({t['rhs 1'] * 1e3:.3g} / {t['rhs 2'] * 1e3:.3g} ms)",
-              f"{t['rhs 1'] / t['rhs 2']:.2f}", "(ideal 2)")
+    t = {k: np.array(v) for k, v in repetitions({f"rhs {k}": f for k, f in res.items()},
+                                                  cfg["rounds"]).items()}
+    table.add("T", f"PDE RHS, L = {L}, SA: time 1 thread / 2 threads (wall clock; "
+                   f"{np.median(t['rhs 1']) * 1e3:.3g} / {np.median(t['rhs 2']) * 1e3:.3g} ms)",
+              show(t["rhs 1"] / t["rhs 2"]), ">= 1.6", spread(t["rhs 1"] / t["rhs 2"])[0] >= 1.6)
     n = cfg["n_threads"]
     x = uniform_sphere(n, 3, seed=1)
     t = interleaved({th: (lambda k: lambda: dynamics.velocity(x, "SA", 4.0, threads=k))(th)
                      for th in (1, 2)}, max(2, cfg["rounds"] // 2), min_time=0.0)
     table.add("T", f"particle velocity, n = {n}: time 1 thread / 2 threads "
                    f"({t[1]:.3g} / {t[2]:.3g} s)", f"{t[1] / t[2]:.2f}", "(ideal 2)")
+
+
+# -- row S ----------------------------------------------------------------------------------
+def start_rows(table: Table, cfg: dict) -> None:
+    """Time of a new process running each command, interleaved; the median and the spread of
+    the repeats (start-up is dominated by imports: it cannot be timed in-process). The
+    process's CPU time (user + system) is the verdict: on a loaded machine the wall time
+    mostly measures the wait for a core; on an idle one the two agree."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    cli = [sys.executable, "-m", "meanfield_pde"]  # what the meanfield-pde script runs
+    commands = {"python -c pass": [sys.executable, "-c", "pass"],
+                "cases": cli + ["cases"], "--help": cli + ["--help"]}
+    wall, cpu = {name: [] for name in commands}, {name: [] for name in commands}
+    for _ in range(max(5, cfg["rounds"])):
+        for name, argv in commands.items():
+            r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
+            wall[name].append(time.perf_counter() - t0)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    base = statistics.median(cpu["python -c pass"])
+    for name in ("cases", "--help"):
+        med, w = statistics.median(cpu[name]), statistics.median(wall[name])
+        table.add("S", f"CLI start `meanfield-pde {name}`: CPU s, median (spread {min(cpu[name]):.2f}-"
+                       f"{max(cpu[name]):.2f}; {med / base:.1f}x `python -c pass`; wall {w:.2f} s)",
+                  f"{med:.3f}", "< 0.5 s", med < 0.5)
 
 
 # -- row 5 -------------------------------------------------------------------------------------
@@ -355,9 +488,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="tiny sizes (seconds; for the tests)")
     p.add_argument("--threads", type=int, default=0,
-                   help="threads of the PDE rows (default: MEANFIELD_PDE_THREADS, else all cores)")
-    p.add_argument("--rows", default="1,2,3,4,5,6,T",
-                   help="comma-separated rows to run (default all: 1,2,3,4,5,6,T; 1 and 2 run together)")
+                   help="threads of the PDE rows: rows 1, 2 and 7 run at 1 thread and at this "
+                        "many, row 3 at this many (default: MEANFIELD_PDE_THREADS, else all cores)")
+    p.add_argument("--rows", default="1,2,3,4,5,6,7,T,S",
+                   help="comma-separated rows to run (default all: 1,2,3,4,5,6,7,T,S; 1 and 2 run together)")
     p.add_argument("--output", "-o", default=None,
                    help="Markdown file for the table (default: benchmarks/results.md; "
                         "with --smoke none unless given)")
@@ -367,12 +501,12 @@ def main(argv=None) -> int:
     start, load0 = time.perf_counter(), os.getloadavg()
     print(f"meanfield_pde benchmark{' (smoke)' if args.smoke else ''}: {os.cpu_count()} cores, "
           f"{threads} thread(s) for the PDE rows, load average {load0[0]:.2f} at start", flush=True)
-    print(f"  {'row':<3s} {'measurement':<52s} {'measured':>12s}  {'target':<14s}", flush=True)
+    print(f"  {'row':<3s} {'measurement':<60s} {'median (min–max)':>20s}  {'target':<10s}", flush=True)
     table = Table()
     with single_threaded_blas():  # as in the time loops (see meanfield_pde/core/threads.py)
         _rows(table, cfg, threads, set(args.rows.replace(" ", "").split(",")))
     wall, load1 = time.perf_counter() - start, os.getloadavg()
-    footer = (f"{datetime.date.today()}, {platform.processor() or platform.machine()}, "
+    footer = (f"{datetime.date.today()}, {cpu_model()}, "
               f"{os.cpu_count()} cores, {threads} thread(s) for the PDE rows; total {wall:.0f} s; "
               f"load average {load0[0]:.2f} at start, {load1[0]:.2f} at the end "
               f"(above ~0.5 other processes shared the cores)")
@@ -384,8 +518,27 @@ def main(argv=None) -> int:
     return 0
 
 
+def cpu_model() -> str:
+    """The processor's model name (Linux /proc/cpuinfo), else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _rows(table: Table, cfg: dict, threads: int, rows: set) -> None:
-    rhs = rhs_rows(table, cfg, threads) if rows & {"1", "2", "6"} else {}
+    counts = sorted({1, threads})  # single-threaded rows apart from the multithreaded ones
+    rhs = {}
+    if rows & {"1", "2", "6"}:
+        for th in counts:
+            rhs[th] = rhs_rows(table, cfg, th)
+        rhs = rhs[counts[-1]]
+    if "7" in rows:
+        for th in counts:
+            whole_run_rows(table, cfg, th)
     particle = particle_rows(table, cfg) if rows & {"4", "6"} else {}
     if "3" in rows:
         time_to_solution(table, cfg, threads)
@@ -400,6 +553,8 @@ def _rows(table: Table, cfg: dict, threads: int, rows: set) -> None:
                   f"{fit_exponent(ns, [particle[n] for n in ns]):.2f}", "2")
     if "T" in rows:
         thread_rows(table, cfg)
+    if "S" in rows:
+        start_rows(table, cfg)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ Layers, each importing only from itself and the layers above it in this list
 Quick start::
 
     import meanfield_pde as mf
-    config = mf.load_case("sa_beta5", {"time.t_end": 5.0})
+    config = mf.load_case("sa_beta5_uniform", {"time.t_end": 5.0})
     ds = mf.run(config, output="sa.nc")       # an xarray.Dataset
 """
 
@@ -27,15 +27,40 @@ import os
 # (measured: 4x slower at L = 63 on 2 cores). Users can still override it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from importlib import import_module as _import_module
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _version
+
 from . import _compat
 from .core.errors import ConfigError, NumericalFault, RunStoppedWarning
-from .runs.cases import case_names, describe_cases, load_case
-from .runs.config import Config, from_dict
-from .runs.restart import resume
-from .runs.runner import build, run
 
-_compat.install()  # the old flat module paths, for one release
+try:  # the one source of the version: the git tag, read by setuptools-scm at install time
+    __version__ = _version("meanfield_pde")
+except _NotInstalled:  # a source tree on sys.path that was never installed
+    __version__ = "0+unknown"
 
-__version__ = "0.1.0"
+# The public functions load on first use (PEP 562): `meanfield-pde cases` and `--help`
+# would otherwise pay for shtns, scipy and xarray (seconds) before printing a line.
+_LAZY = {"load_case": "runs.cases", "case_names": "runs.cases", "describe_cases": "runs.cases",
+         "Config": "runs.config", "from_dict": "runs.config", "resume": "runs.restart",
+         "build": "runs.runner", "run": "runs.runner",
+         "coefficients": "runs.dataset", "positions": "runs.dataset", "density": "runs.dataset"}
+
 __all__ = ["load_case", "case_names", "describe_cases", "Config", "from_dict", "run", "resume", "build",
+           "coefficients", "positions", "density",
            "ConfigError", "NumericalFault", "RunStoppedWarning"]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(_import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value  # once: later lookups are plain attribute reads
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+_compat.install(_LAZY)  # the old flat module paths, for one release

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
+import types
 import warnings
 
 PACKAGE = "meanfield_pde"
@@ -127,22 +129,62 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_loader(fullname, _AliasLoader())
 
 
-def install() -> None:
-    """Make the old paths importable (idempotent)."""
-    if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
-        # First: the alias of a subpackage (meanfield_pde.normalisation) has the real
-        # package's __path__, where the path finder would load its submodules a second
-        # time under the old names. It answers for old names only.
-        sys.meta_path.insert(0, _AliasFinder())
-    # An old path that is also a name of the package root (meanfield_pde.resume, the
-    # function) is registered now: importing it later would rebind the root's name to
-    # the module, as the import system sets a loaded submodule on its parent.
-    for where, names in RENAMED.items():
-        module = importlib.import_module(f"{PACKAGE}.{where}")
-        if not getattr(module.__dict__.get("__getattr__"), "_renames", False):
-            module.__getattr__ = _renamed_attribute(module, names)
-            module.__getattr__._renames = True
-    root = sys.modules[PACKAGE]
-    for old, new in MOVED.items():
-        if hasattr(root, old):
-            sys.modules.setdefault(f"{PACKAGE}.{old}", importlib.import_module(f"{PACKAGE}.{new}"))
+class _RenamingLoader(importlib.abc.Loader):
+    """The real loader of a module of RENAMED, which then answers the old names too."""
+
+    def __init__(self, loader, names: dict):
+        self.loader, self.names = loader, names
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        _add_renames(module, self.names)
+
+
+class _RenamingFinder(importlib.abc.MetaPathFinder):
+    """Gives the modules of RENAMED their old names when they load, so that the package
+    root need not import them (numerics, particles: seconds) to install the aliases."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        where = fullname[len(PACKAGE) + 1:] if fullname.startswith(PACKAGE + ".") else None
+        if where not in RENAMED:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _RenamingLoader(spec.loader, RENAMED[where])
+        return spec
+
+
+def _add_renames(module, names: dict) -> None:
+    if not getattr(module.__dict__.get("__getattr__"), "_renames", False):
+        module.__getattr__ = _renamed_attribute(module, names)
+        module.__getattr__._renames = True
+
+
+class _Root(types.ModuleType):
+    """The package root: importing an old module path named like one of its lazy public names
+    (``meanfield_pde.resume``) must not rebind that name to the module, as the import system
+    does for every submodule it loads."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and name in self.__dict__.get("_LAZY", ()):
+            return
+        super().__setattr__(name, value)
+
+
+def install(lazy: dict) -> None:
+    """Make the old paths importable (idempotent) without importing any module that
+    carries them; ``lazy``: the root's names loaded on first use (its ``_LAZY``)."""
+    for finder in (_RenamingFinder, _AliasFinder):
+        if not any(isinstance(f, finder) for f in sys.meta_path):
+            # First: the alias of a subpackage (meanfield_pde.normalisation) has the real
+            # package's __path__, where the path finder would load its submodules a second
+            # time under the old names. It answers for old names only.
+            sys.meta_path.insert(0, finder())
+    for where, names in RENAMED.items():  # those loaded before the finder was there
+        module = sys.modules.get(f"{PACKAGE}.{where}")
+        if module is not None:
+            _add_renames(module, names)
+    sys.modules[PACKAGE].__class__ = _Root

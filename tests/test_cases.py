@@ -87,6 +87,8 @@ CHECKED_ELSEWHERE = {
     "phase_clusters_circle": "test_sweep.py::test_circle_cluster_count_is_k_star",
     "phase_clusters_sphere": "test_sweep.py::test_sphere_cluster_count_beside_l_star",
     "phase_tokens_sa": "test_sweep.py::test_token_transition_d128_on_equiangular_prediction",
+    "zonal_vmf_collapse_d128": "test_zonal_runs.py::test_case_zonal_vmf_collapse_d128",
+    "zonal_usa_noisy_d32": "test_zonal_runs.py::test_case_zonal_usa_noisy_d32",
 }
 
 

@@ -6,7 +6,6 @@ variable named, tokens and the heaviest cluster in view, PDF/SVG output."""
 import numpy as np
 import pytest
 import xarray as xr
-from matplotlib.lines import Line2D
 from scipy.special import spherical_in
 
 from meanfield_pde.core.errors import ConfigError

@@ -101,8 +101,10 @@ def test_backward_heat_order0_stepped_matches_exact():
     config = limit_config("SA", 0)
     ds = run(config, progress=False)
     assert ds.attrs["status"] == "completed"
-    assert "tau" not in ds.coords  # the time axis of a limit run is τ itself
-    np.testing.assert_allclose(ds.time.values, [0.0, 0.025, 0.05])
+    # a limit run stores its τ as `tau` and the natural time t = β τ as `time`, as a PDE run does
+    np.testing.assert_array_equal(ds.tau.values, [0.0, 0.025, 0.05])
+    np.testing.assert_allclose(ds.time.values, config.model.beta * ds.tau.values, rtol=1e-15)
+    assert ds.attrs["time_unit"] == "natural" and ds.attrs["tau_unit"] == "backward_heat"
     sim = build(config)
     g = sim.geometry
     exact = backward_heat_exact(sim.initial, 0.05, g)
@@ -285,5 +287,7 @@ def test_limit_time_is_tau_with_either_unit():
                             time={"t_end": 0.02, "unit": unit}, output={"every": 0.01}), progress=False)
             for unit in ("natural", "backward_heat")]
     np.testing.assert_array_equal(runs[0].coef_real.values, runs[1].coef_real.values)
-    np.testing.assert_allclose(runs[1].time.values, [0.0, 0.01, 0.02])
-    assert runs[1].attrs["time_unit"] == "backward_heat" and runs[1].attrs["equation"] == "limit1"
+    np.testing.assert_allclose(runs[1].tau.values, [0.0, 0.01, 0.02])
+    np.testing.assert_allclose(runs[1].time.values, 50.0 * runs[1].tau.values, rtol=1e-15)
+    assert runs[1].attrs["tau_unit"] == "backward_heat" and runs[1].attrs["equation"] == "limit1"
+    assert runs[1].attrs["time_unit"] == "natural"

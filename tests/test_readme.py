@@ -42,8 +42,11 @@ SKIPPED = {
     "meanfield-pde compare A.nc B.nc --output C.nc [--overwrite] [--degrees N] [--smoothing S] "
     "[--projections P] [--no-plot] [--force]": "syntax summary (placeholders)",
     "meanfield-pde limits CASE [--output FILE.nc] [--set key=value ...]": "syntax summary (placeholders)",
-    "meanfield-pde sweep CASE [--grid key=values ...] [--workers N | --scheduler ADDRESS] "
-    "[--output DIR] [--force]": "syntax summary (placeholders)",
+    "meanfield-pde sweep CASE [--grid key=values ...] [--workers N | --scheduler ADDRESS | "
+    "--jobqueue KIND] [--output DIR] [--force]": "syntax summary (placeholders)",
+    # A batch cluster (tests/test_sweep_jobqueue.py checks the job script and runs --jobqueue local).
+    "meanfield-pde sweep phase_noise_beta3 --jobqueue slurm --jobs 4 --cores 32 --memory 64GB "
+    "--walltime 04:00:00 --queue compute --output /shared/runs/beta3": "needs a SLURM cluster",
     # Sweeps of a whole phase diagram: minutes of runs.
     "meanfield-pde sweep phase_noise_beta3 --workers 2 --output runs/beta3":
         "a whole phase diagram (25 continued points, minutes)",

@@ -121,8 +121,8 @@ def test_killed_worker_is_recorded_as_failed_and_the_sweep_finishes(tmp_path, ca
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     real = sweep_module.dask_client
 
-    def crashing(workers=None, scheduler=None):
-        ctx = real(workers, scheduler)
+    def crashing(workers=None, scheduler=None, *rest):  # rest: the jobqueue options
+        ctx = real(workers, scheduler, *rest)
         client = ctx.__enter__()
         client.register_plugin(_CrashPoint("model.nu=0.25"))
         return _Entered(ctx, client)
@@ -194,8 +194,8 @@ def test_another_process_cannot_submit_work_to_the_sweeps_scheduler(tmp_path, ca
     me = psutil.Process()
     before = _listening([me])  # e.g. another test's cluster in this process
 
-    def spied(workers=None, scheduler=None):
-        ctx = real(workers, scheduler)
+    def spied(workers=None, scheduler=None, *rest):  # rest: the jobqueue options
+        ctx = real(workers, scheduler, *rest)
         client = ctx.__enter__()
         address = client.scheduler.address
         proc = subprocess.run([sys.executable, "-c", ATTACK, address], capture_output=True,

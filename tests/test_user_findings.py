@@ -127,6 +127,30 @@ def test_unedited_run_file_still_resumes(stopped_run, tmp_path):
         assert ds.attrs["status"] == "completed" and float(ds.time[-1]) == 2.0
 
 
+def _absurd_coefficient(l, m):
+    def edit(d):
+        last = d["coef_real"][-1]
+        last[l, m] = 1e300
+        d["coef_real"][-1] = last
+    return edit
+
+
+@pytest.mark.parametrize("l, m", [(0, 0), (15, 15)], ids=["mass", "top-degree"])
+def test_finite_absurd_coefficient_is_not_resumed(stopped_run, tmp_path, capsys, l, m):
+    """A finite 1e300 written into the last snapshot passed every finiteness check: with it in
+    the mass (l = 0) the resume ran to "completed" at a mass of 3.5e300, though the equation
+    conserves the mass 1 of the first snapshot. The restart state is now held to the run's own
+    bounds (conserved mass, the monitor's negativity floor and spectral tail) and refused."""
+    from meanfield_pde.cli import main
+    path = _edited(stopped_run, tmp_path / "absurd.nc", _absurd_coefficient(l, m))
+    before = path.read_bytes()
+    assert main(["run", "--resume", str(path), "--no-plot", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("meanfield-pde: error:") and "\n" not in err, err
+    assert "damaged" in err and "t = 1.5" in err and ("mass" in err or "negative" in err), err
+    assert path.read_bytes() == before
+
+
 # -- sweep figure ------------------------------------------------------------------------------
 
 def _noise_dataset(stationary: bool):
@@ -394,3 +418,31 @@ def test_usa_weighted_sums_beyond_the_float_range_are_refused_not_nan():
             energy(x, 700.0, weights=[1e300] * 5)
         assert np.all(np.isfinite(velocity(x, "USA", 700.0, weights=[0.2] * 5)))
         assert np.isfinite(energy(x, 700.0, weights=[0.2] * 5))
+
+
+# -- unbounded case keys -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, key", [
+    (["run", "particles_sa_beta5_uniform", "--set", "particles.smoothing=1e300"], "particles.smoothing"),
+    (["limits", "sa_backward_heat", "--set", "limit.tau=1e300"], "limit.tau"),
+    (["limits", "sa_backward_heat", "--set", "limit.tau=1.5"], "limit.tau"),
+])
+def test_smoothing_and_limit_tau_have_upper_bounds(tmp_path, capsys, argv, key):
+    """particles.smoothing = 1e300 stored a uniform map (every degree damped by e^{-l(l+1)s})
+    and limit.tau = 1e300 started PDE runs to t = beta tau, where backward heat amplifies
+    round-off by e^{l(l+1) tau}: both were accepted. Refused before any work, naming the range."""
+    from meanfield_pde.cli import main
+    out = tmp_path / "x.nc"
+    assert main(argv + ["-o", str(out), "--no-plot"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"meanfield-pde: error: {key} = ") and "\n" not in err, err
+    assert err.endswith(", 1]"), err
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("case, key", [("particles_sa_beta5_uniform", "particles.smoothing"),
+                                       ("sa_backward_heat", "limit.tau")])
+def test_upper_bound_of_smoothing_and_tau_is_allowed(case, key):
+    section, name = key.split(".")
+    config = load_case(case, {key: 1.0})
+    assert getattr(getattr(config, section), name) == 1.0

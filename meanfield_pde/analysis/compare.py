@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.errors import ConfigError
+from ..runs.runcheck import check_conventions
 
 TIME_TOLERANCE = 1e-9  # relative: snapshots of two runs at "the same" output time
 FLOOR_DRAWS = 3  # at most this many independent exact samples averaged in sliced_wasserstein_floor
@@ -40,9 +41,11 @@ def is_particle_run(ds: xr.Dataset) -> bool:
 def on_common_time_axis(ds_a: xr.Dataset, ds_b: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset]:
     """Put both runs on the same time unit.
 
-    A limit run's time is τ (attribute time_unit = "backward_heat" or
-    "porous_medium"); a PDE run with time.unit set to that unit carries a
-    ``tau`` coordinate (attribute tau_unit). That run is then compared on τ.
+    Every run file stores the natural ``time`` (a limit run too: t = β τ or 2β/λ_0 · τ, with
+    ``tau``), so two such files share their axis. A limit run written before that stored its τ
+    as ``time`` (attribute time_unit = "backward_heat" or "porous_medium"); a PDE run with
+    time.unit set to that unit carries a ``tau`` coordinate (attribute tau_unit) and is then
+    compared on τ.
 
     Raises
     ------
@@ -134,7 +137,8 @@ def wasserstein_distance(manifold: str, xs: np.ndarray, xt: np.ndarray, a=None, 
         Distance in radians of the unit sphere / circle (POT works in turns:
         this is 2π times its value).
     """
-    import ot  # POT: the well-kept implementation of these distances
+    from ..core.extras import require
+    ot = require("ot", "the Wasserstein distance of token runs")  # POT: the well-kept implementation
 
     def weights(w, n):
         return None if w is None else np.asarray(w, dtype=float) / np.sum(w)
@@ -166,9 +170,11 @@ def _n_particles(ds: xr.Dataset) -> int:
     return int(pos.sizes[[d for d in pos.dims if d not in ("time", xyz)][0]])
 
 
-def comparison_geometry(manifold: str, lmax: int):
+def comparison_geometry(manifold: str, lmax: int, dimension: int | None = None):
+    """The geometry of a run's coefficients (``dimension``: a sphere_zonal run's d)."""
     from ..core.geometry import make_geometry
-    return make_geometry(manifold, max(int(lmax), 2))
+    return make_geometry(manifold, max(int(lmax), 2), 1,
+                         None if manifold != "sphere_zonal" else int(dimension))
 
 
 def _grid_measure(geometry, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -309,7 +315,8 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     Raises
     ------
     ConfigError
-        If a Dataset is not a run (no coef_real/coef_imag), the runs are on
+        If a Dataset is not a run (no coef_real/coef_imag) or stores its coefficients
+        with other conventions (:func:`meanfield_pde.runs.runcheck.check_conventions`), the runs are on
         different manifolds, share no snapshot time, or degrees < 0,
         smoothing < 0 or n_projections < 0.
     """
@@ -317,12 +324,21 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
         if "coef_real" not in ds or "coef_imag" not in ds:
             raise ConfigError(f"compare: the {label} file is not a run of meanfield-pde (no coef_real/"
                               "coef_imag; a comparison or sweep file cannot be compared)")
+        # the coefficients' convention attributes, as the command line's readers check them
+        check_conventions(ds, f"compare: the {label} run")
     if degrees is not None and degrees < 0:
         raise ConfigError(f"compare --degrees {degrees}: must be >= 0")
     manifold = ds_a.attrs.get("manifold")
     if manifold != ds_b.attrs.get("manifold"):
         raise ConfigError(f"compare: runs on different manifolds ({ds_a.attrs.get('manifold')} "
                           f"and {ds_b.attrs.get('manifold')})")
+    dimension = ds_a.attrs.get("dimension")  # sphere_zonal: the d of S^{d-1}
+    if manifold == "sphere_zonal" and str(dimension) != str(ds_b.attrs.get("dimension")):
+        raise ConfigError(f"compare: zonal runs in different dimensions (d = {dimension} and "
+                          f"{ds_b.attrs.get('dimension')})")
+    if manifold == "sphere_zonal" and (is_particle_run(ds_a) or is_particle_run(ds_b)):
+        raise ConfigError("compare: particle runs against sphere_zonal runs are not supported here; "
+                          "use meanfield_pde.analysis.zonal_tokens (benchmarks/zonal_tokens.py)")
     if smoothing is not None and not (np.isfinite(smoothing) and smoothing >= 0):
         raise ConfigError(f"compare: smoothing = {smoothing}: must be a number >= 0 (or None)")
     if n_projections < 0:
@@ -334,7 +350,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     top = min(int(full_a.l.max()), int(full_b.l.max()))
     top = top if degrees is None else min(top, int(degrees))
     # one geometry holds both runs' degrees <= top (those above are 0 in the vectors)
-    geo = comparison_geometry(manifold, top)
+    geo = comparison_geometry(manifold, top, dimension)
     ca, cb = (_truncated(geo, full.isel(time=i), top) for full, i in ((full_a, ia), (full_b, ib)))
     if s > 0:
         ca, cb = geo.heat(ca, s), geo.heat(cb, s)
@@ -362,6 +378,10 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
                 rel = np.divide(a - b, scale, out=np.zeros_like(scale), where=scale > 0)
                 out["energy_relative_difference"] = ("time", rel, dict(
                     long_name="(energy A − energy B) / max(|energy A|, |energy B|)", units="1"))
+    if "tau" in ds_a.coords and "tau" in ds_b.coords and ds_a.attrs.get("tau_unit") == ds_b.attrs.get("tau_unit"):
+        # both runs in one large-β unit (a PDE and its limit): their τ beside the natural time
+        out = out.assign_coords(tau=("time", ds_a.tau.values[ia], ds_a.tau.attrs))
+        out.attrs["tau_unit"] = ds_a.attrs.get("tau_unit", "")
     out.attrs.update(manifold=ds_a.attrs.get("manifold", ""), degrees_compared=top,
                      run_a=ds_a.attrs.get("title", ""), run_b=ds_b.attrs.get("title", ""),
                      case_a=ds_a.attrs.get("case", ""), case_b=ds_b.attrs.get("case", ""),

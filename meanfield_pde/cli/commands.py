@@ -286,6 +286,8 @@ def _check_projections(args, runs, output) -> None:
     """Refuse (unless --force) projections beyond the machine's memory, before any work."""
     from ..runs.budget import check, projections_estimate
     if args.projections > 0 and any("positions" in ds for ds in runs):
+        from ..core.extras import require
+        require("ot", "compare --projections of token runs (0 skips them)")
         import numpy as np
         points = [ds.sizes.get("particle") or int(np.prod([ds.sizes[d] for d in ds.density.dims[1:]]))
                   for ds in runs]
@@ -336,17 +338,32 @@ def _limits_claimed(config, path: Path, args) -> int:
 
 
 def _cmd_sweep(args) -> int:
+    from ..core.extras import require
+    require("distributed", "meanfield-pde sweep")  # before the case is read: nothing runs without it
+    if args.scheduler is None:  # its own cluster: TLS credentials made for this sweep
+        require("cryptography", "meanfield-pde sweep (the TLS credentials of its cluster)")
     from ..runs.cases import load_case
-    from ..studies.sweep import run_sweep
-    if args.workers is not None and args.scheduler:
-        raise ConfigError("sweep: give --workers (a LocalCluster) or --scheduler, not both")
+    from ..studies.sweep import JobQueue, run_sweep
+    if sum(x is not None for x in (args.workers, args.scheduler, args.jobqueue)) > 1:
+        raise ConfigError("sweep: give one of --workers (a LocalCluster), --scheduler or --jobqueue")
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"sweep --workers {args.workers}: must be >= 1")
+    queue_flags = {"--jobs": args.jobs, "--cores": args.cores, "--memory": args.memory,
+                   "--walltime": args.walltime, "--queue": args.queue}
+    if args.jobqueue is None and any(v is not None for v in queue_flags.values()):
+        raise ConfigError(f"sweep {' '.join(k for k, v in queue_flags.items() if v is not None)}: "
+                          "only with --jobqueue slurm|pbs|sge|lsf|local")
+    jobqueue = None
+    if args.jobqueue is not None:
+        require("dask_jobqueue", f"sweep --jobqueue {args.jobqueue}")
+        jobqueue = JobQueue(args.jobqueue, jobs=1 if args.jobs is None else args.jobs, cores=args.cores,
+                            memory=args.memory, walltime=args.walltime, queue=args.queue)
     config = load_case(args.case, args.set or [])
     out = Path(args.output) if args.output else Path.cwd() / f"{config.name}_sweep"
     ds = run_sweep(config, out, args.grid or [], args.continuation, args.workers, args.scheduler,
                    progress=None if not args.quiet else False, force=args.force,
-                   log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
+                   log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)),
+                   jobqueue=jobqueue)
     print(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
           f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
     print(f"wrote {out / 'sweep.nc'}")
@@ -454,6 +471,15 @@ def make_parser() -> argparse.ArgumentParser:
     sw.add_argument("--workers", "-n", type=int, help="LocalCluster processes (default: the cores)")
     sw.add_argument("--scheduler", metavar="ADDRESS",
                     help="a running dask scheduler, e.g. tcp://10.0.0.1:8786, instead of a LocalCluster")
+    sw.add_argument("--jobqueue", metavar="KIND",
+                    help="start the workers through a batch queue (dask-jobqueue): slurm, pbs, sge, "
+                         "lsf, or local (the same job scripts as local processes)")
+    sw.add_argument("--jobs", type=_count("--jobs"), help="with --jobqueue: jobs to submit (default 1)")
+    sw.add_argument("--cores", type=_count("--cores"),
+                    help="with --jobqueue: cores per job, one single-threaded worker each")
+    sw.add_argument("--memory", help="with --jobqueue: memory per job, e.g. 16GB")
+    sw.add_argument("--walltime", help="with --jobqueue: time limit per job, e.g. 02:00:00 (LSF: 02:00)")
+    sw.add_argument("--queue", help="with --jobqueue: the queue (SLURM partition)")
     sw.add_argument("--output", "-o", help="folder (default: ./<case>_sweep): points/*.nc, sweep.nc, sweep.png")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a case key (repeatable)")
     sw.add_argument("--no-plot", action="store_true", help="do not write the figure")
@@ -469,8 +495,7 @@ def _warning_line(message, category, *args, **kwargs) -> None:
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
-    from ..core.errors import DiskSpaceWarning
-    from ..runs.config import CaseKeyDeprecationWarning
+    from ..core.errors import CaseKeyDeprecationWarning, DiskSpaceWarning
     from ..runs.outputs import OutputFull
     # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
     main_thread = threading.current_thread() is threading.main_thread()

@@ -147,7 +147,8 @@ def kernel_degree_cutoff(beta: float, eps: float = 1e-16) -> float:
     return float(np.sqrt(2.0 * beta * np.log(1.0 / eps)))
 
 
-def kernel_truncation_error(beta: float, lmax: int, manifold: str = "sphere") -> float:
+def kernel_truncation_error(beta: float, lmax: int, manifold: str = "sphere",
+                            dimension: int | None = None) -> float:
     """Relative L² error of the kernel e^{β⟨x,·⟩} cut at degree (wavenumber) lmax.
 
     By Funk–Hecke the kernel is Σ_l λ_l Σ_m Y_lm(x) conj(Y_lm(y)), so its
@@ -155,20 +156,28 @@ def kernel_truncation_error(beta: float, lmax: int, manifold: str = "sphere") ->
     Σ_k λ_k²/(2π) over k ∈ ℤ on S¹ (λ_{−k} = λ_k); the error is the part with
     l > lmax relative to the whole, in [0, 1). It is small only when
     lmax ≳ √(2β ln(1/ε)): the structures the kernel makes (width ~ β^{−1/2})
-    need that resolution.
+    need that resolution. On S^{d−1} (``"sphere_zonal"``, ``dimension`` d) the power of
+    degree l is dim H_l · λ_l² (addition theorem; :func:`log_harmonic_dimension`), in
+    logarithms relative to its largest term.
     """
     tail = int(lmax + 40 + 12 * math.sqrt(max(beta, 1.0)))  # λ_l decays like e^{−l²/2β} past √β
-    lam = scaled_multipliers(beta, tail, manifold)
     l = np.arange(tail + 1)
-    power = (2 * l + 1) * lam**2 if manifold == "sphere" else np.where(l == 0, 1.0, 2.0) * lam**2
+    if manifold == ZONAL:
+        log_power = 2.0 * log_zonal_multipliers(beta, tail, dimension) + log_harmonic_dimension(
+            tail, dimension)
+        power = np.exp(log_power - np.max(log_power))
+    else:
+        lam = scaled_multipliers(beta, tail, manifold)
+        power = (2 * l + 1) * lam**2 if manifold == "sphere" else np.where(l == 0, 1.0, 2.0) * lam**2
     total = power.sum()
     return float(math.sqrt(power[lmax + 1:].sum() / total)) if total > 0 else 0.0
 
 
-def resolving_lmax(beta: float, tol: float, manifold: str = "sphere") -> int:
+def resolving_lmax(beta: float, tol: float, manifold: str = "sphere",
+                   dimension: int | None = None) -> int:
     """The smallest lmax with :func:`kernel_truncation_error` <= tol (tol in (0, 1])."""
     L = 1
-    while kernel_truncation_error(beta, L, manifold) > tol:
+    while kernel_truncation_error(beta, L, manifold, dimension) > tol:
         L += 1
     return L
 
@@ -268,7 +277,18 @@ def log_zonal_multipliers(beta: float, lmax: int, dimension: int,
     beta, d = check_beta(beta), check_dimension(dimension)
     if int(lmax) != lmax or lmax < 0:
         raise ValueError(f"lmax = {lmax!r}: must be an integer >= 0")
-    l = np.arange(int(lmax) + 1, dtype=float)
+    return _log_zonal(beta, int(lmax), d, per_beta)
+
+
+def _log_zonal(beta: float, lmax: int, d: int, per_beta: bool = False,
+               scaled: bool = False) -> np.ndarray:
+    """:func:`log_zonal_multipliers` for checked d, lmax and any finite β >= 0 (also above
+    700: the vMF coefficients e^{κt}, :func:`vmf_zonal_coefficients`, take κ up to 1e6);
+    with ``scaled`` log(e^{−β} λ̄_l), whose differences keep their digits at large β
+    (log λ̄_l ≈ β would lose β·1e-16 in absolute terms).
+    The series is summed only for the degrees that do not take the ive route (its
+    ~2β terms would cost too much at κ ~ 1e6, where ive is exact)."""
+    l = np.arange(lmax + 1, dtype=float)
     # Σ_{j<l} log(d + 2j): the Pochhammer product without the cancellation of two gammaln
     log_poch = np.concatenate([[0.0], np.cumsum(np.log(d + 2.0 * l[:-1]))])
     with np.errstate(divide="ignore"):
@@ -279,16 +299,63 @@ def log_zonal_multipliers(beta: float, lmax: int, dimension: int,
         log_power = np.where(power == 0, 0.0, power * log_beta)
     if per_beta and beta == 0.0:
         log_power[0] = math.inf
-    out = log_power - log_poch + _log_hyp0f1(l + d / 2.0, beta * beta / 4.0)
+    use = np.zeros(l.size, dtype=bool)
+    out = np.empty(l.size)
     if beta > 0.0:
         nu = l + d / 2.0 - 1.0
-        scaled = ive(nu, beta)
-        use = (scaled > _TINY_IVE) & (beta * beta > 40.0 * (l + d / 2.0))
+        ives = ive(nu, beta)
+        use = (ives > _TINY_IVE) & (beta * beta > 40.0 * (l + d / 2.0))
         if np.any(use):
             from scipy.special import gammaln
             shift = -log_beta if per_beta else 0.0
             out[use] = (gammaln(d / 2.0) + (d / 2.0 - 1.0) * math.log(2.0 / beta)
-                        + np.log(scaled[use]) + beta + shift)
+                        + np.log(ives[use]) + (0.0 if scaled else beta) + shift)
+    rest = ~use
+    if np.any(rest):
+        out[rest] = ((log_power - log_poch)[rest] + _log_hyp0f1(l[rest] + d / 2.0, beta * beta / 4.0)
+                     - (beta if scaled else 0.0))
+    return out
+
+
+def vmf_zonal_coefficients(kappa: float, lmax: int, dimension: int) -> np.ndarray:
+    """Coefficients f_l = p_l(1) λ̄_l(κ)/λ̄_0(κ), l = 0..lmax, of the von Mises–Fisher density
+    centred at e, f̄(t) = e^{κt}/λ̄_0(κ) w.r.t. the uniform probability measure of S^{d−1}
+    (mass 1), in the orthonormal Gegenbauer basis p_l of
+    :class:`meanfield_pde.core.geometry.ZonalSphere`; shape (lmax+1,).
+
+    Funk–Hecke with x = e: ∫ e^{κ⟨e,y⟩} p_l(⟨y,e⟩) dσ̄(y) = λ̄_l(κ) p_l(1), and p_l(1)² =
+    dim H_l = (2l + d − 2)/(l + d − 2) · C(l + d − 2, l) (Atkinson & Han, *Spherical
+    Harmonics*, eq. (2.10) and Thm 2.22; the addition theorem gives p_l(1)² = dim H_l).
+    λ̄_l(κ)/λ̄_0(κ) = I_{l+d/2−1}(κ)/I_{d/2−1}(κ), in logarithms (:func:`log_zonal_multipliers`):
+    exact for every d <= 4096 and κ in (0, 1e6], where the normaliser κ^{d/2−1}/I_{d/2−1}(κ)
+    of the vMF law over- or underflows. Tiny values underflow to 0, their correct rounding.
+
+    Raises
+    ------
+    ValueError
+        κ not in (0, 1e6], d outside [2, 4096], lmax < 0.
+    """
+    d = check_dimension(dimension)
+    kappa = float(kappa)
+    if not 0.0 < kappa <= 1e6:
+        raise ValueError(f"concentration = {kappa!r}: must be in (0, 1e+06]")
+    if int(lmax) != lmax or lmax < 0:
+        raise ValueError(f"lmax = {lmax!r}: must be an integer >= 0")
+    log = _log_zonal(kappa, int(lmax), d, scaled=True)
+    return np.exp(log - log[0] + 0.5 * log_harmonic_dimension(int(lmax), d))
+
+
+def log_harmonic_dimension(lmax: int, dimension: int) -> np.ndarray:
+    """log dim H_l, l = 0..lmax: the dimension of the degree-l spherical harmonics on S^{d−1},
+    dim H_l = (2l + d − 2)/(l + d − 2) · C(l + d − 2, l) (dim H_0 = 1; d = 2: 2 for l >= 1;
+    Atkinson & Han eq. (2.10)); shape (lmax+1,)."""
+    from scipy.special import gammaln
+    d = check_dimension(dimension)
+    l = np.arange(lmax + 1, dtype=float)
+    out = np.zeros(lmax + 1)
+    k = l[1:]
+    out[1:] = (np.log(2 * k + d - 2) - np.log(k + d - 2) + gammaln(k + d - 1) - gammaln(k + 1)
+               - gammaln(d - 1.0))
     return out
 
 

@@ -27,14 +27,16 @@ DIAGNOSTIC_ATTRS = {
     "limit_energy": dict(long_name="E_β with the kernel expanded to the limit model's order "
                                    "(λ_l/λ_0 ≈ 1, or 1 − l(l+1)/2β); the limit's Lyapunov function"),
     "order_parameter": dict(long_name="order parameter |∫ x f(x) dσ|", units="1"),
-    "min_density": dict(long_name="minimum of f on the grid (uniform = 1/|S|)"),
+    "min_density": dict(long_name="minimum of f on the grid (uniform = 1/|S|; sphere_zonal: on the "
+                                  "nodes of weight >= 1e-16 of the largest)"),
     "spectral_tail": dict(long_name="fraction of Σ|f_lm|² at degree l > 2L/3", units="1"),
 }
 
 
-def spectral_tail(geometry: Geometry, coef: np.ndarray) -> float:
-    """Σ_{l > 2L/3} |f_lm|² / Σ_l |f_lm|² (all orders), in [0, 1]."""
-    power = geometry.power_spectrum(coef)
+def spectral_tail(geometry: Geometry, coef: np.ndarray, power: np.ndarray | None = None) -> float:
+    """Σ_{l > 2L/3} |f_lm|² / Σ_l |f_lm|² (all orders), in [0, 1] (``power``: the power
+    spectrum of coef if already computed)."""
+    power = geometry.power_spectrum(coef) if power is None else power
     cut = int(np.floor(TAIL_FRACTION * geometry.lmax))
     total = power.sum()
     return float(power[cut + 1:].sum() / total) if total > 0 else 0.0
@@ -47,7 +49,7 @@ def snapshot_diagnostics(model: MeanFieldModel, coef: np.ndarray, density: np.nd
         "mass": g.mass(coef),
         "energy": model.energy(coef),
         "order_parameter": float(np.linalg.norm(g.first_moment(density))),
-        "min_density": float(np.min(density)),
+        "min_density": g.grid_minimum(density),
         "spectral_tail": spectral_tail(g, coef),
     }
     if hasattr(model, "limit_energy"):
@@ -71,22 +73,42 @@ class ResolutionMonitor:
         Largest allowed :func:`spectral_tail`.
     negative_density : float
         Allowed undershoot: flag if min f < −negative_density / |S|.
+
+    The check runs after every step. The synthesis for min f is skipped when the
+    coefficients alone prove f >= the floor: f >= f̄ − Σ_{l>=1} s_l C_l^{1/2}
+    (:meth:`Geometry.degree_sup_factor`, C_l the power spectrum the tail test computes
+    anyway), which holds near the uniform state (the linear phase of every
+    instability) and saves a transform per step there.
     """
 
     def __init__(self, geometry: Geometry, max_spectral_tail: float, negative_density: float):
         self.geometry = geometry
         self.max_spectral_tail = max_spectral_tail
         self.floor = -negative_density / geometry.area
+        factor = geometry.degree_sup_factor()
+        self._sup = None if factor is None else factor[1:]
+
+    def lower_bound(self, coef: np.ndarray, power: np.ndarray) -> float:
+        """A lower bound of min f from the coefficients (−inf where the geometry gives none)."""
+        if self._sup is None:
+            return -np.inf
+        mean = self.geometry.mass(coef) / self.geometry.area
+        spread = float(np.dot(self._sup, np.sqrt(power[1:])))
+        # widened by 1e-12 relative: its own rounding must not pass a state the synthesis fails
+        return mean - spread - 1e-12 * (abs(mean) + spread)
 
     def check(self, coef: np.ndarray) -> str | None:
         """None if the state is trustworthy, else the reason (for status 'stopped: ...')."""
         if not np.all(np.isfinite(coef)):
             return "non-finite values in the density"
-        tail = spectral_tail(self.geometry, coef)
+        power = self.geometry.power_spectrum(coef)
+        tail = spectral_tail(self.geometry, coef, power)
         if tail > self.max_spectral_tail:
             return (f"resolution lost: spectral tail {tail:.2e} > {self.max_spectral_tail:.0e} "
                     f"at lmax = {self.geometry.lmax}")
-        fmin = float(np.min(self.geometry.synthesis(coef)))
+        if self.lower_bound(coef, power) >= self.floor:
+            return None  # no grid point can be below the floor
+        fmin = self.geometry.grid_minimum(self.geometry.synthesis(coef))
         if fmin < self.floor:
             return (f"resolution lost: density went negative (min f = {fmin:.2e}) "
                     f"at lmax = {self.geometry.lmax}")

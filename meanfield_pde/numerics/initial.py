@@ -64,6 +64,28 @@ def von_mises_fisher_pdf(points: np.ndarray, centres, concentrations, weights=No
     return pdf.reshape(points.shape[:-1])
 
 
+def zonal_von_mises_fisher(geometry: Geometry, centres, concentrations, weights=None) -> np.ndarray:
+    """Coefficients of Σ_k w_k vMF(±e, κ_k) on S^{d−1} (zonal geometry): exact, mass 1.
+
+    ``centres``: one-entry lists [1] (the axis e) or [-1] (−e); the density of one
+    component w.r.t. the uniform probability measure is e^{±κt}/λ̄_0(κ), whose degree-l
+    coefficient is (±1)^l p_l(1) I_{l+d/2−1}(κ)/I_{d/2−1}(κ)
+    (:func:`meanfield_pde.core.kernels.vmf_zonal_coefficients`, in logarithms: the
+    normaliser κ^{d/2−1}/((2π)^{d/2} I_{d/2−1}(κ)) of the vMF law over- or underflows in
+    large d, the ratio does not). Same law as scipy.stats.vonmises_fisher in R^d with
+    μ = ±e (Mardia & Jupp, *Directional Statistics*, §9.3.2). Shape (ncoef,).
+    """
+    from ..core.kernels import vmf_zonal_coefficients
+    k = len(concentrations)
+    weights = np.full(k, 1.0 / k) if weights is None or len(weights) == 0 else np.asarray(weights, float)
+    sign = (-1.0) ** geometry.degree
+    coef = geometry.zeros_coef()
+    for w, mu, kappa in zip(weights, centres, concentrations):
+        c = vmf_zonal_coefficients(kappa, geometry.lmax, geometry.dimension)
+        coef += w * (c if float(mu[-1]) > 0 else sign * c)
+    return coef
+
+
 def von_mises_fisher(geometry: Geometry, centres, concentrations, weights=None,
                      max_spectral_tail: float = 1e-6, negative_density: float = 1e-3) -> np.ndarray:
     """Coefficients of a vMF mixture, projected to degree L and renormalised to mass 1.
@@ -188,7 +210,10 @@ def von_mises_fisher_lmax(manifold: str, centres, concentrations, weights=None,
 
 def von_mises_fisher_hint(manifold: str, centres, concentrations, weights=None,
                           max_spectral_tail: float = 1e-6, negative_density: float = 1e-3) -> str:
-    """What to change for a vMF mixture that lmax does not resolve (a value that is accepted)."""
+    """What to change for a vMF mixture that lmax does not resolve (a value that is accepted;
+    on sphere_zonal only the direction of the change)."""
+    if manifold == "sphere_zonal":
+        return "raise domain.lmax or lower initial.concentrations"
     need = von_mises_fisher_lmax(manifold, centres, concentrations, weights, max_spectral_tail,
                                  negative_density)
     if need is None:
@@ -230,6 +255,8 @@ def initial_density(geometry: Geometry, spec, max_spectral_tail: float = 1e-6,
         return _nonnegative(geometry, spherical_harmonic(geometry, spec.degree, spec.order,
                                                          spec.amplitude), spec)
     if getattr(spec, "type", None) == "von_mises_fisher":
+        if geometry.manifold == "sphere_zonal":
+            return zonal_von_mises_fisher(geometry, spec.centres, spec.concentrations, spec.weights)
         return von_mises_fisher(geometry, spec.centres, spec.concentrations, spec.weights,
                                 max_spectral_tail, negative_density)
     raise TypeError(f"unknown initial specification {spec!r}")

@@ -43,7 +43,10 @@ SA −(1/2β)Δ², USA −(f̄/β)Δ². Linear rates about f̄ (``growth_rates``
     USA order 0: 2f̄ l(l+1)         order 1: 2f̄ l(l+1) − f̄ (l(l+1))²/β
 
 (2f̄ = 1/2π on S²), against the PDE's l(l+1) i_l/i_0 (SA) and 2f̄ l(l+1) i_l/i_0
-(USA) in τ units: they agree to O(β⁻¹) resp. O(β⁻²). On S¹ replace l(l+1) by k².
+(USA) in τ units: they agree to O(β⁻¹) resp. O(β⁻²). On S¹ replace l(l+1) by k², on
+S^{d−1} (zonal densities, f̄ = 1 in the probability measure) by l(l + d − 2): there
+λ_l/λ_0 = I_{l+d/2−1}(β)/I_{d/2−1}(β) = 1 − l(l + d − 2)/(2β) + O(β⁻²) (DLMF 10.40.1),
+the same Laplace expansion with the Laplace–Beltrami eigenvalue of S^{d−1}.
 """
 
 from __future__ import annotations
@@ -135,10 +138,11 @@ class LimitModel(IMEXModel):
         # ``limit_energy``: the same with λ_l/λ_0 expanded to this order (1, or
         # 1 − l(l+1)/2β), λ_0/(2β) exact, and the same constant −M²/(2β) removed.
         w = geometry.parseval_weight
-        self._set_energy_multipliers(energy_multipliers(self.beta, geometry.lmax, geometry.manifold)[
-            geometry.degree] * w)
+        dim = geometry.dimension if geometry.manifold == "sphere_zonal" else None
+        self._set_energy_multipliers(energy_multipliers(self.beta, geometry.lmax, geometry.manifold,
+                                                        dimension=dim)[geometry.degree] * w)
         ratio = np.ones(geometry.ncoef) if order == 0 else 1.0 - self._eig / (2.0 * self.beta)
-        l0 = np.exp(self.beta) * scaled_multipliers(self.beta, 0, geometry.manifold)[0]
+        l0 = np.exp(self.beta) * scaled_multipliers(self.beta, 0, geometry.manifold, dim)[0]
         with np.errstate(over="ignore"):  # λ_0/(2β) = inf only for subnormal β: a meaningless limit
             self._limit_mult = (l0 / (2.0 * self.beta)) * ratio * w
         # l = 0: (λ_0 − |S|)/(2β) (M²/(2β) = |S| |f_00|²/(2β) removed), without cancellation
@@ -156,6 +160,13 @@ class LimitModel(IMEXModel):
     @abstractmethod
     def growth_rates(self) -> np.ndarray:
         """Linear rates (1/τ) about the uniform density, per degree l = 0..L (formulas above)."""
+
+    def _degree_eigenvalues(self) -> np.ndarray:
+        """−Δ per degree l = 0..L: l(l+1) on S², k² on S¹, l(l + d − 2) on S^{d−1}."""
+        g = self.geometry
+        eig = np.zeros(g.lmax + 1)
+        eig[g.degree] = -g.laplacian
+        return eig
 
     def _speed(self, v: tuple[np.ndarray, ...]) -> float:
         return float(np.max(np.hypot(*v))) if len(v) == 2 else float(np.max(np.abs(v[0])))
@@ -228,9 +239,7 @@ class BackwardHeat(LimitModel):
         return out
 
     def growth_rates(self) -> np.ndarray:
-        g = self.geometry
-        l = np.arange(g.lmax + 1.0)
-        eig = l * (l + 1.0) if g.manifold == "sphere" else l**2
+        eig = self._degree_eigenvalues()
         return eig - (self.order == 1) * eig**2 / (2.0 * self.beta)
 
 
@@ -276,9 +285,7 @@ class PorousMedium(LimitModel):
         return out
 
     def growth_rates(self) -> np.ndarray:
-        g = self.geometry
-        l = np.arange(g.lmax + 1.0)
-        eig = l * (l + 1.0) if g.manifold == "sphere" else l**2
+        eig = self._degree_eigenvalues()
         return self.f_bar * (2.0 * eig - (self.order == 1) * eig**2 / self.beta)
 
 

@@ -93,53 +93,62 @@ class MeanFieldModel(IMEXModel):
         self.min_density = np.nan
         self._tmp = g.zeros_coef()
         # Work arrays of the right-hand side, allocated once (no allocation,
-        # hence no page faults, in the hot loop): f, the velocity components,
-        # Φ (SA) and |V|² on the grid.
+        # hence no page faults, in the hot loop): f, ∇ of the velocity potential,
+        # the flux, and for SA Φ and f/Φ, on the grid.
         grid = np.shape(g.synthesis(self._tmp))
         self._f = np.empty(grid)
         self._v = tuple(np.empty(grid) for _ in g.gradient(self._tmp))
         self._flux = tuple(np.empty(grid) for _ in self._v)
         self._phi = np.empty(grid) if kind == "SA" else None
-        self._speed2 = (np.empty(grid), np.empty(grid)) if len(self._v) == 2 else None
+        self._weight = np.empty(grid) if kind == "SA" else None
+        self._speed2 = (np.empty(grid), np.empty(grid))
 
     def __reduce__(self):
         """Pickle by parameters (the geometry may hold a C handle; work arrays are rebuilt)."""
         return (MeanFieldModel, (self.geometry, self.kind, self.beta, self.nu, *self._hyper))
 
     # -- the explicit part ---------------------------------------------------
+    # The work arrays after an evaluation: _f = f, _v = ∇ of the velocity potential
+    # (USA: V itself; SA: ∇Φ/(βλ_0), V = _v/_phi with _phi = Φ/λ_0), _flux = f V.
+    # SA's V is never formed on the grid: the flux is _v · (f/Φ), one division and
+    # one multiplication per component (V = _v/_phi costs two more passes); max|V|
+    # takes the quotient once per step, when asked (_update_extrema).
     def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays."""
+        """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays.
+
+        Raises NumericalFault as :meth:`transport` (SA: Φ not positive)."""
         if self._fresh:  # the work arrays are about to be reused
             self._update_extrema()
-        return tuple(c.copy() for c in self._velocity(coef))
-
-    def _velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
-        """V[f] into the model's work arrays (overwritten by the next call)."""
         np.multiply(self._grad_mult, coef, out=self._tmp)
-        v = self.geometry.gradient(self._tmp, self._v)
+        v = self.geometry.gradient(self._tmp)
         if self.kind == "SA":
-            np.multiply(self._ratio, coef, out=self._tmp)
-            phi = self.geometry.synthesis(self._tmp, self._phi)  # Φ/λ_0 > 0 for any f >= 0
-            low = np.min(phi)
-            if np.isnan(low):
-                raise NumericalFault("non-finite values in the density")
-            if not low > 0.0:
-                raise NumericalFault("kernel potential Φ is not positive: the density "
-                                     "has lost positivity (resolution lost)")
-            np.reciprocal(phi, out=phi)  # one division, then multiplications
-            for comp in v:
-                np.multiply(comp, phi, out=comp)
-        return v
+            phi = self._potential(coef)
+            v = tuple(np.divide(c, phi) for c in v)
+        return tuple(v)
 
-    def _max_speed(self, v: tuple[np.ndarray, ...]) -> float:
-        """max |V| on the grid as sqrt(max(v_θ² + v_φ²)): three cheap passes (np.hypot costs
-        as much as a transform at L = 63). USA speeds reach e^β/β, whose square overflows
-        for β ≳ 350: there (β > 300) hypot."""
-        if self._speed2 is None:
+    def _potential(self, coef: np.ndarray) -> np.ndarray:
+        """SA: Φ/λ_0 on the grid into ``_phi``, checked positive (Φ/λ_0 > 0 for any f >= 0)."""
+        np.multiply(self._ratio, coef, out=self._tmp)
+        phi = self.geometry.synthesis(self._tmp, self._phi)
+        low = np.min(phi)
+        if np.isnan(low):
+            raise NumericalFault("non-finite values in the density")
+        if not low > 0.0:
+            raise NumericalFault("kernel potential Φ is not positive: the density "
+                                 "has lost positivity (resolution lost)")
+        return phi
+
+    def _max_speed(self) -> float:
+        """max |V| on the grid of the last evaluation as sqrt(max(v_θ² + v_φ²)): a few cheap
+        passes (np.hypot costs as much as a transform at L = 63). USA speeds reach e^β/β,
+        whose square overflows for β ≳ 350: there (β > 300) hypot."""
+        v, s, t = self._v, *self._speed2
+        if self.kind == "SA":  # V = _v/_phi (see above)
+            v = tuple(np.divide(c, self._phi, out=w) for c, w in zip(v, (s, t)))
+        if len(v) == 1:
             return float(np.max(np.abs(v[0])))
         if self.kind == "USA" and self.beta > 300.0:
             return float(np.max(np.hypot(*v)))
-        s, t = self._speed2
         np.multiply(v[0], v[0], out=s)
         np.multiply(v[1], v[1], out=t)
         s += t
@@ -148,15 +157,23 @@ class MeanFieldModel(IMEXModel):
     def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density.
 
-        Four transforms (five for SA: Φ too) into preallocated work arrays, and
-        a few pointwise passes; nothing is allocated except ``out`` if not given.
+        USA: f and ∇(Φ/β) from one fused synthesis (geometry.synthesis_and_gradient),
+        the flux f V (one pass per component), the divergence by a vector analysis.
+        SA adds the synthesis of Φ, its positivity check and f/Φ (three passes). Nothing
+        is allocated except ``out`` if not given.
+
+        Raises NumericalFault (SA) if Φ is not positive or not finite on the grid.
         """
-        f = self.geometry.synthesis(coef, self._f)
-        v = self._velocity(coef)
+        g = self.geometry
+        np.multiply(self._grad_mult, coef, out=self._tmp)
+        f, v = g.synthesis_and_gradient(coef, self._tmp, (self._f, self._v))
+        weight = f
+        if self.kind == "SA":
+            weight = np.divide(f, self._potential(coef), out=self._weight)
         for comp, flux in zip(v, self._flux):  # v and f are kept for max_speed, min_density
-            np.multiply(comp, f, out=flux)
+            np.multiply(comp, weight, out=flux)
         self._fresh = True
-        out = self.geometry.divergence(self._flux, out)
+        out = g.divergence(self._flux, out)
         np.negative(out, out=out)
         return out
 
@@ -183,7 +200,7 @@ class MeanFieldModel(IMEXModel):
         self._min_density_value = value
 
     def _update_extrema(self) -> None:
-        self._max_speed_value = self._max_speed(self._v)
+        self._max_speed_value = self._max_speed()
         self._min_density_value = float(np.min(self._f))
         self._fresh = False
 

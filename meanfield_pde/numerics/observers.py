@@ -67,26 +67,49 @@ class SnapshotRecorder(Observer):
         Dataset layout of the runs layer (:func:`meanfield_pde.runs.io.snapshots_to_dataset`),
         passed in because that layer sits above this one.
     tau_unit : (name, factor) or None
-        Adds the coordinate tau = t/factor of a run in a large-β time unit.
+        Adds the coordinate tau = time/factor of a run in a large-β time unit.
+    to_values : callable, optional
+        ``(geometry, coef, density, diagnostics) -> {variable: values}``, the values of one
+        snapshot in that layout (:func:`meanfield_pde.runs.io.snapshot_values`). With it, a
+        sink that has ``append_values`` and is ``started`` (a run file after its first
+        record) gets the values alone: a one-time Dataset costs ~40 right-hand sides at
+        L = 63, more than the run's steps between snapshots of a short ``output.every``.
+    clock : float
+        Natural time per unit of the solver's time t: the stored ``time`` is clock · t (a
+        large-β limit model integrates its τ: clock = factor, so tau = t).
     """
 
     def __init__(self, model: MeanFieldModel, sink, to_dataset,
-                 tau_unit: tuple[str, float] | None = None):
+                 tau_unit: tuple[str, float] | None = None, to_values=None, clock: float = 1.0):
         self.model = model
+        self.clock = clock
         self.sink = sink
         self.to_dataset = to_dataset
+        self.to_values = to_values
         self.tau_unit = tau_unit
         self.last_time: float | None = None
 
     def snapshot(self, t: float, coef: np.ndarray) -> None:
         if self.last_time is not None and t <= self.last_time:
             return  # the final state may coincide with the last output time
-        density = self.model.geometry.synthesis(coef)
+        g = self.model.geometry
+        density = g.synthesis(coef)
         diagnostics = snapshot_diagnostics(self.model, coef, density)
-        record = self.to_dataset(self.model.geometry, [t], [coef], [density], [diagnostics], {})
+        time = t * self.clock
+        tau = None
         if self.tau_unit is not None:
             name, factor = self.tau_unit
-            record = record.assign_coords(tau=("time", [t / factor], dict(
+            tau = t if self.clock == factor else time / factor  # a limit's own τ exactly
+        if self.to_values is not None and getattr(self.sink, "started", False):
+            values = self.to_values(g, coef, density, diagnostics)
+            if tau is not None:
+                values["tau"] = np.float64(tau)
+            self.sink.append_values(time, values)
+            self.last_time = float(t)
+            return
+        record = self.to_dataset(g, [time], [coef], [density], [diagnostics], {})
+        if tau is not None:
+            record = record.assign_coords(tau=("time", [tau], dict(
                 long_name=f"time in the {name} unit (t = tau * {factor:.17g})")))
         self.sink.append(record)
         self.last_time = float(t)

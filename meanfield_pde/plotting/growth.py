@@ -27,9 +27,11 @@ def predicted_rates(attrs, lmax: int, circle: bool):
         return None, "no linear theory drawn for a large-β limit equation"
     if str(attrs.get("time_unit", "natural")) != "natural":
         return None, "no linear theory drawn in rescaled time"
+    manifold = str(attrs.get("manifold", "circle" if circle else "sphere"))
     try:
+        dimension = int(attrs["dimension"]) if manifold == "sphere_zonal" else None
         sigma = growth_rates(str(attrs["model"]), float(attrs["beta"]), float(attrs["nu"]),
-                             int(lmax), "circle" if circle else "sphere")
+                             int(lmax), manifold, dimension)
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"no linear theory: {exc}"
     return sigma, ""

@@ -167,6 +167,9 @@ def degree_power(ds):
         return None, None
     from ..analysis.compare import comparison_geometry
     table = ds["coef_real"] + 1j * ds["coef_imag"]  # NaN where m > l is never read
+    if ds.attrs.get("manifold") == "sphere_zonal":  # one real coefficient per degree: C_l = f_l²
+        power = np.abs(table.transpose("time", "l").values) ** 2
+        return np.arange(power.shape[1]), power
     dims = ("time", "l", "m") if "m" in table.dims else ("time", [d for d in table.dims if d != "time"][0])
     lmax = table.sizes[dims[1]] - 1
     geo = comparison_geometry("sphere" if "m" in table.dims else "circle", lmax)
@@ -316,6 +319,24 @@ def _draw_circle_lines(subfig, ds, idx, t):
     ax.legend(fontsize="small")
 
 
+def _draw_zonal_lines(subfig, ds, idx, t):
+    """Zonal runs on S^{d−1}: f against the angle θ = arccos t to the axis (linear and log
+    scale: in high d the mass sits near θ = 90° and a cluster is many decades above it)."""
+    axes = subfig.subplots(1, 2)
+    dens = ds["density"].transpose("time", "t")
+    theta = np.degrees(np.arccos(np.clip(np.asarray(ds["t"], float), -1.0, 1.0)))
+    for ax, log in zip(axes, (False, True)):
+        for i in idx:
+            y = dens.values[i]
+            ax.plot(theta, positive_only(y) if log else y, label=f"t = {t[i]:.4g}")
+        ax.axhline(1.0, color="gray", ls=":", lw=1, label="uniform 1")
+        ax.set(xlabel="angle to the axis θ = arccos⟨x, e⟩ (°)", xlim=(0, 180),
+               ylabel="density f (uniform = 1)" + (", log scale" if log else ""))
+        if log and np.isfinite(positive_only(dens.values[idx])).any():
+            ax.set_yscale("log")
+    axes[0].legend(fontsize="small")
+
+
 def _draw_diagnostics(axes, ds, t):
     """The linear-axis time series (one per axis); unused axes are hidden."""
     names = [d for d in _DIAGNOSTICS if d[0] in ds]
@@ -374,7 +395,9 @@ def _draw_spectrum(ax, ds, idx, t, circle):
     if np.isfinite(positive_only(power[idx])).any():
         ax.set_yscale("log")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # degrees are whole numbers
-    if circle:
+    if ds.attrs.get("manifold") == "sphere_zonal":
+        ax.set(xlabel="Gegenbauer degree l", ylabel=r"$C_l = f_l^2$", title="power spectrum")
+    elif circle:
         ax.set(xlabel="wavenumber k", ylabel=r"$C_k = |f_k|^2 + |f_{-k}|^2$", title="power spectrum")
     else:
         ax.set(xlabel="degree l", ylabel=r"$C_l = \Sigma_m\,|f_{lm}|^2$  (×2 for m > 0)",
@@ -430,13 +453,15 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
         raise ValueError("dataset has no 'density' variable (a PDE run is needed; "
                          f"variables present: {sorted(ds.data_vars)})")
     dims = set(ds["density"].dims)
+    zonal = dims == {"time", "t"}
     if dims == {"time", "lat", "lon"}:
         circle = False
-    elif dims == {"time", "theta"}:
-        circle = True
+    elif dims == {"time", "theta"} or zonal:
+        circle = True  # one line per snapshot instead of maps
     else:
         raise ValueError(f"'density' has dimensions {ds['density'].dims}; expected "
-                         "(time, lat, lon) on the sphere or (time, theta) on the circle")
+                         "(time, lat, lon) on the sphere, (time, theta) on the circle or "
+                         "(time, t) on sphere_zonal")
     idx = select_times(ds, times, n_times)
     t = _time_values(ds)
 
@@ -444,7 +469,9 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     fig = plt.figure(figsize=(max(13.0, 3.4 * ncol + 1.5), 8.0 if circle else 12.0),
                      layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[0.8, 1.0] if circle else [1.25, 1.0])
-    if circle:
+    if zonal:
+        _draw_zonal_lines(top, ds, idx, t)
+    elif circle:
         _draw_circle_lines(top, ds, idx, t)
     else:
         _draw_sphere_maps(top, ds, idx, t, view)
@@ -455,16 +482,20 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     diag_axes = [bottom.add_subplot(gs[0, c]) for c in range(3)] + [bottom.add_subplot(gs[1, 0])]
     _draw_diagnostics(diag_axes, ds, t)
     _draw_checks(bottom.add_subplot(gs[1, 1]), ds, t)
-    _draw_spectrum(bottom.add_subplot(gs[0, 3]), ds, idx, t, circle)
+    _draw_spectrum(bottom.add_subplot(gs[0, 3]), ds, idx, t, circle and not zonal)
     growth_ax = bottom.add_subplot(gs[1, 2:])
     _, power = degree_power(ds)
     if power is None:
         growth_ax.set_visible(False)
     else:
-        draw_growth(growth_ax, t, power, ds.attrs, circle, time_symbol(ds.attrs), time_label(ds.attrs))
+        draw_growth(growth_ax, t, power, ds.attrs, circle and not zonal, time_symbol(ds.attrs),
+                    time_label(ds.attrs))
 
     # the attributes come from a file: equation_title escapes control characters
-    fig.suptitle(equation_title(ds.attrs, "circle" if circle else None))
+    where = "circle" if circle and not zonal else None
+    if zonal:
+        where = f"zonal S^{{d−1}}, d = {ds.attrs.get('dimension', '?')}"
+    fig.suptitle(equation_title(ds.attrs, where))
     return fig
 
 

@@ -44,6 +44,7 @@ from .config import Config  # noqa: E402
 
 SPHERE_RHS_PER_L3 = 6e-10   # s per (L+1)^3, one PDE right-hand side on S² (measured, L = 127..255)
 MIN_RHS_SECONDS = 3e-5      # Python overhead of one right-hand side (circle, small L)
+ZONAL_RHS_PER_L2 = 3e-9     # s per (L+1)^2, one right-hand side of zonal densities on S^{d-1} (measured 2.6e-9..2.7e-9 at L = 200, 400)
 STAGES_PER_STEP = 5         # right-hand sides per IMEX step (ARK stages + the error estimate)
 PAIR_SECONDS = 4e-9         # s per token pair of one velocity (exponential, row sums)
 PAIR_DIM_SECONDS = 2e-10    # s per pair and dimension (the Gram matrix)
@@ -106,7 +107,10 @@ def disk_free(path) -> float:
 # -- estimates -------------------------------------------------------------------------------
 
 def grid_points(manifold: str, lmax: int) -> int:
-    """Points of the dealiased grid (S²: shtns's Gauss grid; S¹: 2(⌊3L/2⌋+1))."""
+    """Points of the dealiased grid (S²: shtns's Gauss grid; S¹: 2(⌊3L/2⌋+1); zonal
+    S^{d−1}: the ⌊3L/2⌋+1 Gauss–Jacobi nodes)."""
+    if manifold == "sphere_zonal":
+        return (3 * lmax) // 2 + 1
     if manifold == "circle":
         return 2 * ((3 * lmax) // 2 + 1)
     return max(32, (3 * (lmax + 1) + 1) // 2) * 3 * (lmax + 1)
@@ -114,7 +118,7 @@ def grid_points(manifold: str, lmax: int) -> int:
 
 def snapshot_bytes(manifold: str, lmax: int) -> int:
     """Bytes of one stored snapshot of a PDE run (coefficient table, density, diagnostics)."""
-    coefs = 2 * (lmax + 1) ** (1 if manifold == "circle" else 2)
+    coefs = 2 * (lmax + 1) ** (1 if manifold in ("circle", "sphere_zonal") else 2)
     return 8 * (coefs + grid_points(manifold, lmax) + 16)
 
 
@@ -122,6 +126,8 @@ def rhs_seconds(manifold: str, lmax: int) -> float:
     """One right-hand side of the PDE."""
     if manifold == "circle":
         return MIN_RHS_SECONDS
+    if manifold == "sphere_zonal":  # four dense (L+1)×(3L/2) products: ~0.1 ms at L = 200
+        return max(MIN_RHS_SECONDS, ZONAL_RHS_PER_L2 * (lmax + 1) ** 2)
     return max(MIN_RHS_SECONDS, SPHERE_RHS_PER_L3 * (lmax + 1) ** 3)
 
 
@@ -136,7 +142,8 @@ def typical_step(config) -> tuple[float, str]:
 
     Fixed steps: time.dt. Adaptive steps: time.dt is only the first step (the
     controller grows it up to 5x per step), so the CFL step at unit speed,
-    time.cfl·π/L, is used when larger: the SA velocity is bounded by 1
+    time.cfl·r/L (r the imaginary stability interval of the IMEX scheme's explicit part,
+    :mod:`meanfield_pde.numerics.cfl`), is used when larger: the SA velocity is bounded by 1
     (a projected average of unit vectors), and the clustered states of either
     model move at speeds of order 1. An estimate, not a bound: the error
     control may take smaller steps.
@@ -144,9 +151,12 @@ def typical_step(config) -> tuple[float, str]:
     t, L = config.time, max(config.domain.lmax, 1)
     if not t.adaptive:
         return t.dt, f"time.dt = {t.dt:g}"
-    cfl_step = t.cfl * math.pi / L
+    from ..numerics.steppers.tableaus import DEFAULT_SCHEME, TABLEAUS
+    # Rosenbrock-W and "auto" runs: the IMEX step is the estimate (auto starts with ARK324)
+    r = TABLEAUS[t.scheme if t.scheme in TABLEAUS else DEFAULT_SCHEME].cfl_extent
+    cfl_step = t.cfl * r / L
     if cfl_step > t.dt:
-        return cfl_step, f"the CFL step at unit speed time.cfl·π/lmax = {cfl_step:.3g}"
+        return cfl_step, f"the CFL step at unit speed time.cfl·r/lmax = {cfl_step:.3g} (r = {r:.3g})"
     return t.dt, f"time.dt = {t.dt:g}"
 
 
@@ -177,7 +187,7 @@ def velocity_seconds(n: int, dim: int) -> float:
 def particle_estimate(config) -> Estimate:
     """A particle run: positions per snapshot in its file, chunked pairs in memory, all-pairs steps."""
     p, t, d = config.particles, config.time, config.domain
-    dim = 2 if d.manifold == "circle" else 3
+    dim = {"circle": 2, "sphere_zonal": d.dimension}.get(d.manifold, 3)
     scheme = p.scheme if p.scheme != "auto" else ("euler_maruyama" if config.model.nu > 0 else "rk4")
     dt = p.dt or t.dt
     steps = math.ceil(min(t.t_end / dt, 1e300)) if t.t_end > 0 else 0

@@ -11,9 +11,13 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .config import Config, apply_overrides, from_dict, parse_toml
 from ..core.errors import ConfigError
+from .tomltext import parse_toml
+
+if TYPE_CHECKING:
+    from .config import Config
 
 MAX_CASE_BYTES = 1 << 20  # 1 MiB
 
@@ -85,6 +89,7 @@ def load_case(case: str | os.PathLike, overrides=()) -> Config:
     ConfigError
         For an unknown case, invalid TOML or any invalid value.
     """
+    from .config import apply_overrides, from_dict  # here: listing the cases needs neither
     path = case_path(case)
     try:  # a case is a page of TOML; a huge file is a mistake, refused before it is read
         nbytes = path.stat().st_size

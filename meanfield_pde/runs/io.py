@@ -13,6 +13,7 @@ import xarray as xr
 from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
+from .cf import cf_encode, grid_units
 from .outputs import check_output, write_file
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
@@ -20,6 +21,9 @@ COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley p
                    "NaN where m > l")
 CIRCLE_CONVENTION = ("orthonormal Fourier modes e_k = exp(i k theta)/sqrt(2 pi), k >= 0 of a real "
                      "field: f = f_0 e_0 + 2 Re sum_{k>0} f_k e_k")
+
+ZONAL_CONVENTION = ("Gegenbauer polynomials C_l^({a:g})(t) of t = <x, e> on S^{{d-1}}, d = {d}, "
+                    "orthonormal in the uniform probability measure, p_l(1) > 0: f = sum_l f_l p_l(t)")
 
 
 def software_versions() -> dict[str, str]:
@@ -45,10 +49,23 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
     """Variables density/coef_* and coordinates of one manifold (README §Dataset contract)."""
     L = geometry.lmax
     coef_dims, table = ("time", *geometry.table_dims), geometry.to_table(np.asarray(coefs))
-    if geometry.manifold == "circle":
+    if geometry.manifold == "sphere_zonal":
+        d = geometry.dimension
+        coords = {"t": ("t", geometry.t, dict(units="1", long_name="t = <x, e>, cosine of the angle "
+                                                             "to the axis e (Gauss-Jacobi nodes)")),
+                  "polar_angle": ("t", np.arccos(geometry.t),
+                                  dict(units="radian", long_name="angle theta = arccos t to the axis e")),
+                  "l": ("l", np.arange(L + 1), dict(long_name="Gegenbauer degree"))}
+        grid_dims = ("time", "t")
+        weights = geometry.weights  # the Gauss–Jacobi rule of the probability measure (sum 1)
+        convention = ZONAL_CONVENTION.format(d=d, a=(d - 2) / 2)
+        density_name = (f"density f of t = <x, e> on S^{d - 1} w.r.t. the uniform probability "
+                        "measure (uniform = 1)")
+    elif geometry.manifold == "circle":
         coords = {"theta": ("theta", geometry.theta, dict(units="radian", long_name="angle θ")),
                   "k": ("k", np.arange(L + 1), dict(long_name="Fourier wavenumber"))}
         grid_dims = ("time", "theta")
+        weights = np.full(geometry.npoints, 2.0 * np.pi / geometry.npoints)
         convention = CIRCLE_CONVENTION
         density_name = "density f w.r.t. arc length (uniform = 1/2π)"
     else:
@@ -57,15 +74,20 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
                   "l": ("l", np.arange(L + 1), dict(long_name="spherical-harmonic degree")),
                   "m": ("m", np.arange(L + 1), dict(long_name="spherical-harmonic order"))}
         grid_dims = ("time", "lat", "lon")
+        weights = geometry.weights
         convention = COEF_CONVENTION
         density_name = "density f w.r.t. area (uniform = 1/4π)"
+    density_units, weight_units = grid_units(geometry.manifold)
     variables = {
+        # the quadrature of the grid: sum(density * weights) is the mass (exact for degree <= 2L)
+        # (attributes kept short: a run file's header over 8 KiB makes netCDF-C pad the file)
+        "weights": (grid_dims[1:], weights, dict(units=weight_units, long_name="quadrature weight")),
         "coef_real": (coef_dims, table.real, dict(long_name="real part of the coefficients",
                                                   convention=convention, **geometry.conventions)),
         "coef_imag": (coef_dims, table.imag, dict(long_name="imaginary part of the coefficients",
                                                   convention=convention, **geometry.conventions)),
     }
-    return variables, coords, grid_dims, density_name
+    return variables, coords, grid_dims, density_name, density_units
 
 
 def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
@@ -82,16 +104,37 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
     attrs : dict
         Global attributes (model, beta, nu, status, case, ...).
     """
-    variables, coords, grid_dims, density_name = _layout(geometry, coefs)
+    variables, coords, grid_dims, density_name, density_units = _layout(geometry, coefs)
     variables["density"] = (grid_dims, np.asarray(densities, dtype=np.float64),
-                            dict(long_name=density_name))
+                            dict(long_name=density_name, units=density_units,
+                                 **({"cell_measures": "area: weights"} if geometry.manifold == "sphere"
+                                    else {})))
     coords["time"] = ("time", np.asarray(times, dtype=np.float64), dict(long_name="time"))
     ds = xr.Dataset(variables, coords=coords)
     for name, meta in DIAGNOSTIC_ATTRS.items():
         if diagnostics and name in diagnostics[0]:
             ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64), meta)
+    if "min_density" in ds:
+        ds["min_density"].attrs["units"] = density_units
     ds.attrs.update({k: (int(v) if isinstance(v, bool) else v) for k, v in attrs.items()})
     return ds
+
+
+def snapshot_values(geometry: Geometry, coef: np.ndarray, density: np.ndarray,
+                    diagnostics: dict) -> dict[str, np.ndarray]:
+    """The values one snapshot adds to each time-dependent variable of
+    :func:`snapshots_to_dataset` (coef_real, coef_imag, density, the diagnostics), without
+    building a Dataset: what a run file appends after its first record
+    (:meth:`meanfield_pde.runs.runfile.RunFile.append_values`). Building a one-time Dataset
+    costs ~10 ms, 40 right-hand sides at L = 63 (tests/test_whole_run.py checks that both
+    give the same values).
+    """
+    table = geometry.to_table(np.asarray(coef))
+    values = {"coef_real": table.real, "coef_imag": table.imag,
+              "density": np.asarray(density, dtype=np.float64)}
+    values.update({name: np.float64(diagnostics[name]) for name in DIAGNOSTIC_ATTRS
+                   if name in diagnostics})
+    return values
 
 
 def check_output_path(path: str | os.PathLike, *, overwrite: bool = True, inputs=()) -> Path:
@@ -113,8 +156,10 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = True, inputs
     return check_output(path, overwrite=overwrite, inputs=inputs)
 
 
-def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False, inputs=()) -> Path:
-    """Write with the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
+def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False, inputs=(),
+                 title: str | None = None) -> Path:
+    """Write with the CF-1.8 metadata (:func:`meanfield_pde.runs.cf.cf_encode`, ``title`` where the
+    Dataset has none) and the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
     (claimed, written to a temporary file, renamed: an existing file is replaced only by a
     complete new one, and only with ``overwrite``).
 
@@ -126,4 +171,5 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
         The disk, quota or file-size limit cannot take the file.
     """
     path = check_output_path(path, overwrite=overwrite, inputs=inputs)
-    return write_file(path, lambda tmp: ds.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)
+    encoded = cf_encode(ds, title)
+    return write_file(path, lambda tmp: encoded.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)

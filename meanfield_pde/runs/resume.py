@@ -23,6 +23,10 @@ from ..core.stops import stop_reason
 from .runcheck import open_checked
 
 RESUMABLE_KEYS = ("time.t_end",)
+# The PDE and the limit models are in divergence form: they never change the l = 0
+# coefficient, so the mass of a snapshot differs from the first one's only by round-off
+# (about 1e-16 per step); a larger difference is an edited or damaged file, not physics.
+MASS_RTOL = 1e-6
 
 
 def _regular(t: float, every: float, t_end: float) -> bool:
@@ -90,6 +94,10 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
         if t_end is not None:
             data.setdefault("time", {})["t_end"] = t_end
         config = from_dict(data, name=name)
+        if config.kind == "limit" and "tau" not in ds.coords:
+            raise ConfigError(f"{where}: a limit run written by an earlier version (its time axis is "
+                              "tau; limit files now store the natural time and tau): run its case "
+                              "again under a new output name")
         times = ds.time.values / time_unit(config)  # in the case's time unit
         if t_end is not None and not t_end > times[-1]:
             raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
@@ -111,6 +119,25 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
     except BaseException:
         ds.close()
         raise
+
+
+def unphysical_restart(monitor, mass: float, first_mass: float) -> str | None:
+    """Why the restart state of a PDE or limit run is not a state the run can have reached, or None.
+
+    The checks of the run itself: the resolution monitor's (finite, spectral tail, density not
+    below its negativity floor; :class:`meanfield_pde.numerics.diagnostics.ResolutionMonitor`,
+    called by the caller and passed as ``monitor``: its reason or None) and mass conservation
+    (``mass`` of the restart state against ``first_mass`` of the file's first snapshot, relative
+    tolerance :data:`MASS_RTOL`). A finite absurd value (an edited 1e300) passes the file's
+    finiteness checks but not these.
+    """
+    if monitor is not None:
+        return monitor
+    if not (math.isfinite(mass) and math.isfinite(first_mass)
+            and abs(mass - first_mass) <= MASS_RTOL * abs(first_mass)):
+        return (f"its mass {mass:.6g} differs from the first snapshot's {first_mass:.6g} "
+                f"(the equation conserves mass; relative tolerance {MASS_RTOL:g})")
+    return None
 
 
 def resume_overrides(overrides) -> float | None:

@@ -35,7 +35,7 @@ from ..core.errors import ConfigError
 
 NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-RUN_VARIABLES = ("coef_real", "coef_imag", "density")
+RUN_VARIABLES = ("coef_real", "coef_imag")  # and density, unless written with output.density = false
 DIAGNOSTICS = ("mass", "order_parameter", "min_density", "spectral_tail")
 
 
@@ -96,7 +96,7 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
         _check_case(ds, where, strict)
     # bounded diagnostics too (a NaN mass resumed and plotted silently); not the energies,
     # which may overflow legitimately at β near 700
-    for name in (*RUN_VARIABLES, "positions", *DIAGNOSTICS):
+    for name in (*RUN_VARIABLES, "density", "positions", *DIAGNOSTICS):
         if name in ds.variables:
             _finite(name, ds[name], where)
 
@@ -105,7 +105,8 @@ def check_conventions(ds: xr.Dataset, where: str) -> None:
     """Refuse coefficients stored with other conventions than the code's (README §Dataset contract).
 
     The expected values are the geometry's (:attr:`Sphere.conventions` for a table with
-    dims (l, m), :attr:`Circle.conventions` for (k,)), compared as text.
+    dims (l, m), :attr:`ZonalSphere.conventions` for a sphere_zonal file's (l,),
+    :attr:`Circle.conventions` for (k,)), compared as text.
 
     A file without an attribute (written before the conventions were stored) is read as
     the code reads coefficients: the package has written them with these conventions since
@@ -118,12 +119,14 @@ def check_conventions(ds: xr.Dataset, where: str) -> None:
     ConfigError
         Naming the variable, the attribute, the value found and the one expected.
     """
-    from ..core.geometry import Circle, Sphere
+    from ..core.geometry import Circle, Sphere, ZonalSphere
     for name in ("coef_real", "coef_imag"):
         if name not in ds.variables:
             continue
         var = ds[name]
-        expected = Sphere.conventions if "m" in var.dims else Circle.conventions
+        expected = (Sphere.conventions if "m" in var.dims else
+                    ZonalSphere.conventions if ds.attrs.get("manifold") == "sphere_zonal" else
+                    Circle.conventions)
         for key, value in expected.items():
             if key in var.attrs and str(var.attrs[key]) != value:
                 raise ConfigError(f"{where}: {name} has {key} = {str(var.attrs[key])[:80]!r}, but "
@@ -134,6 +137,9 @@ def check_conventions(ds: xr.Dataset, where: str) -> None:
 def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
     from .config import from_dict, parse_toml
     missing = [v for v in RUN_VARIABLES if v not in ds.variables]
+    density = _stores_density(ds)
+    if density and "density" not in ds.variables:
+        missing.append("density")
     particles = ds.attrs.get("equation") == "particles"
     if particles and "positions" not in ds.variables:
         missing.append("positions")
@@ -152,7 +158,7 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
         # the model too: a case edited to another ν resumed into a file without free_energy
         # (a traceback after appending), another β or kind silently mixed two models
         for key, value in (("manifold", manifold), ("lmax", lmax), ("model", m.kind),
-                           ("beta", m.beta), ("nu", m.nu)):
+                           ("beta", m.beta), ("nu", m.nu), ("dimension", config.domain.dimension)):
             if key in ds.attrs and not _same(ds.attrs[key], value):
                 raise ConfigError(f"{where}: attribute {key} = {ds.attrs[key]!r} but the stored case "
                                   f"says {value!r}; the file is damaged")
@@ -161,8 +167,10 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
         manifold = str(ds.attrs.get("manifold", "sphere"))
         lmax = int(ds.attrs["lmax"]) if "lmax" in ds.attrs else None
         n = int(ds.attrs["n"]) if "n" in ds.attrs else None
-    grid, degree = (("theta",), "k") if manifold == "circle" else (("lat", "lon"), "l")
-    dims = ds["density"].dims[1:]
+    grid, degree = {"circle": (("theta",), "k"), "sphere_zonal": (("t",), "l")}.get(
+        manifold, (("lat", "lon"), "l"))
+    # the grid of the density, or of the weights of a file written without it (output.density)
+    dims = ds["density"].dims[1:] if "density" in ds else ds["weights"].dims if "weights" in ds else grid
     if dims != grid:
         raise ConfigError(f"{where}: density has dims {dims}, a run on the {manifold} has {grid}; "
                           "the stored case does not match the data")
@@ -175,6 +183,17 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
             raise ConfigError(f"{where}: the stored case has particles.n = {n} (attribute n = "
                               f"{ds.attrs.get('n')}) but the file holds {stored} positions per "
                               "snapshot; the file is damaged")
+
+
+def _stores_density(ds: xr.Dataset) -> bool:
+    """The stored case asks for the grid density (output.density, default true; a case that
+    cannot be parsed is read as asking for it)."""
+    import tomllib
+    try:
+        output = tomllib.loads(str(ds.attrs["case"])).get("output", {})
+    except (tomllib.TOMLDecodeError, KeyError, AttributeError):
+        return True
+    return output.get("density", True) is not False
 
 
 def _same(stored, value) -> bool:
@@ -255,6 +274,9 @@ def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -
         raise ConfigError(f"{where}: not a readable netCDF file") from None
     try:
         check_dataset(ds, where, strict=not netcdf4)
+        if "density" not in ds and "coef_real" in ds and "case" in ds.attrs:
+            from .grid_density import with_density  # a file written with output.density = false
+            ds = with_density(ds)
         if magic == HDF5_MAGIC and not netcdf4:
             raise ConfigError(f"{where}: a netCDF-4 (HDF5) copy; only the netCDF-3 run files written "
                               "by meanfield-pde can be continued (convert it with: "

@@ -13,7 +13,10 @@ While the run is going, ``status`` and ``stop_reason`` are "running" and the
 attribute ``running_note`` explains what to do if no process writes the file
 any more; :meth:`RunFile.finish` replaces them by the final status and reason. The note is padded
 to a fixed size so that header edits (finish, resume) never outgrow the
-header: netCDF-3 would otherwise move all the data on disk.
+header: netCDF-3 would otherwise move all the data on disk. A resume adds one
+line to the CF ``history`` attribute and shortens the padding by as much (some
+eight resumes fit in the reserve; a header over 8 KiB was measured to make the
+netCDF library pad a small new file with zeros up to 16 KiB).
 
 Times only grow: a snapshot not later than the file's last one is not
 written (a resumed run restarts before an interrupted run's last good
@@ -38,6 +41,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.errors import ConfigError, DiskSpaceWarning
+from .cf import append_history, cf_encode
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
@@ -46,7 +50,7 @@ from ..core.stops import StopReason
 
 FORMAT = "NETCDF3_64BIT_OFFSET"
 RUNNING = "running"
-NOTE_SIZE = 2048  # bytes reserved in the header for the final status and other end-of-run attributes
+NOTE_SIZE = 1792  # bytes reserved in the header for the final status and other end-of-run attributes
 _NOTE = ("This file is being written by a running meanfield-pde process, or that process was killed "
          "(SIGKILL, power loss, out of memory) before it could record why it stopped. Every snapshot "
          "in the file is complete. Continue the run with: meanfield-pde run --resume {path}")
@@ -93,6 +97,12 @@ class RunFile:
         Snapshots the run will store: with the first record's size, the
         file's size is estimated before it is created and refused if the
         disk (or the file-size limit) cannot hold it.
+    density : bool
+        Store the grid density (``output.density``); without it the readers rebuild it
+        from the coefficients (:mod:`meanfield_pde.runs.grid_density`).
+    file_format : "netcdf3" or "netcdf4-zlib"
+        ``output.format``: with "netcdf4-zlib" a completed run is rewritten compressed
+        (:func:`compress`); while running, and when stopped early, the file is netCDF-3.
 
     Raises
     ------
@@ -103,7 +113,7 @@ class RunFile:
     """
 
     def __init__(self, path: str | os.PathLike, *, overwrite: bool = False, attrs: dict | None = None,
-                 snapshots: int | None = None):
+                 snapshots: int | None = None, density: bool = True, file_format: str = "netcdf3"):
         check_output_path(path, overwrite=True, inputs=())  # a usable name, before claiming it
         acquire(path)  # then the existence checks below are race-free
         self.lock = Path(path)
@@ -117,6 +127,7 @@ class RunFile:
             self.close()
             raise
         self.attrs = dict(attrs or {})
+        self.density, self.file_format = density, file_format
         self.nc: netCDF4.Dataset | None = None
         self.count = 0
         self.snapshots = snapshots
@@ -146,9 +157,14 @@ class RunFile:
             self.nc = netCDF4.Dataset(self.target, "a")
             self.attrs = self.nc.__dict__.copy()
             self.count = len(self.nc.dimensions["time"])
+            # as the file was begun; a resumed run stays netCDF-3 (it may be resumed again)
+            self.density, self.file_format = "density" in self.nc.variables, "netcdf3"
             self.last_time = float(self.nc.variables["time"][self.count - 1]) if self.count else -np.inf
+            history = append_history(self.attrs.get("history"))
+            # the new history line takes its bytes from the note's reserve (module docstring)
+            grown = len(history.encode()) - len(str(self.attrs.get("history", "")).encode())
             self.nc.setncatts({"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
-                               "running_note": self._note()})
+                               "running_note": self._note(grown), "history": history})
             self.nc.sync()
             self.good_size = os.path.getsize(self.target)
         except BaseException:
@@ -156,9 +172,10 @@ class RunFile:
             raise
         return self
 
-    def _note(self) -> str:
-        # padded: the reserve that keeps later header edits in place (module docstring)
-        return _NOTE.format(path=self.target).ljust(NOTE_SIZE)
+    def _note(self, used: int = 0) -> str:
+        # padded: the reserve that keeps later header edits in place (module docstring), less
+        # the ``used`` bytes that the history of a resumed run has taken from it
+        return _NOTE.format(path=self.target).ljust(NOTE_SIZE - used)
 
     def append(self, record: xr.Dataset) -> None:
         """Add one snapshot (a Dataset with time of length 1) and sync it to disk.
@@ -174,23 +191,57 @@ class RunFile:
             limit): the loops stop cleanly; the file keeps every earlier snapshot.
         """
         t = float(record["time"].values[0])
+        if not self.density and "density" in record:
+            record = record.drop_vars("density")  # output.density = false: the coefficients determine it
         if self.failed or not t > self.last_time:
             return  # after a failed write, or not later than the file's last time (module doc)
-        size = sum(int(v.nbytes) + 8 for n, v in record.variables.items() if "time" in v.dims)
         if self.nc is None:
+            size = sum(int(v.nbytes) + 8 for n, v in record.variables.items() if "time" in v.dims)
             self._create(record, size)
+            self.count += 1
+            self.last_time = t
         else:
-            try:
-                check_room(self.target, size, self.good_size + size)
-                i = self.count
-                for name, var in record.variables.items():
-                    if "time" in var.dims and name != "time":
-                        self.nc.variables[name][i, ...] = var.values[0]
-                self.nc.variables["time"][i] = t  # last: the record is complete
-                self.nc.sync()
-            except (OSError, RuntimeError) as exc:
-                self._fail(exc)
-            self.good_size = os.path.getsize(self.target)
+            self._write(t, {name: var.values[0] for name, var in record.variables.items()
+                            if "time" in var.dims and name != "time"})
+
+    @property
+    def started(self) -> bool:
+        """Whether the first record is written (later ones may come by :meth:`append_values`)."""
+        return self.nc is not None
+
+    def append_values(self, t: float, values: dict) -> None:
+        """Add one snapshot after the first, given as {variable: its values at time t} for
+        every time-dependent variable of the file (:func:`meanfield_pde.runs.io.snapshot_values`):
+        the same record as :meth:`append` without building a Dataset. Raises as :meth:`append`;
+        ValueError (nothing written) if ``values`` does not name exactly those variables.
+        """
+        if self.nc is None:
+            raise RuntimeError("RunFile.append_values before the first record (use append)")
+        if self.failed or not t > self.last_time:
+            return
+        if not self.density:  # output.density = false: the coefficients determine it
+            values = {name: v for name, v in values.items() if name != "density"}
+        self._write(float(t), values)
+
+    def _write(self, t: float, values: dict) -> None:
+        """Write one record after the first; the time last, so a record counts only when whole."""
+        variables = self.nc.variables
+        expected = {name for name, var in variables.items()
+                    if "time" in var.dimensions and name != "time"}
+        if set(values) != expected:
+            raise ValueError(f"run file record at t = {t}: variables {sorted(values)} given, "
+                             f"the file has {sorted(expected)}")
+        size = sum(np.asarray(v).nbytes + 8 for v in values.values()) + 8
+        try:
+            check_room(self.target, size, self.good_size + size)
+            i = self.count
+            for name, value in values.items():
+                variables[name][i, ...] = value
+            variables["time"][i] = t  # last: the record is complete
+            self.nc.sync()
+        except (OSError, RuntimeError) as exc:
+            self._fail(exc)
+        self.good_size = os.path.getsize(self.target)
         self.count += 1
         self.last_time = t
 
@@ -208,9 +259,14 @@ class RunFile:
 
     def _create(self, record: xr.Dataset, size: int) -> None:
         """First snapshot: written by xarray (CF encoding) to a temporary file, then renamed
-        (the name is claimed, so the target never exists half-made or unclaimed)."""
+        (the name is claimed, so the target never exists half-made or unclaimed).
+
+        Written by the netCDF-C library, as the later header edits: it was measured to move
+        all the data at its first header edit of a file that scipy's writer made. (It writes
+        the header in 8 KiB blocks: a small file ends in zeros until its records fill them.)"""
         first = record.copy()
         first.attrs.update(self.attrs)
+        first = cf_encode(first)
         first.attrs.update(status=RUNNING, stop_reason=StopReason.RUNNING.value, running_note=self._note())
         first.attrs = {k: netcdf_attr(v) for k, v in first.attrs.items()}
         header = 4096 + sum(len(str(v)) + 64 for v in first.attrs.values())
@@ -258,11 +314,14 @@ class RunFile:
         ds.attrs.update(_end(status, reason))
         self.close()
         final = self.target
+        if reason.completed and self.file_format == "netcdf4-zlib":
+            compress(self.target, self.path if self.target != self.path else None)
         if self.target != self.path and reason.completed:
             os.replace(self.target, self.path)
             final = self.path
         ds.encoding["source"] = str(final)
-        return ds
+        from .grid_density import with_density
+        return with_density(ds)
 
     def close(self) -> None:
         """Close and release the claim (without a final status, the file keeps status "running")."""
@@ -273,6 +332,41 @@ class RunFile:
         if getattr(self, "lock", None) is not None:
             release(self.lock)
             self.lock = None
+
+
+def compress(path: Path, claimed_as: Path | None = None) -> None:
+    """Rewrite a completed run file as netCDF-4 with zlib (level 4, byte shuffle) on its data
+    variables (``output.format = "netcdf4-zlib"``), aside and renamed over it: a crash
+    leaves the netCDF-3 file. The data and attributes are unchanged (coordinates still have
+    no _FillValue). A write that does not fit keeps the netCDF-3 file (with a warning)."""
+    tmp = temporary(claimed_as or path)
+    try:
+        with xr.open_dataset(path) as ds:
+            ds.load()
+        ds.encoding.pop("unlimited_dims", None)  # a finished file: chunks of many snapshots
+        encoding = {name: ({"zlib": True, "complevel": 4, "shuffle": True, "chunksizes": _chunks(var)}
+                           if name not in ds.coords and var.ndim else {}) for name, var in ds.variables.items()}
+        for name in ds.coords:
+            encoding[name]["_FillValue"] = None
+        ds.to_netcdf(tmp, format="NETCDF4", engine="netcdf4", encoding=encoding)
+        publish(tmp, path)
+    except (OSError, RuntimeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        warnings.warn(f"output.format = 'netcdf4-zlib': {str(path)!r} stays netCDF-3 ({reason})",
+                      DiskSpaceWarning, stacklevel=2)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _chunks(var: xr.Variable, target: int = 4 * 2**20) -> tuple[int, ...]:
+    """HDF5 chunks of about ``target`` bytes (compression works per chunk; one chunk per
+    snapshot compresses worse, one per variable could pass HDF5's 4 GiB chunk limit)."""
+    if "time" not in var.dims:
+        return var.shape
+    per_snapshot = max(1, var.nbytes // max(1, var.sizes["time"]))
+    steps = int(min(var.sizes["time"], max(1, target // per_snapshot)))
+    return tuple(steps if d == "time" else n for d, n in zip(var.dims, var.shape))
 
 
 def _end(status: str, reason: StopReason) -> dict:

@@ -15,7 +15,7 @@ from ..numerics.diagnostics import ResolutionMonitor
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
-from .io import snapshots_to_dataset, software_versions
+from .io import snapshot_values, snapshots_to_dataset, software_versions
 from ..numerics.limits import (LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
 from ..numerics.models import MeanFieldModel
@@ -23,7 +23,7 @@ from ..numerics.observers import ProgressBar, SnapshotRecorder
 from .session import Outcome, RunKind, start_run
 from ..numerics.solver import RunResult, integrate
 from ..numerics.stationary import StationaryStop
-from ..numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
+from ..numerics.steppers import StepControl, make_stepper
 
 
 @dataclass
@@ -51,7 +51,8 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     """
     m, reg = config.model, config.regularisation
     check_limit_config(config)  # run.kind = "limit": time in tau, no noise (from_dict checks it too)
-    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
+                             config.domain.dimension or None)
     if config.kind != "limit":
         model = MeanFieldModel(geometry, m.kind, m.beta, m.nu, reg.hyperviscosity,
                                reg.hyperviscosity_order)
@@ -75,9 +76,15 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    stepper = IMEXRungeKutta.for_model(get_tableau(config.time.scheme), model)
+    stepper = make_stepper(config.time.scheme, model)
     control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
+
+
+def manifold_title(config: Config) -> str:
+    """The manifold as titles name it: "sphere", "circle", or "zonal S^{d-1} (d = 128)"."""
+    d = config.domain
+    return f"zonal S^{d.dimension - 1} (d = {d.dimension})" if d.manifold == "sphere_zonal" else d.manifold
 
 
 EQUATION_TITLES = {"mean_field": "mean-field PDE", "limit0": "large-beta limit (order 0)",
@@ -91,22 +98,36 @@ def run_attributes(config: Config) -> dict:
     return {
         "model": m.kind, "beta": m.beta, "nu": m.nu,
         "lmax": config.domain.lmax, "manifold": config.domain.manifold,
+        **({"dimension": config.domain.dimension} if config.domain.manifold == "sphere_zonal" else {}),
         "case": config.to_toml(), "case_name": config.name,
         "description": config.description, "scheme": config.time.scheme,
         "adaptive": config.time.adaptive, "equation": config.equation,
-        # the unit of the time coordinate: limit models run in their τ
-        "time_unit": "natural" if config.kind != "limit" else
-                     {"SA": "backward_heat", "USA": "porous_medium"}[m.kind],
+        # the time coordinate is natural time for every kind; τ of a large-β unit is `tau`
+        "time_unit": "natural",
         "title": f"{m.kind} {EQUATION_TITLES[config.equation]} on the "
-                 f"{config.domain.manifold}, beta = {m.beta:g}, nu = {m.nu:g}",
-        **({"tau_unit": config.time.unit} if time_unit(config) != 1.0 else {}),
+                 f"{manifold_title(config)}, beta = {m.beta:g}, nu = {m.nu:g}",
+        **({"tau_unit": tau_unit_name(config)} if time_unit(config) != 1.0 or config.kind == "limit" else {}),
         **software_versions(),
         "steps": 0, "rejected_steps": 0, "wall_time_s": 0.0,
     }
 
 
+def tau_unit_name(config: Config) -> str:
+    """The large-β unit of the run's ``tau`` (a limit run: its limit's, whatever time.unit says)."""
+    if config.kind == "limit":
+        return {"SA": "backward_heat", "USA": "porous_medium"}[config.model.kind]
+    return config.time.unit
+
+
+def solver_clock(config: Config) -> float:
+    """Natural time per unit of the solver's time: 1 for the PDE (it integrates t), the
+    τ factor for a limit model (it integrates its τ)."""
+    return time_unit(config) if config.kind == "limit" else 1.0
+
+
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
-        overwrite: bool = False, initial: np.ndarray | None = None, force: bool = False) -> xr.Dataset:
+        overwrite: bool = False, initial: np.ndarray | xr.Dataset | str | Path | None = None,
+        time: float | None = None, exact: bool = False, force: bool = False) -> xr.Dataset:
     """Run a validated case and return its Dataset (README §Dataset contract); write it if ``output``.
 
     Parameters
@@ -121,9 +142,16 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         Progress bar; None shows it only on a terminal.
     overwrite : bool, keyword-only
         Replace an existing ``output`` (only once the new run has ended).
-    initial : ndarray (ncoef,), optional, keyword-only
-        Start from these coefficients (e.g. another run's final state: continuation)
-        instead of the case's [initial] section.
+    initial : ndarray (ncoef,), Dataset or path of a run file, optional, keyword-only
+        Start from these coefficients, or from a stored snapshot of a PDE or limit run
+        (:func:`meanfield_pde.runs.dataset.initial_coefficients`: same manifold and lmax,
+        the package's coefficient conventions), instead of the case's [initial] section.
+        The new run's time starts at 0 (the equation is autonomous: its state at time t is
+        the stored run's at ``time`` + t, to the step tolerance).
+    time : float, optional, keyword-only
+        The snapshot of ``initial`` to start from: the nearest stored time (default: the last).
+    exact : bool, keyword-only
+        Refuse ``time`` unless a snapshot lies at it (to 1e-9 relative).
     force : bool, keyword-only
         Run even if the memory, disk or time estimate is refused (:mod:`meanfield_pde.runs.budget`).
 
@@ -139,9 +167,15 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     ------
     ConfigError
         Bad output path, an existing output without ``overwrite``, an
-        unresolved initial density, or (without ``force``) a resource estimate
+        unresolved initial density, an ``initial`` run that does not fit the case or has no
+        snapshot at ``time``, or (without ``force``) a resource estimate
         beyond the machine or the caps; raised before anything is written.
     """
+    if initial is not None and not isinstance(initial, np.ndarray):
+        from .dataset import initial_coefficients
+        initial = initial_coefficients(config, initial, time, exact)
+    elif time is not None:
+        raise ConfigError("time: selects a snapshot of a stored run; give that run as initial=")
     return start_run(PDE, config, output, overwrite=overwrite, force=force, progress=progress,
                      initial=initial)
 
@@ -171,15 +205,31 @@ class PDERun(RunKind):
         return sim, sim.initial, 0.0
 
     def restart(self, config: Config, ds: xr.Dataset, index: int) -> tuple[Simulation, np.ndarray, float]:
+        from .resume import unphysical_restart
         sim = build(config)
-        u0 = sim.geometry.from_table(ds.coef_real.values[index] + 1j * ds.coef_imag.values[index])
-        return sim, u0, float(ds.time.values[index])
+        coef = [sim.geometry.from_table(ds.coef_real.values[i] + 1j * ds.coef_imag.values[i])
+                for i in (0, index)]
+        u0 = coef[1]
+        if "tau" in ds.coords and config.kind == "limit":
+            t0 = float(ds.tau.values[index])  # the limit model's own τ, exactly
+        else:
+            t0 = float(ds.time.values[index]) / solver_clock(config)
+        with np.errstate(all="ignore"):  # an absurd state is refused below, without overflow warnings
+            why = unphysical_restart(sim.monitor.check(u0), sim.geometry.mass(u0), sim.geometry.mass(coef[0]))
+        if why:
+            raise ConfigError(f"--resume {ds.encoding.get('source', 'the file')!r}: the snapshot at "
+                              f"t = {float(ds.time.values[index]):g} to restart from is not a state "
+                              f"of this run ({why}); the file is damaged: run the case again")
+        return sim, u0, t0
 
     def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
         sim, u0, t0 = state
-        unit = time_unit(config)
+        clock = solver_clock(config)
+        unit = time_unit(config) / clock  # the case's time unit in the solver's time
+        factor = time_unit(config)
         observers = [SnapshotRecorder(sim.model, sink, snapshots_to_dataset,
-                                      tau_unit=(config.time.unit, unit) if unit != 1.0 else None),
+                                      tau_unit=(tau_unit_name(config), factor) if factor != 1.0 or config.kind == "limit" else None,
+                                      clock=clock, to_values=snapshot_values),
                      ProgressBar(unit * config.time.t_end, config.name, progress, start=t0)]
         stop = StationaryStop(sim.geometry, config.time.stationary_tol) if config.time.stationary_tol else None
         result: RunResult = integrate(

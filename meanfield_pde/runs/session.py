@@ -188,7 +188,8 @@ def open_sink(kind: RunKind, config: Config, output: str | Path | None, overwrit
     attrs = kind.attributes(config)
     if output is None:
         return kind.memory_sink(attrs)
-    return RunFile(output, overwrite=overwrite, attrs=attrs, snapshots=kind.planned_snapshots(config))
+    return RunFile(output, overwrite=overwrite, attrs=attrs, snapshots=kind.planned_snapshots(config),
+                   density=config.output.density, file_format=config.output.format)
 
 
 def start_run(kind: RunKind, config: Config, output: str | Path | None = None, *,

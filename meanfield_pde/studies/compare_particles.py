@@ -38,7 +38,12 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
         A bad path or, without ``overwrite``, an existing one; checked for
         all three files before anything runs. Without ``force``, resource
         estimates (both runs and the projections) beyond the machine or the caps.
+    MissingDependency
+        POT (the extra ``[particles]``) is not installed and particles.projections > 0.
     """
+    if config.particles.projections > 0:  # before any work, not after both runs
+        from ..core.extras import require
+        require("ot", "run.kind = 'compare' with particles.projections > 0")
     check_case(config, Path(output), force=force)  # the three pieces together, then each is cleared
     paths = comparison_paths(Path(output))
     files = (paths["pde"], paths["particles"], paths["compare"])

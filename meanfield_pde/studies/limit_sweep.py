@@ -104,7 +104,7 @@ def sweep_configs(config: Config, beta: float) -> dict[str, Config]:
 def _final_distance(ds_pde: xr.Dataset, ds_lim: xr.Dataset, degrees: int) -> tuple[float, float]:
     """(distance, relative distance) at the last common time τ of two completed runs."""
     from ..analysis.compare import compare
-    c = compare(ds_pde, ds_lim, degrees)  # compares on τ: the PDE run carries a tau coordinate
+    c = compare(ds_pde, ds_lim, degrees)  # the same natural times (t = β τ): both store time and tau
     return float(c.l2_distance[-1]), float(c.relative_l2_distance[-1])
 
 
@@ -128,7 +128,8 @@ def amplification_factors(config: Config, beta: float) -> dict[str, float]:
     from ..core.geometry import make_geometry
     from ..runs.config import time_unit
     cfg = sweep_configs(config, beta)["mean_field"]
-    g = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+    g = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
+                      config.domain.dimension or None)
     rates = {"mean_field": MeanFieldModel(g, config.model.kind, beta).growth_rates() * time_unit(cfg)}
     for o in sorted(set(config.limit.orders)):
         rates[f"limit{o}"] = make_limit_model(g, config.model.kind, beta, o).growth_rates()

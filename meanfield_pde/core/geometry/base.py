@@ -78,6 +78,19 @@ class Geometry(ABC):
     def gradient(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
         """Coefficients → tangent gradient components on the grid."""
 
+    def synthesis_and_gradient(self, scalar: np.ndarray, potential: np.ndarray,
+                               out: tuple[np.ndarray, tuple[np.ndarray, ...]] | None = None
+                               ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """(synthesis(scalar), gradient(potential)) of two coefficient arrays (ncoef,).
+
+        What the right-hand side of the mean-field PDE needs (f and ∇ of its
+        potential) from one call: geometries with a fused transform override this
+        (the sphere: one shtns ``SHqst_to_spat``; the circle: one inverse FFT), the default makes the two calls.
+        ``out`` = (grid array, gradient components), as returned; allocated if None.
+        """
+        grid, comps = (None, None) if out is None else out
+        return self.synthesis(scalar, grid), self.gradient(potential, comps)
+
     @abstractmethod
     def divergence(self, components: tuple[np.ndarray, ...]) -> np.ndarray:
         """Tangent vector field on the grid → coefficients of its divergence."""
@@ -117,6 +130,21 @@ class Geometry(ABC):
         for i in range(0, len(pts), self.POINT_BLOCK):
             total += self.basis(pts[i:i + self.POINT_BLOCK]).conj().sum(axis=0)
         return total / len(pts)
+
+    def degree_sup_factor(self) -> np.ndarray | None:
+        """s_l with sup_x |f_l(x)| <= s_l · C_l^{1/2} for the degree-l part f_l of any real
+        field, C_l its power (:meth:`power_spectrum`), shape (L+1,); None if not known.
+
+        By Cauchy–Schwarz over an orthonormal basis (Y_i) of degree l,
+        |f_l(x)|² <= C_l Σ_i |Y_i(x)|², and the sum is a constant where the isometries
+        act transitively: N_l/|S|, N_l the dimension of the degree-l space (Unsöld's
+        theorem on S²: (2l+1)/4π). So s_l = (N_l/|S|)^{1/2}.
+        """
+        return None
+
+    def grid_minimum(self, grid: np.ndarray) -> float:
+        """min f on the grid (the resolution monitor's and ``min_density``'s value)."""
+        return float(np.min(grid))
 
     def mass(self, coef: np.ndarray) -> float:
         """∫ f dσ from the l = 0 coefficient (exact, no quadrature)."""

@@ -82,6 +82,18 @@ class Circle(Geometry):
         """(∂_θ g,) on the grid."""
         return (self.synthesis(self._ik * coef, None if out is None else out[0]),)
 
+    def synthesis_and_gradient(self, scalar: np.ndarray, potential: np.ndarray, out=None
+                               ) -> tuple[np.ndarray, tuple[np.ndarray]]:
+        """(f, (∂_θ Φ,)) on the grid, each (npoints,), from one inverse FFT of the two rows
+        (f_k, ik Φ_k): the same numbers as :meth:`synthesis` and :meth:`gradient`."""
+        rows = np.fft.irfft(np.stack([scalar, self._ik * potential]), n=self.npoints)
+        rows *= self._to_grid
+        if out is None:
+            return rows[0], (rows[1],)
+        grid, (comp,) = out
+        grid[:], comp[:] = rows
+        return out
+
     def divergence(self, components: tuple[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of ∂_θ v."""
         coef = self._ik * self.analysis(components[0])
@@ -89,6 +101,10 @@ class Circle(Geometry):
             return coef
         out[:] = coef
         return out
+
+    def degree_sup_factor(self) -> np.ndarray:
+        """(N_k/2π)^{1/2}, N_0 = 1 and N_k = 2 (e^{±ikθ}) (:meth:`Geometry.degree_sup_factor`)."""
+        return np.sqrt(np.where(self.degree == 0, 1.0, 2.0) / self.area)
 
     def integrate(self, grid: np.ndarray) -> float:
         return float(np.sum(grid) * (2.0 * np.pi / self.npoints))

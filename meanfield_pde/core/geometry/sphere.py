@@ -22,13 +22,26 @@ from ..threads import resolve_threads
 from .base import Geometry
 
 
+@functools.cache
 def _import_shtns_quietly():
-    """Import shtns without its C build banner on stdout (it would pollute CLI output and pipes)."""
+    """Import shtns without its C build banner on stdout (it would pollute CLI output and pipes),
+    on first use (the circle and the commands that only read files do not need it).
+
+    Raises
+    ------
+    MissingDependency
+        shtns is absent, or its compiled part does not load (built against an FFTW that is gone):
+        one line naming what to install (meanfield_pde.core.extras.SHTNS_HINT).
+    """
     sys.stdout.flush()
     saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, 1)
-        import shtns
+        try:
+            import shtns
+        except (ImportError, OSError) as exc:
+            from ..extras import shtns_error
+            raise shtns_error(exc) from None
         ctypes.CDLL(None).fflush(None)  # the banner may sit in C's stdio buffer
     finally:
         os.dup2(saved, 1)
@@ -38,17 +51,16 @@ def _import_shtns_quietly():
     return shtns
 
 
-shtns = _import_shtns_quietly()
-
-
 # shtns aborts the whole process ("nlat is too small! try setting nlat>=32") for a
 # smaller explicit grid, so it is refused here first (measured with shtns 3.7).
 SHTNS_MIN_NLAT = 32
 
 
 @functools.lru_cache(maxsize=None)
-def _transform(lmax: int, nlat: int, nphi: int, threads: int) -> shtns.sht:
-    """One shtns plan per (L, grid, threads) per process: planning costs far more than a transform."""
+def _transform(lmax: int, nlat: int, nphi: int, threads: int):
+    """One shtns plan (shtns.sht) per (L, grid, threads) per process: planning costs far more
+    than a transform."""
+    shtns = _import_shtns_quietly()
     sh = shtns.sht(lmax, lmax, 1, shtns.sht_orthonormal, threads)
     # nl_order=2 is shtns's 3/2 rule: a product of two degree-L fields is
     # integrated exactly, so the quadratic flux f ∇Φ is not aliased.
@@ -147,6 +159,7 @@ class Sphere(Geometry):
             raise RuntimeError(f"Sphere({lmax}, nlat={self.nlat}, nphi={self.nphi}): the Gauss "
                                f"weights sum to {full.sum()!r}, not 2; this grid is not supported")
         self._toroidal = self.zeros_coef()
+        self._zero = self.zeros_coef()  # the toroidal input of SHqst_to_spat; never written
         self.weights = np.broadcast_to((2.0 * np.pi / self.nphi) * full[:, None],
                                        (self.nlat, self.nphi)).copy()
 
@@ -169,6 +182,25 @@ class Sphere(Geometry):
         self.sh.SHsph_to_spat(coef, out[0], out[1])
         return out
 
+    def synthesis_and_gradient(self, scalar: np.ndarray, potential: np.ndarray,
+                               out: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
+                               ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """(f, (∂_θ Φ, ∂_φ Φ / sin θ)) on the grid, each (nlat, nphi), for f = ``scalar`` and
+        Φ = ``potential`` (coefficients, (ncoef,)), in one shtns ``SHqst_to_spat`` call.
+
+        shtns synthesises a 3-D vector field Q_lm Y_lm r̂ + ∇S − r̂×∇T in one pass over the
+        associated Legendre functions (N. Schaeffer, Geochem. Geophys. Geosyst. 14
+        (2013) 751; the shtns manual, "vector transforms"); with Q = f, S = Φ, T = 0 its radial part is f and its tangent part ∇Φ:
+        the same numbers as :meth:`synthesis` and :meth:`gradient` (to round-off,
+        tests/test_geometry.py), one Legendre pass cheaper.
+        """
+        if out is None:
+            out = (np.empty((self.nlat, self.nphi)),
+                   (np.empty((self.nlat, self.nphi)), np.empty((self.nlat, self.nphi))))
+        grid, (vt, vp) = out
+        self.sh.SHqst_to_spat(scalar, potential, self._zero, grid, vt, vp)
+        return out
+
     def divergence(self, components: tuple[np.ndarray, np.ndarray],
                    out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of div v for v = (v_θ, v_φ) on the grid: −l(l+1) S_lm."""
@@ -181,6 +213,10 @@ class Sphere(Geometry):
 
     def integrate(self, grid: np.ndarray) -> float:
         return float(np.sum(self.weights * grid))
+
+    def degree_sup_factor(self) -> np.ndarray:
+        """((2l+1)/4π)^{1/2}: Σ_m |Y_lm(x)|² = (2l+1)/4π (Unsöld; :meth:`Geometry.degree_sup_factor`)."""
+        return np.sqrt((2.0 * np.arange(self.lmax + 1) + 1.0) / self.area)
 
     def evaluate(self, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
         """Values at unit vectors (..., 3) by shtns SH_to_point, one call per point: ~100x

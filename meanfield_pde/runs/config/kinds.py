@@ -3,14 +3,10 @@ particles.mode, transformer.study alone): their mapping and their deprecation wa
 
 from __future__ import annotations
 
-from ...core.errors import ConfigError
+from ...core.errors import CaseKeyDeprecationWarning, ConfigError  # noqa: F401 - its home before
 from .schema import nearest_hint
 
 RUN_KINDS = ("pde", "limit", "particles", "compare", "transformer")  # values of [run] kind
-
-
-class CaseKeyDeprecationWarning(DeprecationWarning):
-    """A case uses a key that a later release removes; the message names the key to use."""
 
 
 # old mode key -> {old value: (the run kinds it allows, the kind it chooses or None, the new keys)}

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import ConfigError
+from ..tomltext import parse_toml  # noqa: F401 - re-exported (cases need it without this package)
 from .schema import MAX_NESTING
 
 
@@ -98,14 +99,3 @@ def apply_overrides(data: dict, overrides) -> dict:
             raise ConfigError(f"--set {'.'.join(path)}: {path[0]} is not a section")
         section[path[1]] = value
     return out
-
-
-def parse_toml(text: str, source: str) -> dict:
-    """TOML text → dict, with a ConfigError that names the file and line on a syntax error."""
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses once per nesting level
-        raise ConfigError(f"{source}: arrays or tables nested too deeply "
-                          f"(a case needs at most {MAX_NESTING} levels)") from None

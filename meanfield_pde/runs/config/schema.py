@@ -21,7 +21,7 @@ import numpy as np
 
 from ...core.errors import ConfigError
 
-MAX_NESTING = 8  # the deepest key is a list of lists in a section: 3 levels
+from ..tomltext import MAX_NESTING  # noqa: F401 - one limit for parsing and validation
 
 
 def field_spec(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False,

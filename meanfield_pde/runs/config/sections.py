@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core.checks import DIMENSION_MAX
 from ...core.kernels import BETA_MAX
 from ...core.threads import MAX_THREADS
-from ...numerics.steppers.tableaus import DEFAULT_SCHEME, TABLEAUS
+from ...numerics.steppers.select import SCHEMES
+from ...numerics.steppers.tableaus import DEFAULT_SCHEME
 from .kinds import RUN_KINDS
 from .schema import field_spec as _f
 
@@ -41,8 +43,12 @@ class ModelConfig:
 @dataclass(frozen=True, kw_only=True)
 class DomainConfig:
     """[domain]: manifold and spectral resolution."""
-    manifold: str = _f("sphere", choices=("sphere", "circle"), doc="the manifold (circle: d = 2, Kuramoto)")
+    manifold: str = _f("sphere", choices=("sphere", "circle", "sphere_zonal"),
+                       doc="the manifold (circle: d = 2, Kuramoto; sphere_zonal: densities of "
+                           "t = <x, e> on S^{d-1}, d = domain.dimension)")
     lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree (circle: wavenumber) cut-off L")
+    dimension: int = _f(0, lo=0, hi=DIMENSION_MAX,
+                        doc="sphere_zonal only: the ambient dimension d in [2, 4096] of S^{d-1} (0: unset)")
     threads: int = _f(0, lo=0, hi=MAX_THREADS, doc="threads of the transforms and the particle code "
                       "(0 = $MEANFIELD_PDE_THREADS if set, else all cores)")
     kernel_tol: float = _f(1e-2, lo=0.0, hi=1.0, lo_open=True,
@@ -103,7 +109,10 @@ class TimeConfig:
     """[time]: horizon and the IMEX stepping."""
     t_end: float = _f(lo=0.0, doc="final time")
     dt: float = _f(1e-2, lo=0.0, lo_open=True, doc="initial (or fixed) time step")
-    scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(TABLEAUS)), doc="IMEX scheme")
+    scheme: str = _f(DEFAULT_SCHEME, choices=SCHEMES,
+                     doc="time stepper: an IMEX scheme, ROS34PW2 (linearly implicit Rosenbrock-W, "
+                         "Krylov solves: long metastable runs) or auto (IMEX, switching to ROS34PW2 "
+                         "when stiffness makes explicit steps pay less)")
     adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
     rtol: float = _f(1e-6, lo=RTOL_MIN, hi=1.0, hi_open=True,
                      doc="local error per degree l relative to that degree's L² norm (degrees below "
@@ -112,7 +121,9 @@ class TimeConfig:
                                       "(L² norm; 0 = none, the default)")
     # Below CFL_MIN the step rule alone makes a run crawl (cfl = 1e-300 ran a minute to t = 1e-294);
     # the explicit stages are stable up to C ~ 1, so no accuracy needs C < 0.01.
-    cfl: float = _f(0.5, lo=CFL_MIN, hi=4.0, doc="C in dt <= C π/(L max|V|)")
+    cfl: float = _f(1.0, lo=CFL_MIN, hi=4.0, doc="C in dt <= C r/(L max|V|), r the imaginary stability "
+                                                 "interval of the IMEX scheme's explicit part "
+                                                 "(C = 1: its linear stability limit)")
     max_steps: int = _f(10_000_000, lo=1, doc="stop after this many accepted steps")
     unit: str = _f("natural", choices=("natural", "backward_heat", "porous_medium"),
                    doc="unit of t_end, dt and output.every: natural t, τ = t/β (SA) "
@@ -121,12 +132,20 @@ class TimeConfig:
                                                  "unit time between snapshots below this (0: off)")
 
 
+_OUTPUT_FORMATS = ("netcdf3", "netcdf4-zlib")
+
+
 @dataclass(frozen=True, kw_only=True)
 class OutputConfig:
     """[output]: snapshots and file."""
     every: float = _f(0.0, lo=0.0, doc="time between snapshots (0: 50 snapshots over the run)")
     path: str = _f("", doc="output file (default: <case>.nc in the working directory)")
     plot: bool = _f(True, doc="write a figure next to the file")
+    density: bool = _f(True, doc="store the grid density (false: the coefficients determine it; "
+                                 "readers rebuild it, meanfield_pde.density)")
+    format: str = _f("netcdf3", choices=_OUTPUT_FORMATS,
+                     doc="file of a completed run: netcdf3 (as appended), or netcdf4-zlib "
+                         "(rewritten compressed at completion)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,7 +26,10 @@ class LimitConfig:
     betas: list[float] = _f([25.0, 50.0, 100.0, 200.0, 400.0], lo=0.0, hi=BETA_MAX, lo_open=True,
                             doc="inverse temperatures of the sweep")
     orders: list[int] = _f([0, 1], lo=0, hi=1, doc="orders of the limit models (0 and/or 1)")
-    tau: float = _f(0.05, lo=0.0, lo_open=True, doc="rescaled time of the comparison")
+    # The order-0 SA limit (backward heat) multiplies degree l by e^{l(l+1)τ}: at τ = 1 the
+    # default compared degrees (l <= 6) grow by up to e^{42} ≈ 1.7e18 > 1/ε, so round-off
+    # swamps the distance; and each PDE run lasts t = βτ (400 time units at β = 400 already).
+    tau: float = _f(0.05, lo=0.0, hi=1.0, lo_open=True, doc="rescaled time of the comparison")
     degrees: int = _f(6, lo=1, doc="compare on degrees l <= degrees")
     order: int = _f(1, lo=0, hi=1, doc="order of the limit model that `run` computes with "
                                        "run.kind = 'limit' (0: leading order, 1: with the 1/β term)")
@@ -52,7 +55,9 @@ class ParticlesConfig:
                      doc="integrator (auto: rk4 without noise, euler_maruyama with noise)")
     dt: float = _f(0.0, lo=0.0, doc="time step (0: time.dt)")
     seed: int = _f(0, lo=0, doc="seed of the initial sample and the noise")
-    smoothing: float = _f(0.01, lo=0.0, doc="heat-kernel time s of the stored density e^{sΔ}μ_n")
+    # e^{sΔ} spreads a token over √(2s) radians: at s = 1 over 80°, and degree 1 is already
+    # damped by e^{-2s}; a larger s stores a nearly uniform map that shows no cluster.
+    smoothing: float = _f(0.01, lo=0.0, hi=1.0, doc="heat-kernel time s of the stored density e^{sΔ}μ_n")
     projections: int = _f(200, lo=0, hi=100_000,
                           doc="great circles of the sliced Wasserstein distance in mode compare (0: skip)")
 

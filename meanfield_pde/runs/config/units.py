@@ -11,17 +11,21 @@ from .case import Config
 def time_unit(config: Config) -> float:
     """Natural time per unit of ``time.unit`` (README §Large-β limits).
 
-    Limit models (run.kind = "limit") run in τ: factor 1.
     backward_heat: τ = t/β, so t = β τ (SA → backward heat).
     porous_medium: τ = t λ_0/(2β), so t = 2β/λ_0 · τ = β² τ/(2π sinh β) (USA → porous medium),
     computed from e^{−β}λ_0 so it does not underflow at β = 700.
+    Limit models (run.kind = "limit") run in their τ whatever time.unit says ("natural" or
+    the limit's unit): the factor of that limit's τ (its model integrates τ itself; its file
+    stores the natural ``time`` = factor · τ beside ``tau``, as a PDE run with that unit).
     """
     beta = config.model.beta
+    unit = config.time.unit
     if config.kind == "limit":
-        return 1.0  # a limit model's own time is τ already
-    if config.time.unit == "backward_heat":
+        unit = "backward_heat" if config.model.kind == "SA" else "porous_medium"
+    if unit == "backward_heat":
         return beta
-    if config.time.unit == "porous_medium":
-        scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold)[0]
+    if unit == "porous_medium":
+        scaled_l0 = scaled_multipliers(beta, 0, config.domain.manifold,
+                                       config.domain.dimension or None)[0]
         return 2.0 * beta * np.exp(-beta) / scaled_l0
     return 1.0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...core.checks import check_dimension
 from ...core.errors import ConfigError
 from ...core.kernels import kernel_truncation_error, resolving_lmax
 from ...numerics.limits import check_limit_config
@@ -82,6 +83,13 @@ def _build_initial(table: Any):
 def _cross_checks(c: Config) -> None:
     """Constraints between fields, each naming the field that must change."""
     L, ini = c.domain.lmax, c.initial
+    zonal = c.domain.manifold == "sphere_zonal"
+    if zonal:
+        check_dimension(c.domain.dimension)  # ConfigError naming domain.dimension and [2, 4096]
+    elif c.domain.dimension != 0:
+        raise ConfigError(f"domain.dimension = {c.domain.dimension}: only for domain.manifold = "
+                          f"'sphere_zonal' (the {c.domain.manifold} has its own dimension); remove it "
+                          "or set domain.manifold = 'sphere_zonal'")
     if isinstance(ini, PerturbedUniform):
         if ini.degree_min > ini.degree_max:
             raise ConfigError(f"initial.degree_min = {ini.degree_min}: must be <= "
@@ -95,13 +103,20 @@ def _cross_checks(c: Config) -> None:
             raise ConfigError(f"initial.order = {ini.order}: must be in [0, initial.degree = {ini.degree}]")
         if c.domain.manifold == "circle" and ini.order != 0:
             raise ConfigError(f"initial.order = {ini.order}: must be 0 on the circle (degree is the wavenumber)")
+        if zonal and ini.order != 0:
+            raise ConfigError(f"initial.order = {ini.order}: must be 0 on sphere_zonal (zonal densities "
+                              "have only m = 0)")
     elif isinstance(ini, VonMisesFisher):
         k = len(ini.centres)
         if k == 0:
             raise ConfigError("initial.centres = []: give at least one centre [x, y, z]")
         dim, shape = (3, "[x, y, z]") if c.domain.manifold == "sphere" else (2, "[x, y]")
         for i, mu in enumerate(ini.centres):
-            if len(mu) != dim or math.hypot(*mu) == 0.0:
+            if zonal:  # the centre of a zonal density is on the axis: e or −e
+                if mu not in ([1.0], [-1.0]):
+                    raise ConfigError(f"initial.centres[{i}] = {mu}: on sphere_zonal a centre is [1] "
+                                      "(the axis e) or [-1] (-e): a zonal density is centred on the axis")
+            elif len(mu) != dim or math.hypot(*mu) == 0.0:
                 raise ConfigError(f"initial.centres[{i}] = {mu}: must be a non-zero vector {shape} "
                                   f"on the {c.domain.manifold}")
         if len(ini.concentrations) != k:
@@ -127,11 +142,12 @@ def _cross_checks(c: Config) -> None:
             raise ConfigError(f"time.dt = {t.dt:g}: with time.adaptive = false needs {t.t_end / t.dt:.3g} "
                               f"steps to time.t_end = {t.t_end:g}, more than time.max_steps = {t.max_steps}")
     d = c.domain  # (limit equations have no kernel)
-    if c.kind != "limit" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold) > d.kernel_tol:
-        need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold)
+    dim = d.dimension if zonal else None
+    if c.kind != "limit" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim) > d.kernel_tol:
+        need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold, dim)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
                           f"needs lmax >= {need} for domain.kernel_tol = {d.kernel_tol:g} (relative error "
-                          f"{kernel_truncation_error(c.model.beta, d.lmax, d.manifold):.2g} at {d.lmax}); "
+                          f"{kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim):.2g} at {d.lmax}); "
                           "raise lmax, or set domain.kernel_tol = 1 for large-beta limit studies")
     tr = c.transformer
     if c.kind == "transformer" and tr.study == "off":

@@ -53,8 +53,9 @@ import xarray as xr
 from ...core.errors import ConfigError
 from ...runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict,  # noqa: F401
                             parse_grid_item, parse_toml, parse_values)  # public here before
-from .cluster import (ALLOWED_FAILURES, SCHEDULER_ADDRESS, check_scheduler,  # noqa: F401
-                      collect_records, dask_client, lost_record)
+from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY,  # noqa: F401
+                      SCHEDULER_ADDRESS, WALLTIME, JobQueue, check_scheduler, collect_records,
+                      dask_client, jobqueue_cluster, lost_record)
 from .combine import combine
 from .plan import SWEEP_KINDS, Plan, Point, dim_names, fmt_value, grid_of, plan_sweep  # noqa: F401
 from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
@@ -88,7 +89,8 @@ def _check_budget(plan: Plan, out: Path, force: bool) -> None:
 
 def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: str | None = None,
               workers: int | None = None, scheduler: str | None = None,
-              progress: bool | None = None, log=None, force: bool = False) -> xr.Dataset:
+              progress: bool | None = None, log=None, force: bool = False,
+              jobqueue: JobQueue | None = None) -> xr.Dataset:
     """Run a sweep on dask.distributed and write DIR/sweep.nc (and every point's file).
 
     Parameters
@@ -103,6 +105,9 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         Overrides ``sweep.continuation`` ('' turns it off).
     workers, scheduler :
         LocalCluster size, or the address of a running scheduler.
+    jobqueue : JobQueue, optional
+        Start the workers through a batch queue instead (dask-jobqueue: SLURM, PBS, SGE, LSF,
+        or "local" processes); its TLS credentials go to ``output`` (seen by the nodes).
     progress : bool or None
         tqdm bar over points (None: on a terminal only).
     log : callable(str), optional
@@ -122,17 +127,17 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     _check_budget(plan, out, force)
     if scheduler:
         check_scheduler(scheduler)
-    return _run_sweep(config, plan, out, workers, scheduler, progress, log)
+    return _run_sweep(config, plan, out, workers, scheduler, progress, log, jobqueue)
 
 
-def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log) -> xr.Dataset:
+def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log, jobqueue=None) -> xr.Dataset:
     specs = [{"config": p.config, "name": config.name, "label": p.label,
               "path": str((out / "points" / f"{p.label}.nc").resolve()),
               "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
               "continuation": bool(plan.continuation)} for p in plan.points]
     from ...runs.io import write_netcdf
     from ...runs.outputs import hold
-    with dask_client(workers, scheduler) as client:
+    with dask_client(workers, scheduler, jobqueue, str(out)) as client:
         try:  # only now: a scheduler that cannot be reached leaves no folder behind
             (out / "points").mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -1,5 +1,6 @@
-"""The sweep on dask.distributed: the client (a private TLS LocalCluster or a running
-scheduler), the submission of the points in their chains, and a lost worker's record."""
+"""The sweep on dask.distributed: the client (a private TLS LocalCluster, workers started
+through a batch queue by dask-jobqueue, or a running scheduler), the submission of the points
+in their chains, and a lost worker's record."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import contextlib
 import math
 import os
 import re
+from dataclasses import dataclass
 
 from ...core.errors import ConfigError
+from ...core.extras import require
 from ...core.stops import StopReason
 from .points import run_point
 
@@ -16,6 +19,85 @@ SCHEDULER_ADDRESS = re.compile(r"(tcp|tls)://[^\s/:]+:[0-9]{1,5}")
 # A point whose process dies (killed for memory, a crash in compiled code) is tried on one
 # more worker, not on four (distributed's default): such a crash usually repeats.
 ALLOWED_FAILURES = 1
+
+
+# --jobqueue KIND -> the dask-jobqueue cluster class ("local": its LocalCluster, which runs
+# the same job scripts as local processes: the fallback without a queue, and the tests')
+JOBQUEUES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster", "lsf": "LSFCluster",
+             "local": "local.LocalCluster"}
+MAX_JOBS = 10_000
+MAX_CORES = 1024
+MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?\s*([KMGTP]i?B|[KMGTP])", re.IGNORECASE)
+WALLTIME = re.compile(r"([0-9]+-)?[0-9]{1,3}(:[0-9]{2}){0,2}")  # SLURM/PBS HH:MM:SS, LSF HH:MM
+
+
+@dataclass(frozen=True)
+class JobQueue:
+    """Workers started through a batch queue (``sweep --jobqueue``): ``jobs`` jobs of ``cores``
+    single-threaded worker processes each, with ``memory`` per job ("16GB"), ``walltime`` in
+    the queue's format ("01:00:00"; LSF: "01:00") and ``queue`` (the partition). An option
+    left None comes from dask's configuration (``jobqueue.<kind>.*`` in
+    ~/.config/dask/jobqueue.yaml), as dask-jobqueue reads it."""
+
+    kind: str
+    jobs: int = 1
+    cores: int | None = None
+    memory: str | None = None
+    walltime: str | None = None
+    queue: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in JOBQUEUES:
+            raise ConfigError(f"--jobqueue {self.kind!r}: must be one of {', '.join(JOBQUEUES)}")
+        if not (isinstance(self.jobs, int) and 1 <= self.jobs <= MAX_JOBS):
+            raise ConfigError(f"--jobs {self.jobs}: must be in [1, {MAX_JOBS}]")
+        if self.cores is not None and not (isinstance(self.cores, int) and 1 <= self.cores <= MAX_CORES):
+            raise ConfigError(f"--cores {self.cores}: must be in [1, {MAX_CORES}] (worker processes per job)")
+        if self.memory is not None and not MEMORY.fullmatch(self.memory.strip()):
+            raise ConfigError(f"--memory {self.memory!r}: must be an amount such as 4GB or 500MiB")
+        if self.walltime is not None and not WALLTIME.fullmatch(self.walltime.strip()):
+            raise ConfigError(f"--walltime {self.walltime!r}: must be [D-]HH[:MM[:SS]], e.g. 01:00:00")
+        if self.queue is not None and not re.fullmatch(r"[A-Za-z0-9_.@-]{1,64}", self.queue):
+            raise ConfigError(f"--queue {self.queue!r}: must be a queue (partition) name of at most "
+                              "64 letters, digits, '_', '.', '@' or '-'")
+
+
+def jobqueue_cluster(spec: JobQueue, security, shared_directory: str | None = None):
+    """The dask-jobqueue cluster of ``spec`` (not yet scaled): TLS with ``security``, whose
+    temporary worker credentials dask-jobqueue writes to ``shared_directory`` (a folder the
+    compute nodes see: the sweep's output folder); no dashboard.
+
+    Raises
+    ------
+    MissingDependency
+        dask-jobqueue is not installed (the extra ``[sweep]``).
+    ConfigError
+        An option the queue refuses (e.g. no memory given or configured).
+    """
+    import importlib
+
+    import dask
+    require("dask_jobqueue", f"sweep --jobqueue {spec.kind}")
+    module, _, name = f"dask_jobqueue.{JOBQUEUES[spec.kind]}".rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    options = {k: v for k, v in (("memory", spec.memory), ("walltime", spec.walltime),
+                                 ("queue", spec.queue)) if v is not None}
+    cores = spec.cores or dask.config.get(f"jobqueue.{spec.kind}.cores", None)
+    if spec.kind == "local":  # jobs as local processes: the defaults suffice
+        cores, options = cores or 1, {"memory": "2GB", **options}
+    if not cores:
+        raise ConfigError(f"--jobqueue {spec.kind}: give --cores (worker processes per job) or set "
+                          f"jobqueue.{spec.kind}.cores in the dask configuration")
+    scheduler = {"dashboard_address": None}
+    if spec.kind == "local":
+        scheduler["host"] = "127.0.0.1"
+    try:
+        return cls(**options, cores=cores, processes=cores,  # one single-threaded worker per core
+                   security=security, protocol="tls://", shared_temp_directory=shared_directory,
+                   scheduler_options=scheduler, job_name="meanfield-pde")
+    except ValueError as exc:  # dask-jobqueue's own checks (e.g. "You must specify how much memory")
+        raise ConfigError(f"--jobqueue {spec.kind}: {exc} (give --memory, or set it in "
+                          f"jobqueue.{spec.kind} of the dask configuration)") from None
 
 
 def check_scheduler(address: str) -> str:
@@ -27,9 +109,12 @@ def check_scheduler(address: str) -> str:
 
 
 @contextlib.contextmanager
-def dask_client(workers: int | None = None, scheduler: str | None = None):
-    """A distributed.Client: to ``scheduler`` if given, else to a new LocalCluster of
-    ``workers`` processes (default: the number of cores) with one thread each.
+def dask_client(workers: int | None = None, scheduler: str | None = None,
+                jobqueue: JobQueue | None = None, shared_directory: str | None = None):
+    """A distributed.Client: to ``scheduler`` if given; else to the workers of ``jobqueue``
+    started through the batch queue (:func:`jobqueue_cluster`; TLS with credentials made for
+    this run, written for the workers to ``shared_directory``); else to a new LocalCluster
+    of ``workers`` processes (default: the number of cores) with one thread each.
 
     The LocalCluster is private to this process: its scheduler and workers
     listen on 127.0.0.1 over TLS with credentials made for this run
@@ -42,11 +127,15 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
 
     Raises
     ------
+    MissingDependency
+        dask.distributed (or, for ``jobqueue``, dask-jobqueue) is not installed: the extra
+        ``[sweep]``.
     ConfigError
         A malformed scheduler address, or one that does not answer in 20 s.
     """
     import logging
 
+    require("distributed", "sweep")
     import dask
     from distributed import Client, LocalCluster
     if scheduler:
@@ -62,11 +151,20 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
             yield client
         return
     from distributed.security import Security
+    require("cryptography", "sweep (its private TLS credentials)")
     n = workers or os.cpu_count() or 1
     security = Security.temporary()  # a new CA and certificate, in memory only
     # distributed's logs stay quiet up to CRITICAL: a lost worker is reported as its point's status
     quiet = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": [],
              "distributed.scheduler.allowed-failures": ALLOWED_FAILURES}
+    if jobqueue is not None:
+        if shared_directory:
+            os.makedirs(shared_directory, exist_ok=True)
+        with dask.config.set(quiet), jobqueue_cluster(jobqueue, security, shared_directory) as cluster, \
+                Client(cluster, security=security) as client:
+            cluster.scale(jobs=jobqueue.jobs)
+            yield client
+        return
     with dask.config.set(quiet), \
             LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
                          host="127.0.0.1", security=security, dashboard_address=None,

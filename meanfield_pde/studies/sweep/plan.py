@@ -72,6 +72,24 @@ SWEEP_KINDS = ("pde", "limit", "particles")
 """The run kinds a point of sweep.task = "run" computes (a "compare" point ran only its PDE)."""
 
 
+def _check_one_clock(points: list[Point]) -> None:
+    """PDE and limit points together must read time.t_end and output.every alike: a limit's
+    times are its τ (whatever time.unit says), so the PDE's must be too (time.unit = the limit's
+    unit); with time.unit = "natural" the PDE would run to t = t_end, the limit to τ = t_end."""
+    kinds = {p.config["run"]["kind"] for p in points}
+    if not {"pde", "limit"} <= kinds:
+        return
+    for p in points:
+        c = p.config
+        unit = "backward_heat" if c["model"]["kind"] == "SA" else "porous_medium"
+        if c["run"]["kind"] == "pde" and c["time"].get("unit", "natural") != unit:
+            raise ConfigError(f"sweep point {p.label}: run.kind = 'pde' beside 'limit' points needs "
+                              f"time.unit = {unit!r} (now {c['time'].get('unit', 'natural')!r}): a limit "
+                              f"runs to tau = time.t_end, the PDE would run to t = time.t_end; set "
+                              f"--set time.unit={unit} so that both reach the same tau (every file "
+                              "stores the natural time `time` and `tau`)")
+
+
 def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                force: bool = False) -> Plan:
     """Validate the sweep and list its points.
@@ -136,6 +154,7 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                 points.append(Point(idx + ((d,) if cont else ()), ov, label, direction,
                                     chains if cont else -1, cfg.to_dict()))
             chains += 1
+    _check_one_clock(points)
     seen: dict[str, Point] = {}
     for p in points:  # two points in one file would share one result
         if p.label in seen:

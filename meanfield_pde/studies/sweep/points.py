@@ -48,7 +48,9 @@ def _finished(path: Path, planned: dict, continued_from: str = "") -> bool:
 
 def _geometry(ds: xr.Dataset):
     from ...core.geometry import make_geometry
-    return make_geometry(ds.attrs["manifold"], int(ds.attrs["lmax"]), 1)
+    dimension = ds.attrs.get("dimension")  # sphere_zonal files only
+    return make_geometry(ds.attrs["manifold"], int(ds.attrs["lmax"]), 1,
+                         None if dimension is None else int(dimension))
 
 
 def final_coefficients(ds: xr.Dataset, geometry=None) -> np.ndarray:
@@ -135,7 +137,8 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
             if initial is not None:  # a near-uniform state keeps a small perturbation
                 from ...core.geometry import make_geometry
                 from ...numerics.stationary import reseed
-                initial = reseed(make_geometry(config.domain.manifold, config.domain.lmax, 1), initial)
+                initial = reseed(make_geometry(config.domain.manifold, config.domain.lmax, 1,
+                                                 config.domain.dimension or None), initial)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RunStoppedWarning)
                 if spec["task"] == "tokens":

@@ -1,0 +1,161 @@
+"""CF-1.8 on every kind of file the package writes, checked by the ``cfchecker`` package.
+
+cfchecker reads the CF standard-name, area-type and region tables from the web by default;
+tests/data/cf_tables holds the entries our files use (copied from the official standard-name
+table, version 93), so the test runs offline. Each file must give 0 errors and 0 warnings.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+from conftest import cli
+
+cfchecks = pytest.importorskip("cfchecker.cfchecks", reason="cfchecker is a test dependency")
+
+TABLES = Path(__file__).parent / "data" / "cf_tables"
+
+
+def cf_check(path: Path) -> dict:
+    """cfchecker's counts of errors and warnings (and FATAL) for one file, with the messages."""
+    checker = cfchecks.CFChecker(cfStandardNamesXML=str(TABLES / "cf-standard-name-table.xml"),
+                                 cfAreaTypesXML=str(TABLES / "area-type-table.xml"),
+                                 cfRegionNamesXML=str(TABLES / "standardized-region-list.xml"),
+                                 silent=True, version=cfchecks.vn1_8)
+    checker.checker(str(path))
+    counts = checker.get_total_counts()
+    messages = [m for m in checker.all_messages if m.split(":")[0] in ("FATAL", "ERROR", "WARN")]
+    return {"counts": {k: counts.get(k, 0) for k in ("FATAL", "ERROR", "WARN")}, "messages": messages}
+
+
+def assert_cf(path: Path) -> None:
+    result = cf_check(path)
+    assert result["counts"] == {"FATAL": 0, "ERROR": 0, "WARN": 0}, (path.name, result["messages"])
+    with netCDF4.Dataset(path) as nc:
+        assert nc.Conventions == "CF-1.8"
+        for key in ("title", "history", "source", "date_created"):
+            assert str(nc.getncattr(key)).strip(), key
+        assert nc.source.startswith("meanfield_pde ")
+        for name in nc.dimensions:  # no _FillValue on coordinates, no int64 in netCDF-3
+            if name in nc.variables:
+                assert "_FillValue" not in nc.variables[name].ncattrs(), name
+        if nc.data_model.startswith("NETCDF3"):
+            assert all(v.dtype != np.int64 for v in nc.variables.values())
+        assert all(v.dtype != str for v in nc.variables.values())  # no variable-length strings
+
+
+def sets(*items: str) -> dict:
+    """--set items as load_case overrides."""
+    import tomllib
+    return {k: tomllib.loads(f"v = {v}")["v"] for k, v in (i.split("=", 1) for i in items)}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """One file of every kind, written through the package's writers (short cases; the
+    command line's writers are the same functions, test_history_... runs two commands)."""
+    import meanfield_pde as mf
+    from meanfield_pde.analysis.compare import compare
+    from meanfield_pde.runs.io import write_netcdf
+    from meanfield_pde.runs.particle_runner import run_particles
+    from meanfield_pde.studies.compare_particles import run_comparison
+    from meanfield_pde.studies.limit_sweep import limit_sweep
+    from meanfield_pde.studies.sweep import run_sweep
+    from meanfield_pde.studies.transformer_study import run_study
+    d = tmp_path_factory.mktemp("cf")
+    limit = sets("time.t_end=0.01", "output.every=0.005", "domain.lmax=10")
+    mf.run(mf.load_case("sa_backward_heat", limit), d / "pde.nc", progress=False)
+    mf.run(mf.load_case("sa_backward_heat", {**limit, "run.kind": "limit"}), d / "limit.nc",
+           progress=False)
+    mf.run(mf.load_case("circle_usa_beta5", {"time.t_end": 0.2}), d / "circle.nc", progress=False)
+    mf.run(mf.load_case("zonal_vmf_collapse_d128", {"time.t_end": 0.01, "output.every": 0.005,
+                                                    "domain.lmax": 24,
+                                                    "initial.concentrations": [5.0]}), d / "zonal.nc", progress=False)
+    tokens = sets("time.t_end=0.1", "output.every=0.05", "particles.n=100", "domain.lmax=12",
+                  "particles.dt=0.05", "particles.projections=0")  # no Wasserstein: seconds
+    run_particles(mf.load_case("particles_sa_noisy", {**tokens, "run.kind": "particles"}),
+                  d / "particles.nc")
+    run_comparison(mf.load_case("particles_sa_noisy", tokens), d / "pc.nc")
+    write_netcdf(compare(xr.open_dataset(d / "pde.nc"), xr.open_dataset(d / "limit.nc")),
+                 d / "compare.nc")
+    write_netcdf(limit_sweep(mf.load_case("sa_backward_heat", {
+        **limit, "limit.betas": [25.0, 50.0], "limit.tau": 0.01})), d / "limits.nc")
+    write_netcdf(run_study(mf.load_case("normalisation_schemes")), d / "transformer.nc")
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                      dashboard_address=None) as c:  # a worker thread: no process to start
+        run_sweep(mf.load_case("phase_noise_beta1", sets("time.t_end=0.2", "output.every=0.1",
+                                                         "domain.lmax=12")),
+                  d / "sweep", ["model.nu=[0.3, 0.4]"], scheduler=c.scheduler_address, progress=False)
+    return d
+
+
+KINDS = ["pde.nc", "limit.nc", "circle.nc", "zonal.nc", "particles.nc", "pc.nc", "pc_particles.nc",
+         "pc_compare.nc", "compare.nc", "limits.nc", "transformer.nc", "sweep/sweep.nc"]
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_every_kind_of_file_passes_cfchecker(written, name):
+    assert_cf(written / name)
+
+
+def test_sweep_point_files_pass_cfchecker(written):
+    points = sorted((written / "sweep" / "points").glob("*.nc"))
+    assert len(points) == 4
+    assert_cf(points[0])
+
+
+def test_history_has_one_line_per_command_and_grows_on_resume(tmp_path):
+    """history: ISO date, program, arguments; a resumed run appends its own line."""
+    out = tmp_path / "r.nc"
+    proc = cli("run", "circle_usa_beta5", "--set", "time.t_end=0.05", "-o", out, "--no-plot", "-q",
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import meanfield_pde as mf
+    mf.resume(out, progress=False, t_end=0.1)  # a Python session names its program and script
+    with netCDF4.Dataset(out) as nc:
+        lines = nc.history.splitlines()
+    assert len(lines) == 2
+    assert lines[0][:20].endswith("Z") and lines[0][4] == "-" and lines[0][10] == "T"
+    assert " meanfield-pde run circle_usa_beta5 " in lines[0] and lines[1][21:].startswith("python ")
+    assert_cf(out)
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["/v/lib/meanfield_pde/__main__.py", "run", "a b.toml"], "meanfield-pde run 'a b.toml'"),
+    (["/v/bin/meanfield-pde", "plot", "x.nc"], "meanfield-pde plot x.nc"),
+    (["/v/lib/pytest/__main__.py", "-q"], "python -m pytest -q"),
+    (["study.py", "--beta", "3"], "python study.py --beta 3"),
+    ([""], "python"), (["-c"], "python -c")])
+def test_history_line_names_the_program_and_its_arguments(argv, line):
+    from meanfield_pde.runs.cf import history_line
+    text = history_line(argv)
+    assert text[:20].endswith("Z") and text[21:] == line
+
+
+def test_package_source_names_the_installed_version():
+    from importlib import metadata
+    from meanfield_pde.runs.cf import package_source
+    assert package_source().startswith(f"meanfield_pde {metadata.version('meanfield_pde')}")
+
+
+def test_text_coordinates_are_labels_and_come_back_as_an_index(tmp_path):
+    """CF §5: coordinate variables are numeric; a text dimension is stored as <dim>_label."""
+    import xarray as xr
+    from meanfield_pde.runs.io import write_netcdf
+    ds = xr.Dataset({"v": (("scheme",), [1.0, 2.0])}, coords={"scheme": ["pre_ln", "post_ln"]})
+    write_netcdf(ds, tmp_path / "s.nc", title="labels")
+    back = xr.open_dataset(tmp_path / "s.nc").set_xindex("scheme_label")
+    assert float(back.v.sel(scheme_label="post_ln")) == 2.0
+    assert back.attrs["title"] == "labels"
+    assert_cf(tmp_path / "s.nc")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-n", "0", "-q"]))

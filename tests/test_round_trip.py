@@ -1,0 +1,168 @@
+"""Round trip of a run file (README §Output: loading a run): the stored quadrature weights give the
+mass, the public helpers return the coefficients and positions, a run restarts from any stored
+snapshot, the grid density is optional and a completed file can be stored compressed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import meanfield_pde as mf
+from meanfield_pde import ConfigError
+from meanfield_pde.analysis.compare import compare
+
+from conftest import make_config
+
+FIXED = dict(time={"t_end": 0.4, "dt": 0.01, "adaptive": False}, output={"every": 0.1, "plot": False})
+
+
+@pytest.fixture(scope="module")
+def sphere_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rt") / "run.nc"
+    mf.run(make_config(**FIXED), path, progress=False)
+    return path
+
+
+def test_weights_are_the_gauss_quadrature_and_give_the_mass(sphere_file):
+    """Σ w = 4π, and Σ f w = √(4π) f_00 (Gauss quadrature is exact for degree <= 2L) to 1e-14."""
+    ds = xr.load_dataset(sphere_file)
+    assert ds.density.attrs["cell_measures"] == "area: weights" and ds.weights.dims == ("lat", "lon")
+    assert abs(float(ds.weights.sum()) - 4 * np.pi) < 1e-13
+    by_grid = (ds.density * ds.weights).sum(("lat", "lon"))
+    by_coefficient = np.sqrt(4 * np.pi) * ds.coef_real.sel(l=0, m=0)
+    np.testing.assert_allclose(by_grid, by_coefficient, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(by_grid, 1.0, rtol=0, atol=1e-14)  # the run's mass is 1
+
+
+def test_circle_weights_give_the_mass(tmp_path):
+    path = tmp_path / "c.nc"
+    mf.run(mf.load_case("circle_usa_beta5", {"time.t_end": 0.1}), path, progress=False)
+    ds = xr.load_dataset(path)
+    np.testing.assert_allclose((ds.density * ds.weights).sum("theta"),
+                               np.sqrt(2 * np.pi) * ds.coef_real.sel(k=0), rtol=0, atol=1e-14)
+
+
+def test_coefficients_helper_returns_the_complex_table(sphere_file):
+    c = mf.coefficients(sphere_file)
+    assert c.dims == ("time", "l", "m") and c.dtype == np.complex128
+    assert np.isnan(c.sel(l=1, m=2)).all() and not np.isnan(c.sel(l=2, m=1)).any()
+    # degree 0 of a density of mass 1 is 1/√(4π), real
+    np.testing.assert_allclose(c.sel(l=0, m=0), 1 / np.sqrt(4 * np.pi), atol=1e-15)
+    ds = xr.load_dataset(sphere_file)
+    np.testing.assert_array_equal(c.real, ds.coef_real)
+    # Y_10 = √(3/4π) cos θ: the coefficient f_10 is ∫ f Y_10 dσ, computed on the grid
+    y10 = np.sqrt(3 / (4 * np.pi)) * np.sin(np.radians(ds.lat))
+    f10 = (ds.density * ds.weights * y10).sum(("lat", "lon"))
+    np.testing.assert_allclose(c.sel(l=1, m=0).real, f10, atol=1e-14)
+
+
+def test_coefficients_of_other_conventions_are_refused(sphere_file):
+    ds = xr.load_dataset(sphere_file)
+    ds.coef_real.attrs["coefficient_phase"] = "none"
+    with pytest.raises(ConfigError, match="coefficient_phase"):
+        mf.coefficients(ds)
+
+
+def test_compare_checks_the_conventions_of_its_inputs(sphere_file):
+    """The Python compare() refuses what the command line's readers refuse (open_checked)."""
+    a = xr.load_dataset(sphere_file)
+    b = a.copy(deep=True)
+    b.coef_imag.attrs["coefficient_normalization"] = "4pi"
+    with pytest.raises(ConfigError, match="second run: coef_imag has coefficient_normalization"):
+        compare(a, b)
+
+
+def test_positions_helper_labels_xyz(tmp_path):
+    from meanfield_pde.runs.particle_runner import run_particles
+    path = tmp_path / "p.nc"
+    run_particles(mf.load_case("particles_sa_noisy", {"time.t_end": 0.1, "output.every": 0.05,
+                                                       "particles.n": 50, "domain.lmax": 12,
+                                                       "particles.dt": 0.05, "run.kind": "particles"}),
+                  path)
+    x = mf.positions(path)
+    assert x.dims == ("time", "particle", "xyz") and list(x.xyz.values) == ["x", "y", "z"]
+    np.testing.assert_allclose(np.sqrt((x ** 2).sum("xyz")), 1.0, atol=1e-12)
+    with pytest.raises(ConfigError, match="not a particle run"):
+        mf.positions(xr.Dataset({"coef_real": ("l", [1.0])}))
+
+
+def test_restart_from_a_mid_snapshot_gives_the_uninterrupted_run(sphere_file, tmp_path):
+    """write → open → restart at t = 0.2 → same state at 0.4 (fixed steps: the same steps,
+    so equal to round-off; the equation is autonomous, the restarted clock starts at 0)."""
+    full = xr.load_dataset(sphere_file)
+    half = make_config(time={"t_end": 0.2, "dt": 0.01, "adaptive": False},
+                       output={"every": 0.1, "plot": False})
+    again = mf.run(half, tmp_path / "again.nc", progress=False, initial=sphere_file, time=0.2)
+    np.testing.assert_allclose(again.time, [0.0, 0.1, 0.2])
+    for k in (0, 1, 2):
+        np.testing.assert_allclose(again.coef_real.values[k], full.coef_real.values[2 + k],
+                                   rtol=0, atol=1e-14, equal_nan=True)
+        np.testing.assert_allclose(again.coef_imag.values[k], full.coef_imag.values[2 + k],
+                                   rtol=0, atol=1e-14, equal_nan=True)
+
+
+def test_restart_with_adaptive_steps_agrees_to_the_step_tolerance(tmp_path):
+    adaptive = dict(time={"t_end": 0.4, "rtol": 1e-8, "atol": 1e-12}, output={"every": 0.2, "plot": False})
+    full = mf.run(make_config(**adaptive), tmp_path / "full.nc", progress=False)
+    half = make_config(time={"t_end": 0.2, "rtol": 1e-8, "atol": 1e-12}, output={"every": 0.2, "plot": False})
+    again = mf.run(half, progress=False, initial=xr.load_dataset(tmp_path / "full.nc"), time=0.2,
+                   exact=True)
+    a, b = mf.coefficients(again).isel(time=-1), mf.coefficients(full).isel(time=-1)
+    deviation = (b - b.sel(l=0, m=0)).where(b.l > 0)
+    assert float(abs(a - b).max()) < 1e-6 * float(abs(deviation).max())
+
+
+def test_restart_refuses_a_missing_snapshot_or_another_grid(sphere_file):
+    config = make_config(**FIXED)
+    with pytest.raises(ConfigError, match="time = 0.9 is outside the stored snapshots"):
+        mf.run(config, progress=False, initial=sphere_file, time=0.9)
+    with pytest.raises(ConfigError, match="no snapshot at time = 0.15"):
+        mf.run(config, progress=False, initial=sphere_file, time=0.15, exact=True)
+    with pytest.raises(ConfigError, match="lmax = 15, the case has .* domain.lmax = 12"):
+        mf.run(make_config(domain={"lmax": 12}, **FIXED), progress=False, initial=sphere_file)
+    with pytest.raises(ConfigError, match="no such file"):
+        mf.run(config, progress=False, initial=sphere_file.with_name("absent.nc"))
+
+
+def test_a_file_without_the_grid_density_is_smaller_and_reads_the_same(sphere_file, tmp_path):
+    """output.density = false: the readers rebuild the density from the coefficients (the
+    run's own synthesis) and the file resumes."""
+    lean = tmp_path / "lean.nc"
+    mf.run(make_config(time=FIXED["time"], output={**FIXED["output"], "density": False}), lean,
+           progress=False)
+    with xr.open_dataset(lean) as raw:
+        assert "density" not in raw and "weights" in raw
+    assert lean.stat().st_size < 0.8 * sphere_file.stat().st_size
+    full = xr.load_dataset(sphere_file)
+    np.testing.assert_allclose(mf.density(lean), full.density, rtol=0, atol=1e-13)
+    from meanfield_pde.runs.runcheck import open_checked
+    with open_checked(lean, "test") as ds:  # the command line's readers (plot, compare) see it
+        np.testing.assert_allclose(ds.density, full.density, rtol=0, atol=1e-13)
+    extended = mf.resume(lean, progress=False, t_end=0.5)
+    assert extended.attrs["status"] == "completed" and float(extended.time[-1]) == 0.5
+    with xr.open_dataset(lean) as raw:
+        assert "density" not in raw
+
+
+def test_netcdf4_zlib_writes_a_compressed_copy_at_completion(tmp_path):
+    """The same data and attributes, lossless, in a smaller netCDF-4 file (41 snapshots)."""
+    plain, packed = tmp_path / "plain.nc", tmp_path / "packed.nc"
+    often = {**FIXED["output"], "every": 0.01}
+    mf.run(make_config(time=FIXED["time"], output=often), plain, progress=False)
+    ds = mf.run(make_config(time=FIXED["time"], output={**often, "format": "netcdf4-zlib"}),
+                packed, progress=False)
+    assert packed.read_bytes()[:4] == b"\x89HDF" and plain.read_bytes()[:4] == b"CDF\x02"
+    assert packed.stat().st_size < 0.8 * plain.stat().st_size
+    back, full = xr.load_dataset(packed), xr.load_dataset(plain)
+    xr.testing.assert_identical(back.drop_attrs(), full.drop_attrs())
+    assert back.attrs["status"] == "completed" and back.attrs["Conventions"] == "CF-1.8"
+    assert back.attrs["case"] != full.attrs["case"]  # the same run but for output.format
+    for name in full.variables:
+        assert back[name].attrs == full[name].attrs, name
+    assert ds.attrs["status"] == "completed"
+
+
+def test_output_keys_are_checked():
+    with pytest.raises(ConfigError, match="output.format = 'zip': must be one of 'netcdf3', 'netcdf4-zlib'"):
+        mf.load_case("sa_beta10_noisy", {"output.format": "zip"})
