@@ -10,7 +10,7 @@ from scipy.special import spherical_in
 
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.geometry import Sphere
-from meanfield_pde.plotting import plot
+from meanfield_pde.plotting import figure_file, plot
 
 BETA, NU, T_SAT = 10.0, 0.02, 20.0
 
@@ -196,7 +196,7 @@ def test_pdf_and_svg_by_suffix(tmp_path, suffix, magic):
 
 def test_other_figure_suffix_is_refused_before_drawing(tmp_path):
     with pytest.raises(ConfigError, match=r"\.png, \.pdf or \.svg"):
-        plot.save_figure(growth_run(lmax=3, times=np.arange(0.0, 3.0)), tmp_path / "f.jpg")
+        figure_file.save_figure(growth_run(lmax=3, times=np.arange(0.0, 3.0)), tmp_path / "f.jpg")
     assert not list(tmp_path.iterdir())
 
 

@@ -280,7 +280,7 @@ def test_plot_of_a_hand_off_run_draws_the_staircase_figure(two_clusters, tmp_pat
     of each plateau (the hand-off and after the merge), energy and clusters against log t and
     the merge time against the closed form."""
     from meanfield_pde.plotting.handoff_plot import plateau_starts, plot_handoff
-    from meanfield_pde.plotting.plot import save_figure
+    from meanfield_pde.plotting.figure_file import save_figure
     path, ds = two_clusters
     starts = plateau_starts(ds)
     assert len(starts) == 2 and ds.phase.values[starts[0]] == 0 and ds.phase.values[starts[1]] == 1

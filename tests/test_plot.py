@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield_pde.plotting import plot
+from meanfield_pde.plotting import figure_file, plot
 
 
 def _sphere_ds(nlat=24, nlon=48, lmax=7, times=(0.0, 1.0, 2.0)):
@@ -113,7 +113,7 @@ def test_plot_run_sphere_and_save(tmp_path):
     # Rendering dominates the test time: save once, from a netCDF path.
     nc = tmp_path / "run.nc"
     ds.to_netcdf(nc)
-    png = plot.save_figure(nc, times=[0.0, 2.0])
+    png = figure_file.save_figure(nc, times=[0.0, 2.0])
     assert png == tmp_path / "run.png"
     assert png.exists() and png.stat().st_size > 20_000
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -150,4 +150,4 @@ def test_errors():
     with pytest.raises(ValueError, match="outside"):
         plot.plot_run(ds, times=-0.5)
     with pytest.raises(ValueError, match="output"):
-        plot.save_figure(ds)  # in-memory Dataset: nowhere to put the PNG
+        figure_file.save_figure(ds)  # in-memory Dataset: nowhere to put the PNG

@@ -148,7 +148,7 @@ def _report(name: str, ds, path: Path, args) -> int:
     if ds.attrs.get("case") and not args.no_plot and reason is not StopReason.IO_ERROR:
         from ..runs.config import from_dict, parse_toml
         if from_dict(parse_toml(ds.attrs["case"], str(path))).output.plot:
-            from ..plotting.plot import save_figure
+            from ..plotting.figure_file import save_figure
             print(f"wrote {save_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
     return reason.exit_code
 
@@ -201,7 +201,7 @@ RUN_COMMANDS = {"pde": _run_one, "limit": _run_one, "particles": _run_one,
 
 
 def _cmd_plot(args) -> int:
-    from ..plotting.plot import save_figure
+    from ..plotting.figure_file import save_figure
     from ..runs.runcheck import open_checked
     path = Path(args.file)
     if not path.is_file():

@@ -2,7 +2,7 @@
 
 Top: the density at the start of each plateau (the hand-off, then the first snapshot after
 each merge; at most :data:`MAX_PLATEAUS`), as maps and orthographic views
-(:func:`meanfield_pde.plotting.plot._draw_sphere_maps`; after the hand-off the density is the
+(:func:`meanfield_pde.plotting.plot.draw_sphere_maps`; after the hand-off the density is the
 measure smoothed by the heat kernel). Bottom: energy against log t (the staircase; the hand-off
 and the merges marked), the number of clusters against log t, and each merge time of the run
 (the bracket between two snapshots) against the two-Dirac closed form
@@ -20,7 +20,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ..analysis.merges import merge_checks  # noqa: E402
 from ..core.errors import printable  # noqa: E402
-from .plot import _draw_circle_lines, _draw_sphere_maps, _fmt, _time_values  # noqa: E402
+from .labels import attr_number  # noqa: E402
+from .plot import draw_circle_lines, draw_sphere_maps, time_values  # noqa: E402
 
 MAX_PLATEAUS = 6
 
@@ -51,14 +52,14 @@ def plot_handoff(ds) -> Figure:
     if "phase" not in ds:
         raise ValueError("not a hand-off run: no 'phase' variable")
     circle = "theta" in ds["density"].dims
-    t = _time_values(ds)
+    t = time_values(ds)
     idx = plateau_starts(ds)
     fig = plt.figure(figsize=(max(13.0, 3.4 * len(idx) + 1.5), 11.0), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.2, 1.0])
     if circle:
-        _draw_circle_lines(top, ds, idx, t)
+        draw_circle_lines(top, ds, idx, t)
     else:
-        _draw_sphere_maps(top, ds, idx, t, None)
+        draw_sphere_maps(top, ds, idx, t, None)
     ax_e, ax_n, ax_m = bottom.subplots(1, 3)
     positive = t > 0
     t_h = float(ds.attrs["handoff_time"]) if "handoff_time" in ds.attrs else None
@@ -99,7 +100,7 @@ def plot_handoff(ds) -> Figure:
         ax_m.text(0.5, 0.5, "no merges", ha="center", va="center", transform=ax_m.transAxes)
         ax_m.set_axis_off()
     fig.suptitle(printable(f"{ds.attrs.get('model', '?')} on {ds.attrs.get('manifold', '?')}: "
-                           f"β = {_fmt(ds, 'beta')}, ν = 0, lmax = {_fmt(ds, 'lmax')}, hand-off to "
+                           f"β = {attr_number(ds.attrs, 'beta')}, ν = 0, lmax = {attr_number(ds.attrs, 'lmax')}, hand-off to "
                            f"{ds.attrs.get('handoff_nodes', '?')} nodes at t = {t_h if t_h is not None else float('nan'):.3g}"
                            f"  —  {ds.attrs.get('status', 'status unknown')}"))
     return fig

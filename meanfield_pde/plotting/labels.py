@@ -25,7 +25,8 @@ _TIME = {
 }
 
 
-def _num(attrs, key) -> str:
+def attr_number(attrs, key) -> str:
+    """A run's numeric attribute ``key`` as ``%g`` text, the raw text if not a number, "?" if absent."""
     val = attrs.get(key, "?")
     try:
         return format(float(val), "g")
@@ -59,11 +60,11 @@ def equation_title(attrs, manifold: str | None = None) -> str:
         what = f"{model} large-β limit, order {equation[len('limit'):]}"
     else:
         what = f"{model} mean-field PDE"
-    nu = _num(attrs, "nu")
+    nu = attr_number(attrs, "nu")
     noise = "noiseless" if nu == "0" else "noisy"
     where = manifold or attrs.get("manifold", "sphere")
-    line = (f"{what} on the {where}:  β = {_num(attrs, 'beta')},  ν = {nu} ({noise}),"
-            f"  lmax = {_num(attrs, 'lmax')},  time {time_symbol(attrs)}")
+    line = (f"{what} on the {where}:  β = {attr_number(attrs, 'beta')},  ν = {nu} ({noise}),"
+            f"  lmax = {attr_number(attrs, 'lmax')},  time {time_symbol(attrs)}")
     # a stopped run's status is a sentence: its own lines, wrapped, so no title is clipped
     status = textwrap.wrap(printable(attrs.get("status", "status unknown")), STATUS_WIDTH)
     return "\n".join([printable(line)] + status[:3])

@@ -4,7 +4,7 @@ One call, :func:`plot_run`, draws everything a user looks at after a run:
 density maps at the times where the state changes (:mod:`.events`), orthographic
 views centred on the largest cluster (with the tokens of a particle run), the
 diagnostics over time, the growth of the fastest modes beside linear theory
-(:mod:`.growth`) and the angular power spectrum.  :func:`save_figure` writes it to a
+(:mod:`.growth`) and the angular power spectrum.  :func:`meanfield_pde.plotting.figure_file.save_figure` writes it to a
 PNG, PDF or SVG file (by the output's suffix).  Only plain
 matplotlib is used (no cartopy), with the non-interactive Agg backend so that
 it works on machines without a display.
@@ -12,24 +12,21 @@ it works on machines without a display.
 
 from __future__ import annotations
 
-import pathlib
 
 import matplotlib
 
 matplotlib.use("Agg")  # never needs a display; we only save files
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import xarray as xr  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ..runs.outputs import save_png  # noqa: E402
 from .events import departure, event_indices  # noqa: E402
 from .growth import draw_growth  # noqa: E402
 from .labels import equation_title, time_label, time_symbol  # noqa: E402
 
-__all__ = ["plot_run", "save_figure", "cell_edges", "orthographic", "select_times", "view_centre",
+__all__ = ["plot_run", "cell_edges", "orthographic", "select_times", "view_centre",
            "degree_power", "token_directions", "lat_lon", "draw_orthographic"]
 
 DENSITY_LABEL = "density f (uniform = 1/4π)"
@@ -118,7 +115,7 @@ def orthographic(lat, lon, lat0, lon0):
 # --------------------------------------------------------------------------
 # data helpers
 # --------------------------------------------------------------------------
-def _time_values(ds):
+def time_values(ds):
     n = ds.sizes["time"]
     return np.asarray(ds["time"].values, dtype=float) if "time" in ds.coords else np.arange(n, dtype=float)
 
@@ -135,7 +132,7 @@ def select_times(ds, times, n_times):
     ValueError
         No snapshot with a finite time; a requested time outside the run's range.
     """
-    t = _time_values(ds)
+    t = time_values(ds)
     valid = np.flatnonzero(np.isfinite(t))
     if valid.size == 0:
         raise ValueError("the run has no snapshot with a finite time value")
@@ -265,7 +262,7 @@ def draw_orthographic(ax, lat, lon, values, view, norm, tokens=None):
     return mesh
 
 
-def _draw_sphere_maps(subfig, ds, idx, t, view):
+def draw_sphere_maps(subfig, ds, idx, t, view):
     dens = ds["density"].transpose("time", "lat", "lon")
     lat, lon = np.asarray(ds["lat"], float), np.asarray(ds["lon"], float)
     lat_e, lon_e = cell_edges(lat, lon)
@@ -305,7 +302,7 @@ def _draw_sphere_maps(subfig, ds, idx, t, view):
         cbar.ax.axhline(1 / (4 * np.pi), color="w", lw=1.5)  # uniform level
 
 
-def _draw_circle_lines(subfig, ds, idx, t):
+def draw_circle_lines(subfig, ds, idx, t):
     ax = subfig.subplots()
     dens = ds["density"].transpose("time", "theta")
     # Repeat the first point at θ + 2π so the periodic curve closes.
@@ -463,7 +460,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
                          "(time, lat, lon) on the sphere, (time, theta) on the circle or "
                          "(time, t) on sphere_zonal")
     idx = select_times(ds, times, n_times)
-    t = _time_values(ds)
+    t = time_values(ds)
 
     ncol = len(idx)
     fig = plt.figure(figsize=(max(13.0, 3.4 * ncol + 1.5), 8.0 if circle else 12.0),
@@ -472,9 +469,9 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     if zonal:
         _draw_zonal_lines(top, ds, idx, t)
     elif circle:
-        _draw_circle_lines(top, ds, idx, t)
+        draw_circle_lines(top, ds, idx, t)
     else:
-        _draw_sphere_maps(top, ds, idx, t, view)
+        draw_sphere_maps(top, ds, idx, t, view)
 
     # Bottom: order parameter, energy, free energy, spectrum; min density, numerical
     # checks and, two columns wide, the growth of the fastest modes beside linear theory.
@@ -497,61 +494,3 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
         where = f"zonal S^{{d−1}}, d = {ds.attrs.get('dimension', '?')}"
     fig.suptitle(equation_title(ds.attrs, where))
     return fig
-
-
-def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False) -> pathlib.Path:
-    """Draw :func:`plot_run` (a hand-off run without ``times``:
-    :func:`meanfield_pde.plotting.handoff_plot.plot_handoff`) and write it to a PNG, PDF or SVG
-    file (by the suffix of ``output``).
-
-    Parameters
-    ----------
-    ds_or_path : xarray.Dataset or str or os.PathLike
-        The run, or the path of its netCDF file (opened with xarray).
-    output : str or os.PathLike, optional
-        Figure to write (.png, .pdf or .svg).  Default: the netCDF path with
-        suffix ``.png``; required when a Dataset without a source file is given.
-    times : float or sequence of float, optional
-        Passed to :func:`plot_run`.
-    overwrite : bool, keyword-only
-        Replace an existing figure (written through
-        :func:`meanfield_pde.runs.outputs.save_png`: never into a link's target).
-
-    Returns
-    -------
-    pathlib.Path
-        The figure written.
-
-    Raises
-    ------
-    ConfigError
-        The output's suffix is not .png, .pdf or .svg; it exists without ``overwrite``, is the input, or is claimed by
-        another process; a damaged input file
-        (:func:`meanfield_pde.runs.runcheck.open_checked`).
-    """
-    if isinstance(ds_or_path, xr.Dataset):
-        ds, source = ds_or_path, ds_or_path.encoding.get("source")
-        opened = False
-    else:
-        from ..runs.runcheck import open_checked
-        source = pathlib.Path(ds_or_path)
-        ds, opened = open_checked(source, f"plot: {str(source)!r}"), True
-    try:
-        if output is None:
-            if source is None:
-                raise ValueError("output path is required when the Dataset has no source file")
-            output = pathlib.Path(source).with_suffix(".png")
-        output = pathlib.Path(output)
-        from ..runs.outputs import check_figure_suffix
-        check_figure_suffix(output)  # before the figure is drawn
-        # save_png closes the figure: figures are big; a sweep must not accumulate them
-        if ds.attrs.get("kind") == "handoff" and times is None:  # the staircase figure
-            from .handoff_plot import plot_handoff
-            figure = plot_handoff(ds)
-        else:
-            figure = plot_run(ds, times=times)
-        save_png(figure, output, overwrite=overwrite, inputs=[source] if source else [])
-    finally:
-        if opened:
-            ds.close()
-    return output

@@ -6,7 +6,7 @@ V[μ], so it is solved by its characteristics and a weighted sum of Diracs stays
 (Carrillo, Craig & Patacchini, Calc. Var. PDE 58, 2019; Craig & Bertozzi, Math. Comp. 85,
 2016). The run has two phases:
 
-1. the spectral run (:func:`meanfield_pde.runs.runner.build`, the solver and observers of a
+1. the spectral run (:func:`meanfield_pde.runs.simulation.build`, the solver and observers of a
    PDE run) with a resolution monitor whose tail threshold is ``handoff.tail``, lower than
    ``monitor.max_spectral_tail``: where the monitor of a plain run would soon stop it, this
    one stops with the last good state (t_h), or at ``handoff.time`` / ``time.t_end``;
@@ -21,8 +21,8 @@ coefficients (after the hand-off those of the weighted measure Σ w_j δ_{x_j}: 
 conj(Y_lm(x_j)), exact, no smoothing), ``density`` (after the hand-off the measure smoothed by
 the heat kernel for ``handoff.smoothing``), mass (Σ w_j), energy, order_parameter, and
 ``phase`` (0 spectral, 1 particles), ``n_nodes``, ``n_clusters`` and the clusters
-(:func:`meanfield_pde.analysis.clusters.weighted_clusters` with persistent ids,
-:class:`~meanfield_pde.analysis.clusters.ClusterTracker`) padded along a ``cluster`` dimension
+(:func:`meanfield_pde.particles.clusters.weighted_clusters` with persistent ids,
+:class:`~meanfield_pde.particles.clusters.ClusterTracker`) padded along a ``cluster`` dimension
 of size ``handoff.max_clusters`` (NaN, −1 before the hand-off, as their ``long_name`` says).
 After the hand-off min_density is the minimum of the smoothed density and spectral_tail that of
 the measure's coefficients (large for Diracs: the grid could not hold the measure).
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from ..analysis.clusters import ClusterTracker
+from ..particles.clusters import ClusterTracker
 from ..core.geometry import Sphere
 from ..core.geometry.sphere import SHTNS_MIN_NLAT
 from ..core.signals import check as check_stop_request
@@ -57,7 +57,7 @@ from ..particles.handoff import METHOD, nodes_from_density
 from .config import Config
 from .config.handoff import handoff_time_limit
 from .io import snapshots_to_dataset
-from .runner import Simulation, build, run_attributes
+from .simulation import Simulation, build, run_attributes
 from .session import Outcome, RunKind
 
 PHASE_SPECTRAL, PHASE_PARTICLES = 0, 1

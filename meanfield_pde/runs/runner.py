@@ -1,128 +1,25 @@
-"""Case → PDE run → Dataset: wires geometry, model, initial state, stepper, monitor, observers
-(the "pde" and "limit" run kinds of :mod:`meanfield_pde.runs.session`)."""
+"""Case → PDE run → Dataset: the simulation (:mod:`meanfield_pde.runs.simulation`) advanced with
+its observers (the "pde" and "limit" run kinds of :mod:`meanfield_pde.runs.session`); a case with
+``[handoff]`` continues as weighted particles (:mod:`meanfield_pde.runs.handoff_run`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from .config import Config, VonMisesFisher, time_unit
-from ..numerics.diagnostics import ResolutionMonitor
+from .config import Config, time_unit
 from ..core.errors import ConfigError
-from ..core.geometry import Geometry, make_geometry
-from ..numerics.initial import initial_density, von_mises_fisher_hint
-from .io import snapshot_values, snapshots_to_dataset, software_versions
-from ..numerics.limits import (LimitModel, check_initial_density, check_limit_config,
-                               make_limit_model)
-from ..numerics.models import MeanFieldModel
+from .io import snapshot_values, snapshots_to_dataset
 from ..numerics.observers import ProgressBar, SnapshotRecorder
 from .session import Outcome, RunKind, start_run
+from .simulation import Simulation, build, run_attributes, solver_clock, tau_unit_name
 from ..numerics.solver import RunResult, integrate
 from ..numerics.stationary import StationaryStop
-from ..numerics.steppers import StepControl, make_stepper
 
-
-@dataclass
-class Simulation:
-    """The assembled pieces of one PDE run (built by :func:`build`)."""
-
-    config: Config
-    geometry: Geometry
-    model: MeanFieldModel | LimitModel
-    initial: np.ndarray
-    control: StepControl
-    monitor: ResolutionMonitor
-
-
-def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
-    """Assemble a run and check its initial state (``initial``: coefficients replacing [initial]).
-
-    Raises
-    ------
-    ConfigError
-        If the initial density is not resolved at domain.lmax (spectral tail
-        or negativity beyond the [monitor] limits), or a large-beta limit
-        (run.kind = "limit") is asked with noise, with a
-        time.unit other than "natural" (its time is tau) or hyperviscosity.
-    """
-    m, reg = config.model, config.regularisation
-    check_limit_config(config)  # run.kind = "limit": time in tau, no noise (from_dict checks it too)
-    geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
-                             config.domain.dimension or None)
-    if config.kind != "limit":
-        model = MeanFieldModel(geometry, m.kind, m.beta, m.nu, reg.hyperviscosity,
-                               reg.hyperviscosity_order)
-    else:
-        model = make_limit_model(geometry, m.kind, m.beta, config.limit.order)
-    mon = config.monitor
-    u0 = (initial_density(geometry, config.initial, mon.max_spectral_tail, mon.negative_density)
-          if initial is None else np.array(initial, complex))
-    if u0.shape != geometry.zeros_coef().shape:
-        raise ConfigError(f"initial: the given state has {u0.size} coefficients, domain.lmax = "
-                          f"{config.domain.lmax} needs {geometry.ncoef}")
-    if config.kind == "limit":
-        check_initial_density(model, u0)
-    monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
-    reason = monitor.check(u0)
-    if reason:
-        ini = config.initial
-        hint = (von_mises_fisher_hint(config.domain.manifold, ini.centres, ini.concentrations,
-                                      ini.weights, config.monitor.max_spectral_tail,
-                                      config.monitor.negative_density)
-                if isinstance(ini, VonMisesFisher) and initial is None
-                else "raise domain.lmax or make the initial density smoother")
-        raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    stepper = make_stepper(config.time.scheme, model)
-    control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
-    return Simulation(config, geometry, model, u0, control, monitor)
-
-
-def manifold_title(config: Config) -> str:
-    """The manifold as titles name it: "sphere", "circle", or "zonal S^{d-1} (d = 128)"."""
-    d = config.domain
-    return f"zonal S^{d.dimension - 1} (d = {d.dimension})" if d.manifold == "sphere_zonal" else d.manifold
-
-
-EQUATION_TITLES = {"mean_field": "mean-field PDE", "limit0": "large-beta limit (order 0)",
-                   "limit1": "large-beta limit (order 1)"}
-
-
-def run_attributes(config: Config) -> dict:
-    """Global attributes known before a PDE run starts (README §Dataset contract), with placeholders
-    for the end-of-run counters (steps, rejected_steps, wall_time_s)."""
-    m = config.model
-    return {
-        "model": m.kind, "beta": m.beta, "nu": m.nu,
-        "lmax": config.domain.lmax, "manifold": config.domain.manifold,
-        **({"dimension": config.domain.dimension} if config.domain.manifold == "sphere_zonal" else {}),
-        "case": config.to_toml(), "case_name": config.name,
-        "description": config.description, "scheme": config.time.scheme,
-        "adaptive": config.time.adaptive, "equation": config.equation,
-        # the time coordinate is natural time for every kind; τ of a large-β unit is `tau`
-        "time_unit": "natural",
-        "title": f"{m.kind} {EQUATION_TITLES[config.equation]} on the "
-                 f"{manifold_title(config)}, beta = {m.beta:g}, nu = {m.nu:g}",
-        **({"tau_unit": tau_unit_name(config)} if time_unit(config) != 1.0 or config.kind == "limit" else {}),
-        **software_versions(),
-        "steps": 0, "rejected_steps": 0, "wall_time_s": 0.0,
-    }
-
-
-def tau_unit_name(config: Config) -> str:
-    """The large-β unit of the run's ``tau`` (a limit run: its limit's, whatever time.unit says)."""
-    if config.kind == "limit":
-        return {"SA": "backward_heat", "USA": "porous_medium"}[config.model.kind]
-    return config.time.unit
-
-
-def solver_clock(config: Config) -> float:
-    """Natural time per unit of the solver's time: 1 for the PDE (it integrates t), the
-    τ factor for a limit model (it integrates its τ)."""
-    return time_unit(config) if config.kind == "limit" else 1.0
+__all__ = ["run", "build", "PDE", "PDERun", "planned_snapshots"]  # build: mf.build, from simulation
 
 
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
@@ -171,6 +68,9 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         snapshot at ``time``, or (without ``force``) a resource estimate
         beyond the machine or the caps; raised before anything is written.
     """
+    if not isinstance(config, Config):  # refused before its sections are read below
+        from .budget import check_run_arguments
+        check_run_arguments(config, overwrite)
     if initial is not None and not isinstance(initial, np.ndarray):
         from .dataset import initial_coefficients
         initial = initial_coefficients(config, initial, time, exact)

@@ -1,0 +1,72 @@
+"""A run's figure written to a file: :func:`plot_run`, or for a run continued past lost resolution
+the staircase figure (:func:`meanfield_pde.plotting.handoff_plot.plot_handoff`), as PNG, PDF or
+SVG. Its own module so that both figure modules sit below it (no import cycle)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import xarray as xr
+
+from ..runs.outputs import save_png
+from .handoff_plot import plot_handoff
+from .plot import plot_run
+
+__all__ = ["save_figure"]
+
+
+def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False) -> pathlib.Path:
+    """Draw :func:`plot_run` (a hand-off run without ``times``:
+    :func:`meanfield_pde.plotting.handoff_plot.plot_handoff`) and write it to a PNG, PDF or SVG
+    file (by the suffix of ``output``).
+
+    Parameters
+    ----------
+    ds_or_path : xarray.Dataset or str or os.PathLike
+        The run, or the path of its netCDF file (opened with xarray).
+    output : str or os.PathLike, optional
+        Figure to write (.png, .pdf or .svg).  Default: the netCDF path with
+        suffix ``.png``; required when a Dataset without a source file is given.
+    times : float or sequence of float, optional
+        Passed to :func:`plot_run`.
+    overwrite : bool, keyword-only
+        Replace an existing figure (written through
+        :func:`meanfield_pde.runs.outputs.save_png`: never into a link's target).
+
+    Returns
+    -------
+    pathlib.Path
+        The figure written.
+
+    Raises
+    ------
+    ConfigError
+        The output's suffix is not .png, .pdf or .svg; it exists without ``overwrite``, is the input, or is claimed by
+        another process; a damaged input file
+        (:func:`meanfield_pde.runs.runcheck.open_checked`).
+    """
+    if isinstance(ds_or_path, xr.Dataset):
+        ds, source = ds_or_path, ds_or_path.encoding.get("source")
+        opened = False
+    else:
+        from ..runs.runcheck import open_checked
+        source = pathlib.Path(ds_or_path)
+        ds, opened = open_checked(source, f"plot: {str(source)!r}"), True
+    try:
+        if output is None:
+            if source is None:
+                raise ValueError("output path is required when the Dataset has no source file")
+            output = pathlib.Path(source).with_suffix(".png")
+        output = pathlib.Path(output)
+        from ..runs.outputs import check_figure_suffix
+        check_figure_suffix(output)  # before the figure is drawn
+        # save_png closes the figure: figures are big; a sweep must not accumulate them
+        if ds.attrs.get("kind") == "handoff" and times is None:  # the staircase figure
+            figure = plot_handoff(ds)
+        else:
+            figure = plot_run(ds, times=times)
+        save_png(figure, output, overwrite=overwrite, inputs=[source] if source else [])
+    finally:
+        if opened:
+            ds.close()
+    return output
