@@ -15,7 +15,11 @@ l*(β, d): :func:`meanfield_pde.theory.linear.fastest_mode` (SA, ν = 0; USA sel
 degree), the argmax of σ_l = l(l + d − 2) λ_l/(β λ_0). Bruno, Pasqualotto & Agazzi
 (ICLR 2025, arXiv:2410.23228) characterise the metastable structure by the index maximising a
 rescaling of Gegenbauer polynomials; their criterion is not implemented here (its precise
-statement was not available to check against), so the figure shows linear theory alone.
+statement was not available to check against), so the figure shows linear theory alone,
+beside its large-β form: λ_l/λ_0 = I_{l+d/2−1}(β)/I_{d/2−1}(β) ≈ e^{−l(l+d−2)/(2β)} (the
+uniform large-argument expansion I_ν(β) ≈ e^β/√(2πβ) · e^{−(ν² − 1/4)/(2β)}, DLMF 10.40.1),
+so σ_l ∝ Λ e^{−Λ/(2β)} with Λ = l(l + d − 2), largest at Λ = 2β:
+l*_∞ = (√((d − 2)² + 8β) − (d − 2))/2 (:func:`asymptotic_fastest_degree`).
 
     python benchmarks/zonal_figures.py [outdir]      (default cases/figures)
 """
@@ -63,6 +67,11 @@ def linearised_rate(u: float, d: int, beta: float = 2.0) -> float:
     return 2.0 / (1.0 + 2.0 * beta * u / (d - 1))
 
 
+def asymptotic_fastest_degree(beta, d: int):
+    """l with l(l + d − 2) = 2β: the large-β maximiser of σ_l (module docstring), real-valued."""
+    return (np.sqrt((d - 2.0) ** 2 + 8.0 * np.asarray(beta, float)) - (d - 2.0)) / 2.0
+
+
 def fastest_modes(betas, dims=MODE_DIMS) -> np.ndarray:
     """l*(β, d) of SA at ν = 0, shape (len(dims), len(betas))."""
     return np.array([[fastest_mode("SA", b, dimension=d) for b in betas] for d in dims])
@@ -101,10 +110,12 @@ def main() -> None:
     modes = fastest_modes(betas)
     fig, ax = plt.subplots(figsize=(6, 4))
     for d, row in zip(MODE_DIMS, modes):
-        ax.loglog(betas, row, drawstyle="steps-post", label=f"d = {d}")
+        line, = ax.loglog(betas, row, drawstyle="steps-post", label=f"d = {d}")
+        ax.loglog(betas, np.maximum(asymptotic_fastest_degree(betas, d), 0.8), ":",
+                  color=line.get_color())
     ax.set_xlabel(r"$\beta$")
     ax.set_ylabel(r"$l^*(\beta, d)$")
-    ax.set_title("fastest degree of linear theory (SA/USA, ν = 0)\n"
+    ax.set_title("fastest degree of linear theory (SA/USA, ν = 0); dotted: l(l+d−2) = 2β\n"
                  "Bruno et al. criterion: not compared")
     ax.legend()
     fig.tight_layout()
