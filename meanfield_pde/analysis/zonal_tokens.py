@@ -86,8 +86,8 @@ def sample_zonal_tokens(geometry: ZonalSphere, coef: np.ndarray, n: int, seed=0,
 
 
 def reflect_transverse(x: np.ndarray) -> np.ndarray:
-    """The tokens x (m, d) and their mirror images (−x⊥, ⟨x, e⟩), shape (2m, d): a sample of a
-    zonal law whose transverse mean P⊥ mean(x) is exactly 0.
+    """The tokens x (m, d) (unit rows, e the last axis) and their mirror images (−x⊥, ⟨x, e⟩),
+    shape (2m, d): a sample of a zonal law whose transverse mean P⊥ mean(x) is exactly 0.
 
     Why: n i.i.d. tokens carry a transverse mean |P⊥ mean(x)| ≈ √((d − 1)/(d n)) (each
     coordinate of a near-uniform token has variance ≈ 1/d). It is a degree-1 mode like the
