@@ -115,8 +115,8 @@ def main() -> None:
                   color=line.get_color())
     ax.set_xlabel(r"$\beta$")
     ax.set_ylabel(r"$l^*(\beta, d)$")
-    ax.set_title("fastest degree of linear theory (SA/USA, ν = 0); dotted: l(l+d−2) = 2β\n"
-                 "Bruno et al. criterion: not compared")
+    ax.set_title("l* of linear theory (SA/USA, ν = 0); dotted: l(l+d−2) = 2β\n"
+                 "Bruno et al. criterion: not compared", fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "zonal_fastest_mode.png", dpi=120)
