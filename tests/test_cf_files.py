@@ -74,6 +74,14 @@ def written(tmp_path_factory):
     mf.run(mf.load_case("sa_backward_heat", {**limit, "run.kind": "limit"}), d / "limit.nc",
            progress=False)
     mf.run(mf.load_case("circle_usa_beta5", {"time.t_end": 0.2}), d / "circle.nc", progress=False)
+    mf.run(mf.load_case("zonal_vmf_collapse_d128", {"time.t_end": 0.01, "output.every": 0.005,
+                                                    "domain.lmax": 24,
+                                                    "initial.concentrations": [5.0]}), d / "zonal.nc", progress=False)
+    handoff = mf.load_case("sa_two_clusters_handoff").to_dict()  # short: hands off at t = 1/3
+    handoff["domain"]["lmax"], handoff["initial"]["concentrations"] = 31, [20.0, 20.0]
+    handoff["time"]["t_end"], handoff["output"]["every"] = 1 / 3, 1 / 12
+    handoff["handoff"].update(t_end=0.5, per_decade=5)
+    mf.run(mf.from_dict(handoff, name="sa_two_clusters_handoff"), d / "handoff.nc", progress=False)
     tokens = sets("time.t_end=0.1", "output.every=0.05", "particles.n=100", "domain.lmax=12",
                   "particles.dt=0.05", "particles.projections=0")  # no Wasserstein: seconds
     run_particles(mf.load_case("particles_sa_noisy", {**tokens, "run.kind": "particles"}),
@@ -93,7 +101,7 @@ def written(tmp_path_factory):
     return d
 
 
-KINDS = ["pde.nc", "limit.nc", "circle.nc", "particles.nc", "pc.nc", "pc_particles.nc",
+KINDS = ["pde.nc", "limit.nc", "circle.nc", "zonal.nc", "handoff.nc", "particles.nc", "pc.nc", "pc_particles.nc",
          "pc_compare.nc", "compare.nc", "limits.nc", "transformer.nc", "sweep/sweep.nc"]
 
 

@@ -56,6 +56,11 @@ def test_compare_cli(runs):
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(d / "ab.nc") as ds:
         assert {"l2_distance", "degree_power_difference", "energy_difference"} <= set(ds)
+    # the figure is written by default next to the file, and not with --no-plot
+    assert "wrote ab.png" in proc.stdout and (d / "ab.png").read_bytes()[:4] == b"\x89PNG"
+    quiet = subprocess.run([sys.executable, "-m", "meanfield_pde", "compare", "a.nc", "b.nc",
+                            "--output", "ab2.nc", "--no-plot"], cwd=d, capture_output=True, text=True)
+    assert quiet.returncode == 0 and (d / "ab2.nc").exists() and not (d / "ab2.png").exists()
     bad = subprocess.run([sys.executable, "-m", "meanfield_pde", "compare", "a.nc", "missing.nc",
                           "--output", "x.nc"], cwd=d, capture_output=True, text=True)
     assert bad.returncode == 2 and "missing.nc" in bad.stderr and "Traceback" not in bad.stderr

@@ -35,10 +35,12 @@ SKIPPED = {
     "meanfield-pde run CASE [--output FILE.nc] [--overwrite] [--set key=value ...] [--threads N] "
     "[--no-plot] [--quiet] [--force]": "syntax summary (placeholders)",
     "meanfield-pde run --resume FILE.nc [--set time.t_end=T]": "syntax summary (placeholders)",
-    "meanfield-pde plot FILE.nc [--output FIG.png] [--overwrite] [--times=0,10,50]":
+    "meanfield-pde plot FILE.nc [--output FIG.png|FIG.pdf|FIG.svg] [--overwrite] [--times=0,10,50]":
         "syntax summary (placeholders)",
+    "meanfield-pde animate FILE.nc [--output MOVIE.gif|MOVIE.mp4] [--fps N] [--view rotate|follow] "
+    "[--overwrite] [--quiet]": "syntax summary (placeholders)",
     "meanfield-pde compare A.nc B.nc --output C.nc [--overwrite] [--degrees N] [--smoothing S] "
-    "[--projections P] [--force]": "syntax summary (placeholders)",
+    "[--projections P] [--no-plot] [--force]": "syntax summary (placeholders)",
     "meanfield-pde limits CASE [--output FILE.nc] [--set key=value ...]": "syntax summary (placeholders)",
     "meanfield-pde sweep CASE [--grid key=values ...] [--workers N | --scheduler ADDRESS | "
     "--jobqueue KIND] [--output DIR] [--force]": "syntax summary (placeholders)",

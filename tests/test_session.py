@@ -198,8 +198,10 @@ def test_finished_carries_any_reason_and_stopped_gets_the_last_state():
 # -- resume: one table, keyed by the kind stored in the file ------------------------------------
 
 def test_resume_table_covers_the_file_writing_kinds():
-    assert RESUMABLE == {"pde": PDE, "limit": PDE, "particles": PARTICLES}
-    assert set(RESUMABLE) <= set(RUN_KINDS)
+    from meanfield_pde.runs.handoff_run import HANDOFF
+    assert RESUMABLE == {"pde": PDE, "limit": PDE, "particles": PARTICLES, "handoff": HANDOFF}
+    # "handoff": the kind attribute of a run.kind = "pde" file with [handoff] enabled
+    assert set(RESUMABLE) <= set(RUN_KINDS) | {"handoff"}
 
 
 @pytest.mark.parametrize("kind, sections", [

@@ -23,6 +23,7 @@ import pytest
 from scipy.special import iv, spherical_in
 
 from meanfield_pde import load_case
+from meanfield_pde.core.stops import StopReason
 from meanfield_pde.numerics.observers import Observer
 from meanfield_pde.runs.runner import build
 from meanfield_pde.numerics.solver import integrate
@@ -130,3 +131,23 @@ def test_circle_usa_beta5_default_run_agrees_with_a_fine_fixed_step():
     t2_fine, stop_fine, _ = doubling_and_stop_time({"time.adaptive": False, "time.dt": 2.5e-4})
     assert t2_default == pytest.approx(t2_fine, rel=1e-4)
     assert stop_default == pytest.approx(stop_fine, rel=1e-3)
+
+
+def test_rough_limit_data_stops_on_the_rejection_rate():
+    """limit.order = 0 (backward heat, ill posed) from rough data: accepted steps alternate with
+    rejected ones (error too large, or a density gone negative), so the consecutive-retry count
+    never trips; the run stops when more than half of the last 50 attempts were rejected, with
+    the reason of the last rejection (a stop that recurs on resume), not after max_steps."""
+    cfg = make_config(run={"kind": "limit"}, limit={"order": 0}, model={"kind": "SA", "beta": 30.0},
+                      domain={"lmax": 31, "kernel_tol": 1.0},
+                      initial={"type": "perturbed_uniform", "amplitude": 1e-2, "degree_min": 1,
+                               "degree_max": 31, "seed": 1},
+                      monitor={"max_spectral_tail": 1.0, "negative_density": 1e3},
+                      time={"t_end": 1.0, "max_steps": 2000})
+    sim = build(cfg)
+    res = integrate(sim.model, sim.control, sim.initial, 1.0, every=1.0, dt=cfg.time.dt,
+                    cfl=cfg.time.cfl, max_steps=2000)
+    assert res.reason in (StopReason.TOLERANCE, StopReason.NUMERICAL_FAULT), res.status
+    assert res.reason.recurs
+    assert "of the last 50 attempted steps were rejected" in res.status
+    assert res.steps + res.rejected < 500

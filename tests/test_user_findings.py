@@ -127,27 +127,34 @@ def test_unedited_run_file_still_resumes(stopped_run, tmp_path):
         assert ds.attrs["status"] == "completed" and float(ds.time[-1]) == 2.0
 
 
-def _absurd_coefficient(l, m):
+def _absurd_coefficient(l, m, record=-1):
     def edit(d):
-        last = d["coef_real"][-1]
+        last = d["coef_real"][record]
         last[l, m] = 1e300
-        d["coef_real"][-1] = last
+        d["coef_real"][record] = last
     return edit
 
 
-@pytest.mark.parametrize("l, m", [(0, 0), (15, 15)], ids=["mass", "top-degree"])
-def test_finite_absurd_coefficient_is_not_resumed(stopped_run, tmp_path, capsys, l, m):
+@pytest.mark.parametrize("l, m, record", [(0, 0, -1), (15, 15, -1), (0, 0, 2)],
+                         ids=["mass", "top-degree", "restart-snapshot"])
+def test_finite_absurd_coefficient_is_not_resumed(stopped_run, tmp_path, capsys, l, m, record):
     """A finite 1e300 written into the last snapshot passed every finiteness check: with it in
     the mass (l = 0) the resume ran to "completed" at a mass of 3.5e300, though the equation
     conserves the mass 1 of the first snapshot. The restart state is now held to the run's own
     bounds (conserved mass, the monitor's negativity floor and spectral tail) and refused."""
     from meanfield_pde.cli import main
-    path = _edited(stopped_run, tmp_path / "absurd.nc", _absurd_coefficient(l, m))
+    import xarray as xr
+    path = _edited(stopped_run, tmp_path / "absurd.nc", _absurd_coefficient(l, m, record))
     before = path.read_bytes()
+    with xr.open_dataset(stopped_run) as ds:
+        # the last record (where the step budget stopped the run: off the output grid), or the
+        # snapshot at t = 1 that the resume restarts from (the last one on the grid)
+        t_last = float(ds.time[record])
+        assert record == -1 or t_last == 1.0
     assert main(["run", "--resume", str(path), "--no-plot", "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("meanfield-pde: error:") and "\n" not in err, err
-    assert "damaged" in err and "t = 1.5" in err and ("mass" in err or "negative" in err), err
+    assert "damaged" in err and f"t = {t_last:g}" in err and ("mass" in err or "negative" in err), err
     assert path.read_bytes() == before
 
 
@@ -261,7 +268,8 @@ def test_plot_title_escapes_control_characters(tmp_path):
         fig = plot_run(ds)
         fig.canvas.draw()
     title = fig._suptitle.get_text()
-    assert "\x1b" not in title and "\n" not in title and "\\x1b[2Jevil\\nline" in title
+    # the status goes on its own line under the equation; the file's newline stays escaped
+    assert "\x1b" not in title and "evil\nline" not in title and "\\x1b[2Jevil\\nline" in title
 
 
 # -- two-cluster theory at its edges (found by trying every argument at its limits) ------------

@@ -248,3 +248,20 @@ def test_one_node_and_beta_zero():
     run = integrate_weighted(x0, [0.2, 0.8], "SA", 0.0, [0.0, 1.0], rtol=1e-12, atol=1e-14, merge_tol=0)
     rho = float(run.positions[-1][0] @ run.positions[-1][1])
     assert rho == pytest.approx(math.tanh(1.0), abs=1e-10)
+
+
+def test_usa_nodes_merge_when_they_meet_not_at_the_next_snapshot():
+    """Two USA Dirac nodes (β = 10, masses 1/2, ρ0 = 0) meet at T = 0.1025 (closed form
+    merge_time at θ = 0.01); once close they contract at rate 2(w_1+w_2)e^β = 4.4e4, a stiff
+    mode holding explicit steps near 1e-4. With few nodes they merge as soon as they are
+    merge_tol apart (a solve_ivp event), so the single node left costs nothing up to t = 1:
+    the merge is recorded before the snapshot and the evaluations stay few (measured 990;
+    merged only at the snapshot t = 1, as before, 38 054)."""
+    from meanfield_pde.theory.clusters import merge_time
+    x0 = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    run = integrate_weighted(x0, [0.5, 0.5], "USA", 10.0, [0.0, 1.0], merge_tol=1e-6)
+    assert run.status == "completed" and run.weights[-1].shape == (1,)
+    (t_merge, before, after), = run.merges
+    assert (before, after) == (2, 1) and merge_time(0.0, 0.5, 0.5, "USA", 10.0) < t_merge < 0.2
+    assert run.nfev < 2000
+    assert run.weights[-1][0] == 1.0

@@ -224,6 +224,67 @@ def weighted_clusters(x, weights=None, angle: float = MERGE_ANGLE,
                     ids=np.arange(keep.size))
 
 
+class ClusterTracker:
+    """Clusters snapshot by snapshot with persistent ids, and the merge events (the step of
+    :func:`track_clusters`, for runs that store each snapshot as it comes).
+
+    Parameters
+    ----------
+    angle, min_mass : as :func:`weighted_clusters`.
+
+    Each call of :meth:`update` matches the clusters of the new snapshot to those of the
+    previous one as :func:`track_clusters` describes.
+    """
+
+    def __init__(self, angle: float = MERGE_ANGLE, min_mass: float = 0.0):
+        self.angle, self.min_mass = angle, min_mass
+        self.previous: Clusters | None = None
+        self.t_previous = 0.0
+        self.next_id = 0
+
+    def update(self, t: float, x, weights=None) -> tuple[Clusters, list]:
+        """The clusters at time ``t`` of the points x (n, d) with masses ``weights`` (ids set),
+        and the list of :class:`MergeEvent` since the previous call (empty on the first)."""
+        c = weighted_clusters(x, weights, self.angle, self.min_mass)
+        events = []
+        prev = self.previous
+        if prev is None:
+            ids = np.arange(c.masses.size)
+        else:
+            ids = np.full(c.masses.size, -1)
+            if c.masses.size and prev.masses.size:
+                nearest = np.argmax(prev.centres @ c.centres.T, axis=1)
+            else:
+                nearest = np.zeros(0, dtype=int)
+            for j in range(c.masses.size):
+                parents = list(np.flatnonzero(nearest == j))
+                if len(parents) == 1:
+                    ids[j] = prev.ids[parents[0]]
+                    continue
+                if not parents:
+                    ids[j], self.next_id = self.next_id, self.next_id + 1
+                    continue
+                # pairwise: the closest centres first; a union is represented by its barycentre
+                nodes = [(int(prev.ids[i]), prev.masses[i] * prev.centres[i], prev.masses[i]) for i in parents]
+                while len(nodes) > 1:
+                    a, b = max(((a, b) for a in range(len(nodes)) for b in range(a + 1, len(nodes))),
+                               key=lambda ab: (nodes[ab[0]][1] / np.linalg.norm(nodes[ab[0]][1]))
+                               @ (nodes[ab[1]][1] / np.linalg.norm(nodes[ab[1]][1])))
+                    last = len(nodes) == 2
+                    mass = c.masses[j] if last else nodes[a][2] + nodes[b][2]
+                    events.append(MergeEvent(t_before=float(self.t_previous), t=float(t),
+                                             parents=(nodes[a][0], nodes[b][0]), child=self.next_id,
+                                             mass=float(mass)))
+                    merged = (self.next_id, nodes[a][1] + nodes[b][1], nodes[a][2] + nodes[b][2])
+                    self.next_id += 1
+                    nodes = [nd for i, nd in enumerate(nodes) if i not in (a, b)] + [merged]
+                ids[j] = nodes[0][0]
+        self.next_id = max(self.next_id, int(ids.max()) + 1 if ids.size else 0)
+        found = Clusters(c.centres, c.masses, c.radii, c.labels, ids)
+        self.previous, self.t_previous = found, float(t)
+        return found, events
+
+
 def track_clusters(times, positions, weights=None, angle: float = MERGE_ANGLE,
                    min_mass: float = 0.0) -> tuple[list, list]:
     """Clusters at every snapshot with persistent ids, and the merge events between snapshots.
@@ -250,41 +311,10 @@ def track_clusters(times, positions, weights=None, angle: float = MERGE_ANGLE,
     times = np.asarray(times, dtype=float)
     if len(positions) != times.size or (weights is not None and len(weights) != times.size):
         raise ValueError("positions (and weights): need one array per time")
-    found, events, next_id = [], [], 0
+    tracker = ClusterTracker(angle, min_mass)
+    found, events = [], []
     for k, t in enumerate(times):
-        c = weighted_clusters(positions[k], None if weights is None else weights[k], angle, min_mass)
-        if k == 0:
-            ids = np.arange(c.masses.size)
-        else:
-            prev = found[-1]
-            ids = np.full(c.masses.size, -1)
-            if c.masses.size and prev.masses.size:
-                nearest = np.argmax(prev.centres @ c.centres.T, axis=1)
-            else:
-                nearest = np.zeros(0, dtype=int)
-            for j in range(c.masses.size):
-                parents = list(np.flatnonzero(nearest == j))
-                if len(parents) == 1:
-                    ids[j] = prev.ids[parents[0]]
-                    continue
-                if not parents:
-                    ids[j], next_id = next_id, next_id + 1
-                    continue
-                # pairwise: the closest centres first; a union is represented by its barycentre
-                nodes = [(int(prev.ids[i]), prev.masses[i] * prev.centres[i], prev.masses[i]) for i in parents]
-                while len(nodes) > 1:
-                    a, b = max(((a, b) for a in range(len(nodes)) for b in range(a + 1, len(nodes))),
-                               key=lambda ab: (nodes[ab[0]][1] / np.linalg.norm(nodes[ab[0]][1]))
-                               @ (nodes[ab[1]][1] / np.linalg.norm(nodes[ab[1]][1])))
-                    last = len(nodes) == 2
-                    mass = c.masses[j] if last else nodes[a][2] + nodes[b][2]
-                    events.append(MergeEvent(t_before=float(times[k - 1]), t=float(t),
-                                             parents=(nodes[a][0], nodes[b][0]), child=next_id,
-                                             mass=float(mass)))
-                    merged = (next_id, nodes[a][1] + nodes[b][1], nodes[a][2] + nodes[b][2])
-                    next_id += 1
-                    nodes = [nd for i, nd in enumerate(nodes) if i not in (a, b)] + [merged]
-                ids[j] = nodes[0][0]
-        next_id = max(next_id, int(ids.max()) + 1 if ids.size else 0)
-        found.append(Clusters(c.centres, c.masses, c.radii, c.labels, ids))
+        c, new = tracker.update(t, positions[k], None if weights is None else weights[k])
+        found.append(c)
+        events.extend(new)
     return found, events

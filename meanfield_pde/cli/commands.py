@@ -1,4 +1,4 @@
-"""Command line: ``meanfield-pde run | cases | plot | compare | limits | sweep`` (README, 'Command line').
+"""Command line: ``meanfield-pde run | cases | plot | animate | compare | limits | sweep`` (README, 'Command line').
 
 User errors (bad case, bad --set, unreadable file) print one line naming
 the field and exit with status 2, without a traceback. A run that stops
@@ -212,8 +212,8 @@ def _cmd_plot(args) -> int:
         raise ConfigError(f"plot --times {args.times!r}: must be comma-separated numbers, "
                           "e.g. --times 0,1.5,10") from None
     output = Path(args.output) if args.output else path.with_suffix(".png")
-    if output.suffix.lower() != ".png":
-        raise ConfigError(f"plot --output {str(output)!r}: the file name must end in .png")
+    from ..runs.outputs import check_figure_suffix
+    check_figure_suffix(output, "plot --output")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -231,6 +231,22 @@ def _cmd_plot(args) -> int:
     return 0
 
 
+def _cmd_animate(args) -> int:
+    from ..plotting.animate import animate_run, check_arguments
+    from ..runs.runcheck import open_checked
+    path = Path(args.file)
+    output = Path(args.output) if args.output else path.with_suffix(".gif")
+    check_arguments(output, args.fps, args.view)  # before any file is touched
+    if not path.is_file():
+        raise ConfigError(f"animate: file {str(path)!r} does not exist")
+    with claim([output], overwrite=args.overwrite, inputs=[path]):
+        with open_checked(path, f"animate: {str(path)!r}") as ds:
+            out = animate_run(ds, output, fps=args.fps, view=args.view, overwrite=args.overwrite,
+                              progress=None if not args.quiet else False)
+    print(f"wrote {out}")
+    return 0
+
+
 def _cmd_compare(args) -> int:
     from ..analysis.compare import compare
     from ..runs.io import check_output_path, write_netcdf
@@ -238,17 +254,23 @@ def _cmd_compare(args) -> int:
     inputs = (args.a, args.b)
     output = check_output_path(args.output, overwrite=args.overwrite, inputs=inputs)
     _check_projection_cap(args)  # an argument check: before any file is read
-    with claim([output], overwrite=args.overwrite, inputs=inputs):
+    figure = None if args.no_plot else output.with_suffix(".png")
+    with claim([output, figure], overwrite=args.overwrite, inputs=inputs):
         runs = [open_checked(name, f"compare: {name!r}") for name in inputs]
         _check_projections(args, runs, output)
         result = compare(*runs, degrees=args.degrees, smoothing=args.smoothing,
                          n_projections=args.projections)
         write_netcdf(result, output, overwrite=args.overwrite, inputs=inputs)
+        if figure is not None:  # the figure is what a user looks at first: written by default
+            from ..plotting.plot_compare import save_comparison_figure
+            save_comparison_figure(*runs, result, figure, overwrite=args.overwrite)
     d = result.l2_distance.values
     print(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
           f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
           f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
     print(f"wrote {output}")
+    if figure is not None:
+        print(f"wrote {figure}")
     return 0
 
 
@@ -407,13 +429,24 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--projections", type=_count("--projections"), default=200,
                      help="great circles of the sliced Wasserstein distance (particle runs; 0: skip)")
     cmp.add_argument("--force", action="store_true", help=FORCE_HELP)
+    cmp.add_argument("--no-plot", action="store_true", help="do not write the figure OUTPUT with .png")
     cmp.set_defaults(func=_cmd_compare)
     pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
-    pl.add_argument("--output", "-o", help="PNG file (default: FILE with .png)")
+    pl.add_argument("--output", "-o", help="figure file .png, .pdf or .svg (default: FILE with .png)")
     pl.add_argument("--overwrite", action="store_true", help="replace an existing figure")
     pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")
     pl.set_defaults(func=_cmd_plot)
+    an = sub.add_parser("animate", help="animation of a run: the density on the sphere (or circle) "
+                                        "with its diagnostics (GIF, or MP4 with ffmpeg)")
+    an.add_argument("file", help="a .nc file written by `meanfield-pde run`")
+    an.add_argument("--output", "-o", help="animation .gif or .mp4 (default: FILE with .gif)")
+    an.add_argument("--fps", type=_count("--fps"), default=10, help="frames (snapshots) per second, 1 to 60")
+    an.add_argument("--view", choices=("rotate", "follow"), default="rotate",
+                    help="rotate about the polar axis, or follow the heaviest cluster")
+    an.add_argument("--overwrite", action="store_true", help="replace an existing animation")
+    an.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    an.set_defaults(func=_cmd_animate)
     li = sub.add_parser("limits", help="PDE versus its large-beta limits: distance against beta "
                                        "and its fitted slope ([limit] section of the case)")
     li.add_argument("case", help="a named case (e.g. sa_backward_heat) or a .toml file")

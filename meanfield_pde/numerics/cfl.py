@@ -1,13 +1,16 @@
-"""The CFL step rule: dt <= C π/(L max|V|), from the model's speed bound.
+"""The CFL step rule: dt <= C r/(L max|V|), r from the explicit scheme's stability region.
 
-A transport ∂_t f = −div(f V) resolved to degree L carries structures of
-length π/L (half the shortest wavelength, on the unit sphere or circle), which
-V moves across in π/(L max|V|); an explicit step longer than that is unstable
-whatever its error estimate says (Courant, Friedrichs & Lewy, Math. Ann. 100
-(1928) 32; for spectral methods Boyd, *Chebyshev and Fourier Spectral Methods*,
-2nd ed., §12.4). The rule is its own object, like Dedalus's
-``extras.flow_tools.CFL``: the time loop asks it for the largest step and
-takes the smaller of that and the error-controlled one.
+A transport ∂_t f = −div(f V) resolved to degree L has eigenvalues up to
+|λ| ≈ L max|V| near the imaginary axis (solid-body advection: λ = i m |V|,
+|m| <= L); an explicit step with dt |λ| beyond the imaginary stability interval
+r of the scheme is unstable whatever its error estimate says (Courant,
+Friedrichs & Lewy, Math. Ann. 100 (1928) 32; for spectral methods Boyd,
+*Chebyshev and Fourier Spectral Methods*, 2nd ed., §12.4). r is computed from
+the tableau (:func:`meanfield_pde.numerics.steppers.stability.cfl_extent`:
+ARK324 2.484, ARS443 1.570), so C = 1 is the linear stability limit of each
+scheme. The rule is its own object, like Dedalus's ``extras.flow_tools.CFL``:
+the time loop asks it for the largest step and takes the smaller of that and the
+error-controlled one.
 """
 
 from __future__ import annotations
@@ -16,15 +19,18 @@ import math
 
 
 class CFL:
-    """The step bound dt <= cfl · π/(L · speed).
+    """The step bound dt <= cfl · extent/(L · speed).
 
     Parameters
     ----------
     cfl : float or None
-        The Courant number C (> 0; the case key ``time.cfl``). None or 0 turns
-        the rule off (:meth:`max_step` is then inf).
+        The Courant number C (> 0; the case key ``time.cfl``), a fraction of the
+        scheme's stability limit. None or 0 turns the rule off (:meth:`max_step` is then inf).
     geometry : Geometry
         Supplies the resolved degree L = ``geometry.lmax`` (>= 1).
+    extent : float
+        r, the imaginary stability interval of the explicit scheme (dimensionless,
+        > 0; the stepper's ``cfl_extent``); π (a half wavelength per step) if not given.
 
     Raises
     ------
@@ -32,11 +38,12 @@ class CFL:
         If cfl is negative or not finite.
     """
 
-    def __init__(self, cfl: float | None, geometry):
+    def __init__(self, cfl: float | None, geometry, extent: float = math.pi):
         if cfl is not None and not (math.isfinite(cfl) and cfl >= 0.0):
             raise ValueError(f"time.cfl = {cfl}: must be a finite number > 0 (or 0/None: no CFL bound)")
         self.cfl = cfl
         self.lmax = geometry.lmax
+        self.extent = float(extent)
 
     @property
     def active(self) -> bool:
@@ -45,8 +52,8 @@ class CFL:
 
     def max_step(self, speed: float) -> float:
         """The largest dt allowed when max|V| = ``speed`` (1/time units of V·length):
-        cfl·π/(L·speed), or inf when the rule is off or speed is 0 (or not a number:
+        cfl·extent/(L·speed), or inf when the rule is off or speed is 0 (or not a number:
         nothing moves that the rule could bound)."""
         if not self.cfl or not speed > 0.0:
             return math.inf
-        return self.cfl * math.pi / (self.lmax * speed)
+        return self.cfl * self.extent / (self.lmax * speed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,10 @@ from .steppers import StepControl
 from ..core.threads import single_threaded_blas
 
 MAX_CONSECUTIVE_REJECTIONS = 25
+# A run whose attempts are rejected more often than accepted over this many attempts makes no
+# progress worth its cost (e.g. ill-posed data that every accepted step roughens further): it
+# stops. A healthy adaptive run rejects a few percent of its attempts.
+REJECTION_WINDOW, MAX_REJECTION_RATE = 50, 0.5
 
 
 @dataclass
@@ -59,7 +64,7 @@ def next_output_index(t0: float, every: float) -> int:
 
 
 def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: float, *,
-              every: float, dt: float, cfl: float | None = 0.5,
+              every: float, dt: float, cfl: float | None = 1.0,
               monitor: ResolutionMonitor | None = None, observers: list[Observer] = (),
               max_steps: int = 10_000_000, t0: float = 0.0) -> RunResult:
     """Integrate from u0 at t0 to t_end, snapshots at the multiples of ``every``.
@@ -71,9 +76,11 @@ def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: flo
     Steps land exactly on output times. With adaptive control a step is
     rejected (and retried smaller) if its error ratio exceeds 1, its result is
     not finite or the model raises NumericalFault; after
-    MAX_CONSECUTIVE_REJECTIONS in a row the run stops. The CFL bound
-    dt <= cfl·π/(L max|V|) (:class:`meanfield_pde.numerics.cfl.CFL`, applied when the
-    control is adaptive) uses the model's speed bound from the previous evaluation. After each
+    MAX_CONSECUTIVE_REJECTIONS in a row, or more than MAX_REJECTION_RATE of the
+    last REJECTION_WINDOW attempts, the run stops (StopReason.TOLERANCE). The CFL bound
+    dt <= cfl·r/(L max|V|) (:class:`meanfield_pde.numerics.cfl.CFL`, r the stepper's
+    ``cfl_extent``, applied when the control is adaptive and the stepper explicit) uses the
+    model's speed bound from the previous evaluation. After each
     accepted step the monitor may stop the run; the state it rejected is
     discarded, so the result (and the final snapshot) is the last good state.
     A KeyboardInterrupt, or a SIGINT/SIGTERM stop request
@@ -102,8 +109,9 @@ def _notify_snapshot(observers, t: float, u: np.ndarray) -> Finished | None:
 
 def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                max_steps, t0) -> RunResult:
-    rule = CFL(cfl, model.geometry)
+    rule = CFL(cfl, model.geometry, control.cfl_extent)
     t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
+    recent = deque(maxlen=REJECTION_WINDOW)  # True for each rejected attempt
     n_out, status, why_ = next_output_index(t0, every), "completed", StopReason.COMPLETED
     control.start(u0)  # the error floor is relative to the initial deviation from uniform
     try:
@@ -125,8 +133,9 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 break
             t_out = min(n_out * every, t_end)
             h = min(dt, t_out - t)
-            if control.adaptive and rule.active:
-                h = min(h, rule.max_step(model.speed_bound()))
+            bound = rule.max_step(model.speed_bound()) if control.adaptive and rule.active else math.inf
+            if control.explicit:
+                h = min(h, bound)
             if not h > 0.0:
                 status = f"stopped: time step underflow (dt = {h:.3g}) at t = {t:.6g}"
                 why_ = StopReason.STEP_UNDERFLOW
@@ -138,12 +147,21 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                     ratio, fault = math.inf, "non-finite values in the density"
             except NumericalFault as exc:
                 new, ratio, fault = None, math.inf, str(exc)
+            recent.append(ratio > 1.0)
             if ratio > 1.0:
                 rejected += 1
                 consecutive += 1
                 if not control.adaptive or consecutive > MAX_CONSECUTIVE_REJECTIONS:
                     why = fault or f"error tolerance not met after {consecutive} retries"
                     status = f"stopped: {why} at t = {t:.6g} (dt = {h:.3g})"
+                    why_ = StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE
+                    break
+                if sum(recent) > MAX_REJECTION_RATE * REJECTION_WINDOW:
+                    rate = f"{sum(recent)} of the last {REJECTION_WINDOW} attempted steps were rejected"
+                    status = (f"stopped: {fault} at t = {t:.6g} (dt = {h:.3g}; {rate})" if fault else
+                              f"stopped: error tolerance not met: {rate} at t = {t:.6g} (dt = {h:.3g}); "
+                              "the solution roughens faster than steps can follow: smoother data, "
+                              "a higher domain.lmax or a larger time.rtol")
                     why_ = StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE
                     break
                 dt = control.propose(h, ratio)
@@ -156,6 +174,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 break
             consecutive = 0
             proposal = control.propose(h, ratio)
+            control.observe(h, ratio, bound)  # "auto" decides IMEX or Rosenbrock-W here
             # A step shortened to hit an output time or the CFL bound says
             # nothing about the error-limited dt: keep the larger proposal.
             dt = proposal if h == dt else max(dt, proposal)

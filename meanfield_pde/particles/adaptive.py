@@ -29,7 +29,11 @@ plateaus to t = 10^6 and beyond:
   mass at their normalised barycentre. Barycentre kept, so the field felt
   elsewhere changes only at second order, O(β² ε²) for nodes ε apart (the
   first-order Taylor term cancels); the mass is kept up to one rounding per
-  merge. After the merges the inter-cluster motion is all that is left and the
+  merge. With at most EVENT_NODES nodes they also merge as soon as two come within
+  ``merge_tol`` (a terminal ``solve_ivp`` event; the integration goes on from there):
+  a merged USA pair contracts at rate 2 m e^β (4e4 at β = 10), which would hold the
+  steps near 1e-4 up to the next snapshot, however far.
+  After the merges the inter-cluster motion is all that is left and the
   steps grow by orders of magnitude on a plateau (tests/test_weighted_particles.py
   measures them).
 """
@@ -157,7 +161,8 @@ def _check_positive(name: str, value) -> float:
 
 def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: str = "DOP853",
                        rtol: float = 1e-9, atol: float = 1e-12, merge_tol: float = MERGE_TOL,
-                       chunk_rows: int | None = None, threads: int | None = None) -> WeightedRun:
+                       chunk_rows: int | None = None, threads: int | None = None,
+                       on_snapshot=None) -> WeightedRun:
     """Integrate the weighted SA/USA flow with error control and record snapshots.
 
     Parameters
@@ -177,6 +182,11 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
         Chord distance below which nodes merge at a snapshot (module doc);
         0 never merges.
     chunk_rows, threads : as :func:`.dynamics.velocity`.
+    on_snapshot : callable, optional, keyword-only
+        ``on_snapshot(t, x, w, energy, order_parameter)`` after each snapshot is recorded
+        (t = 0 included; x (n_k, d), w (n_k,) the nodes then): a run file stores it as it
+        comes (:mod:`meanfield_pde.runs.handoff_run`). A KeyboardInterrupt it raises (a
+        failed write) stops the run like an interruption.
 
     Returns
     -------
@@ -220,10 +230,12 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
         en.append(energy(state, beta, weights=mass, chunk_rows=chunk_rows))
         op.append(order_parameter(state, mass))
         drift.append(dev)
+        if on_snapshot is not None:
+            on_snapshot(float(times[len(positions) - 1]), state, mass, en[-1], op[-1])
 
-    record(x, w, 0.0)
     status, reason = "completed", StopReason.COMPLETED
     try:
+        record(x, w, 0.0)
         for t0, t1 in zip(times[:-1], times[1:]):
             x, w, h, nfev = _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
                                      kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads)
@@ -246,30 +258,69 @@ def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
     check_stop_request()
     shape = x.shape
 
-    def rhs(_t, y, shape=shape, w=w):
-        y = y.reshape(shape)
-        a = attention(y, kind, beta, weights=w, chunk_rows=chunk_rows, threads=threads)
-        # A − (⟨y,A⟩/|y|²) y: |y| is a first integral off the sphere too (module doc)
-        return (a - (np.einsum("ij,ij->i", y, a) / np.einsum("ij,ij->i", y, y))[:, None] * y).ravel()
+    def field(shape, w):
+        def rhs(_t, y):
+            y = y.reshape(shape)
+            a = attention(y, kind, beta, weights=w, chunk_rows=chunk_rows, threads=threads)
+            # A − (⟨y,A⟩/|y|²) y: |y| is a first integral off the sphere too (module doc)
+            return (a - (np.einsum("ij,ij->i", y, a) / np.einsum("ij,ij->i", y, y))[:, None] * y).ravel()
+        return rhs
 
-    first = None if h is None else min(h, t1 - t0)
-    sol = solve_ivp(rhs, (t0, t1), x.ravel(), method=method, rtol=rtol, atol=atol,
-                    first_step=first)
-    if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
-        raise FloatingPointError(f"the integrator failed on [{t0:.6g}, {t1:.6g}]: "
-                                 f"{sol.message}; the last good state (t = {t0:.6g}) is kept")
-    nfev += sol.nfev
-    steps = np.diff(sol.t)
-    step_times.extend(sol.t[1:])
-    step_sizes.extend(steps)
-    # the last step is cut by the snapshot; the one before is what the controller chose
-    h = float(steps[-2]) if steps.size > 1 else float(steps[-1])
-    y = sol.y[:, -1].reshape(shape)
-    norms = np.linalg.norm(y, axis=1)
-    x = y / norms[:, None]
-    before = x.shape[0]
-    x, w = merge_coincident(x, w, merge_tol)
-    if x.shape[0] < before:
-        merges.append((float(t1), before, x.shape[0]))
-    record(x, w, float(np.max(np.abs(norms - 1.0))))
+    rhs = field(shape, w)
+    t, drift = t0, 0.0
+    while True:
+        first = None if h is None else min(h, t1 - t)
+        # few nodes: merge as soon as two come within merge_tol (a terminal event), not at the
+        # next snapshot; with a USA cluster of mass m the contraction rate 2 m e^β (4e4 at
+        # β = 10) would otherwise hold every step to ~1e-4 until then (millions of steps on a
+        # plateau). The nearest-pair search is O(n log n), below the O(n²) field.
+        event = (_closest_pair_event(shape, merge_tol)
+                 if 1 < shape[0] <= EVENT_NODES and merge_tol > 0 else None)
+        sol = solve_ivp(rhs, (t, t1), x.ravel(), method=method, rtol=rtol, atol=atol,
+                        first_step=first, events=event)
+        if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
+            raise FloatingPointError(f"the integrator failed on [{t:.6g}, {t1:.6g}]: "
+                                     f"{sol.message}; the last good state (t = {t0:.6g}) is kept")
+        nfev += sol.nfev
+        steps = np.diff(sol.t)
+        step_times.extend(sol.t[1:])
+        step_sizes.extend(steps)
+        if steps.size:
+            # the last step is cut by the snapshot (or event); the one before is the controller's
+            h = float(steps[-2]) if steps.size > 1 else float(steps[-1])
+        y = sol.y[:, -1].reshape(shape)
+        norms = np.linalg.norm(y, axis=1)
+        drift = max(drift, float(np.max(np.abs(norms - 1.0))))
+        x = y / norms[:, None]
+        t_stop = float(sol.t[-1])
+        before = x.shape[0]
+        stopped = sol.status == 1 and t_stop < t1
+        tol = merge_tol
+        if stopped:  # the closest pair is merge_tol apart to the root finder's accuracy: merge it
+            d, _ = cKDTree(x).query(x, k=2)
+            tol = max(merge_tol, float(np.min(d[:, 1]))) * (1.0 + 1e-9)
+        x, w = merge_coincident(x, w, tol)
+        if x.shape[0] < before:
+            merges.append((t_stop if stopped else float(t1), before, x.shape[0]))
+        if not stopped:
+            break
+        t, shape = t_stop, x.shape
+        rhs = field(shape, w)
+    record(x, w, drift)
     return x, w, h, nfev
+
+
+EVENT_NODES = 256
+"""Up to this many nodes, nodes merge when they come within merge_tol (a solve_ivp event)."""
+
+
+def _closest_pair_event(shape, tol: float):
+    """Terminal solve_ivp event: the smallest chord between two of the nodes minus ``tol``."""
+    def event(_t, y):
+        p = y.reshape(shape)
+        p = p / np.linalg.norm(p, axis=1, keepdims=True)
+        d, _ = cKDTree(p).query(p, k=2)
+        return float(np.min(d[:, 1])) - tol
+    event.terminal = True
+    event.direction = -1
+    return event

@@ -130,6 +130,8 @@ def plot_clusters(ds: xr.Dataset):
     star = [fastest_mode(kind, b, manifold=manifold) for b in fine]
     name = "k*" if manifold == "circle" else "l*"
     ax.step(fine, star, where="post", color="tab:red", lw=1.5, label=f"fastest linear mode {name}(β)")
+    from matplotlib.ticker import MaxNLocator
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: no 2.5 clusters on the axis
     return _finish(fig, ax, "β", "number of clusters",
                    f"{kind} on the {manifold}: clusters of the first metastable state")
 

@@ -1,8 +1,11 @@
 """Figures of a mean-field PDE run read from its xarray Dataset.
 
 One call, :func:`plot_run`, draws everything a user looks at after a run:
-density maps, orthographic views of the sphere, diagnostics over time and the
-angular power spectrum.  :func:`save_figure` writes it to a PNG.  Only plain
+density maps at the times where the state changes (:mod:`.events`), orthographic
+views centred on the largest cluster (with the tokens of a particle run), the
+diagnostics over time, the growth of the fastest modes beside linear theory
+(:mod:`.growth`) and the angular power spectrum.  :func:`save_figure` writes it to a
+PNG, PDF or SVG file (by the output's suffix).  Only plain
 matplotlib is used (no cartopy), with the non-interactive Agg backend so that
 it works on machines without a display.
 """
@@ -19,24 +22,31 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ..core.errors import printable  # noqa: E402
 from ..runs.outputs import save_png  # noqa: E402
+from .events import departure, event_indices  # noqa: E402
+from .growth import draw_growth  # noqa: E402
+from .labels import equation_title, time_label, time_symbol  # noqa: E402
 
-__all__ = ["plot_run", "save_figure", "cell_edges", "orthographic"]
+__all__ = ["plot_run", "save_figure", "cell_edges", "orthographic", "select_times", "view_centre",
+           "degree_power", "token_directions", "lat_lon", "draw_orthographic"]
 
 DENSITY_LABEL = "density f (uniform = 1/4π)"
 
-# (variable, y label, log scale) for the diagnostic panels; energy and mass
-# are shown relative to their first value, which is what a user checks.
+MAX_TOKENS = 3000  # tokens drawn per view of a particle run (a random subset beyond)
+CLUSTER_SMOOTHING = 0.02  # heat time s whose kernel (width ~ √(2s) ≈ 11°) finds the heaviest cluster
+
+# (variable, y label) of the linear-axis diagnostic panels; the energy is shown
+# relative to its first value, which is what a user checks.
 _DIAGNOSTICS = [
-    ("order_parameter", "order parameter", False),
-    ("min_density", "min density", False),
-    ("spectral_tail", "spectral tail", True),
-    ("energy", "(E − E₀)/|E₀|", False),
-    ("mass", "|mass − mass₀|", False),
-    ("free_energy", "free energy F", False),
+    ("order_parameter", "order parameter"),
+    ("energy", "(E − E₀)/|E₀|"),
+    ("free_energy", "free energy F"),
+    ("min_density", "min density"),
 ]
+# numerical checks drawn together on one log axis: (variable, legend)
+_CHECKS = [("spectral_tail", "spectral tail"), ("mass", "|mass − mass₀|")]
 
 
 # --------------------------------------------------------------------------
@@ -114,15 +124,30 @@ def _time_values(ds):
 
 
 def select_times(ds, times, n_times):
-    """Indices of the snapshots to draw (sorted, unique)."""
+    """Indices of the snapshots to draw (sorted, unique).
+
+    ``times`` None: :func:`.events.event_indices` of the departure from uniform (from the
+    coefficients; else the order parameter): start, mid-growth, saturation, late.
+    Otherwise the snapshot nearest to each requested time.
+
+    Raises
+    ------
+    ValueError
+        No snapshot with a finite time; a requested time outside the run's range.
+    """
     t = _time_values(ds)
     valid = np.flatnonzero(np.isfinite(t))
     if valid.size == 0:
         raise ValueError("the run has no snapshot with a finite time value")
     if times is None:
-        # Evenly spread over the stored snapshots, first and last included.
-        picks = np.linspace(0, valid.size - 1, max(1, min(n_times, valid.size)))
-        return np.unique(valid[np.round(picks).astype(int)])
+        _, power = degree_power(ds)
+        if power is not None:
+            signal = departure(power)
+        elif "order_parameter" in ds:
+            signal = np.asarray(ds["order_parameter"].values, float)
+        else:
+            signal = np.full(t.shape, np.nan)
+        return event_indices(signal, valid, n_times)
     tv = t[valid]
     lo, hi = tv.min(), tv.max()
     tol = 1e-9 * max(1.0, abs(lo), abs(hi))
@@ -135,7 +160,7 @@ def select_times(ds, times, n_times):
     return np.unique(out)
 
 
-def _power(ds):
+def degree_power(ds):
     """(degrees, power C_l per snapshot (time, L+1)) of the stored coefficients
     (:meth:`Geometry.power_spectrum`); (None, None) if absent. A NaN snapshot has NaN power."""
     if "coef_real" not in ds or "coef_imag" not in ds:
@@ -163,25 +188,81 @@ def _first_finite(y):
     return finite[0] if finite.size else np.nan
 
 
-def _fmt(ds, key):
-    val = ds.attrs.get(key, "?")
-    try:
-        return format(float(val), "g")
-    except (TypeError, ValueError):
-        return str(val)
-
-
 # --------------------------------------------------------------------------
 # panels
 # --------------------------------------------------------------------------
-def _view_centre(ds):
-    """(lat, lon) of the density maximum of the last snapshot that has data."""
+def view_centre(ds, i=None):
+    """(lat, lon) in degrees of the heaviest cluster of snapshot ``i`` (default: the last with data).
+
+    The density is first smoothed by the heat kernel for time :data:`CLUSTER_SMOOTHING`
+    (coefficients × e^{−s l(l+1)}): its maximum is then where the most mass lies within
+    ~10°, not the sharpest peak (a narrow light cluster). Without coefficients: the
+    maximum of the stored density. (0, 0) if no snapshot has data.
+    """
     dens = ds["density"].transpose("time", "lat", "lon").values
-    for i in range(dens.shape[0] - 1, -1, -1):
-        if np.isfinite(dens[i]).any():
-            j, k = np.unravel_index(np.nanargmax(dens[i]), dens[i].shape)
-            return float(ds["lat"][j]), float(ds["lon"][k])
+    order = range(dens.shape[0] - 1, -1, -1) if i is None else [i]
+    for j in order:
+        if not np.isfinite(dens[j]).any():
+            continue
+        lat, lon = np.asarray(ds["lat"], float), np.asarray(ds["lon"], float)
+        grid = dens[j]
+        if "coef_real" in ds and "m" in ds["coef_real"].dims:
+            from ..analysis.compare import comparison_geometry, complex_coefficients
+            coef = complex_coefficients(ds).isel(time=j).values
+            if np.isfinite(coef).all():
+                geo = comparison_geometry("sphere", coef.shape[0] - 1)
+                grid = geo.synthesis(geo.heat(geo.from_table(coef), CLUSTER_SMOOTHING))
+                lat, lon = geo.lat, geo.lon
+        a, b = np.unravel_index(np.nanargmax(grid), grid.shape)
+        return float(lat[a]), float(lon[b])
     return 0.0, 0.0
+
+
+def token_directions(ds, i):
+    """Unit vectors (n, 3) of the tokens of snapshot i of a particle run (a random subset of at
+    most MAX_TOKENS, the same for every snapshot), or None for a PDE run."""
+    if "positions" not in ds:
+        return None
+    pos = np.asarray(ds["positions"].isel(time=i).values, float)
+    if pos.ndim != 2 or pos.shape[1] != 3:
+        return None
+    if len(pos) > MAX_TOKENS:
+        pos = pos[np.random.default_rng(0).choice(len(pos), MAX_TOKENS, replace=False)]
+    pos = pos[np.all(np.isfinite(pos), axis=1)]
+    return pos / np.linalg.norm(pos, axis=1, keepdims=True)
+
+
+def lat_lon(points):
+    """(lat, lon in [0, 360)) in degrees of unit vectors (n, 3)."""
+    return (np.degrees(np.arcsin(np.clip(points[:, 2], -1.0, 1.0))),
+            np.degrees(np.arctan2(points[:, 1], points[:, 0])) % 360.0)
+
+
+def draw_orthographic(ax, lat, lon, values, view, norm, tokens=None):
+    """One orthographic disc of a sphere density centred on ``view`` = (lat0, lon0) in degrees.
+
+    values : (nlat, nlon) on the cell centres ``lat``, ``lon`` (degrees); tokens : (n, 3) or None,
+    drawn as dots on the visible hemisphere. Returns the QuadMesh.
+    """
+    lat_e, lon_e = cell_edges(lat, lon)
+    cx, cy, cdepth = orthographic(*np.meshgrid(lat_e, lon_e, indexing="ij"), *view)
+    # Corners on the far side would fold back into the disc; push them out to
+    # the limb so cells at the edge of the visible hemisphere end at the disc.
+    behind = cdepth < 0
+    r = np.hypot(cx, cy)
+    r[r == 0] = 1.0
+    cx = np.where(behind, cx / r, cx)
+    cy = np.where(behind, cy / r, cy)
+    _, _, depth = orthographic(*np.meshgrid(lat, lon, indexing="ij"), *view)
+    mesh = ax.pcolormesh(cx, cy, np.ma.masked_array(values, (depth <= 0) | ~np.isfinite(values)),
+                         norm=norm, cmap="viridis", shading="flat")
+    if tokens is not None and len(tokens):
+        x, y, d = orthographic(*lat_lon(tokens), *view)
+        ax.plot(x[d > 0], y[d > 0], ".", ms=1.5, color="w", mec="none", alpha=0.7)
+    ax.add_patch(plt.Circle((0, 0), 1.0, fill=False, color="k", lw=0.8))
+    ax.set(xlim=(-1.05, 1.05), ylim=(-1.05, 1.05), aspect="equal")
+    ax.set_axis_off()
+    return mesh
 
 
 def _draw_sphere_maps(subfig, ds, idx, t, view):
@@ -191,19 +272,9 @@ def _draw_sphere_maps(subfig, ds, idx, t, view):
     snaps = np.asarray(dens.values[idx], float)
     finite = snaps[np.isfinite(snaps)]
     norm = Normalize(*(finite.min(), finite.max()) if finite.size else (0.0, 1.0))
-
-    # Orthographic geometry is the same for every snapshot: compute it once.
-    lat0, lon0 = view if view is not None else _view_centre(ds)
-    cx, cy, cdepth = orthographic(*np.meshgrid(lat_e, lon_e, indexing="ij"), lat0, lon0)
-    # Corners on the far side would fold back into the disc; push them out to
-    # the limb so cells at the edge of the visible hemisphere end at the disc.
-    behind = cdepth < 0
-    r = np.hypot(cx, cy)
-    r[r == 0] = 1.0
-    cx = np.where(behind, cx / r, cx)
-    cy = np.where(behind, cy / r, cy)
-    _, _, depth = orthographic(*np.meshgrid(lat, lon, indexing="ij"), lat0, lon0)
-    hidden = depth <= 0
+    # one view for all discs (so they compare), centred on the heaviest cluster at the end
+    lat0, lon0 = view if view is not None else view_centre(ds)
+    tsym = time_symbol(ds.attrs)
 
     axes = subfig.subplots(2, len(idx), squeeze=False)
     mesh = None
@@ -211,21 +282,22 @@ def _draw_sphere_maps(subfig, ds, idx, t, view):
         ax = axes[0, col]
         mesh = ax.pcolormesh(lon_e, lat_e, np.ma.masked_invalid(snap), norm=norm,
                              cmap="viridis", shading="flat")
+        tokens = token_directions(ds, i)
+        if tokens is not None:
+            tlat, tlon = lat_lon(tokens)
+            ax.plot(tlon, tlat, ".", ms=1.0, color="w", mec="none", alpha=0.6)
         # Ticks first: set_xticks would widen the limits to include 360.
         ax.set(xticks=[0, 90, 180, 270], yticks=[-90, -45, 0, 45, 90],
-               title=f"t = {t[i]:.4g}", xlabel="longitude (°E)")
+               title=f"{tsym} = {t[i]:.4g}", xlabel="longitude (°E)")
         ax.set(xlim=(lon_e[0], lon_e[-1]), ylim=(-90, 90))
         ax.set_aspect("equal")
         if col == 0:
             ax.set_ylabel("latitude (°N)")
         ax = axes[1, col]
-        ax.pcolormesh(cx, cy, np.ma.masked_array(snap, hidden | ~np.isfinite(snap)),
-                      norm=norm, cmap="viridis", shading="flat")
-        ax.add_patch(plt.Circle((0, 0), 1.0, fill=False, color="k", lw=0.8))
-        ax.set(xlim=(-1.05, 1.05), ylim=(-1.05, 1.05), aspect="equal")
-        ax.set_axis_off()
+        draw_orthographic(ax, lat, lon, snap, (lat0, lon0), norm, tokens)
         if col == 0:
-            ax.set_title(f"view centre ({lat0:.0f}°N, {lon0:.0f}°E)", fontsize="small")
+            ax.set_title(f"centred on the heaviest cluster ({lat0:.0f}°N, {lon0:.0f}°E)"
+                         + ("\nwhite dots: tokens" if tokens is not None else ""), fontsize="small")
     cbar = subfig.colorbar(mesh, ax=axes, label=DENSITY_LABEL, shrink=0.9)
     for ax in axes.flat:
         ax.set_anchor("C")  # colorbar() re-anchors its parents; centre maps over discs
@@ -238,8 +310,9 @@ def _draw_circle_lines(subfig, ds, idx, t):
     dens = ds["density"].transpose("time", "theta")
     # Repeat the first point at θ + 2π so the periodic curve closes.
     theta = np.append(np.asarray(ds["theta"], float), float(ds["theta"][0]) + 2 * np.pi)
+    tsym = time_symbol(ds.attrs)
     for i in idx:
-        ax.plot(theta, np.append(dens.values[i], dens.values[i][0]), label=f"t = {t[i]:.4g}")
+        ax.plot(theta, np.append(dens.values[i], dens.values[i][0]), label=f"{tsym} = {t[i]:.4g}")
     ax.axhline(1 / (2 * np.pi), color="gray", ls=":", lw=1, label="uniform 1/2π")
     ax.set(xlabel="θ (rad)", ylabel="density f (uniform = 1/2π)", xlim=(0, 2 * np.pi),
            xticks=np.linspace(0, 2 * np.pi, 5), xticklabels=["0", "π/2", "π", "3π/2", "2π"])
@@ -265,39 +338,63 @@ def _draw_zonal_lines(subfig, ds, idx, t):
 
 
 def _draw_diagnostics(axes, ds, t):
+    """The linear-axis time series (one per axis); unused axes are hidden."""
     names = [d for d in _DIAGNOSTICS if d[0] in ds]
-    for ax, (name, label, log) in zip(axes, names):
+    xlabel = time_label(ds.attrs)
+    for ax, (name, label) in zip(axes, names):
         y = np.asarray(ds[name].values, float)
         if name == "energy":
             e0 = _first_finite(y)
             y = (y - e0) / abs(e0) if e0 else y - e0
-        elif name == "mass":
-            y = np.abs(y - _first_finite(y))
-        if log:
-            y = positive_only(y)
         ax.plot(t, y, ".-", ms=3, lw=1)
         if not np.isfinite(y).any():
-            ax.text(0.5, 0.5, "no finite data" + (" > 0" if log else ""), ha="center",
+            ax.text(0.5, 0.5, "no finite data", ha="center",
                     va="center", transform=ax.transAxes, color="gray")
-        if log and np.isfinite(y).any():
-            ax.set_yscale("log")
-        else:
-            # Conservation errors are ~1e-12: keep the offset text readable.
-            ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
-        ax.set(xlabel="time", ylabel=label)
+        ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+        ax.set(xlabel=xlabel, ylabel=label)
     for ax in axes[len(names):]:
         ax.set_visible(False)
 
 
+def _draw_checks(ax, ds, t):
+    """Spectral tail and mass drift on one log axis; a series that is exactly 0 throughout is
+    named in a note instead of drawn (a log axis cannot show it and a flat 0 line says nothing)."""
+    notes, drawn = [], False
+    for name, label in _CHECKS:
+        if name not in ds:
+            continue
+        y = np.asarray(ds[name].values, float)
+        if name == "mass":
+            y = np.abs(y - _first_finite(y))
+        if np.isfinite(y).any() and np.nanmax(y) == 0:
+            notes.append(f"{label} = 0 at every snapshot")
+            continue
+        y = positive_only(y)
+        if np.isfinite(y).any():
+            ax.plot(t, y, ".-", ms=3, lw=1, label=label)
+            drawn = True
+    if not drawn:  # nothing to plot: say what was checked instead of an empty frame
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "\n".join(["resolution and mass"] + (notes or ["no check values stored"])),
+                ha="center", va="center", transform=ax.transAxes, fontsize="small")
+        return
+    ax.set_yscale("log")
+    ax.legend(fontsize="x-small")
+    ax.set(xlabel=time_label(ds.attrs), ylabel="numerical checks")
+    ax.set_title("\n".join(["resolution and mass"] + notes), fontsize="small")
+
+
 def _draw_spectrum(ax, ds, idx, t, circle):
-    deg, power = _power(ds)
+    deg, power = degree_power(ds)
     if power is None:
         ax.text(0.5, 0.5, "no coefficients", ha="center", va="center", transform=ax.transAxes)
         return
+    tsym = time_symbol(ds.attrs)
     for i in idx:
-        ax.plot(deg, positive_only(power[i]), ".-", ms=4, lw=1, label=f"t = {t[i]:.4g}")
+        ax.plot(deg, positive_only(power[i]), ".-", ms=4, lw=1, label=f"{tsym} = {t[i]:.4g}")
     if np.isfinite(positive_only(power[idx])).any():
         ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # degrees are whole numbers
     if ds.attrs.get("manifold") == "sphere_zonal":
         ax.set(xlabel="Gegenbauer degree l", ylabel=r"$C_l = f_l^2$", title="power spectrum")
     elif circle:
@@ -326,21 +423,25 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     times : float or sequence of float, optional
         Times to draw (same units as the ``time`` coordinate); each is
         replaced by the nearest stored snapshot.  Must lie within the run's
-        range.  Default: ``n_times`` snapshots evenly spread over the run,
-        first and last included.
+        range.  Default: ``n_times`` snapshots where the state changes
+        (:func:`select_times`: start, mid-growth, saturation, late).
     n_times : int
         Number of snapshots when ``times`` is None.
     view : (float, float), optional
         (lat, lon) in degrees of the centre of the orthographic views.
-        Default: the point of maximum density of the last snapshot.
+        Default: the heaviest cluster of the last snapshot (:func:`view_centre`).
 
     Returns
     -------
     matplotlib.figure.Figure
-        Rows: density maps (lon–lat) with one shared colour bar,
-        orthographic views, then diagnostics over time and the power
-        spectrum at the chosen times.  Circle runs get density(θ) lines
-        instead of the two map rows.
+        Rows: density maps (lon–lat) with one shared colour bar (white
+        dots: the tokens of a particle run), orthographic views, then the
+        diagnostics over time (linear axes; spectral tail and mass drift
+        together on a log axis), the power spectrum at the chosen times and
+        the amplitudes √C_l of the fastest degrees on a log axis with the
+        linear-theory lines A_l(t₀) e^{σ_l (t − t₀)} (:mod:`.growth`).
+        Circle runs get density(θ) lines instead of the two map rows. The
+        title names the equation, β, ν and the time variable (t or τ).
 
     Raises
     ------
@@ -375,47 +476,56 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     else:
         _draw_sphere_maps(top, ds, idx, t, view)
 
-    # Bottom: 2 x 3 diagnostic panels, spectrum spanning the right column.
+    # Bottom: order parameter, energy, free energy, spectrum; min density, numerical
+    # checks and, two columns wide, the growth of the fastest modes beside linear theory.
     gs = bottom.add_gridspec(2, 4, width_ratios=[1, 1, 1, 1.3])
-    diag_axes = [bottom.add_subplot(gs[r, c]) for r in range(2) for c in range(3)]
+    diag_axes = [bottom.add_subplot(gs[0, c]) for c in range(3)] + [bottom.add_subplot(gs[1, 0])]
     _draw_diagnostics(diag_axes, ds, t)
-    _draw_spectrum(bottom.add_subplot(gs[:, 3]), ds, idx, t, circle and not zonal)
+    _draw_checks(bottom.add_subplot(gs[1, 1]), ds, t)
+    _draw_spectrum(bottom.add_subplot(gs[0, 3]), ds, idx, t, circle and not zonal)
+    growth_ax = bottom.add_subplot(gs[1, 2:])
+    _, power = degree_power(ds)
+    if power is None:
+        growth_ax.set_visible(False)
+    else:
+        draw_growth(growth_ax, t, power, ds.attrs, circle and not zonal, time_symbol(ds.attrs),
+                    time_label(ds.attrs))
 
-    # the attributes come from a file: control characters would not render (or would fake text)
-    where = ds.attrs.get('manifold', 'circle' if circle else 'sphere')
+    # the attributes come from a file: equation_title escapes control characters
+    where = "circle" if circle and not zonal else None
     if zonal:
-        where = f"zonal S^{{d−1}}, d = {_fmt(ds, 'dimension')}"
-    fig.suptitle(printable(f"{ds.attrs.get('model', '?')} on {where}:"
-                 f"  β = {_fmt(ds, 'beta')},  ν = {_fmt(ds, 'nu')},  lmax = {_fmt(ds, 'lmax')}"
-                 f"  —  {ds.attrs.get('status', 'status unknown')}"))
+        where = f"zonal S^{{d−1}}, d = {ds.attrs.get('dimension', '?')}"
+    fig.suptitle(equation_title(ds.attrs, where))
     return fig
 
 
 def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False) -> pathlib.Path:
-    """Draw :func:`plot_run` and write it to a PNG file.
+    """Draw :func:`plot_run` (a hand-off run without ``times``:
+    :func:`meanfield_pde.plotting.handoff_plot.plot_handoff`) and write it to a PNG, PDF or SVG
+    file (by the suffix of ``output``).
 
     Parameters
     ----------
     ds_or_path : xarray.Dataset or str or os.PathLike
         The run, or the path of its netCDF file (opened with xarray).
     output : str or os.PathLike, optional
-        PNG to write.  Default: the netCDF path with suffix ``.png``;
-        required when a Dataset without a source file is given.
+        Figure to write (.png, .pdf or .svg).  Default: the netCDF path with
+        suffix ``.png``; required when a Dataset without a source file is given.
     times : float or sequence of float, optional
         Passed to :func:`plot_run`.
     overwrite : bool, keyword-only
-        Replace an existing PNG (written through
+        Replace an existing figure (written through
         :func:`meanfield_pde.runs.outputs.save_png`: never into a link's target).
 
     Returns
     -------
     pathlib.Path
-        The PNG written.
+        The figure written.
 
     Raises
     ------
     ConfigError
-        The PNG exists without ``overwrite``, is the input, or is claimed by
+        The output's suffix is not .png, .pdf or .svg; it exists without ``overwrite``, is the input, or is claimed by
         another process; a damaged input file
         (:func:`meanfield_pde.runs.runcheck.open_checked`).
     """
@@ -432,9 +542,15 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
                 raise ValueError("output path is required when the Dataset has no source file")
             output = pathlib.Path(source).with_suffix(".png")
         output = pathlib.Path(output)
+        from ..runs.outputs import check_figure_suffix
+        check_figure_suffix(output)  # before the figure is drawn
         # save_png closes the figure: figures are big; a sweep must not accumulate them
-        save_png(plot_run(ds, times=times), output, overwrite=overwrite,
-                 inputs=[source] if source else [])
+        if ds.attrs.get("kind") == "handoff" and times is None:  # the staircase figure
+            from .handoff_plot import plot_handoff
+            figure = plot_handoff(ds)
+        else:
+            figure = plot_run(ds, times=times)
+        save_png(figure, output, overwrite=overwrite, inputs=[source] if source else [])
     finally:
         if opened:
             ds.close()

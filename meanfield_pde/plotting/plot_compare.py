@@ -24,7 +24,10 @@ from ..runs.outputs import save_png  # noqa: E402
 
 from ..analysis.compare import (comparison_geometry, complex_coefficients,  # noqa: E402
                                 is_particle_run, on_common_time_axis, snapshot_positions)
-from .plot import positive_only, select_times, cell_edges  # noqa: E402
+from .events import departure, event_indices  # noqa: E402
+from .labels import time_label, time_symbol  # noqa: E402
+from .plot import (lat_lon, degree_power, token_directions, cell_edges, draw_orthographic,  # noqa: E402
+                   orthographic, positive_only, select_times, view_centre)
 
 __all__ = ["plot_comparison", "save_comparison_figure"]
 
@@ -75,13 +78,6 @@ def _snapshot(ds, i, manifold, smoothing):
     return "grid", coords, values, what + (f", heat-smoothed s = {smoothing:g}" if smoothing > 0 else "")
 
 
-def _lon_lat(points):
-    """(lon in [0, 360), lat) in degrees of unit vectors (n, 3)."""
-    lon = np.degrees(np.arctan2(points[:, 1], points[:, 0])) % 360.0
-    lat = np.degrees(np.arcsin(np.clip(points[:, 2], -1.0, 1.0)))
-    return lon, lat
-
-
 def _run_label(ds, comparison, key):
     title = comparison.attrs.get(f"run_{key}", "") or ds.attrs.get("title", "")
     kind = comparison.attrs.get(f"kind_{key}", "particles" if is_particle_run(ds) else "pde")
@@ -91,8 +87,29 @@ def _run_label(ds, comparison, key):
 # --------------------------------------------------------------------------
 # panels
 # --------------------------------------------------------------------------
+def _time_attrs(runs) -> dict:
+    """The attributes naming the common time axis: a limit run's τ if one of the runs is one."""
+    units = [ds.attrs.get("time_unit", "natural") for ds in runs]
+    return {"time_unit": next((u for u in units if u != "natural"), "natural")}
+
+
+def _event_times(ds_a, comparison, n_times):
+    """Indices into the comparison's times where run A changes (:func:`.events.event_indices`)."""
+    t = np.asarray(comparison["time"].values, float)
+    valid = np.flatnonzero(np.isfinite(t))
+    _, power = degree_power(ds_a)
+    signal = departure(power)[[_nearest(ds_a, x) for x in t[valid]]] if power is not None else None
+    if signal is None:
+        return select_times(comparison, None, n_times)
+    full = np.full(t.shape, np.nan)
+    full[valid] = signal
+    return event_indices(full, valid, n_times)
+
+
 def _draw_sphere_rows(subfig, runs, comparison, times):
-    axes = subfig.subplots(2, len(times), squeeze=False)
+    # rows: A and B on lon–lat maps, then A and B on orthographic discs centred on A's
+    # heaviest cluster at the last time (a polar cluster is a smeared band on the maps)
+    axes = subfig.subplots(4, len(times), squeeze=False, height_ratios=[1, 1, 1.25, 1.25])
     smoothing = _map_smoothing(runs, comparison)
     snaps = [[_snapshot(ds, _nearest(ds, t), "sphere", smoothing) for t in times] for ds in runs]
     grids = [s[2] for row in snaps for s in row if s[0] == "grid"]
@@ -100,6 +117,8 @@ def _draw_sphere_rows(subfig, runs, comparison, times):
     norm = Normalize(*(finite.min(), finite.max()) if finite.size else (0.0, 1.0))
     mesh = None
     rng = np.random.default_rng(0)
+    tsym = time_symbol(_time_attrs(runs))
+    view = view_centre(runs[0], _nearest(runs[0], times[-1])) if "density" in runs[0] else (0.0, 0.0)
     for r, (row, ds) in enumerate(zip(snaps, runs)):
         for c, (kind, coords, values, label) in enumerate(row):
             ax = axes[r, c]
@@ -107,21 +126,38 @@ def _draw_sphere_rows(subfig, runs, comparison, times):
                 lat_e, lon_e = cell_edges(*coords)
                 mesh = ax.pcolormesh(lon_e, lat_e, np.ma.masked_invalid(values), norm=norm,
                                      cmap="viridis", shading="flat")
+                tokens = token_directions(ds, _nearest(ds, times[c]))
+                if tokens is not None:  # the tokens themselves over their smoothed density
+                    tlat, tlon = lat_lon(tokens)
+                    ax.plot(tlon, tlat, ".", ms=1.0, color="w", mec="none", alpha=0.6)
+                    label = label.replace(",", ", dots: tokens,", 1) if "," in label else label + ", dots: tokens"
                 xlim = (lon_e[0], lon_e[-1])
+                draw_orthographic(axes[2 + r, c], *coords, values, view, norm, tokens)
             else:
                 pts = coords if len(coords) <= MAX_SCATTER else \
                     coords[rng.choice(len(coords), MAX_SCATTER, replace=False)]
-                lon, lat = _lon_lat(pts)
+                lat, lon = lat_lon(pts)
                 ax.scatter(lon, lat, s=1.5, c="k", alpha=0.4, linewidths=0)
                 xlim = (0.0, 360.0)
+                disc = axes[2 + r, c]
+                x, y, depth = orthographic(lat, lon, *view)
+                disc.scatter(x[depth > 0], y[depth > 0], s=1.5, c="k", alpha=0.4, linewidths=0)
+                disc.add_patch(plt.Circle((0, 0), 1.0, fill=False, color="k", lw=0.8))
+                disc.set(xlim=(-1.05, 1.05), ylim=(-1.05, 1.05), aspect="equal")
+                disc.set_axis_off()
+            axes[2 + r, c].set_title(f"{'AB'[r]}, {tsym} = {times[c]:.4g}", fontsize="small")
             ax.set(xticks=[0, 90, 180, 270], yticks=[-90, -45, 0, 45, 90])
             ax.set(xlim=xlim, ylim=(-90, 90))
             ax.set_aspect("equal")
-            ax.set_title(f"{'AB'[r]}, t = {times[c]:.4g}\n{label}", fontsize="small")
+            # one short line per fact: four maps share the width
+            ax.set_title(f"{'AB'[r]}, {tsym} = {times[c]:.4g}\n" + label.replace(", heat", "\nheat"),
+                         fontsize="small")
             if c == 0:
                 ax.set_ylabel("latitude (°N)")
             if r == 1:
                 ax.set_xlabel("longitude (°E)")
+    axes[2, 0].set_title(f"A, {tsym} = {times[0]:.4g}\ndiscs centred on A's heaviest cluster "
+                         f"({view[0]:.0f}°N, {view[1]:.0f}°E)", fontsize="small")
     if mesh is not None:
         cbar = subfig.colorbar(mesh, ax=axes, label="density f (uniform = 1/4π)", shrink=0.9)
         if norm.vmin < 1 / (4 * np.pi) < norm.vmax:
@@ -143,7 +179,7 @@ def _draw_circle_rows(subfig, runs, comparison, times):
                 ax.hist(angle, bins=64, range=(0, 2 * np.pi), density=True, histtype="step",
                         label=f"{key}: {label} (histogram)")
         ax.axhline(1 / (2 * np.pi), color="gray", ls=":", lw=1)
-        ax.set(title=f"t = {t:.4g}", xlabel="θ (rad)", xlim=(0, 2 * np.pi),
+        ax.set(title=f"{time_symbol(_time_attrs(runs))} = {t:.4g}", xlabel="θ (rad)", xlim=(0, 2 * np.pi),
                xticks=np.linspace(0, 2 * np.pi, 5), xticklabels=["0", "π/2", "π", "3π/2", "2π"])
         if c == 0:
             ax.set_ylabel("density f (uniform = 1/2π)")
@@ -155,7 +191,7 @@ def _plot_series(ax, t, y, label, log=False, **kw):
     ax.plot(t, positive_only(y) if log else y, ".-", ms=3, lw=1, label=label, **kw)
 
 
-def _draw_distances(axes, comparison):
+def _draw_distances(axes, comparison, xlabel="time t"):
     t = np.asarray(comparison["time"].values, float)
     ax = axes[0]
     _plot_series(ax, t, comparison["l2_distance"], "‖a − b‖ (L²)", log=True)
@@ -163,7 +199,7 @@ def _draw_distances(axes, comparison):
         ax.plot(t, positive_only(comparison["expected_statistical_l2"]), "k--", lw=1,
                 label="expected from sampling")
     s = comparison.attrs.get("smoothing", 0.0)
-    ax.set(xlabel="time", ylabel="L² distance",
+    ax.set(xlabel=xlabel, ylabel="L² distance",
            title=f"degrees <= {comparison.attrs.get('degrees_compared', '?')}"
                  + (f", heat smoothing s = {float(s):g}" if s else ""))
     if np.isfinite(positive_only(comparison["l2_distance"])).any():
@@ -177,13 +213,13 @@ def _draw_distances(axes, comparison):
         if np.isfinite(floor):
             ax.axhline(floor, color="k", ls="--", lw=1, label="floor (exact sample)")
         name = "sliced W₂" if comparison.attrs.get("manifold") == "sphere" else "W₂"
-        ax.set(xlabel="time", ylabel=f"{name} (radians)", title="Wasserstein distance", ylim=(0, None))
+        ax.set(xlabel=xlabel, ylabel=f"{name} (radians)", title="Wasserstein distance", ylim=(0, None))
         ax.legend(fontsize="small")
     else:
         _plot_series(ax, t, comparison["relative_l2_distance"], "relative", log=True)
         if np.isfinite(positive_only(comparison["relative_l2_distance"])).any():
             ax.set_yscale("log")
-        ax.set(xlabel="time", ylabel="‖a − b‖ / ‖a − mean(a)‖", title="relative L² distance")
+        ax.set(xlabel=xlabel, ylabel="‖a − b‖ / ‖a − mean(a)‖", title="relative L² distance")
 
     for ax, name, label in ((axes[2], "order_parameter_difference", "order parameter A − B"),
                             (axes[3], "energy_relative_difference", "(energy A − B)/max|energy|")):
@@ -194,7 +230,7 @@ def _draw_distances(axes, comparison):
         else:
             ax.text(0.5, 0.5, f"no {name}", ha="center", va="center", transform=ax.transAxes,
                     color="gray")
-        ax.set(xlabel="time", ylabel=label)
+        ax.set(xlabel=xlabel, ylabel=label)
 
 
 # --------------------------------------------------------------------------
@@ -212,7 +248,8 @@ def plot_comparison(ds_a, ds_b, comparison, times=None, n_times=4) -> Figure:
     times : float or sequence of float, optional
         Times of the density maps (on the comparison's time axis), each
         replaced by the nearest common snapshot; default ``n_times``
-        common times evenly spread, first and last included.
+        common times where run A changes (:func:`.events.event_indices`:
+        start, mid-growth, saturation, late).
     n_times : int
         Number of maps per row when ``times`` is None.
 
@@ -239,19 +276,20 @@ def plot_comparison(ds_a, ds_b, comparison, times=None, n_times=4) -> Figure:
         If a requested time is outside the comparison's range.
     """
     ds_a, ds_b = on_common_time_axis(ds_a, ds_b)
-    idx = select_times(comparison, times, n_times)
+    idx = select_times(comparison, times, n_times) if times is not None else \
+        _event_times(ds_a, comparison, n_times)
     times = np.asarray(comparison["time"].values, float)[idx]
     manifold = comparison.attrs.get("manifold") or ds_a.attrs.get("manifold", "sphere")
     circle = manifold == "circle"
     ncol = len(times)
-    fig = plt.figure(figsize=(max(13.0, 3.4 * ncol + 1.5), 8.5 if circle else 9.5),
+    fig = plt.figure(figsize=(max(13.0, 3.4 * ncol + 1.5), 8.5 if circle else 14.0),
                      layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[0.9, 1.0] if circle else [1.25, 1.0])
+    top, bottom = fig.subfigures(2, 1, height_ratios=[0.9, 1.0] if circle else [2.5, 1.0])
     if circle:
         _draw_circle_rows(top, (ds_a, ds_b), comparison, times)
     else:
         _draw_sphere_rows(top, (ds_a, ds_b), comparison, times)
-    _draw_distances(bottom.subplots(1, 4), comparison)
+    _draw_distances(bottom.subplots(1, 4), comparison, time_label(_time_attrs((ds_a, ds_b))))
     fig.suptitle(f"{_run_label(ds_a, comparison, 'a')}   vs   {_run_label(ds_b, comparison, 'b')}",
                  fontsize="medium")
     return fig

@@ -142,7 +142,8 @@ def typical_step(config) -> tuple[float, str]:
 
     Fixed steps: time.dt. Adaptive steps: time.dt is only the first step (the
     controller grows it up to 5x per step), so the CFL step at unit speed,
-    time.cfl·π/L, is used when larger: the SA velocity is bounded by 1
+    time.cfl·r/L (r the imaginary stability interval of the IMEX scheme's explicit part,
+    :mod:`meanfield_pde.numerics.cfl`), is used when larger: the SA velocity is bounded by 1
     (a projected average of unit vectors), and the clustered states of either
     model move at speeds of order 1. An estimate, not a bound: the error
     control may take smaller steps.
@@ -150,9 +151,12 @@ def typical_step(config) -> tuple[float, str]:
     t, L = config.time, max(config.domain.lmax, 1)
     if not t.adaptive:
         return t.dt, f"time.dt = {t.dt:g}"
-    cfl_step = t.cfl * math.pi / L
+    from ..numerics.steppers.tableaus import DEFAULT_SCHEME, TABLEAUS
+    # Rosenbrock-W and "auto" runs: the IMEX step is the estimate (auto starts with ARK324)
+    r = TABLEAUS[t.scheme if t.scheme in TABLEAUS else DEFAULT_SCHEME].cfl_extent
+    cfl_step = t.cfl * r / L
     if cfl_step > t.dt:
-        return cfl_step, f"the CFL step at unit speed time.cfl·π/lmax = {cfl_step:.3g}"
+        return cfl_step, f"the CFL step at unit speed time.cfl·r/lmax = {cfl_step:.3g} (r = {r:.3g})"
     return t.dt, f"time.dt = {t.dt:g}"
 
 

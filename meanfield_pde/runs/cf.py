@@ -58,8 +58,9 @@ VARIABLES = {
 def grid_units(manifold: str) -> tuple[str, str]:
     """(units of a density, units of a quadrature weight) on the manifold: m-2, m2 on S² (CF
     §7.2 wants area measures in m2: the unit sphere is read as radius 1 m, area 4π m2);
-    radian-1, radian on S¹ (length 2π; CF has no length measure, so no cell_measures there)."""
-    return ("radian-1", "radian") if manifold == "circle" else ("m-2", "m2")
+    radian-1, radian on S¹ (length 2π; CF has no length measure, so no cell_measures there);
+    1, 1 on sphere_zonal (a density of the uniform probability measure of S^{d−1}: no area)."""
+    return {"circle": ("radian-1", "radian"), "sphere_zonal": ("1", "1")}.get(manifold, ("m-2", "m2"))
 
 
 @functools.lru_cache(maxsize=1)

@@ -57,6 +57,7 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
                                   dict(units="radian", long_name="angle theta = arccos t to the axis e")),
                   "l": ("l", np.arange(L + 1), dict(long_name="Gegenbauer degree"))}
         grid_dims = ("time", "t")
+        weights = geometry.weights  # the Gauss–Jacobi rule of the probability measure (sum 1)
         convention = ZONAL_CONVENTION.format(d=d, a=(d - 2) / 2)
         density_name = (f"density f of t = <x, e> on S^{d - 1} w.r.t. the uniform probability "
                         "measure (uniform = 1)")
@@ -106,8 +107,8 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
     variables, coords, grid_dims, density_name, density_units = _layout(geometry, coefs)
     variables["density"] = (grid_dims, np.asarray(densities, dtype=np.float64),
                             dict(long_name=density_name, units=density_units,
-                                 **({} if geometry.manifold == "circle" else
-                                    {"cell_measures": "area: weights"})))
+                                 **({"cell_measures": "area: weights"} if geometry.manifold == "sphere"
+                                    else {})))
     coords["time"] = ("time", np.asarray(times, dtype=np.float64), dict(long_name="time"))
     ds = xr.Dataset(variables, coords=coords)
     for name, meta in DIAGNOSTIC_ATTRS.items():

@@ -427,11 +427,25 @@ def write_file(path: str | os.PathLike, write: Callable[[Path], object], *, over
     return path
 
 
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")  # figure formats chosen by the output's suffix
+
+
+def check_figure_suffix(path: str | os.PathLike, what: str = "figure") -> str:
+    """The format ('png', 'pdf' or 'svg') of a figure path; ConfigError naming the allowed suffixes."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FIGURE_SUFFIXES:
+        raise ConfigError(f"{what} {str(path)!r}: the file name must end in "
+                          f"{', '.join(FIGURE_SUFFIXES[:-1])} or {FIGURE_SUFFIXES[-1]}")
+    return suffix[1:]
+
+
 def save_png(fig, path: str | os.PathLike, *, overwrite: bool, dpi: int = 110, inputs: Iterable = ()) -> Path:
-    """Write a matplotlib figure as PNG through :func:`write_file` (and close it)."""
+    """Write a matplotlib figure through :func:`write_file` (and close it): PNG, or PDF / SVG
+    (vector) when the path ends in .pdf / .svg (:func:`check_figure_suffix`)."""
     import matplotlib.pyplot as plt
     try:
-        return write_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"),
-                          overwrite=overwrite, inputs=inputs, suffix=".png")
+        fmt = check_figure_suffix(path)
+        return write_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format=fmt),
+                          overwrite=overwrite, inputs=inputs, suffix=f".{fmt}")
     finally:
         plt.close(fig)

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import xarray as xr
 
+from .handoff_run import HANDOFF
 from .particle_runner import PARTICLES
 from .runner import PDE
 from .session import RunKind, resume_file
 
-RESUMABLE: dict[str, RunKind] = {"pde": PDE, "limit": PDE, "particles": PARTICLES}
+RESUMABLE: dict[str, RunKind] = {"pde": PDE, "limit": PDE, "particles": PARTICLES, "handoff": HANDOFF}
 """Run kind stored in a file (:attr:`meanfield_pde.runs.config.Config.kind` values) → the
 kind that continues it. A comparison writes a PDE file and a token file (each resumed as
 such); a transformer study writes one finished Dataset, not resumable."""

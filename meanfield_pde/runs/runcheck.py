@@ -213,6 +213,8 @@ def _check_times(ds: xr.Dataset, config, where: str) -> None:
     from .config import time_unit
     t_last = float(ds["time"].values[-1])
     t_end = config.time.t_end * max(1.0, float(time_unit(config)))
+    if config.handoff.enabled:  # continued as particles to handoff.t_end
+        t_end = config.handoff.t_end
     if t_last > t_end * (1 + 1e-9) + 1e-300:
         raise ConfigError(f"{where}: its last time {t_last:.6g} lies beyond the stored time.t_end = "
                           f"{t_end:.6g}; the file is damaged")

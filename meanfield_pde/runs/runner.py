@@ -23,7 +23,7 @@ from ..numerics.observers import ProgressBar, SnapshotRecorder
 from .session import Outcome, RunKind, start_run
 from ..numerics.solver import RunResult, integrate
 from ..numerics.stationary import StationaryStop
-from ..numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
+from ..numerics.steppers import StepControl, make_stepper
 
 
 @dataclass
@@ -76,7 +76,7 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    stepper = IMEXRungeKutta.for_model(get_tableau(config.time.scheme), model)
+    stepper = make_stepper(config.time.scheme, model)
     control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
 
@@ -176,7 +176,10 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         initial = initial_coefficients(config, initial, time, exact)
     elif time is not None:
         raise ConfigError("time: selects a snapshot of a stored run; give that run as initial=")
-    return start_run(PDE, config, output, overwrite=overwrite, force=force, progress=progress,
+    kind = PDE
+    if config.handoff.enabled:  # continued past lost resolution as weighted particles
+        from .handoff_run import HANDOFF as kind
+    return start_run(kind, config, output, overwrite=overwrite, force=force, progress=progress,
                      initial=initial)
 
 
@@ -207,19 +210,25 @@ class PDERun(RunKind):
     def restart(self, config: Config, ds: xr.Dataset, index: int) -> tuple[Simulation, np.ndarray, float]:
         from .resume import unphysical_restart
         sim = build(config)
-        coef = [sim.geometry.from_table(ds.coef_real.values[i] + 1j * ds.coef_imag.values[i])
-                for i in (0, index)]
-        u0 = coef[1]
+
+        def state(i: int) -> np.ndarray:
+            return sim.geometry.from_table(ds.coef_real.values[i] + 1j * ds.coef_imag.values[i])
+
+        first, u0 = state(0), state(index)
         if "tau" in ds.coords and config.kind == "limit":
             t0 = float(ds.tau.values[index])  # the limit model's own τ, exactly
         else:
             t0 = float(ds.time.values[index]) / solver_clock(config)
-        with np.errstate(all="ignore"):  # an absurd state is refused below, without overflow warnings
-            why = unphysical_restart(sim.monitor.check(u0), sim.geometry.mass(u0), sim.geometry.mass(coef[0]))
-        if why:
-            raise ConfigError(f"--resume {ds.encoding.get('source', 'the file')!r}: the snapshot at "
-                              f"t = {float(ds.time.values[index]):g} to restart from is not a state "
-                              f"of this run ({why}); the file is damaged: run the case again")
+        # the restart snapshot, and the last one: a stop's off-grid record stays in the file
+        last = ds.sizes["time"] - 1
+        for i, u in ((index, u0), (last, state(last) if last != index else u0)):
+            with np.errstate(all="ignore"):  # an absurd state is refused, without overflow warnings
+                why = unphysical_restart(sim.monitor.check(u), sim.geometry.mass(u), sim.geometry.mass(first))
+            if why:
+                role = "to restart from" if i == index else "kept as the last record"
+                raise ConfigError(f"--resume {ds.encoding.get('source', 'the file')!r}: the snapshot at "
+                                  f"t = {float(ds.time.values[i]):g} {role} is not a state "
+                                  f"of this run ({why}); the file is damaged: run the case again")
         return sim, u0, t0
 
     def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:

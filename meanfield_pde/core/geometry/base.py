@@ -118,18 +118,24 @@ class Geometry(ABC):
                               for i in range(0, len(flat), self.POINT_BLOCK)] or [np.zeros(0)])
         return out.reshape(pts.shape[:-1])
 
-    def empirical_coefficients(self, points: np.ndarray) -> np.ndarray:
-        """Coefficients of the empirical measure (1/n) Σ δ_{x_i}: f_lm = (1/n) Σ_i conj(Y_lm(x_i)).
+    def empirical_coefficients(self, points: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of the empirical measure (1/n) Σ δ_{x_i}: f_lm = (1/n) Σ_i conj(Y_lm(x_i)),
+        or with ``weights`` w (n,) of the weighted measure Σ_i w_i δ_{x_i}: Σ_i w_i conj(Y_lm(x_i)).
 
-        As a "density" it has mass 1 and the same normalisation as PDE
+        As a "density" it has mass 1 (Σ w) and the same normalisation as PDE
         coefficients (it is the projection of the measure on degrees <= L).
         points : (n, dim) unit vectors.
         """
         pts = np.asarray(points, dtype=float)
         total = self.zeros_coef()
+        if weights is None:
+            for i in range(0, len(pts), self.POINT_BLOCK):
+                total += self.basis(pts[i:i + self.POINT_BLOCK]).conj().sum(axis=0)
+            return total / len(pts)
+        w = np.asarray(weights, dtype=float)
         for i in range(0, len(pts), self.POINT_BLOCK):
-            total += self.basis(pts[i:i + self.POINT_BLOCK]).conj().sum(axis=0)
-        return total / len(pts)
+            total += w[i:i + self.POINT_BLOCK] @ self.basis(pts[i:i + self.POINT_BLOCK]).conj()
+        return total
 
     def degree_sup_factor(self) -> np.ndarray | None:
         """s_l with sup_x |f_l(x)| <= s_l · C_l^{1/2} for the degree-l part f_l of any real

@@ -1,8 +1,17 @@
-"""Step-size control: embedded or step-doubling error estimate, CFL bound, rejection.
+"""Step-size control: embedded or step-doubling error estimate, PI controller, rejection.
 
-Standard elementary controller (Hairer, Nørsett & Wanner, *Solving ODEs I*,
-§II.4, eq. (4.13)): dt_new = dt · min(fac_max, max(fac_min, safety · err^{−1/(q+1)})),
-with q the lower of the two orders of the error estimate.
+After an accepted step the PI controller (Gustafsson, ACM TOMS 17 (1991) 533;
+in the digital-filter form of Söderlind, ACM TOMS 29 (2003) 1, §5):
+
+    dt_{n+1} = dt_n · safety · err_n^{−k_I} · (err_{n−1}/err_n)^{k_P},
+    k_I = 0.3/k, k_P = 0.4/k, k = q + 1,
+
+with err the error ratio (tolerance 1) and q the lower of the two orders of the
+error estimate: the proportional term damps the step-size oscillation of the
+elementary controller where stability, not accuracy, limits the step. After a
+rejection, and at the first step, the elementary controller (Hairer, Nørsett &
+Wanner, *Solving ODEs I*, §II.4, eq. (4.13)): dt_new = dt · safety · err^{−1/k};
+both clipped to [fac_min, fac_max]·dt.
 
 The error is measured per degree and relative to what the run resolves
 (Hairer–Nørsett–Wanner §II.4 use a componentwise scale sc_i = atol + rtol|y_i|;
@@ -65,6 +74,7 @@ class StepControl:
     """
 
     safety, fac_min, fac_max = 0.9, 0.2, 5.0
+    k_integral, k_proportional = 0.3, 0.4  # Gustafsson 1991's gains, times 1/(q+1)
 
     def __init__(self, stepper: IMEXRungeKutta, geometry, rtol: float = 1e-6, atol: float = 0.0,
                  adaptive: bool = True):
@@ -72,6 +82,7 @@ class StepControl:
         self.rtol, self.atol, self.adaptive = rtol, atol, adaptive
         self.geometry = geometry
         self._floor = 0.0  # rtol·START_FLOOR·D_0, set by start()
+        self._previous = None  # error ratio of the last accepted step (the PI memory)
         t = stepper.tableau
         self.order = t.embedded_order if t.embedded else t.order
         self.rhs_per_attempt = stepper.explicit_calls * (1 if (t.embedded or not adaptive) else 3)
@@ -87,6 +98,31 @@ class StepControl:
     def start(self, u0: np.ndarray) -> None:
         """Record the initial state of a run (sets the floor rtol·START_FLOOR·‖u0 − ū‖)."""
         self._floor = self.rtol * START_FLOOR * self.deviation(u0)
+        self._previous = None
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the stepper's step is bounded by the CFL rule (its ``explicit``)."""
+        return getattr(self.stepper, "explicit", True)
+
+    @property
+    def cfl_extent(self) -> float:
+        """r of the CFL bound of the stepper's explicit part (π if it has none)."""
+        return getattr(self.stepper, "cfl_extent", np.pi)
+
+    @property
+    def evaluations(self) -> int:
+        """Right-hand-side evaluations so far, Jacobian-vector products included."""
+        return getattr(self.stepper, "evaluations", 0)
+
+    def observe(self, h: float, ratio: float, bound: float) -> None:
+        """An accepted step of size h with this error ratio, under the CFL bound ``bound``:
+        a stepper that switches schemes (``observe``) is told the step the error alone
+        would allow, h·safety·ratio^{−1/(q+1)} (the elementary controller, unclipped)."""
+        watch = getattr(self.stepper, "observe", None)
+        if watch is not None:
+            allowed = h * self.safety * max(ratio, 1e-10) ** (-1.0 / (self.order + 1.0))
+            watch(h, allowed, bound)
 
     def error_ratio(self, u: np.ndarray, error: np.ndarray) -> float:
         """max_l e_l / tol_l for the error vector ``error`` of a step from ``u`` (<= 1: accept)."""
@@ -113,11 +149,25 @@ class StepControl:
             error = (new - full) / (2.0 ** self.stepper.tableau.order - 1.0)
         return new, self.error_ratio(u, error)
 
+    def _step_cap(self) -> float:
+        stepper = getattr(self.stepper, "current", self.stepper)  # "auto": the scheme in use
+        return getattr(stepper, "step_cap", np.inf)
+
     def propose(self, dt: float, ratio: float) -> float:
-        """The next step size after an attempt with this error ratio."""
+        """The next step size after an attempt of size dt with this error ratio (> 1: rejected):
+        PI control after an accepted step that follows another, else elementary."""
         if not self.adaptive:
             return dt
         if not np.isfinite(ratio):
-            return dt * self.fac_min
-        fac = self.safety * max(ratio, 1e-10) ** (-1.0 / (self.order + 1.0))
-        return dt * min(self.fac_max, max(self.fac_min, fac))
+            self._previous = None
+            return min(dt * self.fac_min, self._step_cap())
+        k = self.order + 1.0
+        err = max(ratio, 1e-10)
+        if ratio > 1.0 or self._previous is None:
+            fac = self.safety * err ** (-1.0 / k)
+        else:
+            fac = (self.safety * err ** (-self.k_integral / k)
+                   * (self._previous / err) ** (self.k_proportional / k))
+        self._previous = err if ratio <= 1.0 else None
+        # a stepper whose linear solves limit the step (Rosenbrock-W: step_cap) caps the proposal
+        return min(dt * min(self.fac_max, max(self.fac_min, fac)), self._step_cap())

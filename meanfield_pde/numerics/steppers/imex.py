@@ -38,6 +38,8 @@ class IMEXRungeKutta:
     (:func:`meanfield_pde.core.threads.single_threaded_blas`, as the solver does).
     """
 
+    explicit = True  # the CFL bound applies (the time loop asks)
+
     def __init__(self, tableau: IMEXTableau, explicit: Explicit, linear: np.ndarray):
         self.tableau, self.explicit, self.linear = tableau, explicit, np.asarray(linear, dtype=float)
         t = tableau
@@ -50,6 +52,7 @@ class IMEXRungeKutta:
             used = used + np.abs(t.b_hat_exp)
         self._needs_N = used > 0
         self.explicit_calls = int(self._needs_N.sum())
+        self.evaluations = 0  # explicit evaluations so far (the cost of a run)
         used_lin = np.abs(t.a_imp).sum(axis=0) - np.abs(np.diag(t.a_imp)) + np.abs(t.b_imp)
         if t.embedded:
             used_lin = used_lin + np.abs(t.b_hat_imp)
@@ -69,6 +72,11 @@ class IMEXRungeKutta:
         self._diag = [float(t.a_imp[i, i]) for i in range(s)]
         self._inverse: dict[float, np.ndarray] = {}  # a_ii -> 1/(1 − dt a_ii L) at _inverse_dt
         self._inverse_dt = None
+
+    @property
+    def cfl_extent(self) -> float:
+        """r of the CFL bound dt <= C r/(L max|V|) (:attr:`IMEXTableau.cfl_extent`)."""
+        return self.tableau.cfl_extent
 
     @classmethod
     def for_model(cls, tableau: IMEXTableau, model: IMEXModel) -> "IMEXRungeKutta":
@@ -95,6 +103,7 @@ class IMEXRungeKutta:
         Raises whatever the explicit function raises (NumericalFault).
         """
         t = self.tableau
+        self.evaluations += self.explicit_calls
         K, N, LU, U = self._K, self._N, self._LU, self._U
         for i in range(t.stages):
             if i == 0:

@@ -18,6 +18,7 @@ its order on a linear ODE in tests/test_registries.py (both parametrized over TA
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction as F
 
 import numpy as np
@@ -64,6 +65,13 @@ class IMEXTableau:
     @property
     def embedded(self) -> bool:
         return self.b_hat_exp is not None
+
+    @cached_property
+    def cfl_extent(self) -> float:
+        """r of the CFL bound dt <= C r/(L max|V|): the imaginary stability interval of the
+        explicit part (:func:`meanfield_pde.numerics.steppers.stability.cfl_extent`)."""
+        from .stability import cfl_extent
+        return cfl_extent(self.a_exp, self.b_exp)
 
 
 TABLEAUS: Registry[IMEXTableau] = Registry("IMEX tableau", "time.scheme")

@@ -12,6 +12,7 @@ Modules, one job each (this package re-exports their public names):
     kinds           [run] kind, and the deprecated keys that chose it before
     sections        the sections of a PDE run ([run], [model], [domain], [initial], [time], ...)
     study_sections  [limit], [particles], [transformer], [sweep]
+    handoff         [handoff]: past lost resolution as weighted particles, and its cross-checks
     case            Config: the whole case, its sections and derived values
     validation      from_dict: dict → Config, with the rules between sections
     overrides       TOML text, --set overrides, --grid items
@@ -30,6 +31,7 @@ from .sections import (CFL_MIN, INITIAL_TYPES, RTOL_MIN, DomainConfig, ModelConf
                        SphericalHarmonic, TimeConfig, VonMisesFisher)
 from .study_sections import (STUDIES, SWEEP_MEASURES, LimitConfig, ParticlesConfig, SweepConfig,
                              TransformerConfig)
+from .handoff import HandoffConfig, check_handoff, handoff_time_limit
 from .units import time_unit
 from .validation import MAX_DESCRIPTION, from_dict
 
@@ -37,10 +39,10 @@ __all__ = [
     "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_DESCRIPTION", "MAX_NESTING",
     "MAX_SNAPSHOTS", "OLD_KIND_KEYS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_KINDS", "SECTIONS",
     "STUDIES", "SWEEP_MEASURES", "CaseKeyDeprecationWarning", "Config", "ConfigError",
-    "DomainConfig", "LimitConfig", "ModelConfig", "MonitorConfig", "OutputConfig",
+    "DomainConfig", "HandoffConfig", "LimitConfig", "ModelConfig", "MonitorConfig", "OutputConfig",
     "ParticlesConfig", "PerturbedUniform", "RegularisationConfig", "RunConfig",
     "SphericalHarmonic", "SweepConfig", "TimeConfig", "TransformerConfig", "VonMisesFisher",
-    "apply_overrides", "build_section", "check_scalar", "check_value", "field_spec", "from_dict",
-    "nearest_hint", "parse_grid_item", "parse_override", "parse_toml", "parse_values",
+    "apply_overrides", "build_section", "check_handoff", "check_scalar", "check_value", "field_spec", "from_dict",
+    "handoff_time_limit", "nearest_hint", "parse_grid_item", "parse_override", "parse_toml", "parse_values",
     "run_kind_of_old_keys", "time_unit",
 ]

@@ -11,12 +11,14 @@ import tomli_w
 from .sections import (DomainConfig, ModelConfig, MonitorConfig, OutputConfig, PerturbedUniform,
                        RegularisationConfig, RunConfig, SphericalHarmonic, TimeConfig, VonMisesFisher)
 from .study_sections import LimitConfig, ParticlesConfig, SweepConfig, TransformerConfig
+from .handoff import HandoffConfig
 
 
 SECTIONS = {"run": RunConfig, "model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
             "output": OutputConfig, "monitor": MonitorConfig,
             "regularisation": RegularisationConfig, "limit": LimitConfig,
-            "particles": ParticlesConfig, "transformer": TransformerConfig, "sweep": SweepConfig}
+            "particles": ParticlesConfig, "transformer": TransformerConfig, "sweep": SweepConfig,
+            "handoff": HandoffConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
 MAX_SNAPSHOTS = 1e6  # a run file of more snapshots is a typo in output.every, not a plan
 
@@ -37,6 +39,7 @@ class Config:
     particles: ParticlesConfig = field(default_factory=ParticlesConfig)
     transformer: TransformerConfig = field(default_factory=TransformerConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    handoff: HandoffConfig = field(default_factory=HandoffConfig)
     description: str = ""
     name: str = "case"
 

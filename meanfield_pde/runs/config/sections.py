@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from ...core.checks import DIMENSION_MAX
 from ...core.kernels import BETA_MAX
 from ...core.threads import MAX_THREADS
-from ...numerics.steppers.tableaus import DEFAULT_SCHEME, TABLEAUS
+from ...numerics.steppers.select import SCHEMES
+from ...numerics.steppers.tableaus import DEFAULT_SCHEME
 from .kinds import RUN_KINDS
 from .schema import field_spec as _f
 
@@ -108,7 +109,10 @@ class TimeConfig:
     """[time]: horizon and the IMEX stepping."""
     t_end: float = _f(lo=0.0, doc="final time")
     dt: float = _f(1e-2, lo=0.0, lo_open=True, doc="initial (or fixed) time step")
-    scheme: str = _f(DEFAULT_SCHEME, choices=tuple(sorted(TABLEAUS)), doc="IMEX scheme")
+    scheme: str = _f(DEFAULT_SCHEME, choices=SCHEMES,
+                     doc="time stepper: an IMEX scheme, ROS34PW2 (linearly implicit Rosenbrock-W, "
+                         "Krylov solves: long metastable runs) or auto (IMEX, switching to ROS34PW2 "
+                         "when stiffness makes explicit steps pay less)")
     adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
     rtol: float = _f(1e-6, lo=RTOL_MIN, hi=1.0, hi_open=True,
                      doc="local error per degree l relative to that degree's L² norm (degrees below "
@@ -117,7 +121,9 @@ class TimeConfig:
                                       "(L² norm; 0 = none, the default)")
     # Below CFL_MIN the step rule alone makes a run crawl (cfl = 1e-300 ran a minute to t = 1e-294);
     # the explicit stages are stable up to C ~ 1, so no accuracy needs C < 0.01.
-    cfl: float = _f(0.5, lo=CFL_MIN, hi=4.0, doc="C in dt <= C π/(L max|V|)")
+    cfl: float = _f(1.0, lo=CFL_MIN, hi=4.0, doc="C in dt <= C r/(L max|V|), r the imaginary stability "
+                                                 "interval of the IMEX scheme's explicit part "
+                                                 "(C = 1: its linear stability limit)")
     max_steps: int = _f(10_000_000, lo=1, doc="stop after this many accepted steps")
     unit: str = _f("natural", choices=("natural", "backward_heat", "porous_medium"),
                    doc="unit of t_end, dt and output.every: natural t, τ = t/β (SA) "

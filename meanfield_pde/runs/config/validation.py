@@ -10,6 +10,7 @@ from ...core.checks import check_dimension
 from ...core.errors import ConfigError
 from ...core.kernels import kernel_truncation_error, resolving_lmax
 from ...numerics.limits import check_limit_config
+from .handoff import check_handoff
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
 from .kinds import run_kind_of_old_keys
 from .schema import MAX_NESTING, build_section, nearest_hint
@@ -162,3 +163,4 @@ def _cross_checks(c: Config) -> None:
                           f"with model.beta > 0 (got {c.model.kind}, beta = {c.model.beta:g})")
     if c.kind == "limit":  # noise-free, unregularised, time in tau, beta >= 1
         check_limit_config(c)
+    check_handoff(c)

@@ -1,0 +1,109 @@
+"""Hand-off run versus plain tokens: cluster counts and first merge times within the seeds' spread.
+
+    python benchmarks/handoff_tokens.py RUN.nc [--n 10000] [--seeds 5] [--times 30 1000 1e5]
+
+RUN.nc is a hand-off run (``meanfield-pde run sa_two_clusters_handoff`` or
+``sa_beta10_staircase``). For each seed, n i.i.d. tokens are drawn from the run's initial
+density (:func:`meanfield_pde.runs.particle_runner.initial_particles`: exact vMF samples, or
+rejection sampling of a perturbed uniform density) and follow the noise-free token ODE
+ẋ_i = V[(1/n) Σ_j δ_{x_j}](x_i) (the weighted flow with w_j = 1/n,
+:func:`meanfield_pde.particles.adaptive.integrate_weighted`, with the run's tolerances and
+merge_tol: coincident tokens merge, which is what makes 10^4 tokens affordable after they
+cluster), on the run's own snapshot times after t = 0. Their clusters are found with the run's
+linkage angle and minimum mass (:class:`meanfield_pde.analysis.clusters.ClusterTracker`).
+
+Printed: per seed the number of clusters at the requested times and the first merge bracket;
+then the run's values, and whether they lie within the seeds' range (min..max, widened by one
+snapshot interval for the merge times). Mean-field theory: the tokens' empirical measure
+follows the PDE solution up to O(n^{-1/2}) (propagation of chaos), so the counts should agree
+and the merge times lie within the spread, where the tokens' sampling noise seeds the
+instability that chose the clusters (a perturbed uniform start) or only perturbs the masses
+(two vMF clusters). Cost: the first time units cost n² per evaluation; n = 10^4 takes minutes
+per seed on an idle core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import xarray as xr
+
+from meanfield_pde.analysis.clusters import ClusterTracker
+from meanfield_pde.core.geometry import make_geometry
+from meanfield_pde.particles.adaptive import integrate_weighted
+from meanfield_pde.runs.config import from_dict, parse_toml
+from meanfield_pde.runs.particle_runner import initial_particles
+
+
+def token_run(config, geometry, times, angle, min_mass, seed, n):
+    """Clusters (count per time) and merge events of n tokens of one seed."""
+    data = config.to_dict()
+    data["particles"].update(n=n, seed=seed)
+    tokens = initial_particles(from_dict(data, name=config.name), geometry)
+    h = config.handoff
+    tracker, counts, events = ClusterTracker(angle, min_mass), [], []
+
+    def store(t, x, w, energy, order):
+        clusters, new = tracker.update(t, x, w)
+        counts.append(clusters.masses.size)
+        events.extend(new)
+
+    run = integrate_weighted(tokens, np.full(n, 1.0 / n), config.model.kind, config.model.beta, times,
+                             rtol=h.rtol, atol=h.atol, merge_tol=h.merge_tol, on_snapshot=store)
+    return np.array(counts), events, run
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run", help="a hand-off run file (.nc)")
+    p.add_argument("--n", type=int, default=10_000)
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--times", type=float, nargs="*", default=None,
+                   help="times at which to compare the cluster counts (default: 4 log-spaced)")
+    p.add_argument("--t-end", type=float, default=None, help="stop the tokens here (default: the run's end)")
+    args = p.parse_args()
+    ds = xr.open_dataset(args.run)
+    if ds.attrs.get("kind") != "handoff":
+        raise SystemExit(f"{args.run}: not a hand-off run")
+    config = from_dict(parse_toml(ds.attrs["case"], args.run), name=str(ds.attrs.get("case_name", "case")))
+    geometry = make_geometry(config.domain.manifold, config.domain.lmax, 1)
+    t_all = ds.time.values
+    t_end = args.t_end or float(t_all[-1])
+    times = np.concatenate([[0.0], t_all[(ds.phase.values == 1) & (t_all <= t_end)]])
+    angle, min_mass = float(ds.attrs["cluster_angle"]), float(ds.attrs["cluster_min_mass"])
+    check = np.array(args.times) if args.times else np.geomspace(times[1], times[-1], 4)
+    at = [int(np.argmin(np.abs(times - t))) for t in check]
+    run_counts = np.concatenate([[-1], ds.n_clusters.values[(ds.phase.values == 1) & (t_all <= t_end)]])
+    run_first = (float(np.atleast_1d(ds.attrs["merge_time_before"])[0]),
+                 float(np.atleast_1d(ds.attrs["merge_time"])[0])) if int(ds.attrs.get("n_merges", 0)) else None
+    print(f"{config.name}: {config.model.kind} beta = {config.model.beta:g}, n = {args.n} tokens, "
+          f"{args.seeds} seeds, to t = {times[-1]:.4g}; linkage {angle:.3g} rad, min mass {min_mass:g}")
+    head = " | ".join(f"t={times[i]:.3g}" for i in at)
+    print(f"| seed | clusters: {head} | first merge in | s |")
+    rows, firsts = [], []
+    for seed in range(args.seeds):
+        begin = time.perf_counter()
+        counts, events, run = token_run(config, geometry, times, angle, min_mass, seed, args.n)
+        first = (events[0].t_before, events[0].t) if events else None
+        rows.append(counts[at] if counts.size == times.size else np.full(len(at), -1))
+        firsts.append(first)
+        cells = " | ".join(str(int(c)) for c in rows[-1])
+        span = f"[{first[0]:.4g}, {first[1]:.4g}]" if first else "none"
+        print(f"| {seed} | {cells} | {span} | {time.perf_counter() - begin:.0f} |", flush=True)
+    cells = " | ".join(str(int(run_counts[i])) for i in at)
+    span = f"[{run_first[0]:.4g}, {run_first[1]:.4g}]" if run_first else "none"
+    print(f"| run | {cells} | {span} | {float(ds.attrs.get('wall_time_s', 0)):.0f} |")
+    rows = np.array(rows)
+    inside = [bool(rows[:, j].min() <= run_counts[i] <= rows[:, j].max()) for j, i in enumerate(at)]
+    print("cluster counts within the seeds' range:", inside)
+    got = [f for f in firsts if f is not None]
+    if run_first and got:
+        lo, hi = min(f[0] for f in got), max(f[1] for f in got)
+        print(f"first merge: run [{run_first[0]:.4g}, {run_first[1]:.4g}], seeds [{lo:.4g}, {hi:.4g}]: "
+              f"{'within' if lo <= run_first[1] and run_first[0] <= hi else 'OUTSIDE'} the spread")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""An animation of a run: the density on the sphere (or circle) with its diagnostics beside it.
+
+:func:`animate_run` draws one frame per stored snapshot: left, an orthographic view of
+the density (rotating about the polar axis, or following the heaviest cluster:
+:func:`meanfield_pde.plotting.plot.view_centre`), with the tokens of a particle run as
+dots; on the circle, density(θ). Right, the order parameter and the relative energy
+over the whole run with a marker at the frame's time. Frames go through
+matplotlib.animation's writers: Pillow for GIF (always available with matplotlib),
+ffmpeg for MP4 (from the imageio-ffmpeg package, else an ``ffmpeg`` on the PATH).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # never needs a display; we only save files
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib import animation  # noqa: E402
+from matplotlib.colors import Normalize  # noqa: E402
+
+from ..core.errors import ConfigError  # noqa: E402
+from .labels import equation_title, time_label, time_symbol  # noqa: E402
+from .plot import token_directions, draw_orthographic, view_centre  # noqa: E402
+
+__all__ = ["animate_run", "check_arguments", "movie_writer", "VIEWS", "FPS_RANGE", "ROTATION_LAT"]
+
+VIEWS = ("rotate", "follow")
+FPS_RANGE = (1, 60)
+ROTATION_LAT = 25.0  # latitude (°N) of the rotating view: both a pole and the equator show
+
+
+class _GifWriter(animation.PillowWriter):
+    """PillowWriter that names the format: the output is first written to a temporary file
+    (runs.outputs.write_file), whose suffix would not tell Pillow to write a GIF."""
+
+    def finish(self):
+        self._frames[0].save(self.outfile, format="GIF", save_all=True,
+                             append_images=self._frames[1:], duration=int(1000 / self.fps), loop=0)
+
+
+def _ffmpeg() -> str | None:
+    try:
+        import imageio_ffmpeg
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except (ImportError, RuntimeError):
+        return shutil.which("ffmpeg")
+
+
+def movie_writer(output, fps: int):
+    """The matplotlib writer for ``output`` (.gif: Pillow; .mp4: ffmpeg, H.264).
+
+    Raises
+    ------
+    ConfigError
+        Another suffix; .mp4 without ffmpeg (one line naming what to install).
+    """
+    suffix = pathlib.Path(output).suffix.lower()
+    if suffix == ".gif":
+        return _GifWriter(fps=fps)
+    if suffix == ".mp4":
+        exe = _ffmpeg()
+        if exe is None:
+            raise ConfigError(f"animate --output {str(output)!r}: writing MP4 needs ffmpeg; install it "
+                              "with `pip install imageio-ffmpeg` (or `pip install meanfield_pde[animate]`), "
+                              "or write a .gif")
+        matplotlib.rcParams["animation.ffmpeg_path"] = exe
+        # -f mp4: the temporary file's suffix does not name the container
+        return animation.FFMpegWriter(fps=fps, codec="libx264",
+                                      extra_args=["-pix_fmt", "yuv420p", "-f", "mp4"])
+    raise ConfigError(f"animate --output {str(output)!r}: the file name must end in .gif or .mp4")
+
+
+def check_arguments(output, fps, view):
+    """Check the arguments of :func:`animate_run` before anything is read; return the writer.
+
+    Raises
+    ------
+    ConfigError
+        fps not a whole number in FPS_RANGE, view not in VIEWS, or as :func:`movie_writer`.
+    """
+    if isinstance(fps, bool) or not isinstance(fps, (int, np.integer)) or not FPS_RANGE[0] <= fps <= FPS_RANGE[1]:
+        raise ConfigError(f"animate --fps {fps!r}: must be a whole number in [{FPS_RANGE[0]}, {FPS_RANGE[1]}]")
+    if view not in VIEWS:
+        raise ConfigError(f"animate --view {view!r}: must be one of {', '.join(VIEWS)}")
+    return movie_writer(output, int(fps))
+
+
+def _series(ds, name):
+    y = np.asarray(ds[name].values, float)
+    if name == "energy":
+        finite = y[np.isfinite(y)]
+        e0 = finite[0] if finite.size else np.nan
+        y = (y - e0) / abs(e0) if e0 else y - e0
+    return y
+
+
+class _Frames:
+    """The figure and the drawing of frame k (one per snapshot with a finite time)."""
+
+    def __init__(self, ds, view: str):
+        self.ds, self.view = ds, view
+        t = np.asarray(ds["time"].values, float)
+        self.index = np.flatnonzero(np.isfinite(t))
+        if self.index.size == 0:
+            raise ConfigError("animate: the run has no snapshot with a finite time value")
+        self.t = t
+        dims = set(ds["density"].dims)
+        if dims == {"time", "lat", "lon"}:
+            self.circle = False
+            self.dens = np.asarray(ds["density"].transpose("time", "lat", "lon").values, float)
+            self.lat, self.lon = np.asarray(ds["lat"], float), np.asarray(ds["lon"], float)
+        elif dims == {"time", "theta"}:
+            self.circle = True
+            self.dens = np.asarray(ds["density"].transpose("time", "theta").values, float)
+            self.theta = np.asarray(ds["theta"], float)
+        else:
+            raise ConfigError(f"animate: 'density' has dimensions {ds['density'].dims}; expected "
+                              "(time, lat, lon) or (time, theta)")
+        finite = self.dens[self.index][np.isfinite(self.dens[self.index])]
+        self.norm = Normalize(*(finite.min(), finite.max()) if finite.size else (0.0, 1.0))
+        self.fig = plt.figure(figsize=(10.0, 5.0), layout="constrained")
+        self.fig.suptitle(equation_title(ds.attrs, "circle" if self.circle else None), fontsize="medium")
+        gs = self.fig.add_gridspec(2, 2, width_ratios=[1.1, 1.0])
+        self.map_ax = self.fig.add_subplot(gs[:, 0])
+        self.series_axes, self.markers = [], []
+        names = [(n, lab) for n, lab in (("order_parameter", "order parameter"),
+                                         ("energy", "(E − E₀)/|E₀|")) if n in ds]
+        for row, (name, label) in enumerate(names):
+            ax = self.fig.add_subplot(gs[row, 1])
+            ax.plot(t, _series(ds, name), "-", lw=1.2)
+            ax.set(ylabel=label, xlabel=time_label(ds.attrs) if row == len(names) - 1 else "")
+            self.markers.append(ax.axvline(t[self.index[0]], color="C3", lw=1.5))
+            self.series_axes.append(ax)
+        if not self.circle:
+            self.mappable = plt.cm.ScalarMappable(norm=self.norm, cmap="viridis")
+            self.fig.colorbar(self.mappable, ax=self.map_ax, shrink=0.8,
+                              label="density f (uniform = 1/4π)")
+            self.rotation_lon = view_centre(ds)[1]
+
+    def __len__(self):
+        return int(self.index.size)
+
+    def centre(self, k: int):
+        if self.view == "follow":
+            return view_centre(self.ds, int(self.index[k]))
+        # a full turn over the animation, starting on the heaviest final cluster
+        return ROTATION_LAT, (self.rotation_lon + 360.0 * k / len(self)) % 360.0
+
+    def draw(self, k: int) -> None:
+        i = int(self.index[k])
+        ax = self.map_ax
+        ax.clear()
+        tsym = time_symbol(self.ds.attrs)
+        if self.circle:
+            theta = np.append(self.theta, self.theta[0] + 2 * np.pi)
+            ax.plot(theta, np.append(self.dens[i], self.dens[i][0]))
+            ax.axhline(1 / (2 * np.pi), color="gray", ls=":", lw=1)
+            ax.set(xlim=(0, 2 * np.pi), ylim=(self.norm.vmin, self.norm.vmax * 1.05 or 1.0),
+                   xlabel="θ (rad)", ylabel="density f (uniform = 1/2π)")
+            ax.set_title(f"{tsym} = {self.t[i]:.4g}")
+        else:
+            lat0, lon0 = self.centre(k)
+            draw_orthographic(ax, self.lat, self.lon, self.dens[i], (lat0, lon0), self.norm,
+                              token_directions(self.ds, i))
+            ax.set_title(f"{tsym} = {self.t[i]:.4g}   (view centre {lat0:.0f}°N, {lon0:.0f}°E)",
+                         fontsize="medium")
+        for marker in self.markers:
+            marker.set_xdata([self.t[i], self.t[i]])
+
+
+def animate_run(ds, output, *, fps: int = 10, view: str = "rotate", overwrite: bool = False,
+                progress: bool | None = None, dpi: int = 80) -> pathlib.Path:
+    """Write an animation of a run, one frame per snapshot with a finite time.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run (README §Dataset contract): ``density(time, lat, lon)`` on the sphere
+        (degrees) or ``density(time, theta)`` on the circle; optional ``order_parameter``,
+        ``energy`` (time,); a particle run's ``positions(time, particle, xyz)`` are drawn
+        as dots.
+    output : str or os.PathLike
+        .gif (Pillow) or .mp4 (ffmpeg via imageio-ffmpeg or the PATH).
+    fps : int in FPS_RANGE
+        Frames (snapshots) per second.
+    view : {"rotate", "follow"}
+        Sphere: a full turn about the polar axis at ROTATION_LAT over the animation,
+        or centred in each frame on the heaviest cluster (:func:`plot.view_centre`).
+    overwrite : bool
+        Replace an existing file (written aside and renamed: :func:`runs.outputs.write_file`).
+    progress : bool or None
+        tqdm progress bar; None: when stdout is a terminal.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ConfigError
+        fps or view out of range, a wrong suffix, MP4 without ffmpeg, no density or no finite
+        time, the output exists without ``overwrite`` — all before any frame is drawn.
+    """
+    from tqdm import tqdm
+
+    from ..runs.outputs import write_file
+    writer = check_arguments(output, fps, view)
+    if "density" not in ds:
+        raise ConfigError("animate: the file has no 'density' variable (a run of `meanfield-pde run` "
+                          f"is needed; variables present: {sorted(ds.data_vars)})")
+    output = pathlib.Path(output)
+    frames = _Frames(ds, view)
+    if progress is None:
+        progress = sys.stdout.isatty()
+
+    def write(tmp):
+        with writer.saving(frames.fig, str(tmp), dpi):
+            for k in tqdm(range(len(frames)), desc="frames", unit="frame", disable=not progress):
+                frames.draw(k)
+                writer.grab_frame()
+
+    source = ds.encoding.get("source")
+    try:
+        return write_file(output, write, overwrite=overwrite, inputs=[source] if source else [],
+                          suffix=output.suffix.lower())
+    finally:
+        plt.close(frames.fig)

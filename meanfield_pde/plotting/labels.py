@@ -1,0 +1,69 @@
+"""What a figure names: the equation (SA/USA, PDE/limit/tokens, noise, β) and its time variable.
+
+Every figure of a run says which equation produced it and whether its time axis is the
+natural time t of the mean-field equation (transformer depth) or a rescaled time τ of a
+large-β limit (README §Large-β limits: τ = t/β for SA → backward heat, τ = t λ₀/(2β) for
+USA → porous medium), read from the run's attributes ``model``, ``equation``, ``beta``,
+``nu``, ``n``, ``manifold`` and ``time_unit``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from ..core.errors import printable
+
+__all__ = ["time_symbol", "time_label", "equation_title", "STATUS_WIDTH"]
+
+STATUS_WIDTH = 110  # characters per line of a run's status under the title
+
+# time_unit attribute -> (symbol, axis label)
+_TIME = {
+    "natural": ("t", "time t"),
+    "backward_heat": ("τ", "τ = t/β"),
+    "porous_medium": ("τ", "τ = t λ₀/(2β)"),
+}
+
+
+def _num(attrs, key) -> str:
+    val = attrs.get(key, "?")
+    try:
+        return format(float(val), "g")
+    except (TypeError, ValueError):
+        return str(val)
+
+
+def time_symbol(attrs) -> str:
+    """'t' for a run in natural time, 'τ' for a limit run in its rescaled time."""
+    return _TIME.get(str(attrs.get("time_unit", "natural")), ("t", ""))[0]
+
+
+def time_label(attrs) -> str:
+    """Axis label of the time coordinate, e.g. 'time t' or 'τ = t/β'."""
+    unit = str(attrs.get("time_unit", "natural"))
+    return _TIME[unit][1] if unit in _TIME else f"time ({printable(unit)})"
+
+
+def equation_title(attrs, manifold: str | None = None) -> str:
+    """A line naming the equation of a run, e.g.
+    'SA mean-field PDE on the sphere: β = 10, ν = 0.02 (noisy), lmax = 63, time t', then the
+    run's status wrapped at STATUS_WIDTH characters (at most 3 lines).
+
+    ``attrs`` are a run's global attributes (file values: control characters are escaped).
+    """
+    model = str(attrs.get("model", "?"))
+    equation = str(attrs.get("equation", "mean_field"))
+    if equation == "particles":
+        what = f"{model} tokens (n = {attrs.get('n', '?')})"
+    elif equation.startswith("limit"):
+        what = f"{model} large-β limit, order {equation[len('limit'):]}"
+    else:
+        what = f"{model} mean-field PDE"
+    nu = _num(attrs, "nu")
+    noise = "noiseless" if nu == "0" else "noisy"
+    where = manifold or attrs.get("manifold", "sphere")
+    line = (f"{what} on the {where}:  β = {_num(attrs, 'beta')},  ν = {nu} ({noise}),"
+            f"  lmax = {_num(attrs, 'lmax')},  time {time_symbol(attrs)}")
+    # a stopped run's status is a sentence: its own lines, wrapped, so no title is clipped
+    status = textwrap.wrap(printable(attrs.get("status", "status unknown")), STATUS_WIDTH)
+    return "\n".join([printable(line)] + status[:3])

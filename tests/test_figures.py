@@ -1,0 +1,251 @@
+"""Figures checked as a physicist reads them, on the Figure objects (no pixel hashes): the growth
+phase on log axes beside linear theory with the right slope, panels where the state changes,
+titles inside the figure, no all-zero panel, integer degree ticks, the equation and the time
+variable named, tokens and the heaviest cluster in view, PDF/SVG output."""
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.special import spherical_in
+
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.core.geometry import Sphere
+from meanfield_pde.plotting import plot
+
+BETA, NU, T_SAT = 10.0, 0.02, 20.0
+
+
+def sigma_sa(l, beta=BETA, nu=NU):
+    """SA growth rate on S² in closed form: l(l+1)[i_l(β)/(β i_0(β)) − ν] (arXiv:2312.10794)."""
+    return l * (l + 1) * (spherical_in(l, beta) / (beta * spherical_in(0, beta)) - nu)
+
+
+def growth_run(lmax=7, times=np.arange(0.0, 101.0), equation="mean_field", time_unit="natural",
+               mass_drift=0.0):
+    """A run near uniform whose modes follow the linear theory exactly up to T_SAT, then stay:
+    f_lm(t) = ε_lm e^{σ_l min(t, T_SAT)}, f_00 = 1/√(4π) (mass 1). Density from the coefficients."""
+    geo = Sphere(lmax)
+    rng = np.random.default_rng(1)
+    eps = 1e-5 * (rng.standard_normal(geo.ncoef) + 1j * rng.standard_normal(geo.ncoef))
+    eps = np.where(geo.order == 0, eps.real, eps)
+    eps[geo.degree == 0] = 1.0 / np.sqrt(4 * np.pi)
+    rates = np.where(geo.degree == 0, 0.0, sigma_sa(geo.degree.astype(float)))
+    coef = eps[None, :] * np.exp(rates[None, :] * np.minimum(times, T_SAT)[:, None])
+    table = geo.to_table(coef)
+    dens = np.stack([geo.synthesis(c) for c in coef])
+    d = np.sqrt(geo.power_spectrum(coef)[:, 1:].sum(axis=1))
+    series = {"mass": 1.0 + mass_drift * times, "energy": -3.0 - d ** 2,
+              "free_energy": -1.0 - d ** 2, "order_parameter": d / 10,
+              "min_density": dens.min(axis=(1, 2)), "spectral_tail": 1e-30 * np.exp(times / 10)}
+    return xr.Dataset(
+        {"density": (("time", "lat", "lon"), dens),
+         "coef_real": (("time", "l", "m"), table.real), "coef_imag": (("time", "l", "m"), table.imag),
+         **{k: ("time", v) for k, v in series.items()}},
+        coords={"time": times, "lat": geo.lat, "lon": geo.lon, "l": np.arange(lmax + 1),
+                "m": np.arange(lmax + 1)},
+        attrs={"model": "SA", "beta": BETA, "nu": NU, "lmax": lmax, "manifold": "sphere",
+               "equation": equation, "time_unit": time_unit, "status": "completed"})
+
+
+def axes_titled(fig, word):
+    found = [ax for ax in fig.axes if word in ax.get_title()]
+    assert len(found) == 1, [ax.get_title() for ax in fig.axes]
+    return found[0]
+
+
+LONG_STATUS = ("stopped: resolution lost: spectral tail 1.09e-06 > 1e-06 at lmax = 256 at t = "
+               "2.58703; the last good state (t = 2.5868) is kept (raise domain.lmax or lower "
+               "beta; continue with --resume)")
+
+
+@pytest.fixture(scope="module")
+def growth_fig():
+    ds = growth_run()
+    ds.attrs["status"] = LONG_STATUS  # a stopped run's status is a long sentence
+    fig = plot.plot_run(ds)
+    fig.canvas.draw()
+    yield fig
+    plot.plt.close(fig)
+
+
+def test_growth_on_log_axes_with_theory_lines_of_slope_sigma_l(growth_fig):
+    ax = axes_titled(growth_fig, "growth")
+    assert ax.get_yscale() == "log"
+    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    solid = {ln.get_color(): ln for ln in ax.get_lines() if ln.get_linestyle() == "-"}
+    assert len(dashed) == 3  # the three fastest degrees, l = 3, 2, 4 at β = 10, ν = 0.02
+    degrees = sorted(int(solid[ln.get_color()].get_label().split(",")[0].split("=")[1]) for ln in dashed)
+    assert degrees == [2, 3, 4]
+    for ln in dashed:
+        l = int(solid[ln.get_color()].get_label().split(",")[0].split("=")[1])
+        t, y = np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)
+        slope = np.diff(np.log(y)) / np.diff(t)
+        np.testing.assert_allclose(slope, sigma_sa(l), rtol=1e-9)
+        # and the measured amplitude lies on it while the perturbation is small
+        meas_t, meas = solid[ln.get_color()].get_data()
+        early = np.asarray(meas_t) <= T_SAT
+        np.testing.assert_allclose(np.asarray(meas)[early], y[: early.sum()], rtol=1e-9)
+    # the time axis shows the growth phase, not the 100-long plateau after it
+    assert ax.get_xlim()[1] <= 2 * T_SAT + 1
+
+
+def test_panel_times_where_the_state_changes():
+    ds = growth_run()
+    idx = plot.select_times(ds, None, 4)
+    t = ds.time.values[idx]
+    assert t[0] == 0.0 and t[-1] == 100.0
+    # mid-growth and saturation both inside the growth phase (evenly spaced would be 33, 67)
+    assert 0.0 < t[1] < t[2] <= T_SAT
+    fig = plot.plot_run(ds)
+    assert [ax.get_title() for ax in fig.axes[:4]] == [f"t = {x:.4g}" for x in t]
+    plot.plt.close(fig)
+
+
+def test_titles_and_labels_inside_the_figure(growth_fig):
+    renderer = growth_fig.canvas.get_renderer()
+    box = growth_fig.bbox
+    texts = [growth_fig._suptitle] + [t for ax in growth_fig.axes if ax.get_visible()
+                                      for t in (ax.title, ax.xaxis.label, ax.yaxis.label)]
+    for text in texts:
+        if text.get_text():
+            ext = text.get_window_extent(renderer)
+            assert (ext.x0 >= box.x0 - 1 and ext.x1 <= box.x1 + 1 and ext.y0 >= box.y0 - 1
+                    and ext.y1 <= box.y1 + 1), text.get_text()
+
+
+def test_no_panel_is_identically_zero(growth_fig):
+    # the mass is exactly conserved here: its drift is named in a title, not drawn as a flat 0
+    for ax in growth_fig.axes:
+        lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
+        if not ax.get_visible() or not lines:
+            continue
+        assert any(np.nanmax(np.abs(np.asarray(ln.get_ydata(), float))) > 0 for ln in lines), \
+            ax.get_ylabel()
+    checks = axes_titled(growth_fig, "resolution")
+    assert "mass" in checks.get_title() and "= 0 at every snapshot" in checks.get_title()
+    assert checks.get_yscale() == "log"
+
+
+def test_mass_drift_is_drawn_when_not_zero():
+    fig = plot.plot_run(growth_run(lmax=4, times=np.arange(0.0, 6.0), mass_drift=1e-14))
+    checks = axes_titled(fig, "resolution")
+    assert "|mass − mass₀|" in [ln.get_label() for ln in checks.get_lines()]
+    plot.plt.close(fig)
+
+
+def test_degree_ticks_are_integers():
+    fig = plot.plot_run(growth_run(lmax=3, times=np.arange(0.0, 6.0)))
+    fig.canvas.draw()
+    ax = axes_titled(fig, "power spectrum")
+    lo, hi = ax.get_xlim()
+    ticks = [x for x in ax.get_xticks() if lo <= x <= hi]
+    assert len(ticks) >= 2 and all(float(x).is_integer() for x in ticks)
+    plot.plt.close(fig)
+
+
+def test_equation_and_time_variable_are_named(growth_fig):
+    title = growth_fig.get_suptitle()
+    for part in ("SA mean-field PDE", "sphere", "β = 10", "ν = 0.02", "time t"):
+        assert part in title
+    assert axes_titled(growth_fig, "growth").get_xlabel() == "time t"
+    # a large-β limit runs in τ = t/β: named so, and no mean-field linear theory drawn on it
+    ds = growth_run(lmax=4, times=np.arange(0.0, 6.0), equation="limit0", time_unit="backward_heat")
+    fig = plot.plot_run(ds)
+    assert "large-β limit" in fig.get_suptitle() and "time τ" in fig.get_suptitle()
+    assert fig.axes[0].get_title().startswith("τ = ")
+    growth = axes_titled(fig, "growth")
+    assert growth.get_xlabel() == "τ = t/β"
+    assert not [ln for ln in growth.get_lines() if ln.get_linestyle() == "--"]
+    plot.plt.close(fig)
+
+
+def test_views_centre_on_the_heaviest_cluster_and_show_tokens():
+    # a light sharp cluster on the equator and a heavy broad one at the north pole
+    geo = Sphere(24)
+    pts = geo.points
+    def vmf(centre, kappa):
+        return kappa / (4 * np.pi * np.sinh(kappa)) * np.exp(kappa * (pts @ np.asarray(centre, float)))
+    dens = 0.2 * vmf([1, 0, 0], 60.0) + 0.8 * vmf([0, 0, 1], 8.0)
+    coef = geo.analysis(dens)
+    table = geo.to_table(coef[None])
+    ds = xr.Dataset({"density": (("time", "lat", "lon"), dens[None]),
+                     "coef_real": (("time", "l", "m"), table.real),
+                     "coef_imag": (("time", "l", "m"), table.imag),
+                     "positions": (("time", "particle", "xyz"), np.tile([0.0, 0.0, 1.0], (1, 50, 1)))},
+                    coords={"time": [0.0], "lat": geo.lat, "lon": geo.lon},
+                    attrs={"model": "SA", "beta": 5.0, "nu": 0.0, "equation": "particles", "n": 50})
+    assert np.argmax(dens) // dens.shape[1] > 5  # the sharpest peak is not the polar cluster
+    lat0, _ = plot.view_centre(ds)
+    assert lat0 > 85.0
+    fig = plot.plot_run(ds)
+    disc = fig.axes[1]  # the orthographic view below the single map
+    tokens = [ln for ln in disc.get_lines() if len(ln.get_xdata()) == 50]
+    assert tokens and np.allclose(tokens[0].get_xdata(), 0, atol=0.05)  # the pole, at the centre
+    assert "tokens" in fig.get_suptitle()
+    plot.plt.close(fig)
+
+
+@pytest.mark.parametrize("suffix,magic", [(".pdf", b"%PDF"), (".svg", b"<?xml"), (".png", b"\x89PNG")])
+def test_pdf_and_svg_by_suffix(tmp_path, suffix, magic):
+    from meanfield_pde.runs.outputs import save_png
+    fig = plot.plt.figure(figsize=(2, 2))  # the format comes from the suffix, not the content
+    fig.add_subplot().plot([0, 1], [1, 2])
+    out = save_png(fig, tmp_path / f"F{suffix.upper()}", overwrite=False)
+    assert out.read_bytes()[:len(magic)] == magic
+
+
+def test_other_figure_suffix_is_refused_before_drawing(tmp_path):
+    with pytest.raises(ConfigError, match=r"\.png, \.pdf or \.svg"):
+        plot.save_figure(growth_run(lmax=3, times=np.arange(0.0, 3.0)), tmp_path / "f.jpg")
+    assert not list(tmp_path.iterdir())
+
+
+def test_cluster_counts_have_integer_ticks():
+    from meanfield_pde.plotting.phase import plot_clusters
+    ds = xr.Dataset({"clusters": (("beta", "seed"), [[2.0, 2.0], [2.0, 3.0], [3.0, 3.0]])},
+                    coords={"beta": [2.0, 3.0, 5.0]}, attrs={"manifold": "sphere", "model": "SA"})
+    fig = plot_clusters(ds)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    ticks = [y for y in ax.get_yticks() if lo <= y <= hi]
+    assert len(ticks) >= 2 and all(float(y).is_integer() for y in ticks)
+
+
+def test_comparison_shows_a_polar_cluster_on_centred_discs():
+    from meanfield_pde.analysis.compare import compare
+    from meanfield_pde.plotting.plot_compare import plot_comparison
+    geo = Sphere(16)
+    times = np.array([0.0, 1.0, 2.0])
+    kappa = np.array([0.5, 3.0, 6.0])  # a cluster forming at the north pole
+    dens = np.stack([k / (4 * np.pi * np.sinh(k)) * np.exp(k * geo.points[..., 2]) for k in kappa])
+    table = geo.to_table(np.stack([geo.analysis(d) for d in dens]))
+    ds = xr.Dataset({"density": (("time", "lat", "lon"), dens),
+                     "coef_real": (("time", "l", "m"), table.real),
+                     "coef_imag": (("time", "l", "m"), table.imag)},
+                    coords={"time": times, "lat": geo.lat, "lon": geo.lon},
+                    attrs={"model": "SA", "beta": 5.0, "nu": 0.0, "manifold": "sphere"})
+    fig = plot_comparison(ds, ds, compare(ds, ds))
+    discs = [ax for ax in fig.axes if not ax.axison and ax.collections]
+    assert len(discs) == 6  # A and B at three times
+    title = next(ax.get_title() for ax in discs if "heaviest" in ax.get_title())
+    assert float(title.split("(")[1].split("°N")[0]) > 85  # centred on the pole
+    assert all(ax.get_xlabel() == "time t" for ax in fig.axes if ax.get_xlabel().startswith("time"))
+    plot.plt.close(fig)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(-1e300, 1e300), st.just(float("nan"))), min_size=1, max_size=40),
+       st.integers(1, 12), st.data())
+def test_event_indices_any_signal(signal, n, data):
+    """Whatever the signal (flat, negative, NaN, huge): n distinct valid snapshots (or all of
+    them), sorted, the first and last included."""
+    from meanfield_pde.plotting.events import event_indices
+    valid = sorted(data.draw(st.sets(st.integers(0, len(signal) - 1), min_size=1)))
+    idx = event_indices(signal, valid, n)
+    assert list(idx) == sorted(set(idx)) and set(idx) <= set(valid)
+    assert len(idx) == min(n, len(valid))
+    assert idx[-1] == valid[-1] and (n == 1 or idx[0] == valid[0])

@@ -1,0 +1,326 @@
+"""A run that continues past lost resolution as weighted particles, in one run file (issue 16).
+
+Short versions (seconds each) of the acceptance: mass conserved exactly and energy
+non-decreasing through both phases; the run file records the hand-off and the clusters;
+the continuation inside a run agrees with a spectral run at higher lmax to 1e-4 one time
+unit after the hand-off (SA and USA); a stopped run keeps a valid file and resumes to the
+uninterrupted result; bad [handoff] input is refused before any work.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import meanfield_pde
+from meanfield_pde.core.errors import ConfigError, RunStoppedWarning
+from meanfield_pde.core.stops import StopReason
+from meanfield_pde.runs.config import from_dict
+from meanfield_pde.runs.runner import run
+
+EPS = np.finfo(float).eps
+
+
+def case(kind="SA", beta=10.0, lmax=31, t_end=1.0, handoff=None, every=0.25, **extra):
+    data = {"description": "hand-off test",
+            "model": {"kind": kind, "beta": beta},
+            "domain": {"lmax": lmax},
+            "initial": {"type": "perturbed_uniform", "amplitude": 0.3, "degree_max": 6, "seed": 1},
+            "time": {"t_end": t_end, "dt": 1e-3},
+            "output": {"every": every, "plot": False},
+            "handoff": {"enabled": True, "t_end": 3.0, "per_decade": 5, "drop_mass": 0.0,
+                        "merge_tol": 0.0, **(handoff or {})}}
+    for key, value in extra.items():
+        data.setdefault(key, {}).update(value)
+    return from_dict(data, name="handoff_test")
+
+
+@pytest.fixture(scope="module")
+def sa_run(tmp_path_factory):
+    """SA, β = 10, L = 31: hands off at the tail trigger (t ≈ 0.88), continued to t = 3."""
+    path = tmp_path_factory.mktemp("handoff") / "sa.nc"
+    ds = run(case(), path, progress=False)
+    return path, ds
+
+
+# -- the run file ------------------------------------------------------------------------
+def test_run_hands_off_at_the_tail_trigger_and_records_it(sa_run):
+    path, ds = sa_run
+    assert ds.attrs["status"] == "completed" and ds.attrs["stop_reason"] == "completed"
+    assert ds.attrs["kind"] == "handoff"
+    t_h = float(ds.attrs["handoff_time"])
+    assert "spectral tail" in ds.attrs["handoff_trigger"] and 0 < t_h < 1.0
+    assert ds.attrs["handoff_method"] == "gauss_quadrature_nodes"
+    assert ds.attrs["handoff_grid_nodes"] == 32 * 64 and ds.attrs["handoff_nodes"] <= 32 * 64
+    assert ds.attrs["handoff_clipped_mass"] == 0.0 and ds.attrs["handoff_dropped_mass"] == 0.0
+    phase = ds.phase.values
+    # spectral snapshots up to and including t_h (the hand-off state), particles after
+    assert np.all(phase[ds.time.values <= t_h] == 0) and np.all(phase[ds.time.values > t_h] == 1)
+    assert float(ds.time[phase == 0][-1]) == t_h and float(ds.time[-1]) == 3.0
+    assert np.all(ds.n_nodes.values[phase == 1] == ds.attrs["handoff_nodes"])  # merge_tol = 0
+    # clusters: padded along `cluster`, −1 / NaN before the hand-off, data after
+    assert ds.cluster_centre.dims == ("time", "cluster", "component")
+    assert ds.sizes["cluster"] == 32 and np.all(ds.n_clusters.values[phase == 0] == -1)
+    after = ds.isel(time=phase == 1)
+    assert np.all(after.n_clusters.values >= 1)
+    k = np.minimum(after.n_clusters.values, 32)
+    for i in range(after.sizes["time"]):
+        c = after.isel(time=i)
+        assert np.all(np.isfinite(c.cluster_mass.values[:k[i]])) and np.all(np.isnan(c.cluster_mass.values[k[i]:]))
+        assert np.allclose(np.linalg.norm(c.cluster_centre.values[:k[i]], axis=1), 1.0)
+        assert np.all(np.diff(c.cluster_mass.values[:k[i]]) <= 0)
+    # the same file on disk
+    with xr.open_dataset(path) as disk:
+        assert disk.sizes["time"] == ds.sizes["time"] and disk.attrs["handoff_time"] == t_h
+
+
+def test_mass_is_conserved_exactly_through_both_phases(sa_run):
+    """Spectral phase: the l = 0 coefficient is never changed by the divergence-form transport;
+    particles: the weights are constants (Σ w_j rounded once per snapshot sum)."""
+    _, ds = sa_run
+    n = int(ds.attrs["handoff_nodes"])
+    assert np.max(np.abs(ds.mass.values - 1.0)) <= n * EPS
+    c00 = ds.coef_real.sel(l=0, m=0).values * np.sqrt(4 * np.pi)  # also the particles' coefficients
+    assert np.max(np.abs(c00 - 1.0)) <= n * EPS
+
+
+def test_energy_never_decreases_across_the_whole_run(sa_run):
+    """Noise-free SA increases E_β (README §Energies) in both phases; across the hand-off the
+    Gauss quadrature is exact for E of the band-limited density (tests/test_handoff.py), so only
+    round-off of size |E| eps × (terms) may appear."""
+    _, ds = sa_run
+    e = ds.energy.values
+    assert np.all(np.diff(e) > -1e-12 * np.abs(e[1:]))
+    phase = ds.phase.values
+    assert e[phase == 1][0] > e[phase == 0][-1]
+
+
+def test_after_the_hand_off_the_variables_are_those_of_the_weighted_measure(sa_run):
+    """Order parameter |Σ w x|, the coefficients Σ w conj(Y_lm) (mass 1, the first moment
+    ∫ x dμ = √(4π/3) (Re/Im of c_11, c_10) in the orthonormal basis), and a smoothed density
+    with the measure's mass; min_density is that density's, spectral_tail the measure's."""
+    _, ds = sa_run
+    after = ds.isel(time=ds.phase.values == 1)
+    c10 = after.coef_real.sel(l=1, m=0).values
+    c11 = after.coef_real.sel(l=1, m=1).values + 1j * after.coef_imag.sel(l=1, m=1).values
+    # Y_10 = √(3/4π) z, Y_11 = −√(3/8π)(x + iy): |m|² = (4π/3)(c10² + 2|c11|²)
+    r = np.sqrt(4 * np.pi / 3 * (c10 ** 2 + 2 * np.abs(c11) ** 2))
+    assert np.allclose(r, after.order_parameter.values, rtol=1e-10)
+    g = meanfield_pde.core.geometry.Sphere(31)
+    for i in range(after.sizes["time"]):
+        f = after.density.values[i]
+        assert np.sum(f * g.weights) == pytest.approx(1.0, rel=1e-12) and f.min() > 0
+    assert np.allclose(after.min_density.values, after.density.min(("lat", "lon")).values, rtol=0)
+    assert np.all(after.spectral_tail.values > ds.attrs["handoff_tail"] if "handoff_tail" in ds.attrs
+                  else after.spectral_tail.values > 1e-7)  # beyond the grid: why it handed off
+
+
+# -- acceptance: the continuation in a run agrees with a finer spectral run ------------------
+@pytest.mark.parametrize("kind,beta,t_h", [("SA", 10.0, 1.0), ("USA", 5.0, 5.0 / np.sinh(5.0))])
+def test_continuation_in_a_run_matches_the_spectral_run_at_higher_lmax(tmp_path, kind, beta, t_h):
+    """Hand off at t_h (handoff.time) from L = 31, compare at t_h + τ (τ = 1 SA, β/sinh β USA:
+    the same motion, tests/test_handoff.py) with a plain PDE run at L = 47: order parameter,
+    relative energy and the coefficients l <= 6 to 1e-4."""
+    tau = t_h
+    hand = case(kind, beta, t_end=2 * t_h, every=t_h / 4,
+                handoff={"time": t_h, "tail": 1e-6, "t_end": 2 * t_h, "snapshots": "linear",
+                         "rtol": 1e-8, "atol": 1e-10})
+    ds = run(hand, tmp_path / "h.nc", progress=False)
+    assert ds.attrs["status"] == "completed", ds.attrs["status"]
+    assert float(ds.attrs["handoff_time"]) == pytest.approx(t_h, rel=1e-12)
+    assert ds.attrs["handoff_trigger"].startswith("handoff.time")
+    fine = from_dict({**{k: v for k, v in hand.to_dict().items() if k != "handoff"},
+                      "domain": {"lmax": 47}, "time": {"t_end": t_h + tau, "dt": 1e-3},
+                      "output": {"every": t_h + tau, "plot": False},
+                      # the reference only needs l <= 6 right: a tail of 1e-6 above 2L/3 = 31 is no loss
+                      "monitor": {"max_spectral_tail": 1e-3}}, name="fine")
+    ref = run(fine, tmp_path / "fine.nc", progress=False)
+    assert ref.attrs["status"] == "completed"
+    a, b = ds.isel(time=-1), ref.isel(time=-1)
+    assert float(a.time) == pytest.approx(float(b.time), rel=1e-12)
+    assert abs(float(a.order_parameter) - float(b.order_parameter)) < 1e-4
+    assert float(a.energy) == pytest.approx(float(b.energy), rel=1e-4)
+    low = dict(l=slice(0, 6), m=slice(0, 6))
+    for part in ("coef_real", "coef_imag"):
+        diff = np.nan_to_num(a[part].sel(**low).values - b[part].sel(**low).values)
+        assert np.max(np.abs(diff)) < 1e-4
+
+
+# -- stops and resume -------------------------------------------------------------------
+def test_a_run_stopped_after_the_hand_off_keeps_a_valid_file_and_resumes_to_the_same_end(
+        tmp_path, monkeypatch, sa_run):
+    """Ctrl-C in the particle phase: status "stopped: interrupted ... after the hand-off", the
+    snapshots so far on disk; --resume re-derives the nodes from the hand-off snapshot and ends
+    with the uninterrupted run's numbers (the same adaptive steps: bit for bit)."""
+    import meanfield_pde.runs.handoff_run as hr
+    original, calls = hr.particle_record, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(hr, "particle_record", interrupted)
+    path = tmp_path / "stopped.nc"
+    with pytest.warns(RunStoppedWarning):
+        ds = run(case(), path, progress=False)
+    assert ds.attrs["stop_reason"] == StopReason.INTERRUPTED.value
+    assert "after the hand-off" in ds.attrs["status"]
+    with xr.open_dataset(path) as disk:
+        assert int(np.sum(disk.phase.values == 1)) == 2
+    monkeypatch.setattr(hr, "particle_record", original)
+    done = meanfield_pde.resume(path, progress=False)
+    _, full = sa_run
+    assert done.attrs["status"] == "completed"
+    assert np.array_equal(done.time.values, full.time.values)
+    for name in ("energy", "order_parameter", "mass", "n_clusters", "cluster_mass"):
+        assert np.array_equal(done[name].values, full[name].values, equal_nan=True), name
+    assert done.attrs["handoff_time"] == full.attrs["handoff_time"]
+
+
+def test_a_run_stopped_before_the_hand_off_resumes_as_a_pde_run_and_hands_off(tmp_path, monkeypatch):
+    """max_steps ends the first session in the spectral phase (stop_reason max_steps, exit 3);
+    the resumed run continues the PDE from its last regular snapshot, then hands off."""
+    c = case(time={"max_steps": 60})  # the uninterrupted run takes 97 steps to its hand-off
+    path = tmp_path / "early.nc"
+    with pytest.warns(RunStoppedWarning):
+        ds = run(c, path, progress=False)
+    assert ds.attrs["stop_reason"] == "max_steps" and "before the hand-off" in ds.attrs["status"]
+    assert "handoff_time" not in ds.attrs and np.all(ds.phase.values == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunStoppedWarning)
+        out = meanfield_pde.resume(path, progress=False)
+    # the budget is per session: the resumed session may stop again; continue until done
+    for _ in range(5):
+        if out.attrs["stop_reason"] != "max_steps":
+            break
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RunStoppedWarning)
+            out = meanfield_pde.resume(path, progress=False)
+    assert out.attrs["status"] == "completed" and "handoff_time" in out.attrs
+    assert np.any(out.phase.values == 1)
+
+
+# -- bad input: one clear line, before any work ----------------------------------------------
+@pytest.mark.parametrize("change,match", [
+    ({"model": {"nu": 0.1}}, "model.nu = 0"),
+    ({"handoff": {"tail": 1e-3}}, "handoff.tail"),
+    ({"handoff": {"t_end": 0.5}}, "handoff.t_end"),
+    ({"time": {"t_end": 5.0}, "handoff": {"t_end": 2.0, "time": 3.0}}, "handoff.t_end = 2"),
+    ({"run": {"kind": "particles"}}, "run.kind = 'pde'"),
+    ({"regularisation": {"hyperviscosity": 1.0}}, "hyperviscosity"),
+    ({"handoff": {"drop_mass": 0.9}}, r"handoff.drop_mass = 0.9: must be in \[0, 0.5\]"),
+    ({"handoff": {"snapshots": "geometric"}}, "handoff.snapshots"),
+    ({"handoff": {"taill": 1e-7}}, "did you mean 'tail'"),
+])
+def test_bad_handoff_settings_are_refused_naming_the_field(change, match):
+    base = case().to_dict()
+    for sec, values in change.items():
+        base[sec] = {**base[sec], **values}
+    with pytest.raises(ConfigError, match=match):
+        from_dict(base)
+
+
+def test_cli_refuses_a_noisy_handoff_with_exit_2_and_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", "sa_beta10_staircase",
+                           "--set", "model.nu=0.01", "--output", str(tmp_path / "x.nc"), "-q"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("meanfield-pde: error: handoff.enabled")
+    assert "model.nu = 0" in lines[0] and not (tmp_path / "x.nc").exists()
+
+
+def test_every_case_without_handoff_is_unchanged():
+    """[handoff] is off by default: a case without it runs as a plain PDE run."""
+    c = from_dict({k: v for k, v in case().to_dict().items() if k != "handoff"})
+    assert c.handoff.enabled is False
+
+
+# -- clusters as data: a merge at the closed-form time, and the figure -----------------------
+@pytest.fixture(scope="module")
+def two_clusters(tmp_path_factory):
+    """USA, β = 5: two vMF (κ = 10, masses 0.65/0.35, 120° apart) handed off at t = 0.01 (L = 21:
+    the smallest node grid, 32 × 64), followed to t = 4 with 40 snapshots per decade."""
+    path = tmp_path_factory.mktemp("two") / "two.nc"
+    c = from_dict({"description": "two clusters", "model": {"kind": "USA", "beta": 5.0},
+                   "domain": {"lmax": 21},
+                   "initial": {"type": "von_mises_fisher", "centres": [[0, 0, 1], [0.8660254037844387, 0, -0.5]],
+                               "concentrations": [10.0, 10.0], "weights": [0.65, 0.35]},
+                   "time": {"t_end": 0.01, "dt": 1e-3}, "output": {"every": 0.005, "plot": False},
+                   "handoff": {"enabled": True, "t_end": 4.0, "per_decade": 40, "drop_mass": 1e-2,
+                               "merge_tol": 1e-4}}, name="two")
+    return path, run(c, path, progress=False)
+
+
+def test_two_clusters_merge_once_within_the_snapshot_bracket_of_the_closed_form(two_clusters):
+    """Once both clusters are Diracs (radius <= 1e-6) their centres follow the two-cluster ODE
+    exactly, so the closed form T_θ (theory.clusters.merge_time, θ the run's linkage angle)
+    from that snapshot must fall in the run's bracket [t_before, t] of the merge (measured:
+    2.689 in [2.682, 2.840]); the merged cluster carries the whole mass."""
+    from meanfield_pde.analysis.merges import merge_checks
+    _, ds = two_clusters
+    assert ds.attrs["status"] == "completed" and int(ds.attrs["n_merges"]) == 1
+    (check,) = merge_checks(ds, max_radius=1e-6)
+    assert check.others == 0 and check.t_start < check.t_before
+    assert check.t_before <= check.predicted <= check.t
+    assert float(ds.attrs["merge_mass"]) == pytest.approx(1.0, abs=ds.attrs["handoff_nodes"] * EPS)
+    after = ds.isel(time=ds.time.values > check.t)
+    assert np.all(after.n_clusters.values == 1) and np.all(after.cluster_id.values[:, 0] == ds.attrs["merge_child"])
+
+
+def test_plot_of_a_hand_off_run_draws_the_staircase_figure(two_clusters, tmp_path):
+    """`meanfield-pde plot` (save_figure) on a hand-off run draws plot_handoff: maps at the start
+    of each plateau (the hand-off and after the merge), energy and clusters against log t and
+    the merge time against the closed form."""
+    from meanfield_pde.plotting.handoff_plot import plateau_starts, plot_handoff
+    from meanfield_pde.plotting.plot import save_figure
+    path, ds = two_clusters
+    starts = plateau_starts(ds)
+    assert len(starts) == 2 and ds.phase.values[starts[0]] == 0 and ds.phase.values[starts[1]] == 1
+    fig = plot_handoff(ds)
+    titles = [ax.get_title() for ax in fig.get_axes()]
+    assert "merge times" in titles and any(t.startswith("energy") for t in titles)
+    logs = [ax for ax in fig.get_axes() if ax.get_xscale() == "log"]
+    assert len(logs) == 3
+    out = save_figure(path, tmp_path / "fig.png")
+    assert out.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("name", ["sa_beta10_staircase", "usa_beta10_staircase", "sa_two_clusters_handoff"])
+def test_named_hand_off_cases_hand_off_in_a_short_version(name, tmp_path):
+    """Each named hand-off case, cut to lmax = 31 and a short horizon, hands off and goes on as
+    particles with mass and energy as above (the full runs: README "Past lost resolution")."""
+    from meanfield_pde import load_case
+    data = load_case(name).to_dict()
+    data["domain"]["lmax"] = 31
+    if data["initial"]["type"] == "von_mises_fisher":
+        data["initial"]["concentrations"] = [20.0, 20.0]
+    t_h = data["time"]["t_end"] / 3  # the latest hand-off: before the cases' own
+    data["time"]["t_end"] = t_h
+    data["output"]["every"] = t_h / 4
+    data["handoff"].update(t_end=1.5 * t_h, per_decade=5)
+    data["output"]["plot"] = False
+    ds = run(from_dict(data, name=name), tmp_path / f"{name}.nc", progress=False)
+    assert ds.attrs["status"] == "completed" and "handoff_time" in ds.attrs
+    assert np.any(ds.phase.values == 1)
+    assert np.max(np.abs(ds.mass.values - ds.mass.values[0])) <= ds.attrs["handoff_grid_nodes"] * EPS
+    e = ds.energy.values
+    assert np.all(np.diff(e) > -1e-12 * np.abs(e[1:]))
+
+
+def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
+    """benchmarks/handoff_tokens.py end to end at a tiny size (its numbers: README)."""
+    from pathlib import Path
+    path, _ = two_clusters
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "handoff_tokens.py"
+    proc = subprocess.run([sys.executable, str(script), str(path), "--n", "100", "--seeds", "1",
+                           "--t-end", "0.5"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "| run |" in proc.stdout and "cluster counts within the seeds' range" in proc.stdout

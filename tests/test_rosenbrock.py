@@ -1,0 +1,229 @@
+"""The linearly implicit Rosenbrock-W scheme ROS34PW2 (Rang & Angermann 2005), the "auto"
+switch, the CFL extent from the explicit stability region, and the rejection-rate stop.
+
+Checked against mathematics: the Rosenbrock order conditions (Hairer & Wanner II,
+§IV.7, Table 7.1), the observed order 3 on a smooth run against a tiny-step
+reference, the stability function R(z) of the tableau (A- and L-stability) and
+that one step on u' = σu multiplies by R(hσ), exact mass conservation, the
+monotone energy of the noise-free USA gradient flow, the uniform stationary state
+held at any step, and the closed-form imaginary stability intervals of RK3 (√3)
+and RK4 (2√2).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from meanfield_pde import load_case
+from meanfield_pde.numerics.observers import Observer
+from meanfield_pde.numerics.solver import integrate
+from meanfield_pde.numerics.steppers import ROSENBROCK, RosenbrockW, StepControl, make_stepper
+from meanfield_pde.numerics.steppers.stability import disc_radius, imaginary_interval
+from meanfield_pde.runs.runner import build
+
+from conftest import fitted_slope, make_config
+
+TAB = ROSENBROCK["ROS34PW2"]
+
+
+def test_ros34pw2_order_conditions():
+    """Hairer & Wanner II, §IV.7, Table 7.1 with β_ij = α_ij + γ_ij (j < i), β'_i = Σ_j β_ij,
+    α_i = Σ_j α_ij: order 3 for the solution, order 2 (not 3) for the embedded weights."""
+    a, g, gd = TAB.alpha, TAB.gamma, TAB.gamma_diag
+    beta = a + np.tril(g, -1)
+    bp, ai = beta.sum(axis=1), a.sum(axis=1)
+
+    def residuals(b):
+        return [b.sum() - 1.0, b @ bp - (0.5 - gd), b @ ai**2 - 1.0 / 3.0,
+                b @ beta @ bp - (1.0 / 6.0 - gd + gd * gd)]
+    assert np.max(np.abs(residuals(TAB.b))) < 1e-14
+    emb = residuals(TAB.b_hat)
+    assert np.max(np.abs(emb[:2])) < 1e-14 and np.max(np.abs(emb[2:])) > 1e-3
+
+
+def test_ros34pw2_is_l_stable():
+    """A-stable: |R(z)| <= 1 on the imaginary axis (and so, R analytic there, in the left half
+    plane by the maximum principle); L-stable: R(−∞) = 0; R(z) = e^z + O(z⁴) near 0."""
+    y = np.concatenate([np.linspace(0, 10, 401), np.logspace(1, 8, 200)])
+    assert np.max(np.abs(TAB.stability_function(1j * y))) <= 1.0 + 1e-12
+    x = -np.logspace(-2, 10, 300)
+    assert np.max(np.abs(TAB.stability_function(x))) <= 1.0
+    assert abs(TAB.stability_function(np.array(-1e12))) < 1e-9
+    z = np.array([1e-2, 2e-2])
+    err = np.abs(TAB.stability_function(z) - np.exp(z))
+    assert 10 < err[1] / err[0] < 20  # ~ 2⁴: local error O(z⁴), order 3
+
+
+class Diagonal:
+    """u' = σ u with σ < 0 per coefficient: the linearised problem, in the model contract."""
+
+    class Geometry:
+        def __init__(self, n):
+            self.degree = np.arange(n)
+
+    def __init__(self, sigma):
+        self.linear = np.asarray(sigma, float)
+        self.geometry = self.Geometry(self.linear.size)
+
+    def transport(self, u, out=None):
+        return np.zeros_like(u)
+
+    def growth_rates(self):
+        return self.linear
+
+
+@pytest.mark.parametrize("z", [-1e-3, -0.5, -3.0, -50.0, -1e4, -1e8])
+def test_one_step_on_the_linear_problem_multiplies_by_r(z):
+    sigma = np.array([0.0, -1.0, -10.0])
+    h = z / sigma[2]
+    stepper = RosenbrockW(TAB, Diagonal(sigma), krylov_rtol=1e-7)
+    u = np.array([1.0, 1.0 + 0.5j, 2.0 - 1j])
+    new, _ = stepper.step(u, h)
+    expect = u * TAB.stability_function(h * sigma)
+    # W is the finite-difference Jacobian (σ to ~1e-8 relative) and the solves stop at 1e-7
+    np.testing.assert_allclose(new, expect, rtol=1e-6, atol=1e-7 * np.abs(u).max())
+    assert abs(new[2]) <= abs(u[2])  # a decaying mode never grows, whatever h
+
+
+SMOOTH = dict(model={"kind": "USA", "beta": 2.0, "nu": 0.05}, domain={"lmax": 15},
+              initial={"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]],
+                       "concentrations": [3.0, 2.0]})
+
+
+def run(scheme, dt, t_end, adaptive=False, rtol=1e-6, observers=(), **sections):
+    cfg = make_config(**{**SMOOTH, **sections},
+                      time={"t_end": t_end, "dt": dt, "scheme": scheme, "adaptive": adaptive,
+                            "rtol": rtol, "atol": 1e-14},
+                      output={"every": t_end})
+    sim = build(cfg)
+    res = integrate(sim.model, sim.control, sim.initial, t_end, every=t_end, dt=dt,
+                    cfl=cfg.time.cfl, observers=list(observers))
+    assert res.completed, res.status
+    return sim, res
+
+
+def test_observed_order_three():
+    """Fixed steps dt = 0.05..0.00625 to t = 0.5 against ARS443 at dt = 2.5e-4 (error ~1e-12)."""
+    t_end = 0.5
+    sim, ref = run("ARS443", 2.5e-4, t_end)
+    g = sim.geometry
+    dts = np.array([0.05, 0.025, 0.0125, 0.00625])
+    errors = []
+    for dt in dts:
+        _, res = run("ROS34PW2", dt, t_end)
+        diff = res.coef - ref.coef
+        errors.append(math.sqrt(g.inner(diff, diff)))
+    slope = fitted_slope(dts, errors)
+    assert abs(slope - 3.0) <= 0.2, (slope, errors)
+
+
+class Energies(Observer):
+    def __init__(self, model):
+        self.model, self.values = model, []
+
+    def step(self, t, u):
+        self.values.append((self.model.energy(u), u[0]))
+
+
+def test_mass_conserved_and_noise_free_usa_energy_monotone():
+    """Noise-free USA is the gradient flow of E_β (arXiv:2312.10794): E_β never decreases;
+    degree 0 (the mass) has a zero right-hand side and stays exactly."""
+    cfg = make_config(**{**SMOOTH, "model": {"kind": "USA", "beta": 1.0, "nu": 0.0}},
+                      time={"t_end": 3.0, "dt": 0.05, "scheme": "ROS34PW2"}, output={"every": 3.0})
+    sim = build(cfg)
+    obs = Energies(sim.model)
+    res = integrate(sim.model, sim.control, sim.initial, 3.0, every=3.0, dt=0.05, observers=[obs])
+    assert res.completed, res.status
+    energies = np.array([e for e, _ in obs.values])
+    mass = np.array([m for _, m in obs.values])
+    assert res.steps >= 5
+    assert np.all(np.diff(energies) >= -1e-12 * np.abs(energies[1:])), np.diff(energies).min()
+    assert energies[-1] > energies[0]
+    np.testing.assert_allclose(mass, sim.initial[0], rtol=1e-13, atol=0)
+
+
+def test_uniform_state_is_held_and_steps_grow():
+    """The uniform density is stationary: any step keeps it, and the adaptive step grows by the
+    controller's largest factor (5) each step: t = 1e4 from dt = 0.01 in <= 15 steps."""
+    cfg = make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.1}, domain={"lmax": 15},
+                      initial={"type": "spherical_harmonic", "degree": 2, "amplitude": 1e-3},
+                      time={"t_end": 1e4, "scheme": "ROS34PW2"}, output={"every": 1e4})
+    sim = build(cfg)
+    u = np.zeros_like(sim.initial)
+    u[0] = sim.initial[0]
+    new, err = sim.control.stepper.step(u, 1e3)
+    np.testing.assert_allclose(new, u, rtol=0, atol=1e-15 * abs(u[0]))
+    res = integrate(sim.model, sim.control, u, 1e4, every=1e4, dt=0.01)
+    assert res.completed and res.steps <= 15, (res.steps, res.status)
+    np.testing.assert_allclose(res.coef, u, rtol=0, atol=1e-15 * abs(u[0]))
+
+
+@pytest.mark.parametrize("a, b, interval", [
+    (np.array([[0, 0, 0], [0.5, 0, 0], [-1, 2, 0]]), np.array([1, 4, 1]) / 6, math.sqrt(3)),
+    (np.array([[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1, 0]]),
+     np.array([1, 2, 2, 1]) / 6, 2 * math.sqrt(2)),
+])
+def test_imaginary_stability_interval_closed_forms(a, b, interval):
+    """RK3: R = 1 + z + z²/2 + z³/6, |R(iy)|² = 1 − y⁴/12 + y⁶/36: r = √3; RK4: r = 2√2
+    (Hairer & Wanner II, §IV.2)."""
+    assert imaginary_interval(a, b) == pytest.approx(interval, rel=1e-9)
+
+
+def test_forward_euler_disc_radius_is_one():
+    """R = 1 + z: the region is exactly the disc |z + 1| <= 1."""
+    assert disc_radius(np.zeros((1, 1)), np.ones(1)) == pytest.approx(1.0, rel=1e-9)
+    assert imaginary_interval(np.zeros((1, 1)), np.ones(1)) < 1e-5  # |1 + iy|² = 1 + y² > 1
+
+
+def test_scheme_names_and_auto_build():
+    for name in ("ROS34PW2", "auto", "ARK324"):
+        sim = build(make_config(**SMOOTH, time={"t_end": 1.0, "scheme": name}))
+        assert isinstance(sim.control, StepControl)
+    with pytest.raises(ValueError, match="time.scheme"):
+        make_stepper("ROS3", sim.model)
+
+
+def test_auto_switches_to_rosenbrock_on_the_stationary_cluster():
+    """Two vMF clusters merge (t ~ 2) into one noisy cluster, stationary after t ~ 30 (USA,
+    β = 1, ν = 0.05, L = 31). ARK324 stays at its CFL step there (the velocity inside the
+    cluster balances the noise); "auto" detects it, switches to ROS34PW2, whose step grows to
+    the time scale of the remaining relaxation: fewer than half the right-hand-side
+    evaluations (Jacobian-vector products counted) to t = 200, the same final energy."""
+    results = {}
+    for scheme in ("ARK324", "auto"):
+        cfg = load_case("vmf_two_clusters_merge", ["time.t_end=200", "domain.lmax=31",
+                                                   f"time.scheme={scheme}"])
+        sim = build(cfg)
+        res = integrate(sim.model, sim.control, sim.initial, 200.0, every=200.0, dt=cfg.time.dt,
+                        cfl=cfg.time.cfl)
+        assert res.completed, res.status
+        results[scheme] = (sim.control.evaluations, sim.model.energy(res.coef), sim.control.stepper)
+    (work_imex, e_imex, _), (work_auto, e_auto, auto) = results["ARK324"], results["auto"]
+    assert auto.switches and auto.switches[-1][1] == "ROS34PW2", auto.switches
+    assert auto.current is auto.implicit
+    assert work_auto < 0.5 * work_imex, (work_auto, work_imex)
+    assert e_auto == pytest.approx(e_imex, rel=1e-9)
+
+
+def test_the_preconditioner_changes_the_cost_not_the_solution(monkeypatch):
+    """The dense low-degree block (l <= 6 here) against the diagonal alone (degree −1): the same
+    adaptive run (SA, β = 5, ν = 0.05, two vMF clusters, t = 4) agrees to well within the
+    time-stepping tolerance rtol = 1e-6 (each GMRES solve stops at 1e-4 of its right-hand side)."""
+    import meanfield_pde.numerics.steppers.rosenbrock as rosenbrock
+    finals = []
+    for degree in (6, -1):
+        monkeypatch.setattr(rosenbrock, "PRECONDITIONER_DEGREE", degree)
+        cfg = make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.05}, domain={"lmax": 31},
+                          initial={"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]],
+                                   "concentrations": [8.0, 6.0]},
+                          time={"t_end": 4.0, "scheme": "ROS34PW2"}, output={"every": 4.0})
+        sim = build(cfg)
+        res = integrate(sim.model, sim.control, sim.initial, 4.0, every=4.0, dt=0.01)
+        assert res.completed, res.status
+        finals.append(res.coef)
+    g = sim.geometry
+    dev = finals[0].copy()
+    dev[0] = 0.0
+    diff = finals[0] - finals[1]
+    assert math.sqrt(g.inner(diff, diff)) < 1e-7 * math.sqrt(g.inner(dev, dev))
