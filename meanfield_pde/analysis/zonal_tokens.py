@@ -85,6 +85,32 @@ def sample_zonal_tokens(geometry: ZonalSphere, coef: np.ndarray, n: int, seed=0,
     raise ConfigError(f"rejection sampling kept {count} of n = {n} tokens in {max_rounds} rounds")
 
 
+def reflect_transverse(x: np.ndarray) -> np.ndarray:
+    """The tokens x (m, d) (unit rows, e the last axis) and their mirror images (−x⊥, ⟨x, e⟩),
+    shape (2m, d): a sample of a zonal law whose transverse mean P⊥ mean(x) is exactly 0.
+
+    Why: n i.i.d. tokens carry a transverse mean |P⊥ mean(x)| ≈ √((d − 1)/(d n)) (each
+    coordinate of a near-uniform token has variance ≈ 1/d). It is a degree-1 mode like the
+    zonal one and grows at the same rate σ_1 (rotation invariance of the linearised PDE);
+    where it is comparable with the zonal mean a/√d of f̄ = 1 + a p_1, the cluster forms
+    along the tokens' mean direction, tilted from e, and the law of ⟨x_i, e⟩ leaves the
+    PDE's, which has no transverse part. The reflection R(x⊥, t) = (−x⊥, t) is orthogonal
+    and fixes e, so SA/USA dynamics commute with it: a set of tokens closed under R stays
+    closed, every mode odd in x⊥ (the transverse degree-1 ones among them) stays exactly 0,
+    and each token still has the zonal law (R preserves it). The law of t is then carried by
+    m = n/2 independent values: compare with the sampling level of m draws.
+    """
+    x = np.asarray(x, dtype=float)
+    mirror = x.copy()
+    mirror[:, :-1] *= -1.0
+    return np.concatenate([x, mirror])
+
+
+def transverse_mean(x: np.ndarray) -> float:
+    """|P⊥ mean(x)|: the norm of the tokens' mean (n, d) → float orthogonal to e (last axis)."""
+    return float(np.linalg.norm(np.asarray(x, dtype=float)[:, :-1].mean(axis=0)))
+
+
 class ZonalLaw:
     """The law of t = ⟨x, e⟩ under the zonal density with coefficients ``coef`` (ncoef,).
 
