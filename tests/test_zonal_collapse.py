@@ -75,3 +75,22 @@ def test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law(tmp_path):
     identity = np.array([zc.moment_rate(model, c) for c in coef])
     # centred differences of u at step 0.1 err by ~h²/6 |u'''| (|u'''| <~ 8|u|)
     np.testing.assert_allclose(-np.gradient(u, t)[1:-1], identity[1:-1], atol=0.02 * 0.1**2 * 8)
+
+
+@pytest.mark.parametrize("d,u_end,rate_end", [(3, 7.04e-3, 1.903), (512, 0.7069, 0.358)])
+def test_cases_zonal_vmf_collapse_d3_and_d512(tmp_path, d, u_end, rate_end):
+    """u(0) = 1 − A_d(2√d), A_d(κ) = I_{d/2}(κ)/I_{d/2−1}(κ) (Mardia & Jupp §9.3.2); u falls and its
+    rate rises: towards 2 in d = 3 (below the near-Gaussian law, 1.97 at the end), while d = 512
+    stays in the spread phase (rate 0.1 → 0.37, far below the law's ≈ 2 that holds only for
+    u ≪ 1)."""
+    from scipy.special import ive
+    with run_named(tmp_path, f"zonal_vmf_collapse_d{d}") as ds:
+        assert ds.attrs["status"] == "completed"
+        t, u = ds.time.values, 1.0 - ds.order_parameter.values
+    kappa = round(2 * math.sqrt(d), 4 if d == 3 else 3)
+    assert u[0] == pytest.approx(1 - ive(d / 2, kappa) / ive(d / 2 - 1, kappa), rel=1e-9)
+    rate = -np.gradient(np.log(u), t)
+    assert np.all(np.diff(u) < 0) and np.all(np.diff(rate[:-1]) > 0)
+    assert u[-1] == pytest.approx(u_end, rel=1e-3)
+    assert rate[-2] == pytest.approx(rate_end, abs=0.005)
+    assert rate[-2] < zc.near_gaussian_rate(u[-2], 2.0, d) - 0.05
