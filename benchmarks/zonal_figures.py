@@ -3,8 +3,9 @@ degree l*(β, d) of linear theory for d = 3 … 4096.
 
 Collapse, from the zonal mean-field PDE (``zonal_vmf_collapse.png``): SA, β = 2, from vMF(e, 2√d),
 noise-free, at the degree L of COLLAPSE_LMAX, until the resolution monitor stops it (spectral
-tail 1e-6; the negative-density floor is off: in high d f̄ spans more decades than float64
-holds, so round-off alone reads as "negative" far from the cluster, README §Any dimension).
+tail 1e-6; the negative-density floor is off: in high d f̄ spans tens of decades, and far from
+the cluster the series' cut-off error, with no visible mass, reads as "negative", README §Any
+dimension).
 It records u = 1 − ⟨t⟩ (t = ⟨x, e⟩), its rate −d log u/dt, the cluster's own gap u_c = 1 − ⟨t | t > 0⟩,
 d⟨t⟩/dt from the first-moment identity on a 4× finer grid
 (:mod:`meanfield_pde.analysis.zonal_collapse`), and the near-Gaussian law

@@ -94,3 +94,18 @@ def test_cases_zonal_vmf_collapse_d3_and_d512(tmp_path, d, u_end, rate_end):
     assert u[-1] == pytest.approx(u_end, rel=1e-3)
     assert rate[-2] == pytest.approx(rate_end, abs=0.005)
     assert rate[-2] < zc.near_gaussian_rate(u[-2], 2.0, d) - 0.05
+
+
+def test_cluster_gap_splits_a_vmf_at_the_equator():
+    """d = 3: t is uniform under σ̄ (Archimedes), so for f̄ ∝ e^{κt} the mass at t <= 0 is
+    (1 − e^{−κ})/(e^κ − e^{−κ}) and ⟨t | t > 0⟩ = (e^κ(κ − 1) + 1)/(κ(e^κ − 1)); the Gauss rule
+    integrates the step at t = 0 to about one node weight."""
+    kappa = 3.0
+    g = ZonalSphere(400, 3)
+    f = g.synthesis(vmf_zonal_coefficients(kappa, 400, 3))
+    u_c, far = zc.cluster_gap(g, f)
+    e = math.exp(kappa)
+    assert far == pytest.approx((1 - 1 / e) / (e - 1 / e), abs=2 * np.max(g.weights))
+    assert 1 - u_c == pytest.approx((e * (kappa - 1) + 1) / (kappa * (e - 1)), abs=2 * np.max(g.weights))
+    with pytest.raises(ValueError, match="mass"):
+        zc.gap(g, np.zeros(401))
