@@ -109,3 +109,21 @@ def test_cluster_gap_splits_a_vmf_at_the_equator():
     assert 1 - u_c == pytest.approx((e * (kappa - 1) + 1) / (kappa * (e - 1)), abs=2 * np.max(g.weights))
     with pytest.raises(ValueError, match="mass"):
         zc.gap(g, np.zeros(401))
+
+
+def test_vmf_resolved_gap_scales_and_predicts_where_a_collapse_run_stops():
+    """In d = 3 the resolved gap falls like L^{−2} (a cap of angle √(2u) needs L ~ 1/√u); in
+    d = 128 much more slowly (dim H_l grows like d^l/l!). A collapse run (SA β = 2, vMF(2√d))
+    at L = 64 in d = 16 is stopped by the tail test at a u 1–2.5 times the vMF guide."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from zonal_figures import pde_collapse
+    u3 = [zc.vmf_resolved_gap(L, 3) for L in (64, 128, 256)]
+    assert u3[0] / u3[1] == pytest.approx(4.0, rel=0.1) and u3[1] / u3[2] == pytest.approx(4.0, rel=0.1)
+    u128 = [zc.vmf_resolved_gap(L, 128) for L in (64, 128)]
+    assert u128[0] / u128[1] < 2.0
+    guide = zc.vmf_resolved_gap(64, 16)
+    run = pde_collapse(16, 64, t_end=3.0, every=0.05)
+    assert run["status"].startswith("stopped: resolution lost: spectral tail")
+    assert guide < run["u"][-1] < 2.5 * guide

@@ -105,3 +105,48 @@ def near_gaussian_gap_closed_form(times, u0: float, beta: float, dimension: int,
     c = 2.0 * beta / (dimension - 1)
     z = c * u0 * np.exp(c * u0 - 2.0 * (np.asarray(times, float) - t0))
     return lambertw(z).real / c
+
+
+def vmf_mean(kappa: float, dimension: int) -> float:
+    """⟨t⟩ = A_d(κ) = I_{d/2}(κ)/I_{d/2−1}(κ) of vMF(e, κ) on S^{d−1} (Mardia & Jupp §9.3.2), by
+    scipy.special.ive; where both underflow (κ ≪ d), its small-κ form κ/d (DLMF 10.25.2)."""
+    from scipy.special import ive
+    d = dimension
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = ive(d / 2, kappa) / ive(d / 2 - 1, kappa)
+    return float(a) if np.isfinite(a) and a > 0 else kappa / d
+
+
+def vmf_resolved_gap(lmax: int, dimension: int, max_spectral_tail: float = 1e-6) -> float:
+    """The smallest gap u = 1 − A_d(κ) of a vMF(κ) whose Gegenbauer series passes the resolution
+    monitor's tail test at degree ``lmax`` (fraction of Σ f_l² above 2L/3 <= max_spectral_tail/2,
+    as :func:`meanfield_pde.numerics.initial.von_mises_fisher_lmax`), by bisection in log κ.
+
+    A guide to where a collapse run at this lmax stops: measured (SA β = 2 from vMF(2√d), L = 64,
+    128, 256) the tail test stops the run at 2.1–2.2 times this u in d = 3, 1.5–1.7 in d = 16,
+    1.1–1.3 in d = 128 and 1.0–1.05 in d = 512 (README §Any dimension). In d = 3 it falls like
+    L^{−2} (an angle √(2u) resolved by ~π/L); in high d more slowly while L < d, since the
+    spectrum carries dim H_l = p_l(1)², which grows like d^l/l!. Returns nan if even κ = 1e-2
+    fails.
+    """
+    from scipy.optimize import brentq
+    from ..core.kernels import vmf_zonal_coefficients
+    cut = int(np.floor(2.0 * lmax / 3.0))
+
+    def excess(log_kappa: float) -> float:
+        with np.errstate(over="ignore", invalid="ignore"):
+            p = vmf_zonal_coefficients(math.exp(log_kappa), lmax, dimension) ** 2
+            tail = p[cut + 1:].sum() / p.sum()
+        if not np.isfinite(tail):
+            return 700.0   # the series overflows: certainly not resolved
+        if tail == 0.0:
+            return -700.0  # the tail underflows to 0: resolved
+        return math.log(tail / (0.5 * max_spectral_tail))
+
+    lo, hi = math.log(1e-2), math.log(1e6)
+    if excess(lo) > 0:
+        return float("nan")
+    if excess(hi) <= 0:
+        return 1.0 - vmf_mean(1e6, dimension)
+    kappa = math.exp(brentq(excess, lo, hi, xtol=1e-6))
+    return 1.0 - vmf_mean(kappa, dimension)
