@@ -204,6 +204,8 @@ def draw_collapse(runs: dict, tokens: dict, path: Path, beta: float = COLLAPSE_B
         ax[1].semilogx(u[1:-1], rate[1:-1], "-", color=col, label=f"d = {d}")
         grid = np.geomspace(u.min(), u.max(), 100)
         ax[1].semilogx(grid, zc.near_gaussian_rate(grid, beta, d), "--", color=col, lw=1)
+        small = grid[grid < 0.15]  # with the first curvature correction −3u (zonal_collapse)
+        ax[1].semilogx(small, zc.near_gaussian_rate(small, beta, d) - 3 * small, ":", color=col)
     ax[0].set_xlabel("time")
     ax[0].set_ylabel(r"$u = 1 - \langle t\rangle$")
     ax[0].set_title(f"SA β = {beta:g}, vMF(κ = 2√d): PDE (solid), tokens n = 2000 (o), "
@@ -213,7 +215,8 @@ def draw_collapse(runs: dict, tokens: dict, path: Path, beta: float = COLLAPSE_B
     ax[1].invert_xaxis()
     ax[1].set_xlabel("u (decreasing with time)")
     ax[1].set_ylabel(r"rate $-d\log u/dt$")
-    ax[1].set_title("PDE (solid) against 2/(1 + 2βu/(d − 1)) (dashed): → 2 in every d", fontsize=9)
+    ax[1].set_title("PDE (solid) against 2/(1 + 2βu/(d − 1)) (dashed; dotted: − 3u, u < 0.15):\n"
+                    "→ 2 in every d", fontsize=9)
     ax[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
