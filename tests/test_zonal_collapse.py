@@ -127,3 +127,20 @@ def test_vmf_resolved_gap_scales_and_predicts_where_a_collapse_run_stops():
     run = pde_collapse(16, 64, t_end=3.0, every=0.05)
     assert run["status"].startswith("stopped: resolution lost: spectral tail")
     assert guide < run["u"][-1] < 2.5 * guide
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(u0=st.floats(1e-9, 0.999), beta=st.floats(0.0, 700.0), d=st.integers(2, 4096),
+       t_end=st.floats(0.01, 20.0))
+def test_near_gaussian_law_matches_its_closed_form_at_every_scale(u0, beta, d, t_end):
+    """From tiny to huge c = 2β/(d − 1) (0 … 1400) and u0 (1e-9 … 1): solve_ivp in log u against
+    Lambert W, u decreasing, and never below the pure exponential u0 e^{−2t} (the rate is <= 2)."""
+    c = 2 * beta / (d - 1)
+    t = np.linspace(0.0, t_end, 7)
+    u = zc.near_gaussian_gap(t, u0, beta, d)
+    assert np.all(np.diff(u) < 0) and np.all(u >= u0 * np.exp(-2 * t) * (1 - 1e-9))
+    if c * u0 < 600:
+        np.testing.assert_allclose(u, zc.near_gaussian_gap_closed_form(t, u0, beta, d), rtol=1e-8)

@@ -90,7 +90,8 @@ def near_gaussian_rate(u, beta: float, dimension: int):
 
 def near_gaussian_gap(times, u0: float, beta: float, dimension: int, t0: float | None = None):
     """u(t) of u̇ = −2u/(1 + 2βu/(d − 1)) from u(t0) = u0 (t0 = times[0] by default), at
-    ``times`` (ascending, >= t0), by scipy.integrate.solve_ivp (DOP853, rtol 1e-11) in log u."""
+    ``times`` (ascending, >= t0), by scipy.integrate.solve_ivp (DOP853, rtol 1e-11) in log u;
+    shape of ``times``. u0 > 0, β >= 0, d >= 2 (the law of the module docstring)."""
     from scipy.integrate import solve_ivp
     times = np.asarray(times, float)
     t0 = float(times[0]) if t0 is None else float(t0)
@@ -102,11 +103,14 @@ def near_gaussian_gap(times, u0: float, beta: float, dimension: int, t0: float |
 
 def near_gaussian_gap_closed_form(times, u0: float, beta: float, dimension: int, t0: float = 0.0):
     """The same law in closed form: c u e^{c u} = c u0 e^{c u0 − 2(t − t0)}, so
-    u = W(c u0 e^{c u0 − 2(t − t0)})/c (W the principal Lambert W, scipy.special.lambertw)."""
+    u = W(c u0 e^{c u0 − 2(t − t0)})/c (W the principal Lambert W, scipy.special.lambertw), shape
+    of ``times``; for c u0 below ~700 (beyond it e^{c u0} overflows: use :func:`near_gaussian_gap`)."""
     from scipy.special import lambertw
     c = 2.0 * beta / (dimension - 1)
-    z = c * u0 * np.exp(c * u0 - 2.0 * (np.asarray(times, float) - t0))
-    return lambertw(z).real / c
+    decay = np.exp(-2.0 * (np.asarray(times, float) - t0))
+    if c == 0.0:  # β = 0: u̇ = −2u
+        return u0 * decay
+    return lambertw(c * u0 * np.exp(c * u0) * decay).real / c
 
 
 def vmf_mean(kappa: float, dimension: int) -> float:
