@@ -227,3 +227,63 @@ def test_the_preconditioner_changes_the_cost_not_the_solution(monkeypatch):
     dev[0] = 0.0
     diff = finals[0] - finals[1]
     assert math.sqrt(g.inner(diff, diff)) < 1e-7 * math.sqrt(g.inner(dev, dev))
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    """Two SA clusters forming (β = 5, ν = 0.05, L = 31) at t = 2: (simulation, state)."""
+    cfg = make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.05}, domain={"lmax": 31},
+                      initial={"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]],
+                               "concentrations": [8.0, 6.0]},
+                      time={"t_end": 2.0, "scheme": "ROS34PW2"}, output={"every": 2.0})
+    sim = build(cfg)
+    res = integrate(sim.model, sim.control, sim.initial, 2.0, every=2.0, dt=0.01)
+    assert res.completed, res.status
+    return sim, res.coef
+
+
+def exact_step(model, u, dt, monkeypatch):
+    """A ROS34PW2 step whose solves are direct: the preconditioner's dense block spans every
+    degree (M = (1/(hγ) − W)⁻¹ with W the whole finite-difference Jacobian), so ‖M r‖, at
+    which the solves stop (1e-7 of ‖M b‖), is their error itself."""
+    from meanfield_pde.numerics.steppers import rosenbrock
+    monkeypatch.setattr(rosenbrock, "PRECONDITIONER_DEGREE", model.geometry.lmax)
+    stepper = RosenbrockW(TAB, model)
+    stepper._stale = True  # build the block before the step
+    new = stepper.step(u, dt)[0]
+    monkeypatch.undo()
+    return new
+
+
+@pytest.mark.parametrize("dt", [0.02, 0.1])
+def test_stage_solves_stop_at_a_fraction_of_the_error_tolerance(clusters, dt, monkeypatch):
+    """Inexact linear solves perturb u_{n+1} by Σ_j m_j δ_j (δ_j the stage errors): the solves
+    stop where that is below KRYLOV_SAFETY of the local error tolerance of StepControl (the
+    error ratio of the difference to the step with direct solves). A residual relative to
+    each stage's right-hand side (1e-4, unpreconditioned: main) gave 0.25 of it at dt = 0.1
+    and 5e-4 at dt = 0.02 (products spent for nothing)."""
+    from meanfield_pde.numerics.steppers import rosenbrock
+    sim, u = clusters
+    control = sim.control
+    stepper = RosenbrockW(TAB, sim.model)
+    stepper.error_tolerance = control.tolerance
+    new, _ = stepper.step(u, dt)
+    assert control.error_ratio(u, new - exact_step(sim.model, u, dt, monkeypatch)) <= rosenbrock.KRYLOV_SAFETY
+    assert stepper.products > stepper.solves  # the solves did iterate
+
+
+def test_stages_recycle_the_krylov_subspace(clusters, monkeypatch):
+    """The 4 stages of a step solve with one matrix 1/(hγ) − W: the directions of the earlier
+    stages, passed on (gcrotmk's CU), save products in the later ones; the step agrees with the
+    one without recycling to the solve tolerance."""
+    from meanfield_pde.numerics.steppers import rosenbrock
+    sim, u = clusters
+    results = []
+    for k in (rosenbrock.KRYLOV_RECYCLE, 0):
+        monkeypatch.setattr(rosenbrock, "KRYLOV_RECYCLE", k)
+        stepper = RosenbrockW(TAB, sim.model)
+        stepper.error_tolerance = sim.control.tolerance
+        results.append((stepper.step(u, 0.1)[0], stepper.products))
+    (new, used), (plain, used_plain) = results
+    assert used <= 0.85 * used_plain, (used, used_plain)
+    assert sim.control.error_ratio(u, new - plain) <= 2 * rosenbrock.KRYLOV_SAFETY
