@@ -152,6 +152,11 @@ KRYLOV_RTOL = 1e-7
 # sa_beta10_noisy to t = 2000 ("auto"): 0.1 keeps order parameter and energy at t = 200 to
 # 1.5e-5 / 2.1e-6 of the tiny-step reference, as the relative 1e-4 did.
 KRYLOV_SAFETY = 0.1
+# ... but never below this residual relative to ‖ω M b‖: the finite-difference products carry
+# ~1e-8 relative noise, and a step far beyond its tolerance (to be rejected on its error
+# anyway) otherwise asks for solves they cannot reach: each such solve failed after
+# KRYLOV_MAXITER cycles and rebuilt the block (SA, β = 5, L = 31, h = 0.3 and 1: every step).
+KRYLOV_FLOOR = 1e-6
 # GCROT(m, k) (scipy.sparse.linalg.gcrotmk; Hicken & Zingg, SIAM J. Sci. Comput. 32 (2010)
 # 1672): KRYLOV_RESTART inner iterations per cycle, at most KRYLOV_MAXITER cycles (a solve that
 # has not converged by then rejects the step), and KRYLOV_RECYCLE vectors of the subspace
@@ -291,7 +296,7 @@ class RosenbrockW:
         e_l(x)/tol_l, the error ratio of StepControl. A stage solved to the residual r has
         the error δ = A⁻¹ r ≈ M r (A = 1/(hγ) − W, M its preconditioner), and u_{n+1}
         the error Σ_j m_j δ_j (m of the transformed variables). The solves stop at
-        ‖ω M r‖ <= atol = KRYLOV_SAFETY/Σ_j |m_j|: the linear-solve errors together stay
+        ‖ω M r‖ <= atol = KRYLOV_SAFETY/Σ_j |m_j| (or KRYLOV_FLOOR ‖ω M b‖): the solve errors together stay
         below KRYLOV_SAFETY times the local error tolerance (inexact Newton with the forcing
         term tied to the accuracy needed: Eisenstat & Walker, SIAM J. Sci. Comput. 17 (1996)
         16; for Krylov-W methods, Krylov residuals against the step's error tolerance:
@@ -330,7 +335,7 @@ class RosenbrockW:
 
         precond = self._preconditioner(shift)
         omega, atol = weights if weights is not None else (np.ones(2 * n), 0.0)
-        rtol = 0.0 if weights is not None else self.krylov_rtol
+        rtol = KRYLOV_FLOOR if weights is not None else self.krylov_rtol
         op = LinearOperator((2 * n, 2 * n), dtype=float,
                             matvec=lambda y: omega * precond(jv(y.ravel() / omega)))
         mb = precond(np.concatenate([rhs.real, rhs.imag]))
