@@ -158,8 +158,9 @@ KRYLOV_SAFETY = 0.1
 # KRYLOV_MAXITER cycles and rebuilt the block (SA, β = 5, L = 31, h = 0.3 and 1: every step).
 KRYLOV_FLOOR = 1e-6
 # GCROT(m, k) (scipy.sparse.linalg.gcrotmk; Hicken & Zingg, SIAM J. Sci. Comput. 32 (2010)
-# 1672): KRYLOV_RESTART inner iterations per cycle, at most KRYLOV_MAXITER cycles (a solve that
-# has not converged by then rejects the step), and KRYLOV_RECYCLE vectors of the subspace
+# 172; recycling over a sequence of systems: Parks et al., SIAM J. Sci. Comput. 28 (2006) 1651):
+# KRYLOV_RESTART inner iterations per cycle, at most KRYLOV_MAXITER cycles (a solve that has
+# not converged by then rejects the step), and KRYLOV_RECYCLE vectors of the subspace
 # recycled from one stage to the next: the 4 stages of a step solve with the same matrix
 # 1/(hγ) − W, so the directions found in one stage serve the next (measured on the plateau
 # t = 300..400: 12.8 products per solve against 19.7 without). Not across steps: W and hγ
@@ -296,8 +297,8 @@ class RosenbrockW:
         e_l(x)/tol_l, the error ratio of StepControl. A stage solved to the residual r has
         the error δ = A⁻¹ r ≈ M r (A = 1/(hγ) − W, M its preconditioner), and u_{n+1}
         the error Σ_j m_j δ_j (m of the transformed variables). The solves stop at
-        ‖ω M r‖ <= atol = KRYLOV_SAFETY/Σ_j |m_j| (or KRYLOV_FLOOR ‖ω M b‖): the solve errors together stay
-        below KRYLOV_SAFETY times the local error tolerance (inexact Newton with the forcing
+        ‖ω M r‖ <= atol = KRYLOV_SAFETY/Σ_j |m_j| (or KRYLOV_FLOOR ‖ω M b‖): the solve
+        errors together stay below KRYLOV_SAFETY times the local error tolerance (inexact Newton with the forcing
         term tied to the accuracy needed: Eisenstat & Walker, SIAM J. Sci. Comput. 17 (1996)
         16; for Krylov-W methods, Krylov residuals against the step's error tolerance:
         Weiner, Schmitt & Podhaisky, Appl. Numer. Math. 25 (1997) 303). Unlike a residual
