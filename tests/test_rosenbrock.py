@@ -210,7 +210,7 @@ def test_auto_switches_to_rosenbrock_on_the_stationary_cluster():
 def test_the_preconditioner_changes_the_cost_not_the_solution(monkeypatch):
     """The dense low-degree block (l <= 6 here) against the diagonal alone (degree −1): the same
     adaptive run (SA, β = 5, ν = 0.05, two vMF clusters, t = 4) agrees to well within the
-    time-stepping tolerance rtol = 1e-6 (each GMRES solve stops at 1e-4 of its right-hand side)."""
+    time-stepping tolerance rtol = 1e-6 (the solves stop at 0.1 of the local error tolerance)."""
     import meanfield_pde.numerics.steppers.rosenbrock as rosenbrock
     finals = []
     for degree in (6, -1):

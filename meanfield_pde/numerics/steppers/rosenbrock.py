@@ -34,7 +34,7 @@ approximate, it changes the cost of a solve, not its result):
   Jacobian among them, LU-factorised for each step size. Where the state is
   clustered the transport couples neighbouring degrees with rates ~ l max|V|,
   which the noise ν l(l+1) does not dominate below l ~ max|V|/ν: there the
-  diagonal alone leaves GMRES ~30-50 products per solve at the plateau's steps.
+  diagonal alone leaves the Krylov solver ~30-50 products per solve at the plateau's steps.
   The block costs one evaluation per real unknown (462 for l <= 20): it is built
   when a solve needs more than REBUILD_PRODUCTS products, rebuilt as the state
   drifts once the products it no longer saves have paid for a build (rent or buy),
