@@ -1,5 +1,6 @@
 """Measured transitions of sweeps, set against theory: crossing times, the token
-transition, agreement within one grid cell, and the critical-noise fit."""
+transition, agreement within one grid cell, the critical-noise fit, and the hysteresis window
+of a sweep continued up and down in ν."""
 
 from __future__ import annotations
 
@@ -64,3 +65,29 @@ def critical_noise_fit(nu, m, window: float = 0.02) -> tuple[float, float]:
                          "below the vanishing point; at least 2 are needed")
     slope, icept = np.polyfit(nu[sel], m2[sel], 1)
     return float(-icept / slope), float(-slope)
+
+
+def branch_gap(ds: xr.Dataset) -> xr.DataArray:
+    """|m_up − m_down| per ν of a continuation sweep (dims nu, direction with "up" and "down"),
+    NaN where either branch is not stationary. Shape (n_nu,)."""
+    m = ds.order_parameter.where(ds.stationary == 1)
+    return abs(m.sel(direction="up") - m.sel(direction="down"))
+
+
+def hysteresis_window(ds: xr.Dataset, tol: float = 1e-3) -> tuple[float, float]:
+    """(ν_lo, ν_hi): the smallest and largest grid ν where the stationary up and down branches of
+    a continuation sweep differ by more than ``tol`` in the order parameter (the hysteresis
+    loop; the fold of the clustered branch lies in [ν_hi, next grid ν)). (NaN, NaN) where they
+    agree everywhere: a continuous transition, to the stationary tolerance.
+
+    Raises
+    ------
+    ValueError
+        ds has no "up" and "down" direction along nu.
+    """
+    if "direction" not in ds.dims or not {"up", "down"} <= set(map(str, ds.direction.values)):
+        raise ValueError("hysteresis_window: needs a sweep continued in nu with directions "
+                         "['up', 'down']")
+    gap = branch_gap(ds)
+    nu = gap.nu.values[np.asarray(gap.values > tol)]
+    return (float(nu.min()), float(nu.max())) if nu.size else (np.nan, np.nan)
