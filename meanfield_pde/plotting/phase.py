@@ -191,8 +191,9 @@ def plot_zonal_transition(sweeps):
 
     from ..theory.linear import critical_noise
     from ..theory.transition import pitchfork_slope, transition_order, tricritical_beta
+    from ..analysis.phase import with_direction_labels
     by_d: dict[int, list] = {}
-    for ds in sweeps:
+    for ds in map(with_direction_labels, sweeps):
         by_d.setdefault(int(ds.attrs["dimension"]), []).append(ds)
     dims = sorted(by_d)
     fig = Figure(figsize=(4.2 * len(dims), 4.4), layout="constrained")
