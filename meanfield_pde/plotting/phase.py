@@ -224,7 +224,7 @@ def plot_zonal_transition(sweeps):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5, loc="upper right")
     axes[0].set_ylabel("stationary order parameter m = ∫ t f dσ̄")
-    fig.suptitle("noisy USA on S^{d−1} (zonal PDE), continued in ν up (▲, from a cluster) and "
+    fig.suptitle("noisy USA on S^(d−1) (zonal PDE), continued in ν up (▲, from a cluster) and "
                  "down (▽): continuous for β < β*(d), hysteresis for β > β*(d)", fontsize=10)
     return fig
 
