@@ -46,9 +46,10 @@ from scipy.optimize import brentq
 from ..core.checks import check_beta, check_dimension
 from ..core.kernels import log_zonal_multipliers
 
-# r(β) = I_{d/2+1}/I_{d/2} < β/(d + 2) (Amos, Math. Comp. 28 (1974), the ratio's upper bound),
-# so r = 1/d needs β* > (d + 2)/d > 1; at β = 3, r > 1/d for every d in [2, 4096]
-# (d = 2: I_2(3)/I_1(3) = 0.568 > 1/2; large d: r ≈ 3/(d + 2) > 1/d); checked in the tests.
+# r(β) = I_{d/2+1}/I_{d/2} < β/(d + 2): the recurrence I_{a} − I_{a+2} = (2(a + 1)/β) I_{a+1}
+# (DLMF 10.29.1) gives r_a = β/(2a + 2 + β r_{a+1}) with r_{a+1} > 0; so r = 1/d needs
+# β* > (d + 2)/d > 1. At β = 3, r > 1/d for every d in [2, 4096] (d = 2: I_2(3)/I_1(3) = 0.568
+# > 1/2; large d: r ≈ 3/(d + 2) > 1/d); checked in the tests.
 _BRACKET = (1.0, 3.0)
 
 
