@@ -1,6 +1,6 @@
 """Hand-off run versus plain tokens: cluster counts and first merge times within the seeds' spread.
 
-    python benchmarks/handoff_tokens.py RUN.nc [--n 10000] [--seeds 5] [--times 30 1000 1e5]
+    python benchmarks/handoff_tokens.py RUN.nc [--n 10000] [--seeds 5] [--times 30 1000 1e5] [--jobs 2]
 
 RUN.nc is a hand-off run (``meanfield-pde run sa_two_clusters_handoff`` or
 ``sa_beta10_staircase``). For each seed, n i.i.d. tokens are drawn from the run's initial
@@ -18,14 +18,18 @@ snapshot interval for the merge times). Mean-field theory: the tokens' empirical
 follows the PDE solution up to O(n^{-1/2}) (propagation of chaos), so the counts should agree
 and the merge times lie within the spread, where the tokens' sampling noise seeds the
 instability that chose the clusters (a perturbed uniform start) or only perturbs the masses
-(two vMF clusters). Cost: the first time units cost n² per evaluation; n = 10^4 takes minutes
-per seed on an idle core.
+(two vMF clusters). Cost: until the tokens of a cluster come within merge_tol of each other
+(t ~ 5-9 for SA β = 10) every evaluation sums n² pairs: on sa_two_clusters_handoff ~2000
+evaluations per seed (n = 1000: 1.2 CPU s; n = 10^4: ~15 CPU minutes, ~0.4 s per evaluation).
+``--jobs`` runs the seeds in that many processes; ``--first-seed`` continues a set of seeds.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import xarray as xr
@@ -55,11 +59,20 @@ def token_run(config, geometry, times, angle, min_mass, seed, n):
     return np.array(counts), events, run
 
 
+def timed_token_run(config, geometry, times, angle, min_mass, seed, n):
+    """:func:`token_run` in a worker process: (counts, merge events, CPU seconds)."""
+    begin = time.process_time()
+    counts, events, _ = token_run(config, geometry, times, angle, min_mass, seed, n)
+    return counts, events, time.process_time() - begin
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("run", help="a hand-off run file (.nc)")
     p.add_argument("--n", type=int, default=10_000)
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    p.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once")
     p.add_argument("--times", type=float, nargs="*", default=None,
                    help="times at which to compare the cluster counts (default: 4 log-spaced)")
     p.add_argument("--t-end", type=float, default=None, help="stop the tokens here (default: the run's end)")
@@ -81,17 +94,21 @@ def main() -> None:
     print(f"{config.name}: {config.model.kind} beta = {config.model.beta:g}, n = {args.n} tokens, "
           f"{args.seeds} seeds, to t = {times[-1]:.4g}; linkage {angle:.3g} rad, min mass {min_mass:g}")
     head = " | ".join(f"t={times[i]:.3g}" for i in at)
-    print(f"| seed | clusters: {head} | first merge in | s |")
+    print(f"| seed | clusters: {head} | first merge in | CPU s |")
     rows, firsts = [], []
-    for seed in range(args.seeds):
-        begin = time.perf_counter()
-        counts, events, run = token_run(config, geometry, times, angle, min_mass, seed, args.n)
-        first = (events[0].t_before, events[0].t) if events else None
-        rows.append(counts[at] if counts.size == times.size else np.full(len(at), -1))
-        firsts.append(first)
-        cells = " | ".join(str(int(c)) for c in rows[-1])
-        span = f"[{first[0]:.4g}, {first[1]:.4g}]" if first else "none"
-        print(f"| {seed} | {cells} | {span} | {time.perf_counter() - begin:.0f} |", flush=True)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    # spawn, not fork: a forked child inherits the parent's thread pools and locks
+    with ProcessPoolExecutor(max(1, args.jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(timed_token_run, config, geometry, times, angle, min_mass, seed, args.n)
+                   for seed in seeds]
+        for seed, future in zip(seeds, futures):
+            counts, events, seconds = future.result()
+            first = (events[0].t_before, events[0].t) if events else None
+            rows.append(counts[at] if counts.size == times.size else np.full(len(at), -1))
+            firsts.append(first)
+            cells = " | ".join(str(int(c)) for c in rows[-1])
+            span = f"[{first[0]:.4g}, {first[1]:.4g}]" if first else "none"
+            print(f"| {seed} | {cells} | {span} | {seconds:.0f} |", flush=True)
     cells = " | ".join(str(int(run_counts[i])) for i in at)
     span = f"[{run_first[0]:.4g}, {run_first[1]:.4g}]" if run_first else "none"
     print(f"| run | {cells} | {span} | {float(ds.attrs.get('wall_time_s', 0)):.0f} |")

@@ -13,9 +13,10 @@ A. sa_beta10_noisy at t = 200: order parameter |∫ x f| and energy E_β against
    branch's controls (C = 1 of the measured stability interval, PI control), auto and ROS34PW2.
 B. The same case to t = --t-long (output every 10): RHS-equivalents and wall time of
    today's default versus auto; the staircase figure (order parameter and energy vs t).
-C. Adaptive (ARK324) versus the best fixed step at equal accuracy (final state, L²)
-   on cluster formation then plateau (sa_beta10_noisy to t = 60) and on the merging
-   of two vMF clusters (vmf_two_clusters_merge).
+C. Adaptive (ARK324, auto) versus the best fixed step at equal accuracy (the largest L²
+   error over 20 output times: the final state alone forgets the errors of the
+   transients) on cluster formation then plateau (sa_beta10_noisy to t = 60) and on
+   the merging of two vMF clusters (vmf_two_clusters_merge).
 """
 
 from __future__ import annotations
@@ -44,15 +45,16 @@ TODAY_CFL = 0.5 * math.pi / TABLEAUS["ARK324"].cfl_extent  # main's bound 0.5 π
 
 
 class Trace(Observer):
-    """Order parameter and energy at every snapshot."""
+    """Order parameter and energy at every snapshot (and the state, for part C)."""
 
     def __init__(self, sim):
-        self.sim, self.rows = sim, []
+        self.sim, self.rows, self.states = sim, [], []
 
     def snapshot(self, t, u):
         g = self.sim.geometry
         self.rows.append((t, float(np.linalg.norm(g.first_moment(g.synthesis(u)))),
                           self.sim.model.energy(u)))
+        self.states.append(u.copy())
 
 
 def run(case, scheme, t_end, every, *, today=False, fixed_dt=None, overrides=(), lmax=None):
@@ -71,7 +73,8 @@ def run(case, scheme, t_end, every, *, today=False, fixed_dt=None, overrides=(),
                     observers=[trace])
     seconds = time.perf_counter() - start
     assert res.completed, res.status
-    return dict(coef=res.coef, trace=np.array(trace.rows), rhs=control.evaluations, seconds=seconds,
+    return dict(coef=res.coef, trace=np.array(trace.rows), states=trace.states, rhs=control.evaluations,
+                seconds=seconds,
                 steps=res.steps, rejected=res.rejected, sim=sim,
                 switches=getattr(stepper, "switches", None))
 
@@ -154,32 +157,60 @@ def main(argv=None):
             fig.tight_layout()
             fig.savefig(args.figure, dpi=110)
     if "C" not in args.skip:
-        out("## C. Adaptive ARK324 versus the best fixed step at equal accuracy (final state, L² norm)")
+        out("## C. Adaptive versus the best fixed step at equal accuracy (L² error, the largest over "
+            "20 output times)")
         out()
-        out("| case | adaptive scheme | adaptive RHS | best fixed dt (ARK324) | fixed RHS | ratio fixed/adaptive | target |")
-        out("|---|---|---|---|---|---|---|")
+        out("The accuracy is the largest L² error against a dt/64 reference over 20 output times, "
+            "not the error of the final state alone: both cases relax to a stable state (clusters, "
+            "one merged cluster) that forgets early errors, so the final state rewards a fixed step "
+            "that is inaccurate while the clusters form or merge. The last columns give the final-state "
+            "errors for comparison.")
+        out()
+        out("| case | adaptive scheme | adaptive RHS | best fixed dt (ARK324) | fixed RHS | ratio fixed/adaptive "
+            "| target | final-state error adaptive / fixed |")
+        out("|---|---|---|---|---|---|---|---|")
         for cname, t_end, dt0 in ((case, 4.0 if args.smoke else 60.0, 0.2),
                                   ("vmf_two_clusters_merge", 1.0 if args.smoke else 10.0, 0.1)):
             lm = 31 if args.smoke and cname.startswith("vmf") else lmax
-            ref = run(cname, "ARK324", t_end, t_end, fixed_dt=dt0 / 64, lmax=lm)
+            every = t_end / 20
+            ref = run(cname, "ARK324", t_end, every, fixed_dt=dt0 / 64, lmax=lm)
             g = ref["sim"].geometry
-            err = lambda r: math.sqrt(g.inner(r["coef"] - ref["coef"], r["coef"] - ref["coef"]))  # noqa: E731
+
+            def err(r, final=False):
+                pairs = list(zip(r["states"], ref["states"]))
+                return max(math.sqrt(g.inner(a - b, a - b)) for a, b in (pairs[-1:] if final else pairs))
             for scheme in ("ARK324", "auto"):
-                ad = run(cname, scheme, t_end, t_end, lmax=lm)
+                ad = run(cname, scheme, t_end, every, lmax=lm)
                 target, dt, fx = err(ad), dt0, None
                 while dt >= dt0 / 32:
                     try:
-                        fx = run(cname, "ARK324", t_end, t_end, fixed_dt=dt, lmax=lm)
+                        fx = run(cname, "ARK324", t_end, every, fixed_dt=dt, lmax=lm)
                         if err(fx) <= target:
                             break
                     except AssertionError:  # a fixed step beyond stability stops the run
                         pass
                     fx, dt = None, dt / 2
+                # the largest passing step lies in [dt, 2 dt): refine by factors 2^(1/4), each a
+                # whole number of steps per output interval (runs land on the output times)
+                for k in (3, 2, 1):
+                    if fx is None or 2 * dt > dt0:
+                        break
+                    trial = every / math.ceil(every / (dt * 2 ** (k / 4)) - 1e-9)
+                    if trial <= dt:
+                        continue
+                    try:
+                        cand = run(cname, "ARK324", t_end, every, fixed_dt=trial, lmax=lm)
+                    except AssertionError:
+                        continue
+                    if err(cand) <= target:
+                        fx, dt = cand, trial
+                        break
                 if fx is None:
-                    out(f"| {cname} (t = {t_end:g}) | {scheme} | {ad['rhs']} | none down to {dt0 / 32:g} | | | >= 2 |")
+                    out(f"| {cname} (t = {t_end:g}) | {scheme} | {ad['rhs']} | none down to {dt0 / 32:g} | | | >= 2 "
+                        f"| {err(ad, True):.2e} / |")
                 else:
-                    out(f"| {cname} (t = {t_end:g}, L² error {target:.2e}) | {scheme} | {ad['rhs']} | {dt:g} | "
-                        f"{fx['rhs']} | {fx['rhs'] / ad['rhs']:.2f} | >= 2 |")
+                    out(f"| {cname} (t = {t_end:g}, L² error {target:.2e}) | {scheme} | {ad['rhs']} | {dt:.4g} | "
+                        f"{fx['rhs']} | {fx['rhs'] / ad['rhs']:.2f} | >= 2 | {err(ad, True):.2e} / {err(fx, True):.2e} |")
         out()
     Path(args.output).write_text("\n".join(lines) + "\n")
 

@@ -97,6 +97,11 @@ CHECKED_ELSEWHERE = {
     "zonal_vmf_collapse_d3": "test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
     "zonal_vmf_collapse_d16": "test_zonal_collapse.py::test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law",
     "zonal_vmf_collapse_d512": "test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
+    # the zonal transition sweeps: their settings against β*(d) and ν_1 for every d, short runs
+    # of d = 8; the measured full sweeps (all d) in README "Phase-diagram cases"
+    **{f"phase_zonal_d{d}_{kind}": "test_zonal_transition.py::test_the_named_cases_sit_below_and_"
+       "above_the_tricritical_beta, test_d8_hysteresis_above_the_tricritical_beta_and_none_below"
+       for d in (3, 8, 32, 128) for kind in ("continuous", "discontinuous")},
 }
 
 

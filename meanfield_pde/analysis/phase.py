@@ -1,5 +1,6 @@
 """Measured transitions of sweeps, set against theory: crossing times, the token
-transition, agreement within one grid cell, and the critical-noise fit."""
+transition, agreement within one grid cell, the critical-noise fit, and the hysteresis window
+of a sweep continued up and down in ν."""
 
 from __future__ import annotations
 
@@ -64,3 +65,43 @@ def critical_noise_fit(nu, m, window: float = 0.02) -> tuple[float, float]:
                          "below the vanishing point; at least 2 are needed")
     slope, icept = np.polyfit(nu[sel], m2[sel], 1)
     return float(-icept / slope), float(-slope)
+
+
+def with_direction_labels(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with its ``direction`` coordinate as text ("up", "down"), also when read back from
+    a sweep.nc, which stores that text as the auxiliary coordinate ``direction_label``."""
+    if "direction_label" in ds.coords:
+        ds = ds.assign_coords(direction=[str(v) for v in ds.direction_label.values])
+    return ds
+
+
+def branch_gap(ds: xr.Dataset) -> xr.DataArray:
+    """|m_up − m_down| per ν of a continuation sweep (dims nu, direction with "up" and "down"),
+    NaN where either branch is not stationary. Shape (n_nu,)."""
+    ds = with_direction_labels(ds)
+    m = ds.order_parameter.where(ds.stationary == 1)
+    return abs(m.sel(direction="up") - m.sel(direction="down"))
+
+
+def hysteresis_window(ds: xr.Dataset, rel: float = 0.1, tol: float = 1e-3) -> tuple[float, float]:
+    """(ν_lo, ν_hi): the smallest and largest grid ν where the stationary up and down branches of
+    a continuation sweep differ, |m_up − m_down| > max(tol, rel·max(m_up, m_down)) (the
+    hysteresis loop; the fold of the clustered branch lies in [ν_hi, next grid ν)). (NaN, NaN)
+    where they agree everywhere: a continuous transition. The relative part allows for the
+    stationary stop near ν_1: a run stops once |ṁ|/m < time.stationary_tol while m relaxes at
+    λ ∝ ν_1 − ν, so the two branches of a continuous transition differ by ~ tol·m/λ there
+    (2e-3, 1 % of m, at 0.99 ν_1 in the named cases).
+
+    Raises
+    ------
+    ValueError
+        ds has no "up" and "down" direction along nu.
+    """
+    ds = with_direction_labels(ds)
+    if "direction" not in ds.dims or not {"up", "down"} <= set(map(str, ds.direction.values)):
+        raise ValueError("hysteresis_window: needs a sweep continued in nu with directions "
+                         "['up', 'down']")
+    gap = branch_gap(ds)
+    m = ds.order_parameter.where(ds.stationary == 1).max("direction")
+    nu = gap.nu.values[np.asarray(gap.values > np.maximum(tol, rel * m.values))]
+    return (float(nu.min()), float(nu.max())) if nu.size else (np.nan, np.nan)

@@ -7,6 +7,8 @@ Figures (``[sweep] figure``):
   the linear threshold ν_1 (README §Linear theory, :func:`linear.critical_noise`);
 - "clusters": number of clusters against β, every seed shown, beside the
   fastest mode k*(β) or l*(β) (:func:`linear.fastest_mode`);
+- (not a sweep figure) :func:`plot_zonal_transition`: several zonal "noise" sweeps, panels per
+  dimension, β below/above the tricritical β*(d);
 - "tokens": fraction of token pairs with ⟨x_i, x_j⟩ > 0.999 on the (t, β)
   grid, with the measured transition (fraction 1/2) and the equiangular
   prediction (:func:`meanfield_pde.theory.equiangular.equiangular_transition_time`).
@@ -95,7 +97,10 @@ def plot_noise(ds: xr.Dataset):
             ax.plot(nu[~st], m[~st], mk, color=col, mfc="none", ms=6,
                     label=f"{d}: not stationary by t_end")
     beta, kind = float(ds.attrs.get("beta", np.nan)), ds.attrs.get("model", "USA")
-    nu1 = critical_noise(kind, beta) if np.isfinite(beta) else np.nan
+    manifold, dimension = ds.attrs.get("manifold", "sphere"), ds.attrs.get("dimension")
+    d = int(dimension) if dimension is not None else None  # sphere_zonal sweeps: S^{d−1}
+    nu1 = critical_noise(kind, beta, manifold, d) if np.isfinite(beta) else np.nan
+    where = {"sphere": "S²", "circle": "S¹"}.get(manifold, f"S^{d - 1} (d = {d})" if d else manifold)
     for a in axes:
         if np.isfinite(nu1):
             a.axvline(nu1, color="0.3", ls="--", lw=1, label=f"linear threshold ν₁ = {nu1:.4f}")
@@ -107,7 +112,7 @@ def plot_noise(ds: xr.Dataset):
                      label=f"fit a(ν_c − ν): ν_c = {nu_c:.4f} ({100 * (nu_c / nu1 - 1):+.2f}% of ν₁)")
         _finish(fig, axes[1], "noise ν", "|m|²", "|m|² is linear in ν_c − ν: a continuous transition")
     return _finish(fig, ax, "noise ν", "stationary order parameter |m| = |∫ x f dσ|",
-                   f"noisy {kind} on S², β = {beta:g}: stationary states continued in ν")
+                   f"noisy {kind} on {where}, β = {beta:g}: stationary states continued in ν")
 
 
 def plot_clusters(ds: xr.Dataset):
@@ -162,6 +167,65 @@ def plot_tokens(ds: xr.Dataset):
         ax.legend(fontsize=7, loc="lower right")
     axes[0].set_ylabel("β")
     fig.colorbar(im, ax=list(axes), label="fraction of pairs with ⟨x_i, x_j⟩ > 0.999")
+    return fig
+
+
+def plot_zonal_transition(sweeps):
+    """Stationary order parameter against ν/ν_1(β, d) for zonal noisy-USA sweeps continued up and
+    down in ν, one panel per dimension d: β below the tricritical β*(d) in blue (continuous,
+    with the Landau pitchfork m² = a (ν_1 − ν), :func:`theory.transition.pitchfork_slope`,
+    dashed), above it in red (discontinuous: hysteresis). Up: filled ▲, down: ▽ (open where not
+    stationary by t_end). β*(d) (Mun & Rosenzweig, arXiv:2606.05140) is in each panel's title.
+
+    Parameters
+    ----------
+    sweeps : iterable of xarray.Dataset
+        Combined sweep Datasets (dims nu, direction; attrs model = "USA", beta, manifold =
+        "sphere_zonal", dimension).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    from ..theory.linear import critical_noise
+    from ..theory.transition import pitchfork_slope, transition_order, tricritical_beta
+    from ..analysis.phase import with_direction_labels
+    by_d: dict[int, list] = {}
+    for ds in map(with_direction_labels, sweeps):
+        by_d.setdefault(int(ds.attrs["dimension"]), []).append(ds)
+    dims = sorted(by_d)
+    fig = Figure(figsize=(4.2 * len(dims), 4.4), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(dims), sharey=True))
+    for ax, d in zip(axes, dims):
+        bstar = tricritical_beta(d)
+        for ds in sorted(by_d[d], key=lambda x: float(x.attrs["beta"])):
+            beta = float(ds.attrs["beta"])
+            nu1 = critical_noise("USA", beta, "sphere_zonal", d)
+            x = ds.nu.values / nu1
+            cont = transition_order(beta, d) == "continuous"
+            col = "tab:blue" if cont else "tab:red"
+            for direction, mk in (("up", "^"), ("down", "v")):
+                sel = ds.sel(direction=direction)
+                m, st = sel.order_parameter.values, sel.stationary.values.astype(bool)
+                ax.plot(x, m, "-", color=col, lw=0.8, alpha=0.5)
+                ax.plot(x[st], m[st], mk, color=col, ms=5, mfc=col if direction == "up" else "none",
+                        label=f"β = {beta:.4g} = {beta / bstar:.2g} β* ({direction})")
+                if (~st).any():
+                    ax.plot(x[~st], m[~st], "x", color="k", ms=6)
+            if cont:
+                xs = np.linspace(0.85, 1.0, 30)
+                ax.plot(xs, np.sqrt(pitchfork_slope(beta, d) * nu1 * (1 - xs)), "k--", lw=1,
+                        label="Landau pitchfork m² = a(ν₁ − ν)" if d == dims[0] else None)
+        ax.axvline(1.0, color="0.4", ls=":", lw=1)
+        ax.set_title(f"d = {d}: β*(d) = {bstar:.4f}", fontsize=10)
+        ax.set_xlabel("ν / ν₁(β, d)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6.5, loc="upper right")
+    axes[0].set_ylabel("stationary order parameter m = ∫ t f dσ̄")
+    fig.suptitle("noisy USA on S^(d−1) (zonal PDE), continued in ν up (▲, from a cluster) and "
+                 "down (▽): continuous for β < β*(d), hysteresis for β > β*(d)", fontsize=10)
     return fig
 
 

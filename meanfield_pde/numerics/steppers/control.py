@@ -86,6 +86,11 @@ class StepControl:
         t = stepper.tableau
         self.order = t.embedded_order if t.embedded else t.order
         self.rhs_per_attempt = stepper.explicit_calls * (1 if (t.embedded or not adaptive) else 3)
+        # A stepper with linear solves (Rosenbrock-W, also inside "auto") stops them at a fraction
+        # of this tolerance rather than at a fixed relative residual (see rosenbrock.py).
+        for solver in (stepper, getattr(stepper, "implicit", None)):
+            if adaptive and hasattr(solver, "error_tolerance"):
+                solver.error_tolerance = self.tolerance
 
     def degree_norms(self, coef: np.ndarray) -> np.ndarray:
         """(Σ_m w_m |c_lm|²)^{1/2} for l = 0..L, shape (L+1,): the L² norm of each degree."""
@@ -124,14 +129,19 @@ class StepControl:
             allowed = h * self.safety * max(ratio, 1e-10) ** (-1.0 / (self.order + 1.0))
             watch(h, allowed, bound)
 
+    def tolerance(self, u: np.ndarray) -> np.ndarray:
+        """tol_l, shape (L+1,): the local error allowed per degree in a step from ``u``
+        (L² norm units of the density; see the class docstring)."""
+        scale = self.degree_norms(u)
+        deviation = float(np.sqrt(np.sum(scale[1:] ** 2)))
+        return self.rtol * (scale + TAIL_FLOOR * deviation) + (self._floor + self.atol)
+
     def error_ratio(self, u: np.ndarray, error: np.ndarray) -> float:
         """max_l e_l / tol_l for the error vector ``error`` of a step from ``u`` (<= 1: accept)."""
         err = self.degree_norms(error)
         if not np.all(np.isfinite(err)):
             return np.inf
-        scale = self.degree_norms(u)
-        deviation = float(np.sqrt(np.sum(scale[1:] ** 2)))
-        tol = self.rtol * (scale + TAIL_FLOOR * deviation) + (self._floor + self.atol)
+        tol = self.tolerance(u)
         # e_l = 0 is accepted even where tol_l = 0 (the exactly uniform state does not move)
         ratio = np.divide(err, tol, out=np.where(err > 0.0, np.inf, 0.0), where=tol > 0.0)
         return float(np.max(ratio))

@@ -1,4 +1,4 @@
-"""Linearly implicit Rosenbrock-W stepping with Krylov (GMRES) linear solves.
+"""Linearly implicit Rosenbrock-W stepping with Krylov (GCROT) linear solves.
 
 A Rosenbrock-W method advances u' = F(u) (here F = N + L, the whole spectral
 right-hand side of an :class:`~meanfield_pde.numerics.imex_model.IMEXModel`) by
@@ -17,8 +17,9 @@ W-products outside the linear solves:
     (1/(hγ) − W) v_i = F(u_n + Σ_j a_ij v_j) + Σ_{j<i} (c_ij/h) v_j,
     a = α Γ⁻¹,  C = diag(1/γ) − Γ⁻¹,  m = b Γ⁻¹,  m̂ = b̂ Γ⁻¹.
 
-The linear solves are matrix-free: scipy.sparse.linalg.gmres on a
-LinearOperator whose matvec is the finite-difference Jacobian-vector product
+The linear solves are matrix-free: scipy.sparse.linalg.gcrotmk (GCROT(m, k), a GMRES
+that recycles a subspace from one solve to the next: the stages of a step share
+their matrix) on a LinearOperator whose matvec is the finite-difference Jacobian-vector product
 W v = (F(u_n + ε v) − F(u_n))/ε (Knoll & Keyes, J. Comput. Phys. 193 (2004)
 357, eq. (11): ε = √(eps_machine)(1 + ‖u_n‖)/‖v‖), preconditioned block by
 block in the spectral basis (Knoll & Keyes §3: a preconditioner may be lagged and
@@ -33,10 +34,15 @@ approximate, it changes the cost of a solve, not its result):
   Jacobian among them, LU-factorised for each step size. Where the state is
   clustered the transport couples neighbouring degrees with rates ~ l max|V|,
   which the noise ν l(l+1) does not dominate below l ~ max|V|/ν: there the
-  diagonal alone leaves GMRES ~30-50 products per solve at the plateau's steps.
+  diagonal alone leaves the Krylov solver ~30-50 products per solve at the plateau's steps.
   The block costs one evaluation per real unknown (462 for l <= 20): it is built
-  when a solve needs more than REBUILD_PRODUCTS products (rebuilt so, at most every
-  REBUILD_STEPS steps, as the state drifts) and after a failed solve.
+  when a solve needs more than REBUILD_PRODUCTS products, rebuilt as the state
+  drifts once the products it no longer saves have paid for a build (rent or buy),
+  and after a failed solve.
+
+The solves stop where their errors, estimated through the preconditioner, are a
+fraction KRYLOV_SAFETY of the step's local error tolerance (StepControl's, per
+degree; :meth:`RosenbrockW._weights`), and at KRYLOV_RTOL relative without one.
 
 The coefficients are complex but F is only real-linear in them (the fields are
 real), so the Krylov solve runs on the real view (re, im) of the coefficients.
@@ -49,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.sparse.linalg import LinearOperator, gmres
+from scipy.sparse.linalg import LinearOperator, gcrotmk
 
 from ...core.errors import NumericalFault
 from ...core.registry import Registry
@@ -135,20 +141,50 @@ def _ros34pw2() -> RosenbrockTableau:
                                        "L-stable, stiffly accurate")
 
 
-# Relative residual of each GMRES solve. The stage error it leaves, ~ KRYLOV_RTOL·|h F|, enters
-# u_{n+1} like a local error; 1e-4 keeps it well below the step's own error at the tolerances of
-# the cases (rtol >= 1e-8 of the state per step) while each solve costs a few Jv products.
-KRYLOV_RTOL = 1e-4
+# Without an error tolerance (fixed steps) each solve stops at this residual relative to its
+# right-hand side, both measured through the preconditioner (‖M r‖ <= KRYLOV_RTOL ‖M b‖ ≈ the
+# relative error of the stage): the global error it leaves, ~ KRYLOV_RTOL·T·|F|, does not shrink
+# with the step, so it must stay below the truncation error of the smallest steps asked for
+# (ROS34PW2's order 3 is observed down to errors ~1e-7 with 1e-7; 1e-6 flattens it).
+KRYLOV_RTOL = 1e-7
+# With a StepControl the solves of a step stop once their errors together are below
+# KRYLOV_SAFETY times its local error tolerance (RosenbrockW._weights). Measured on
+# sa_beta10_noisy to t = 2000 ("auto", RHS-equivalents; order parameter / energy at t = 200
+# against the tiny-step reference): 0.1: 51701, 1.5e-5 / 2.1e-6; 0.3: 46353, 1.7e-5 / 2.3e-6;
+# 1: 43493, 1.5e-5 / 2.1e-6; main's relative 1e-4 (unpreconditioned): 59341, 1.4e-5 / 1.9e-6.
+# But ROS34PW2 alone from the perturbed uniform state to t = 200: 0.1: 1.4e-5 / 1.9e-6;
+# 0.3: 1.4e-4 / 2.0e-5, beyond 1e-4: in the linear growth phase the error estimate δ ≈ M r
+# misses the unstable modes (M leaves the positive rates out) and their growth amplifies it.
+KRYLOV_SAFETY = 0.1
+# ... but never below this residual relative to ‖ω M b‖: the finite-difference products carry
+# ~1e-8 relative noise, and a step far beyond its tolerance (to be rejected on its error
+# anyway) otherwise asks for solves they cannot reach: each such solve failed after
+# KRYLOV_MAXITER cycles and rebuilt the block (SA, β = 5, L = 31, h = 0.3 and 1: every step).
+KRYLOV_FLOOR = 1e-6
+# GCROT(m, k) (scipy.sparse.linalg.gcrotmk; Hicken & Zingg, SIAM J. Sci. Comput. 32 (2010)
+# 172; recycling over a sequence of systems: Parks et al., SIAM J. Sci. Comput. 28 (2006) 1651):
+# KRYLOV_RESTART inner iterations per cycle, at most KRYLOV_MAXITER cycles (a solve that has
+# not converged by then rejects the step), and KRYLOV_RECYCLE vectors of the subspace
+# recycled from one stage to the next: the 4 stages of a step solve with the same matrix
+# 1/(hγ) − W, so the directions found in one stage serve the next (measured on the plateau
+# t = 300..400 with KRYLOV_SAFETY 0.1: 12.8 products per solve against 19.7 without). Not
+# across steps: W and hγ change, and refreshing the recycled vectors costs one product each
+# (measured: 20.3 per solve).
 KRYLOV_RESTART = 40
-KRYLOV_MAXITER = 3  # restart cycles; a solve that has not converged by then rejects the step
+KRYLOV_MAXITER = 3
+KRYLOV_RECYCLE = 10
 # Degrees with a dense Jacobian block in the preconditioner (measured on the two-cluster plateau
 # of sa_beta10_noisy, t = 300..400: diagonal only 4967 evaluations, l <= 10 2554, l <= 20 1457;
-# ARK324 ~8500). The block is built (or rebuilt) only once a solve needs more than
-# REBUILD_PRODUCTS Jacobian-vector products, and not within REBUILD_STEPS steps of the last
-# build: where the diagonal suffices (short steps of fast phases) its cost is never paid.
+# ARK324 ~8500; l <= 30: 11 products per solve instead of 18 but each build costs ~990
+# evaluations instead of 463). The first block is built once a solve with the diagonal alone needs
+# more than REBUILD_PRODUCTS Jacobian-vector products: where the diagonal suffices (short steps
+# of fast phases) its cost is never paid. It is rebuilt as the state drifts by rent-or-buy
+# (the ski-rental rule, Karlin et al., Algorithmica 3 (1988) 79): once the products spent
+# beyond those of the first step after the last build add up to the cost of a build (one
+# evaluation per real unknown of the block), at most twice the best cost in hindsight; and
+# after a failed solve.
 PRECONDITIONER_DEGREE = 20
 REBUILD_PRODUCTS = 20
-REBUILD_STEPS = 5
 # After a failed solve at step h the step is capped at KRYLOV_BACKOFF·h, and the cap relaxes by
 # KRYLOV_RELAX per accepted step: the error estimate alone would grow the step straight back
 # into the failure (a step of h/5 that passes with a tiny error proposes 5× again), each
@@ -165,14 +201,20 @@ class RosenbrockW:
     model : IMEXModel
         ``transport`` (N), ``linear`` (diagonal of L, shape (ncoef,)), ``growth_rates``
         (per degree, shape (L+1,)) and ``geometry.degree`` (degree of each coefficient).
-    krylov_rtol : float
-        Relative residual of the GMRES solves.
+    krylov_rtol : float, optional
+        Relative (preconditioned) residual of the solves when no error tolerance is given
+        (default KRYLOV_RTOL).
 
     Attributes
     ----------
     evaluations : int
         Right-hand-side evaluations so far, Jacobian-vector products included
         (each is one evaluation of F): the cost measure of a run.
+    solves, products, block_builds : int
+        Linear solves, Jacobian-vector products in them, builds of the dense block so far.
+    error_tolerance : callable or None
+        u -> tol_l, shape (L+1,) (set by :class:`StepControl`): the solves stop at
+        KRYLOV_SAFETY of it. None: at the relative residual ``krylov_rtol``.
     explicit : bool
         False: no CFL bound applies (the time loop asks).
     step_cap : float
@@ -182,8 +224,9 @@ class RosenbrockW:
 
     explicit = False
 
-    def __init__(self, tableau: RosenbrockTableau, model, krylov_rtol: float = KRYLOV_RTOL):
-        self.tableau, self.model, self.krylov_rtol = tableau, model, krylov_rtol
+    def __init__(self, tableau: RosenbrockTableau, model, krylov_rtol: float | None = None):
+        self.tableau, self.model = tableau, model
+        self.krylov_rtol = KRYLOV_RTOL if krylov_rtol is None else krylov_rtol
         self._a, self._c, self._m, self._m_hat = tableau.transformed()
         self._err_w = self._m - self._m_hat
         # a stage whose argument is u_n itself reuses F(u_n)
@@ -195,13 +238,21 @@ class RosenbrockW:
         low = np.nonzero(np.asarray(model.geometry.degree) <= PRECONDITIONER_DEGREE)[0]
         n = self._linear.size
         self._low = np.concatenate([low, low + n])  # real-view indices of the dense block
-        self._block = None  # the dense Jacobian block, its age in steps, its LU per shift
-        self._block_age = REBUILD_STEPS
-        self._stale = False  # a solve needed more than REBUILD_PRODUCTS: (re)build the block
+        self._block = None  # the dense Jacobian block and its LU per shift
+        self._stale = False  # (re)build the block before the next step
+        # products per solve of the first step after a build, and the products spent beyond it
+        # since: the block is rebuilt once that excess has paid for a build (see REBUILD_PRODUCTS)
+        self._baseline: float | None = None
+        self._excess = 0.0
         self._block_lu: tuple[float, tuple] | None = None
         self.evaluations = 0
+        self.solves = self.products = self.block_builds = 0  # diagnostics of the linear solves
         self.step_cap = math.inf
         self.explicit_calls = tableau.stages  # RHS evaluations per step besides the Jv products
+        self._m_abs = float(np.sum(np.abs(self._m)))
+        # tol_l per degree (L+1,) of a step from u, set by StepControl: the solves stop relative
+        # to it (_weights); None (fixed steps, no StepControl) keeps the relative krylov_rtol
+        self.error_tolerance = None
 
     def rhs(self, u: np.ndarray) -> np.ndarray:
         """F(u) = N(u) + L u, shape (ncoef,) complex (a new array); counted."""
@@ -222,7 +273,9 @@ class RosenbrockW:
             col = (self.rhs(u + e) - f0) / eps
             e[k] = 0.0
             block[:, j] = np.concatenate([col.real, col.imag])[low]
-        self._block, self._block_age, self._block_lu = block, 0, None
+        self._block, self._block_lu = block, None
+        self._baseline, self._excess = None, 0.0
+        self.block_builds += 1
 
     def _preconditioner(self, shift: float):
         """r -> M r: the block LU on the low degrees, the diagonal inverse on the others."""
@@ -241,8 +294,38 @@ class RosenbrockW:
             return x
         return apply
 
-    def _solve(self, u: np.ndarray, f0: np.ndarray, rhs: np.ndarray, shift: float) -> np.ndarray:
-        """x with (shift − F'(u)) x = rhs by preconditioned GMRES on the real view."""
+    def _weights(self, u: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """(ω, atol) of the solves of a step from u, or None (relative residual krylov_rtol).
+
+        ω, shape (2 ncoef,): sqrt(parseval weight)/tol_l per real unknown (tol_l from
+        ``error_tolerance``, StepControl's tolerance per degree), so that ‖ω x‖₂ >= max_l
+        e_l(x)/tol_l, the error ratio of StepControl. A stage solved to the residual r has
+        the error δ = A⁻¹ r ≈ M r (A = 1/(hγ) − W, M its preconditioner), and u_{n+1}
+        the error Σ_j m_j δ_j (m of the transformed variables). The solves stop at
+        ‖ω M r‖ <= atol = KRYLOV_SAFETY/Σ_j |m_j| (or KRYLOV_FLOOR ‖ω M b‖): the solve
+        errors together stay below KRYLOV_SAFETY times the local error tolerance (inexact Newton with the forcing
+        term tied to the accuracy needed: Eisenstat & Walker, SIAM J. Sci. Comput. 17 (1996)
+        16; for Krylov-W methods, Krylov residuals against the step's error tolerance:
+        Weiner, Schmitt & Podhaisky, Appl. Numer. Math. 25 (1997) 303). Unlike a residual
+        relative to the stage's right-hand side, this asks more where the state barely
+        moves and less where the step is far below its tolerance.
+        """
+        if self.error_tolerance is None:
+            return None
+        tol = np.asarray(self.error_tolerance(u), dtype=float)
+        if not (np.all(np.isfinite(tol)) and np.all(tol > 0.0)):
+            return None  # e.g. the exactly uniform state: no scale to be relative to
+        g = self.model.geometry
+        w = np.sqrt(np.asarray(g.parseval_weight, dtype=float)) / tol[g.degree]
+        return np.concatenate([w, w]), KRYLOV_SAFETY / self._m_abs
+
+    def _solve(self, u: np.ndarray, f0: np.ndarray, rhs: np.ndarray, shift: float,
+               weights: tuple[np.ndarray, float] | None, recycled: list) -> np.ndarray:
+        """x with (shift − F'(u)) x = rhs by GCROT on the real view, left-preconditioned and
+        scaled: the system ω M A ω⁻¹ (ω x) = ω M b, whose residual ‖ω M r‖ estimates the
+        weighted error ‖ω δ‖ of x (M ≈ A⁻¹). ``weights`` = (ω, atol) from :meth:`_weights`,
+        or None: ω = 1 and ‖M r‖ <= krylov_rtol ‖M b‖. ``recycled``: the (c, u) pairs of
+        scipy's gcrotmk (``CU``), shared by the stages of one step (the same matrix)."""
         n = u.size
         unorm = float(np.linalg.norm(u))
 
@@ -256,17 +339,26 @@ class RosenbrockW:
             w = shift * v - jvp
             return np.concatenate([w.real, w.imag])
 
-        op = LinearOperator((2 * n, 2 * n), matvec=jv, dtype=float)
-        apply = self._preconditioner(shift)
-        pre = LinearOperator((2 * n, 2 * n), matvec=apply, dtype=float)
-        b = np.concatenate([rhs.real, rhs.imag])
-        x0 = apply(b)  # the solution when F' is its preconditioner part
+        precond = self._preconditioner(shift)
+        omega, atol = weights if weights is not None else (np.ones(2 * n), 0.0)
+        rtol = KRYLOV_FLOOR if weights is not None else self.krylov_rtol
+        op = LinearOperator((2 * n, 2 * n), dtype=float,
+                            matvec=lambda y: omega * precond(jv(y.ravel() / omega)))
+        mb = precond(np.concatenate([rhs.real, rhs.imag]))
+        # x0 = M b: the solution when F' is its preconditioner part
         before = self.evaluations
-        x, info = gmres(op, b, x0=x0, rtol=self.krylov_rtol, atol=0.0, restart=KRYLOV_RESTART,
-                        maxiter=KRYLOV_MAXITER, M=pre)
-        self._stale = self._stale or self.evaluations - before > REBUILD_PRODUCTS
+        y, info = gcrotmk(op, omega * mb, x0=omega * mb, rtol=rtol, atol=atol, m=KRYLOV_RESTART,
+                          k=KRYLOV_RECYCLE, maxiter=KRYLOV_MAXITER, CU=recycled)
+        x = y / omega
+        self.solves += 1
+        used = self.evaluations - before
+        self.products += used
+        if self._block is None:
+            self._stale = self._stale or used > REBUILD_PRODUCTS
+        elif self._baseline is not None:
+            self._excess += max(used - self._baseline, 0.0)
         if info != 0 or not np.all(np.isfinite(x)):
-            raise NumericalFault("the Krylov (GMRES) solve of a Rosenbrock stage did not converge")
+            raise NumericalFault("the Krylov (GCROT) solve of a Rosenbrock stage did not converge")
         return x[:n] + 1j * x[n:]
 
     def step(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -280,19 +372,23 @@ class RosenbrockW:
         Raises
         ------
         NumericalFault
-            From the model, or when a GMRES solve does not converge (the time loop
+            From the model, or when a Krylov solve does not converge (the time loop
             rejects the step and retries smaller).
         """
-        if self._low.size and self._stale and self._block_age >= REBUILD_STEPS:
+        if self._low.size and (self._stale or self._excess >= self._low.size):
             self._build_block(u, self.rhs(u))
             self._stale = False
-        self._block_age += 1
+        first = self._baseline is None
+        before = self.products
         try:
             new, error = self._step(u, dt)
         except NumericalFault:
             self.step_cap = KRYLOV_BACKOFF * dt
-            self._stale, self._block_age = True, REBUILD_STEPS  # a fresh block at the next attempt
+            self._stale = True  # a fresh block at the next attempt
             raise
+        if first and self._block is not None:
+            # what the fresh block costs per solve: the measure of its ageing
+            self._baseline = (self.products - before) / self.tableau.stages
         self.step_cap *= KRYLOV_RELAX
         return new, error
 
@@ -300,6 +396,8 @@ class RosenbrockW:
         a, c, s = self._a, self._c, self.tableau.stages
         shift = 1.0 / (dt * self.tableau.gamma_diag)
         f0 = self.rhs(u)
+        weights = self._weights(u)
+        recycled: list = []  # the Krylov vectors the stages pass on (same matrix)
         v = []
         f = f0
         for i in range(s):
@@ -313,7 +411,7 @@ class RosenbrockW:
             for j in range(i):
                 if c[i, j]:
                     r += (c[i, j] / dt) * v[j]
-            v.append(self._solve(u, f0, r, shift))
+            v.append(self._solve(u, f0, r, shift, weights, recycled))
         new = u.copy()
         error = np.zeros_like(u)
         for j in range(s):

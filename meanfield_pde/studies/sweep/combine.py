@@ -83,6 +83,8 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
         "points": len(records), "failed": failed, "skipped": int(sum(r.get("skipped", 0) for r in records)),
         "n_tokens": c.particles.n,
     })
+    if c.domain.manifold == "sphere_zonal" and "domain.dimension" not in keys:
+        ds.attrs["dimension"] = c.domain.dimension  # S^{d−1}: the figures' ν_1(β, d)
     for key in ("model.beta", "model.nu"):  # the fixed model parameters (figures use them)
         if key not in keys:
             ds.attrs[key.split(".")[1]] = getattr(c.model, key.split(".")[1])
