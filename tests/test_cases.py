@@ -94,6 +94,9 @@ CHECKED_ELSEWHERE = {
     "sa_two_clusters_handoff": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
     "zonal_vmf_collapse_d128": "test_zonal_runs.py::test_case_zonal_vmf_collapse_d128",
     "zonal_usa_noisy_d32": "test_zonal_runs.py::test_case_zonal_usa_noisy_d32",
+    "zonal_vmf_collapse_d3": "test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
+    "zonal_vmf_collapse_d16": "test_zonal_collapse.py::test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law",
+    "zonal_vmf_collapse_d512": "test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
     # the zonal transition sweeps: their settings against β*(d) and ν_1 for every d, short runs
     # of d = 8; the measured full sweeps (all d) in README "Phase-diagram cases"
     **{f"phase_zonal_d{d}_{kind}": "test_zonal_transition.py::test_the_named_cases_sit_below_and_"
