@@ -84,3 +84,24 @@ def test_ros34pw2_step_when_recycling_breaks_down():
     # local error of an order-3 step with rates O(1): O(h^4) of the change, far below 1e-3 of it
     ratio = np.linalg.norm(new - ref) / np.linalg.norm(ref - u0)
     assert ratio < 1e-3, ratio
+
+
+def test_hysteresis_window_without_stationary_points():
+    """A short zonal sweep (`sweep phase_zonal_d3_discontinuous --set time.t_end=5`): no point is
+    stationary, every branch gap is NaN, and hysteresis_window returned (NaN, NaN), which its
+    docstring reads as "the branches agree everywhere: a continuous transition", at 2 β* where
+    the transition is discontinuous. Now a ValueError saying why; and one for a sweep whose
+    points all failed (it raised AttributeError)."""
+    from meanfield_pde.analysis.phase import hysteresis_window
+    nu = [1.1, 1.2, 1.3]
+    both = np.array([[0.9, 0.0], [0.85, 0.0], [0.0, 0.0]])
+    ds = xr.Dataset({"order_parameter": (("nu", "direction"), both),
+                     "stationary": (("nu", "direction"), np.zeros((3, 2), np.int32))},
+                    coords={"nu": nu, "direction": ["up", "down"]})
+    with pytest.raises(ValueError, match="stationary"):
+        hysteresis_window(ds)
+    with pytest.raises(ValueError, match="every point failed"):
+        hysteresis_window(_failed_sweep().assign_coords(direction=["up", "down"]))
+    # stationary points: the window as before
+    ds["stationary"][:] = 1
+    assert hysteresis_window(ds) == (1.1, 1.2)
