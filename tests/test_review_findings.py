@@ -105,3 +105,17 @@ def test_hysteresis_window_without_stationary_points():
     # stationary points: the window as before
     ds["stationary"][:] = 1
     assert hysteresis_window(ds) == (1.1, 1.2)
+
+
+@pytest.mark.parametrize("u0,beta,d", [(1.0, 700.0, 2), (0.999, 700.0, 3), (0.5, 350.0, 2),
+                                       (1e-9, 1e-300, 4096), (1e-9, 2.0, 512), (0.3, 2.0, 3)])
+def test_near_gaussian_closed_form_at_large_c(u0, beta, d):
+    """analysis.zonal_collapse.near_gaussian_gap_closed_form(t, 1, 700, 2) was inf at every t
+    (e^{c u0}, c u0 = 1400, overflowed inside the Lambert W argument), silently. Now, through
+    the Wright omega function, it equals the law integrated by solve_ivp to 1e-8 at every
+    scale of c u0 (1e-309 ... 1400)."""
+    from meanfield_pde.analysis import zonal_collapse as zc
+    t = np.linspace(0.0, 5.0, 11)
+    closed = zc.near_gaussian_gap_closed_form(t, u0, beta, d)
+    assert np.all(np.isfinite(closed))
+    np.testing.assert_allclose(closed, zc.near_gaussian_gap(t, u0, beta, d), rtol=1e-8)
