@@ -119,3 +119,19 @@ def test_near_gaussian_closed_form_at_large_c(u0, beta, d):
     closed = zc.near_gaussian_gap_closed_form(t, u0, beta, d)
     assert np.all(np.isfinite(closed))
     np.testing.assert_allclose(closed, zc.near_gaussian_gap(t, u0, beta, d), rtol=1e-8)
+
+
+def test_zonal_lmax_too_large_for_the_dimension_is_a_user_error(tmp_path):
+    """`run zonal_vmf_collapse_d512 --set domain.lmax=1023`: a traceback ending in ValueError
+    and exit 1 (the Gegenbauer basis overflows at the outer nodes in d = 512). Now exit 2 with
+    one line naming the largest lmax that works in that d, and no file."""
+    from conftest import assert_user_error, cli
+    from meanfield_pde.core.geometry import ZonalSphere
+    proc = cli("run", "zonal_vmf_collapse_d512", "--no-plot", "-o", "x.nc", "--set",
+               "domain.lmax=1023", "--set", "time.t_end=0.01", cwd=tmp_path)
+    line = assert_user_error(proc, "domain.lmax = 1023", "domain.dimension = 512")
+    largest = int(line.rsplit("<= ", 1)[1].split()[0])
+    assert not any(tmp_path.iterdir())
+    ZonalSphere(largest, 512)  # the bound named works, one more does not
+    with pytest.raises(ValueError, match="too large"):
+        ZonalSphere(largest + 1, 512)
