@@ -135,3 +135,19 @@ def test_zonal_lmax_too_large_for_the_dimension_is_a_user_error(tmp_path):
     ZonalSphere(largest, 512)  # the bound named works, one more does not
     with pytest.raises(ValueError, match="too large"):
         ZonalSphere(largest + 1, 512)
+
+
+@pytest.mark.parametrize("flag,value", [("--seeds", "0"), ("--first-seed", "-1"), ("--jobs", "0"),
+                                        ("--n", "1")])
+def test_handoff_tokens_benchmark_refuses_bad_counts(tmp_path, flag, value):
+    """benchmarks/handoff_tokens.py RUN.nc --seeds 0 ran the whole run's setup and ended in an
+    IndexError; --first-seed -1 failed in each spawned process, --jobs 0 silently meant 1. Now
+    argparse's usage error (exit 2) naming the flag, before the file is opened."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "handoff_tokens.py"
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "absent.nc"), flag, value],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{flag} {value}: must be >=" in proc.stderr
