@@ -77,6 +77,12 @@ def main() -> None:
                    help="times at which to compare the cluster counts (default: 4 log-spaced)")
     p.add_argument("--t-end", type=float, default=None, help="stop the tokens here (default: the run's end)")
     args = p.parse_args()
+    # before any work (and before the spawned processes, where a bad seed would end in a
+    # traceback per seed): --seeds 0 ended in an IndexError after the run's row
+    for flag, value, least in (("--n", args.n, 2), ("--seeds", args.seeds, 1),
+                               ("--first-seed", args.first_seed, 0), ("--jobs", args.jobs, 1)):
+        if value < least:
+            p.error(f"{flag} {value}: must be >= {least}")
     ds = xr.open_dataset(args.run)
     if ds.attrs.get("kind") != "handoff":
         raise SystemExit(f"{args.run}: not a hand-off run")

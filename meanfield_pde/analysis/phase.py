@@ -95,13 +95,21 @@ def hysteresis_window(ds: xr.Dataset, rel: float = 0.1, tol: float = 1e-3) -> tu
     Raises
     ------
     ValueError
-        ds has no "up" and "down" direction along nu.
+        ds has no "up" and "down" direction along nu, or no ν where both branches are
+        stationary (every point failed or stopped early, e.g. a short time.t_end): nothing
+        tells a continuous transition from a hysteresis loop there.
     """
     ds = with_direction_labels(ds)
     if "direction" not in ds.dims or not {"up", "down"} <= set(map(str, ds.direction.values)):
         raise ValueError("hysteresis_window: needs a sweep continued in nu with directions "
                          "['up', 'down']")
+    if "order_parameter" not in ds:
+        raise ValueError("hysteresis_window: no order_parameter in the sweep: every point failed "
+                         "(see its error variable)")
     gap = branch_gap(ds)
+    if not np.any(np.isfinite(gap.values)):
+        raise ValueError("hysteresis_window: no nu where both the up and the down point are "
+                         "stationary (see stop_reason); raise time.t_end")
     m = ds.order_parameter.where(ds.stationary == 1).max("direction")
     nu = gap.nu.values[np.asarray(gap.values > np.maximum(tol, rel * m.values))]
     return (float(nu.min()), float(nu.max())) if nu.size else (np.nan, np.nan)

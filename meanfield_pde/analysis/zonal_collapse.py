@@ -103,14 +103,16 @@ def near_gaussian_gap(times, u0: float, beta: float, dimension: int, t0: float |
 
 def near_gaussian_gap_closed_form(times, u0: float, beta: float, dimension: int, t0: float = 0.0):
     """The same law in closed form: c u e^{c u} = c u0 e^{c u0 − 2(t − t0)}, so
-    u = W(c u0 e^{c u0 − 2(t − t0)})/c (W the principal Lambert W, scipy.special.lambertw), shape
-    of ``times``; for c u0 below ~700 (beyond it e^{c u0} overflows: use :func:`near_gaussian_gap`)."""
-    from scipy.special import lambertw
+    u = W(c u0 e^{c u0 − 2(t − t0)})/c = ω(log(c u0) + c u0 − 2(t − t0))/c, W the principal
+    Lambert W and ω(z) = W(e^z) the Wright omega function (scipy.special.wrightomega; Corless &
+    Jeffrey, "The Wright ω function", LNCS 2385 (2002) 76): taken in the exponent, so no
+    e^{c u0} overflows (c u0 up to 1400 at β = 700, d = 2). Shape of ``times``."""
+    from scipy.special import wrightomega
     c = 2.0 * beta / (dimension - 1)
-    decay = np.exp(-2.0 * (np.asarray(times, float) - t0))
-    if c == 0.0:  # β = 0: u̇ = −2u
-        return u0 * decay
-    return lambertw(c * u0 * np.exp(c * u0) * decay).real / c
+    elapsed = np.asarray(times, float) - t0
+    if c * u0 < 1e-100:  # β = 0: u̇ = −2u; and where c u stays below the float precision of 1
+        return u0 * np.exp(-2.0 * elapsed)
+    return wrightomega(math.log(c * u0) + c * u0 - 2.0 * elapsed).real / c
 
 
 def vmf_mean(kappa: float, dimension: int) -> float:

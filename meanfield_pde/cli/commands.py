@@ -369,7 +369,8 @@ def _cmd_sweep(args) -> int:
     print(f"wrote {out / 'sweep.nc'}")
     if not args.no_plot:
         from ..plotting.phase import save_sweep_figure
-        print(f"wrote {save_sweep_figure(ds, out / 'sweep.png', overwrite=True)}")
+        figure = save_sweep_figure(ds, out / "sweep.png", overwrite=True)
+        print(f"wrote {figure}" if figure else "no figure: every point failed (see error in sweep.nc)")
     return EXIT_STOPPED if ds.attrs["failed"] else 0
 
 

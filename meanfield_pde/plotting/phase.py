@@ -232,9 +232,31 @@ def plot_zonal_transition(sweeps):
 FIGURES = {"lines": plot_lines, "noise": plot_noise, "clusters": plot_clusters, "tokens": plot_tokens}
 
 
-def save_sweep_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write the sweep's figure (``ds.attrs['figure']``) as a PNG through
-    :func:`meanfield_pde.runs.outputs.save_png`; returns the path."""
+# the per-point bookkeeping of a combined sweep (every point has it, failed ones too)
+_BOOKKEEPING = {"status", "stop_reason", "error", "path", "t_final", "stationary_time",
+                "wall_time", "stationary", "skipped"}
+
+
+def sweep_figure_name(ds: xr.Dataset) -> str | None:
+    """The figure :func:`save_sweep_figure` draws: ``ds.attrs['figure']``, or "lines" where the
+    grid does not fit it ("noise" needs the order parameter on nu, with or without direction:
+    a case's figure = "noise" swept with --grid over another key as well); None where no
+    point produced a state (every point failed: nothing to draw)."""
+    if not set(ds.data_vars) - _BOOKKEEPING:
+        return None
+    name = ds.attrs.get("figure", "lines")
+    if name == "noise" and not ("order_parameter" in ds and
+                                set(ds.order_parameter.dims) - {"direction"} == {"nu"}):
+        return "lines"
+    return name if name in FIGURES else "lines"
+
+
+def save_sweep_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path | None:
+    """Write the sweep's figure (:func:`sweep_figure_name`) as a PNG through
+    :func:`meanfield_pde.runs.outputs.save_png`; returns the path, or None (no file) where
+    every point failed."""
     from ..runs.outputs import save_png
-    return save_png(FIGURES.get(ds.attrs.get("figure", "lines"), plot_lines)(ds), path,
-                    overwrite=overwrite)
+    name = sweep_figure_name(ds)
+    if name is None:
+        return None
+    return save_png(FIGURES[name](ds), path, overwrite=overwrite)

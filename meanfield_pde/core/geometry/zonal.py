@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 from ..checks import check_dimension
+from ..errors import ConfigError
 from .base import Geometry
 
 
@@ -170,13 +171,12 @@ class ZonalSphere(Geometry):
         self.negligible = w < 1e-16 * np.max(w)
         self.sin_theta = np.sqrt((1.0 - t) * (1.0 + t))
         self.points = np.stack([self.sin_theta, t], axis=-1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            p, dp = gegenbauer_normalised(t, self.lmax, d, derivative=True)
-            norms = np.sum(w[:, None] * p * p, axis=0)  # 1 for an exact rule
-        if not np.all(np.abs(norms - 1.0) < 1e-10) or not np.all(np.isfinite(dp)):
-            raise ValueError(f"domain.lmax = {lmax}: too large for domain.dimension = {d} "
-                             "(the Gegenbauer basis overflows in float64 at the outer nodes); "
-                             "use a smaller lmax")
+        p, dp = _basis(t, w, self.lmax, d)
+        if p is None:
+            # a ConfigError (exit 2, one line), naming the largest lmax that works
+            raise ConfigError(f"domain.lmax = {lmax}: too large for domain.dimension = {d} (the "
+                              "Gegenbauer basis overflows in float64 at the outer nodes); must "
+                              f"be <= {_largest_lmax(self.lmax, d)} in d = {d}")
         self._p = p                                        # (N, L+1): synthesis
         self._wp = (w[:, None] * p).T.copy()               # (L+1, N): analysis
         self._dtheta = -self.sin_theta[:, None] * dp       # (N, L+1): ∂_θ p_l
@@ -248,3 +248,28 @@ class ZonalSphere(Geometry):
         if m != 0:
             raise ValueError(f"order m = {m}: zonal fields have only m = 0")
         return int(l)
+
+
+def _basis(t: np.ndarray, w: np.ndarray, lmax: int, d: int):
+    """(p, dp) of :func:`gegenbauer_normalised` on the nodes t (weights w), or (None, None) where
+    float64 cannot hold them: a non-finite derivative, or norms off 1 by more than 1e-10."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        p, dp = gegenbauer_normalised(t, lmax, d, derivative=True)
+        norms = np.sum(w[:, None] * p * p, axis=0)  # 1 for an exact rule
+    if not np.all(np.abs(norms - 1.0) < 1e-10) or not np.all(np.isfinite(dp)):
+        return None, None
+    return p, dp
+
+
+def _largest_lmax(lmax: int, d: int) -> int:
+    """The largest L < lmax whose basis :func:`_basis` holds in d (bisection: the overflow at the
+    outer nodes grows with L), for the error message; 1 if none."""
+    lo, hi = 1, lmax  # _basis holds at lo (or lo = 1: none), fails at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        t, w = gauss_jacobi((3 * mid) // 2 + 1, d)
+        if _basis(t, w, mid, d)[0] is not None:
+            lo = mid
+        else:
+            hi = mid
+    return lo
