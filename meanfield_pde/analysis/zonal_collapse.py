@@ -112,7 +112,13 @@ def near_gaussian_gap_closed_form(times, u0: float, beta: float, dimension: int,
     elapsed = np.asarray(times, float) - t0
     if c * u0 < 1e-100:  # β = 0: u̇ = −2u; and where c u stays below the float precision of 1
         return u0 * np.exp(-2.0 * elapsed)
-    return wrightomega(math.log(c * u0) + c * u0 - 2.0 * elapsed).real / c
+    omega = wrightomega(math.log(c * u0) + c * u0 - 2.0 * elapsed).real  # = c u
+    # ω/c where c u is O(1) or more; where it is small, ω = e^{z − ω} read in the exponent,
+    # u = u0 e^{c u0 − 2(t − t0) − ω}: ω/c would inherit the few bits of a subnormal ω
+    # (c u < 2.2e-308 at c ~ 1e-309: 1.6e-8 relative, found by hypothesis)
+    with np.errstate(over="ignore"):
+        small = u0 * np.exp(c * u0 - 2.0 * elapsed - omega)
+    return np.where(omega > 1.0, omega / c, small)
 
 
 def vmf_mean(kappa: float, dimension: int) -> float:
