@@ -146,9 +146,9 @@ def test_near_gaussian_law_matches_its_closed_form_at_every_scale(u0, beta, d, t
 
 
 def test_near_gaussian_closed_form_keeps_its_precision_where_c_u_is_subnormal():
-    """β = 2.2e-309, d = 2 (c ~ 4e-309): c u falls below the smallest normal float, where ω/c had
-    only the few bits of a subnormal (1.6e-8 relative at t = 9, found by hypothesis). The law is
-    then u̇ = −2u to far below double precision: u = u0 e^{−2t}."""
-    t = np.linspace(0.0, 9.0, 7)
-    np.testing.assert_allclose(zc.near_gaussian_gap_closed_form(t, 0.5, 2.225073858507203e-309, 2),
-                               0.5 * np.exp(-2.0 * t), rtol=1e-14)
+    """c u below the smallest normal float (β = 1e-60, d = 2, t up to 400: c u ~ 1e-60 e^{−2t}):
+    ω/c had only the few bits of a subnormal ω (wrong from ~1e-8 relative to all bits). The law is
+    then u̇ = −2u to far below double precision: u = u0 e^{−2t}, in every bit but the last few."""
+    t = np.linspace(0.0, 400.0, 9)
+    np.testing.assert_allclose(zc.near_gaussian_gap_closed_form(t, 0.5, 1e-60, 2),
+                               0.5 * np.exp(-2.0 * t), rtol=1e-13)
