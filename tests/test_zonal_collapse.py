@@ -138,7 +138,6 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 def test_near_gaussian_law_matches_its_closed_form_at_every_scale(u0, beta, d, t_end):
     """From tiny to huge c = 2β/(d − 1) (0 … 1400) and u0 (1e-9 … 1): solve_ivp in log u against
     Lambert W (Wright omega: no overflow), u decreasing, and never below the pure exponential u0 e^{−2t} (the rate is <= 2)."""
-    c = 2 * beta / (d - 1)
     t = np.linspace(0.0, t_end, 7)
     u = zc.near_gaussian_gap(t, u0, beta, d)
     assert np.all(np.diff(u) < 0) and np.all(u >= u0 * np.exp(-2 * t) * (1 - 1e-9))
