@@ -129,7 +129,9 @@ def _same_on(reference: xr.Dataset, resumed: xr.Dataset, names) -> None:
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGKILL"])
 def test_pde_resume_equals_the_uninterrupted_run_bitwise(signame, tmp_path):
-    sets = PDE_SETS + ["time.t_end=3"]
+    # t_end = 10: ~1000 steps after the first snapshot, so that a signal sent 0-0.3 s later
+    # comes before the end also on an idle machine (t_end = 3 completed first there)
+    sets = PDE_SETS + ["time.t_end=10"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         reference = meanfield_pde.run(load_case(PDE_CASE, sets), progress=False)
