@@ -265,3 +265,20 @@ def test_usa_nodes_merge_when_they_meet_not_at_the_next_snapshot():
     assert (before, after) == (2, 1) and merge_time(0.0, 0.5, 0.5, "USA", 10.0) < t_merge < 0.2
     assert run.nfev < 2000
     assert run.weights[-1][0] == 1.0
+
+
+def test_usa_tokens_at_large_beta_survive_a_first_step_that_is_far_too_long():
+    """n = 1000 USA tokens at β = 10 (speeds ~e^β = 2e4 where they bunch): solve_ivp's first-step
+    guess put Runge–Kutta stages at |y| ~ 10, where e^{β⟨y, y_j⟩} overflows, and the overflow
+    check of the attention raised a ConfigError ("rescale the weights") on a good state. Such a
+    stage is now a rejected step (an infinite slope): the run goes on, stays on the sphere and
+    its energy does not decrease."""
+    x0 = uniform_sphere(1000, 3, seed=0)
+    w0 = np.full(1000, 1.0 / 1000)
+    run = integrate_weighted(x0, w0, "USA", 10.0, np.array([0.0, 1e-2, 0.1]), rtol=1e-8, atol=1e-10,
+                             merge_tol=1e-5)
+    assert run.status == "completed", run.stop_reason
+    e = run.energy
+    assert np.all(np.diff(e) >= -1e-12 * np.abs(e[1:])) and e[-1] > e[0]
+    for xk in run.positions:
+        assert np.max(np.abs(np.linalg.norm(xk, axis=1) - 1.0)) <= 4 * EPS

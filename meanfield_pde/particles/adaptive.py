@@ -261,9 +261,15 @@ def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
     def field(shape, w):
         def rhs(_t, y):
             y = y.reshape(shape)
+            square = np.einsum("ij,ij->i", y, y)
+            if not np.all(np.abs(square - 1.0) < STAGE_OFF_SPHERE):
+                # a trial stage of a step far too long (USA speeds ~e^β: the first step's guess
+                # at β = 10 put stages at |y| ~ 10, where e^{β⟨y,y_j⟩} overflows): an infinite
+                # slope makes the error control reject the step and shrink it, as it should
+                return np.full(y.size, np.inf)
             a = attention(y, kind, beta, weights=w, chunk_rows=chunk_rows, threads=threads)
             # A − (⟨y,A⟩/|y|²) y: |y| is a first integral off the sphere too (module doc)
-            return (a - (np.einsum("ij,ij->i", y, a) / np.einsum("ij,ij->i", y, y))[:, None] * y).ravel()
+            return (a - (np.einsum("ij,ij->i", y, a) / square)[:, None] * y).ravel()
         return rhs
 
     rhs = field(shape, w)
@@ -276,8 +282,9 @@ def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
         # plateau). The nearest-pair search is O(n log n), below the O(n²) field.
         event = (_closest_pair_event(shape, merge_tol)
                  if 1 < shape[0] <= EVENT_NODES and merge_tol > 0 else None)
-        sol = solve_ivp(rhs, (t, t1), x.ravel(), method=method, rtol=rtol, atol=atol,
-                        first_step=first, events=event)
+        with np.errstate(invalid="ignore", over="ignore"):  # the inf slopes of rejected stages
+            sol = solve_ivp(rhs, (t, t1), x.ravel(), method=method, rtol=rtol, atol=atol,
+                            first_step=first, events=event)
         if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
             raise FloatingPointError(f"the integrator failed on [{t:.6g}, {t1:.6g}]: "
                                      f"{sol.message}; the last good state (t = {t0:.6g}) is kept")
@@ -312,6 +319,10 @@ def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
 
 EVENT_NODES = 256
 """Up to this many nodes, nodes merge when they come within merge_tol (a solve_ivp event)."""
+
+STAGE_OFF_SPHERE = 0.5
+"""A Runge–Kutta stage with some ||y_i|² − 1| at or above this is a rejected step's (the accepted
+states keep |y| = 1 to the local error tolerance): its slope is returned as inf."""
 
 
 def _closest_pair_event(shape, tol: float):
