@@ -215,14 +215,8 @@ def test_the_preconditioner_changes_the_cost_not_the_solution(monkeypatch):
     finals = []
     for degree in (6, -1):
         monkeypatch.setattr(rosenbrock, "PRECONDITIONER_DEGREE", degree)
-        cfg = make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.05}, domain={"lmax": 31},
-                          initial={"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]],
-                                   "concentrations": [8.0, 6.0]},
-                          time={"t_end": 4.0, "scheme": "ROS34PW2"}, output={"every": 4.0})
-        sim = build(cfg)
-        res = integrate(sim.model, sim.control, sim.initial, 4.0, every=4.0, dt=0.01)
-        assert res.completed, res.status
-        finals.append(res.coef)
+        sim, coef = _two_forming_clusters(4.0)
+        finals.append(coef)
     g = sim.geometry
     dev = finals[0].copy()
     dev[0] = 0.0
@@ -230,17 +224,23 @@ def test_the_preconditioner_changes_the_cost_not_the_solution(monkeypatch):
     assert math.sqrt(g.inner(diff, diff)) < 1e-7 * math.sqrt(g.inner(dev, dev))
 
 
-@pytest.fixture(scope="module")
-def clusters():
-    """Two SA clusters forming (β = 5, ν = 0.05, L = 31) at t = 2: (simulation, state)."""
+def _two_forming_clusters(t_end: float):
+    """Two SA clusters forming (β = 5, ν = 0.05, L = 31), adaptive ROS34PW2 to ``t_end``:
+    (simulation, final state)."""
     cfg = make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.05}, domain={"lmax": 31},
                       initial={"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]],
                                "concentrations": [8.0, 6.0]},
-                      time={"t_end": 2.0, "scheme": "ROS34PW2"}, output={"every": 2.0})
+                      time={"t_end": t_end, "scheme": "ROS34PW2"}, output={"every": t_end})
     sim = build(cfg)
-    res = integrate(sim.model, sim.control, sim.initial, 2.0, every=2.0, dt=0.01)
+    res = integrate(sim.model, sim.control, sim.initial, t_end, every=t_end, dt=0.01)
     assert res.completed, res.status
     return sim, res.coef
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    """Two SA clusters forming at t = 2: (simulation, state)."""
+    return _two_forming_clusters(2.0)
 
 
 def exact_step(model, u, dt, monkeypatch):
