@@ -37,8 +37,8 @@ perturbation is there (rates λ_l, largest at l = 3-5 for β = 10), so the run o
 degrees above l_p grow slowly or decay, and are what the tokens' Diracs are made of (a
 projection to high degrees is not a density). Printed per seed beside the tokens' row
 ("pde" row: counts at the same times, nearest snapshot; first merge; min of the projected
-density, and −1 counts where it is negative; CPU s), then the matched runs' counts against the tokens' range and the per-seed
-differences.
+density, and −1 counts where it is negative; CPU s), then the matched runs' counts against the
+tokens' range, the per-seed differences and the first merges (with the PDE's first four).
 """
 
 from __future__ import annotations
@@ -91,12 +91,13 @@ def matched_pde_run(config, geometry, tokens, t_end):
 
 def run_values(ds, check):
     """Cluster counts of a hand-off run at the times ``check`` (nearest snapshot; −1 before
-    the hand-off) and its first merge bracket (or None)."""
+    the hand-off), its first merge bracket (or None) and all its merge brackets."""
     t = ds.time.values
     counts = np.array([int(ds.n_clusters.values[int(np.argmin(np.abs(t - c)))]) for c in check])
-    first = (float(np.atleast_1d(ds.attrs["merge_time_before"])[0]),
-             float(np.atleast_1d(ds.attrs["merge_time"])[0])) if int(ds.attrs.get("n_merges", 0)) else None
-    return counts, first
+    merges = (list(zip(np.atleast_1d(ds.attrs["merge_time_before"]).tolist(),
+                       np.atleast_1d(ds.attrs["merge_time"]).tolist()))
+              if int(ds.attrs.get("n_merges", 0)) else [])
+    return counts, (merges[0] if merges else None), merges
 
 
 def token_run(config, geometry, times, angle, min_mass, seed, n):
@@ -126,8 +127,8 @@ def timed_token_run(config, geometry, times, angle, min_mass, seed, n, check=Non
         return counts, events, seconds, None
     begin = time.process_time()
     ds, low = matched_pde_run(config, geometry, seed_tokens(config, geometry, seed, n), float(times[-1]))
-    values = run_values(ds, check) if ds is not None else (np.full(len(check), -1), None)
-    return counts, events, seconds, (*values, low, time.process_time() - begin)
+    counts_pde, first, merges = run_values(ds, check) if ds is not None else (np.full(len(check), -1), None, [])
+    return counts, events, seconds, (counts_pde, first, low, time.process_time() - begin, merges)
 
 
 def span(first):
@@ -210,7 +211,8 @@ def main() -> None:
         print("per seed, PDE minus tokens:", [list(map(int, d)) for d in pde_rows - rows])
         for seed, first, pde in zip(seeds, firsts, matched):
             if first and pde[1]:
-                print(f"first merge, seed {seed}: tokens {span(first)}, PDE {span(pde[1])}")
+                print(f"first merge, seed {seed}: tokens {span(first)}, PDE {span(pde[1])} "
+                      f"(the PDE's merges: {', '.join(span(m) for m in pde[4][:4])})")
 
 if __name__ == "__main__":
     main()
