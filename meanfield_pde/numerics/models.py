@@ -80,6 +80,10 @@ class MeanFieldModel(IMEXModel):
         dim = g.dimension
         self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"),
                                                dimension=dim)[deg]
+        # transport() synthesises the gradient of minus the potential: the flux is then −f V
+        # and its divergence is the right-hand side −div(f V) itself (a negation of the
+        # coefficients cost as much as a quarter of a transform at L = 255)
+        self._neg_grad_mult = -self._grad_mult
         self._ratio = ratio_multipliers(beta, lmax, man, dimension=dim)[deg]
         self._set_energy_multipliers(energy_multipliers(beta, lmax, man, dimension=dim)[deg]
                                      * g.parseval_weight)
@@ -100,7 +104,6 @@ class MeanFieldModel(IMEXModel):
         self._v = tuple(np.empty(grid) for _ in g.gradient(self._tmp))
         self._flux = tuple(np.empty(grid) for _ in self._v)
         self._phi = np.empty(grid) if kind == "SA" else None
-        self._weight = np.empty(grid) if kind == "SA" else None
         self._speed2 = (np.empty(grid), np.empty(grid))
 
     def __reduce__(self):
@@ -108,11 +111,13 @@ class MeanFieldModel(IMEXModel):
         return (MeanFieldModel, (self.geometry, self.kind, self.beta, self.nu, *self._hyper))
 
     # -- the explicit part ---------------------------------------------------
-    # The work arrays after an evaluation: _f = f, _v = ∇ of the velocity potential
-    # (USA: V itself; SA: ∇Φ/(βλ_0), V = _v/_phi with _phi = Φ/λ_0), _flux = f V.
+    # The work arrays after an evaluation: _f = f, _v = −∇ of the velocity potential
+    # (USA: −V itself; SA: −∇Φ/(βλ_0), V = −_v/_phi with _phi = Φ/λ_0), _flux = −f V.
     # SA's V is never formed on the grid: the flux is _v · (f/Φ), one division and
-    # one multiplication per component (V = _v/_phi costs two more passes); max|V|
-    # takes the quotient once per step, when asked (_update_extrema).
+    # one multiplication per component (V = _v/_phi costs two more passes), f/Φ
+    # written into the last flux array and multiplied there in place (one grid array
+    # less to keep in cache); max|V| takes the quotient once per step, when asked
+    # (_update_extrema); the sign of _v does not enter it.
     def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
         """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays.
 
@@ -165,17 +170,15 @@ class MeanFieldModel(IMEXModel):
         Raises NumericalFault (SA) if Φ is not positive or not finite on the grid.
         """
         g = self.geometry
-        np.multiply(self._grad_mult, coef, out=self._tmp)
+        np.multiply(self._neg_grad_mult, coef, out=self._tmp)
         f, v = g.synthesis_and_gradient(coef, self._tmp, (self._f, self._v))
         weight = f
         if self.kind == "SA":
-            weight = np.divide(f, self._potential(coef), out=self._weight)
+            weight = np.divide(f, self._potential(coef), out=self._flux[-1])
         for comp, flux in zip(v, self._flux):  # v and f are kept for max_speed, min_density
-            np.multiply(comp, weight, out=flux)
+            np.multiply(comp, weight, out=flux)  # the last: in place over f/Φ (SA)
         self._fresh = True
-        out = g.divergence(self._flux, out)
-        np.negative(out, out=out)
-        return out
+        return g.divergence(self._flux, out)
 
     # max|V| and min f of the last evaluation, computed when asked: the solver asks once
     # per step (the CFL bound), not once per stage, and they cost as much as 5 grid passes.
