@@ -189,15 +189,17 @@ class MeanFieldModel(IMEXModel):
         np.multiply(v[0], v[0], out=s)
         np.multiply(v[1], v[1], out=t)
         s += t
-        return math.sqrt(float(np.max(s)))
+        return math.sqrt(float(np.maximum.reduce(s, axis=None)))  # np.max without its wrapper
 
     def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density.
 
         USA: f and ∇(Φ/β) from one fused synthesis (geometry.synthesis_and_gradient),
         the flux f V (one pass per component), the divergence by a vector analysis.
-        SA adds the synthesis of Φ, its positivity check and f/Φ (three passes). Nothing
-        is allocated except ``out`` if not given.
+        SA adds the synthesis of Φ, its positivity check and f/Φ (three passes). The grid
+        passes run in latitude bands on the geometry's threads for large grids
+        (:mod:`meanfield_pde.core.bands`). Nothing grid-sized is allocated except ``out`` if
+        not given.
 
         Raises NumericalFault (SA) if Φ is not positive or not finite on the grid.
         """
@@ -238,7 +240,7 @@ class MeanFieldModel(IMEXModel):
 
     def _update_extrema(self) -> None:
         self._max_speed_value = self._max_speed()
-        self._min_density_value = float(np.min(self._f))
+        self._min_density_value = float(np.minimum.reduce(self._f, axis=None))
         self._fresh = False
 
     # -- linear theory ---------------------------------------------------------
