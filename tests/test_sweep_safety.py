@@ -242,3 +242,43 @@ def test_sweep_into_an_unwritable_folder_exits_2(tmp_path, case):
         assert_user_error(proc, "cannot write in")
     finally:
         locked.chmod(0o700)
+
+
+# -- an initial state a single run refuses is refused for the whole sweep, before any worker ----
+
+def test_unresolved_initial_density_is_exit_2_before_any_worker(tmp_path, case):
+    """A single `run` refuses [initial] that domain.lmax cannot resolve with one line (exit 2);
+    the sweep failed every point on its workers instead (exit 3, every point 'failed')."""
+    proc = cli("sweep", case, "-o", tmp_path / "out", "--workers", "1",
+               "--set", "initial.concentrations=[3000.0]", cwd=tmp_path)
+    line = assert_user_error(proc, "initial.concentrations", "domain.lmax")
+    assert "sweep point" not in line  # not swept: the case itself is wrong
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("grid, point", [
+    (["initial.concentrations=[[1.0], [3000.0]]"], "_initial.concentrations=-3000.0-: "),
+    (["domain.lmax=[4, 12]", "initial.concentrations=[[20.0]]"], "_domain.lmax=4_"),
+])
+def test_swept_unresolved_initial_density_names_its_point(tmp_path, case, grid, point):
+    with pytest.raises(ConfigError) as err:
+        run_sweep(load_case(str(case)), tmp_path / "out", grid, workers=1, progress=False)
+    message = str(err.value)  # the case's grid sweeps model.nu too: labels begin with it
+    assert message.startswith("sweep point model.nu=") and point in message.split(": ")[0] + ": "
+    assert "initial" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_initial_states_are_checked_once_per_distinct_initial_and_lmax(case, monkeypatch):
+    """Swept keys that do not change the initial state (ν, β) add no check; lmax does."""
+    from meanfield_pde.runs import simulation
+    from meanfield_pde.studies.sweep import check_initial_states
+    calls = []
+    real = simulation.initial_state
+    monkeypatch.setattr(simulation, "initial_state", lambda c, g, *a: calls.append(c) or real(c, g, *a))
+    config = load_case(str(case))
+    check_initial_states(plan_sweep(config, ["model.nu=[0.1, 0.2, 0.3]", "model.beta=[0.5, 1.0]"]))
+    assert len(calls) == 1
+    calls.clear()
+    check_initial_states(plan_sweep(config, ["model.nu=[0.1, 0.2]", "domain.lmax=[12, 16, 20]"]))
+    assert sorted(c.domain.lmax for c in calls) == [12, 16, 20]

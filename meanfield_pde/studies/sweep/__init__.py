@@ -57,7 +57,8 @@ from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY, 
                       SCHEDULER_ADDRESS, WALLTIME, JobQueue, check_scheduler, collect_records,
                       dask_client, jobqueue_cluster, lost_record)
 from .combine import combine
-from .plan import SWEEP_KINDS, Plan, Point, dim_names, fmt_value, grid_of, plan_sweep  # noqa: F401
+from .plan import (SWEEP_KINDS, Plan, Point, check_initial_states, dim_names, fmt_value,  # noqa: F401
+                   grid_of, plan_sweep)
 from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
                      summarise)
 
@@ -125,6 +126,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     out = Path(output)
     _check_folder(out)
     _check_budget(plan, out, force)
+    check_initial_states(plan)  # as a single run does, before any worker starts
     if scheduler:
         check_scheduler(scheduler)
     return _run_sweep(config, plan, out, workers, scheduler, progress, log, jobqueue)
