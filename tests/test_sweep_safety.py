@@ -282,3 +282,50 @@ def test_initial_states_are_checked_once_per_distinct_initial_and_lmax(case, mon
     calls.clear()
     check_initial_states(plan_sweep(config, ["model.nu=[0.1, 0.2]", "domain.lmax=[12, 16, 20]"]))
     assert sorted(c.domain.lmax for c in calls) == [12, 16, 20]
+
+
+# -- `plot DIR/sweep.nc` redraws the sweep's figure -----------------------------------------------
+
+def _sweep_file(tmp_path, case, blocked=False):
+    """DIR/sweep.nc of the tiny sweep, its points run in this process as a worker runs them
+    (``blocked``: every point's file is a folder, so every point fails)."""
+    from meanfield_pde.runs.io import write_netcdf
+    from meanfield_pde.studies.sweep import combine, point_specs, run_point
+    config = load_case(str(case))
+    plan = plan_sweep(config)
+    out = tmp_path / "sw"
+    specs = point_specs(config, plan, out)
+    for spec in specs:
+        Path(spec["path"]).parent.mkdir(parents=True, exist_ok=True)
+        if blocked:
+            Path(spec["path"]).mkdir()
+    ds = combine(plan, [run_point(s) for s in specs], specs)
+    return write_netcdf(ds, out / "sweep.nc")
+
+
+def test_plot_redraws_a_sweep_file(tmp_path, case, capsys):
+    """`plot` said 'not a run of meanfield-pde' for the sweep's own file."""
+    from meanfield_pde.cli.commands import main
+    path = _sweep_file(tmp_path, case)
+    assert xr.open_dataset(path).attrs["kind"] == "sweep"
+    assert main(["plot", str(path), "-o", str(tmp_path / "fig.svg")]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'fig.svg'}"
+    assert b"<svg" in (tmp_path / "fig.svg").read_bytes()[:500]
+    with xr.load_dataset(path) as ds:  # a sweep file written before the attribute kind
+        del ds.attrs["kind"]
+        ds.to_netcdf(tmp_path / "old.nc")
+    assert main(["plot", str(tmp_path / "old.nc")]) == 0
+    assert (tmp_path / "old.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["plot", str(path), "--times", "0,1", "-o", str(tmp_path / "t.png")]) == 2
+    assert "plot --times '0,1': a sweep file has one final value per point" in capsys.readouterr().err
+    assert not (tmp_path / "t.png").exists()
+
+
+def test_plot_of_a_sweep_whose_points_all_failed_says_so(tmp_path, case, capsys):
+    from meanfield_pde.cli.commands import main
+    path = _sweep_file(tmp_path, case, blocked=True)
+    assert main(["plot", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"meanfield-pde: error: plot: {str(path)!r}: every point of the sweep failed: "
+                   "nothing to draw (see its variable 'error')")
+    assert not path.with_suffix(".png").exists()

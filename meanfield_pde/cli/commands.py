@@ -221,12 +221,52 @@ def _cmd_plot(args) -> int:
     from ..runs.outputs import check_writable_folder
     check_writable_folder(output.parent, f"plot --output {str(output)!r}")
     with claim([output], overwrite=args.overwrite, inputs=[path]):
+        if _sweep_file(path):  # DIR/sweep.nc: the sweep's figure, as `sweep` drew it
+            return _plot_sweep(path, output, times, args)
         ds = open_checked(path, f"plot: {str(path)!r}")
         try:
             with ds:
                 out = save_figure(ds, output, times=times, overwrite=args.overwrite)
         except ValueError as exc:
             raise ConfigError(f"plot: {exc}") from None
+    print(f"wrote {out}")
+    return 0
+
+
+def _sweep_file(path: Path) -> bool:
+    """The file is a combined sweep (its attributes); anything unreadable is left to open_checked,
+    which names the fault."""
+    import xarray as xr
+    from ..plotting.phase import is_sweep
+    try:
+        with xr.open_dataset(path) as ds:
+            return is_sweep(ds.attrs)
+    except (ValueError, OSError, RuntimeError, KeyError, IndexError, TypeError):
+        return False
+
+
+def _plot_sweep(path: Path, output: Path, times, args) -> int:
+    """Redraw a sweep's figure ([sweep] figure, as at the end of `sweep`) from DIR/sweep.nc."""
+    import xarray as xr
+    from ..plotting.phase import save_sweep_figure
+    where = f"plot: {str(path)!r}"
+    if times is not None:
+        raise ConfigError(f"plot --times {args.times!r}: a sweep file has one final value per point, "
+                          "no snapshots to choose from; leave --times out")
+    with xr.load_dataset(path) as ds:
+        if "status" not in ds:
+            raise ConfigError(f"{where}: a sweep file without its 'status' variable; the file is "
+                              "damaged (run the sweep again in its folder: finished points are reused)")
+        try:
+            out = save_sweep_figure(ds, output, overwrite=args.overwrite, inputs=[path])
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"{where}: the sweep file cannot be drawn ({type(exc).__name__}: "
+                              f"{exc}); the file is damaged (run the sweep again in its folder)") from None
+    if out is None:
+        raise ConfigError(f"{where}: every point of the sweep failed: nothing to draw "
+                          "(see its variable 'error')")
     print(f"wrote {out}")
     return 0
 
@@ -432,8 +472,8 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--force", action="store_true", help=FORCE_HELP)
     cmp.add_argument("--no-plot", action="store_true", help="do not write the figure OUTPUT with .png")
     cmp.set_defaults(func=_cmd_compare)
-    pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
-    pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
+    pl = sub.add_parser("plot", help="figure of a run (density maps, diagnostics, spectrum) or of a sweep")
+    pl.add_argument("file", help="a .nc file written by `meanfield-pde run`, or a sweep's DIR/sweep.nc")
     pl.add_argument("--output", "-o", help="figure file .png, .pdf or .svg (default: FILE with .png)")
     pl.add_argument("--overwrite", action="store_true", help="replace an existing figure")
     pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")

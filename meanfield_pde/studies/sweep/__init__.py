@@ -132,11 +132,16 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     return _run_sweep(config, plan, out, workers, scheduler, progress, log, jobqueue)
 
 
+def point_specs(config: Config, plan: Plan, out: Path) -> list[dict]:
+    """The task of each point (:func:`run_point`'s ``spec``), its file in ``out``/points."""
+    return [{"config": p.config, "name": config.name, "label": p.label,
+             "path": str((out / "points" / f"{p.label}.nc").resolve()),
+             "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
+             "continuation": bool(plan.continuation)} for p in plan.points]
+
+
 def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log, jobqueue=None) -> xr.Dataset:
-    specs = [{"config": p.config, "name": config.name, "label": p.label,
-              "path": str((out / "points" / f"{p.label}.nc").resolve()),
-              "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
-              "continuation": bool(plan.continuation)} for p in plan.points]
+    specs = point_specs(config, plan, out)
     from ...runs.io import write_netcdf
     from ...runs.outputs import hold
     with dask_client(workers, scheduler, jobqueue, str(out)) as client:
