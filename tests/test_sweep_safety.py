@@ -329,3 +329,28 @@ def test_plot_of_a_sweep_whose_points_all_failed_says_so(tmp_path, case, capsys)
     assert err == (f"meanfield-pde: error: plot: {str(path)!r}: every point of the sweep failed: "
                    "nothing to draw (see its variable 'error')")
     assert not path.with_suffix(".png").exists()
+
+
+def test_plot_of_a_damaged_sweep_file_is_one_line(tmp_path, capsys):
+    """A sweep file whose measure is text (hand-edited, or another program's): one line, not the
+    figure code's AttributeError traceback."""
+    from meanfield_pde.cli.commands import main
+    path = tmp_path / "sweep.nc"
+    xr.Dataset({"status": ("beta", np.array(["completed", "completed"])),
+                "order_parameter": ("beta", ["a", "b"])}, coords={"beta": [1, 2]},
+               attrs={"kind": "sweep", "figure": "clusters"}).to_netcdf(path)
+    assert main(["plot", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"meanfield-pde: error: plot: {str(path)!r}: the sweep file cannot be drawn")
+    assert "\n" not in err and not path.with_suffix(".png").exists()
+
+
+def test_plot_names_what_it_draws_for_a_file_it_cannot(tmp_path, capsys):
+    from meanfield_pde.cli.commands import main
+    path = tmp_path / "other.nc"
+    xr.Dataset({"l2_distance": ("time", [0.0, 1.0])}, coords={"time": [0.0, 1.0]}).to_netcdf(path)
+    assert main(["plot", str(path)]) == 2
+    assert "plot draws the files of `meanfield-pde run` and a sweep's DIR/sweep.nc" in capsys.readouterr().err
+    (tmp_path / "folder.nc").mkdir()
+    assert main(["plot", str(tmp_path / "folder.nc")]) == 2
+    assert capsys.readouterr().err.strip().endswith("folder.nc' is not a regular file")

@@ -205,7 +205,8 @@ def _cmd_plot(args) -> int:
     from ..runs.runcheck import open_checked
     path = Path(args.file)
     if not path.is_file():
-        raise ConfigError(f"plot: file {str(path)!r} does not exist")
+        raise ConfigError(f"plot: file {str(path)!r} " + ("is not a regular file" if path.exists()
+                                                        else "does not exist"))
     try:
         times = [float(t) for t in args.times.split(",")] if args.times else None
     except ValueError:
@@ -223,14 +224,26 @@ def _cmd_plot(args) -> int:
     with claim([output], overwrite=args.overwrite, inputs=[path]):
         if _sweep_file(path):  # DIR/sweep.nc: the sweep's figure, as `sweep` drew it
             return _plot_sweep(path, output, times, args)
-        ds = open_checked(path, f"plot: {str(path)!r}")
+        try:
+            ds = open_checked(path, f"plot: {str(path)!r}")
+        except ConfigError as exc:
+            if "not a run of meanfield-pde" in str(exc):
+                raise ConfigError(f"{exc}; {PLOTTABLE}") from None
+            raise
         try:
             with ds:
                 out = save_figure(ds, output, times=times, overwrite=args.overwrite)
         except ValueError as exc:
-            raise ConfigError(f"plot: {exc}") from None
+            if isinstance(exc, ConfigError):
+                raise
+            hint = f"; {PLOTTABLE}" if "no 'density' variable" in str(exc) else ""
+            raise ConfigError(f"plot: {str(path)!r}: {exc}{hint}") from None
     print(f"wrote {out}")
     return 0
+
+
+PLOTTABLE = ("plot draws the files of `meanfield-pde run` and a sweep's DIR/sweep.nc "
+             "(comparisons and limit studies: their figures are written by `compare` and `limits`)")
 
 
 def _sweep_file(path: Path) -> bool:
@@ -259,7 +272,7 @@ def _plot_sweep(path: Path, output: Path, times, args) -> int:
                               "damaged (run the sweep again in its folder: finished points are reused)")
         try:
             out = save_sweep_figure(ds, output, overwrite=args.overwrite, inputs=[path])
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             if isinstance(exc, ConfigError):
                 raise
             raise ConfigError(f"{where}: the sweep file cannot be drawn ({type(exc).__name__}: "
