@@ -354,3 +354,20 @@ def test_plot_names_what_it_draws_for_a_file_it_cannot(tmp_path, capsys):
     (tmp_path / "folder.nc").mkdir()
     assert main(["plot", str(tmp_path / "folder.nc")]) == 2
     assert capsys.readouterr().err.strip().endswith("folder.nc' is not a regular file")
+
+
+@pytest.mark.parametrize("workers, words", [
+    (100000, "--workers 100000: must be an integer in [1, 1024]"),
+    (0, "--workers 0: must be an integer in [1, 1024]"),
+    (4 * (os.cpu_count() or 1) + 1, "more than 4 per core of this machine"),
+])
+def test_absurd_worker_counts_are_refused_before_any_process_starts(tmp_path, case, capsys,
+                                                                    workers, words):
+    """--workers 100000 started processes until the machine stalled (no message, no exit)."""
+    from meanfield_pde.cli.commands import main
+    assert main(["sweep", str(case), "-o", str(tmp_path / "out"), "--workers", str(workers)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("meanfield-pde: error: --workers") and words in err and "\n" not in err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ConfigError, match="--workers"):
+        run_sweep(load_case(str(case)), tmp_path / "out", workers=workers)

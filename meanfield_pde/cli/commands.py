@@ -396,11 +396,10 @@ def _cmd_sweep(args) -> int:
     if args.scheduler is None:  # its own cluster: TLS credentials made for this sweep
         require("cryptography", "meanfield-pde sweep (the TLS credentials of its cluster)")
     from ..runs.cases import load_case
-    from ..studies.sweep import JobQueue, run_sweep
+    from ..studies.sweep import JobQueue, check_workers, run_sweep
     if sum(x is not None for x in (args.workers, args.scheduler, args.jobqueue)) > 1:
         raise ConfigError("sweep: give one of --workers (a LocalCluster), --scheduler or --jobqueue")
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"sweep --workers {args.workers}: must be >= 1")
+    check_workers(args.workers, args.force)  # before the case is read (run_sweep checks it too)
     queue_flags = {"--jobs": args.jobs, "--cores": args.cores, "--memory": args.memory,
                    "--walltime": args.walltime, "--queue": args.queue}
     if args.jobqueue is None and any(v is not None for v in queue_flags.values()):

@@ -54,8 +54,9 @@ from ...core.errors import ConfigError
 from ...runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict,  # noqa: F401
                             parse_grid_item, parse_toml, parse_values)  # public here before
 from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY,  # noqa: F401
-                      SCHEDULER_ADDRESS, WALLTIME, JobQueue, check_scheduler, collect_records,
-                      dask_client, jobqueue_cluster, lost_record)
+                      SCHEDULER_ADDRESS, WALLTIME, WORKERS_PER_CORE, JobQueue, check_scheduler,
+                      check_workers,
+                      collect_records, dask_client, jobqueue_cluster, lost_record)
 from .combine import combine
 from .plan import (SWEEP_KINDS, Plan, Point, check_initial_states, dim_names, fmt_value,  # noqa: F401
                    grid_of, plan_sweep)
@@ -115,13 +116,15 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         One line per finished point.
     force : bool
         Run even if the number of points or the summed memory/disk/time estimate
-        of the points is refused (:mod:`meanfield_pde.runs.budget`).
+        of the points is refused (:mod:`meanfield_pde.runs.budget`), or ``workers`` exceeds
+        :data:`WORKERS_PER_CORE` per core (:func:`check_workers`).
 
     Returns
     -------
     xarray.Dataset
         The combined Dataset (:func:`combine`).
     """
+    check_workers(workers, force)
     plan = plan_sweep(config, extra_grid, continuation, force=force)
     out = Path(output)
     _check_folder(out)
