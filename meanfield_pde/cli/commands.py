@@ -222,7 +222,9 @@ def _cmd_plot(args) -> int:
     from ..runs.outputs import check_writable_folder
     check_writable_folder(output.parent, f"plot --output {str(output)!r}")
     with claim([output], overwrite=args.overwrite, inputs=[path]):
-        if _sweep_file(path):  # DIR/sweep.nc: the sweep's figure, as `sweep` drew it
+        from ..plotting.phase import is_sweep
+        from ..runs.runcheck import read_attributes
+        if is_sweep(read_attributes(path, f"plot: {str(path)!r}")):  # the sweep's figure, as `sweep` drew it
             return _plot_sweep(path, output, times, args)
         try:
             ds = open_checked(path, f"plot: {str(path)!r}")
@@ -244,18 +246,6 @@ def _cmd_plot(args) -> int:
 
 PLOTTABLE = ("plot draws the files of `meanfield-pde run` and a sweep's DIR/sweep.nc "
              "(comparisons and limit studies: their figures are written by `compare` and `limits`)")
-
-
-def _sweep_file(path: Path) -> bool:
-    """The file is a combined sweep (its attributes); anything unreadable is left to open_checked,
-    which names the fault."""
-    import xarray as xr
-    from ..plotting.phase import is_sweep
-    try:
-        with xr.open_dataset(path) as ds:
-            return is_sweep(ds.attrs)
-    except (ValueError, OSError, RuntimeError, KeyError, IndexError, TypeError):
-        return False
 
 
 def _plot_sweep(path: Path, output: Path, times, args) -> int:

@@ -237,6 +237,39 @@ def require_file(path: str | os.PathLike, where: str) -> Path:
     return path
 
 
+def _open_netcdf(path, where: str) -> tuple[xr.Dataset, bytes]:
+    """The file opened lazily after the checks of its format and length (first two items of the
+    module docstring), and its first 8 bytes."""
+    path = require_file(path, where)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(8)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the file ({exc.strerror})") from None
+    if magic[:4] in NETCDF3_MAGIC:
+        _check_length(path, where)
+    elif magic != HDF5_MAGIC:
+        raise ConfigError(f"{where}: not a readable netCDF file")
+    try:
+        return xr.open_dataset(path), magic
+    except (ValueError, OSError, RuntimeError, KeyError, IndexError):
+        raise ConfigError(f"{where}: not a readable netCDF file") from None
+
+
+def read_attributes(path: str | os.PathLike, where: str) -> dict:
+    """The global attributes of a netCDF file (e.g. its ``kind``, to choose how to read it),
+    after the format and length checks of :func:`open_checked`; its content is not checked.
+
+    Raises
+    ------
+    ConfigError
+        Missing, not a regular file, unreadable, not netCDF, or cut short.
+    """
+    ds, _ = _open_netcdf(path, where)
+    with ds:
+        return dict(ds.attrs)
+
+
 def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -> xr.Dataset:
     """Open a file written by meanfield-pde after checking it (module docstring).
 
@@ -260,20 +293,7 @@ def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -
         Missing, not a regular file, unreadable, not netCDF, or any fault of
         the module docstring. Nothing is written to the file.
     """
-    path = require_file(path, where)
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(8)
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read the file ({exc.strerror})") from None
-    if magic[:4] in NETCDF3_MAGIC:
-        _check_length(path, where)
-    elif magic != HDF5_MAGIC:
-        raise ConfigError(f"{where}: not a readable netCDF file")
-    try:
-        ds = xr.open_dataset(path)
-    except (ValueError, OSError, RuntimeError, KeyError, IndexError):
-        raise ConfigError(f"{where}: not a readable netCDF file") from None
+    ds, magic = _open_netcdf(path, where)
     try:
         check_dataset(ds, where, strict=not netcdf4)
         if "density" not in ds and "coef_real" in ds and "case" in ds.attrs:
