@@ -229,6 +229,14 @@ def _check_times(ds: xr.Dataset, config, where: str) -> None:
                                   "(a number >= 0); the file is damaged")
 
 
+NOT_A_RUN_FILE = "not a run file of meanfield-pde (no 'case' or 'status' attribute)"
+
+
+def is_run_file(attrs) -> bool:
+    """A run file (of run, or a sweep's point) carries its case and status (README §Dataset contract)."""
+    return "case" in attrs and "status" in attrs
+
+
 def require_file(path: str | os.PathLike, where: str) -> Path:
     """``path`` as a Path if it is an existing regular file, else a ConfigError."""
     path = Path(path)
@@ -300,6 +308,8 @@ def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -
             from .grid_density import with_density  # a file written with output.density = false
             ds = with_density(ds)
         if magic == HDF5_MAGIC and not netcdf4:
+            if not is_run_file(ds.attrs):  # converting it would not help: say what it is first
+                raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
             raise ConfigError(f"{where}: a netCDF-4 (HDF5) copy; only the netCDF-3 run files written "
                               "by meanfield-pde can be continued (convert it with: "
                               "nccopy -k '64-bit offset' IN OUT)")
