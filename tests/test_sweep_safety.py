@@ -371,3 +371,16 @@ def test_absurd_worker_counts_are_refused_before_any_process_starts(tmp_path, ca
     assert not (tmp_path / "out").exists()
     with pytest.raises(ConfigError, match="--workers"):
         run_sweep(load_case(str(case)), tmp_path / "out", workers=workers)
+
+
+@pytest.mark.parametrize("name", ["sweep.nc", "sweep.png"])
+def test_a_folder_in_place_of_the_sweeps_file_is_refused_before_any_point_runs(tmp_path, case,
+                                                                               capsys, name):
+    """A folder DIR/sweep.nc (or DIR/sweep.png) was found only when written: after every point."""
+    from meanfield_pde.cli.commands import main
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    assert main(["sweep", str(case), "-o", str(out), "--workers", "1"]) == 2
+    assert capsys.readouterr().err.strip() == (f"meanfield-pde: error: output {str(out / name)!r}: "
+                                               "exists and is not a regular file")
+    assert sorted(p.name for p in out.iterdir()) == [name]  # no points/ : nothing ran

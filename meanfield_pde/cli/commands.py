@@ -402,6 +402,9 @@ def _cmd_sweep(args) -> int:
                             memory=args.memory, walltime=args.walltime, queue=args.queue)
     config = load_case(args.case, args.set or [])
     out = Path(args.output) if args.output else Path.cwd() / f"{config.name}_sweep"
+    if not args.no_plot and (out / "sweep.png").exists():  # e.g. a folder: refused after the work
+        from ..runs.outputs import check_output
+        check_output(out / "sweep.png", overwrite=True)
     ds = run_sweep(config, out, args.grid or [], args.continuation, args.workers, args.scheduler,
                    progress=None if not args.quiet else False, force=args.force,
                    log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)),

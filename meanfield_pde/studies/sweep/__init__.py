@@ -71,8 +71,10 @@ def _check_folder(out: Path) -> None:
     if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
         raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
                           "points/*.nc and sweep.nc in it)")
-    from ...runs.outputs import check_writable_folder
+    from ...runs.outputs import check_output, check_writable_folder
     check_writable_folder(out / "points", f"--output {str(out)!r}")
+    if (out / "sweep.nc").exists() or (out / "sweep.nc").is_symlink():  # a folder there failed
+        check_output(out / "sweep.nc", overwrite=True)  # only after every point had run
 
 
 def _check_budget(plan: Plan, out: Path, force: bool) -> None:
