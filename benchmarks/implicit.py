@@ -257,7 +257,7 @@ def part_c(args, out, lmax):
         def scan_row(what, dt, r, e):
             parts = "" if split is None else \
                 f"{np.max(e[times <= split]):.2e} / {np.max(e[times > split]):.2e}"
-            scans.append(f"| {label} | {what} | {dt} | {r['rhs']} | {np.max(e):.2e} "
+            scans.append(f"| {label} | {what} | {dt} | {r['rhs']} | {r['seconds']:.1f} | {np.max(e):.2e} "
                          f"| {times[np.argmax(e)]:g} | {parts} |")
             print(scans[-1], flush=True)
 
@@ -267,7 +267,7 @@ def part_c(args, out, lmax):
                     r = run(cname, scheme, t_end, every, fixed_dt=dt, lmax=lm)
                 except AssertionError:  # a fixed step beyond stability stops the run
                     memo[scheme, dt] = (math.inf, None)
-                    scans.append(f"| {label} | {scheme} | {dt:.4g} | stopped | | | | |")
+                    scans.append(f"| {label} | {scheme} fixed | {dt:.4g} | stopped | | | | |")
                     print(scans[-1], flush=True)
                 else:
                     e = ref.errors(r["states"])
@@ -312,8 +312,8 @@ def part_c(args, out, lmax):
         f"for the plateau row also the largest error up to t = {specs['plateau'][5]:g} (the formation) "
         "and after:")
     out()
-    out("| case | run | dt | RHS | largest error | at t | largest error formation / plateau |")
-    out("|---|---|---|---|---|---|---|")
+    out("| case | run | dt | RHS | wall (s) | largest error | at t | largest error formation / plateau |")
+    out("|---|---|---|---|---|---|---|---|")
     for s in scans:
         out(s)
     out()
