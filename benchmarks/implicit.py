@@ -172,7 +172,8 @@ def main(argv=None):
 
 
 class Reference:
-    """A fixed-step ARK324 reference (dt0/64) at the output times, loaded from ``cache`` if there."""
+    """A fixed-step ARK324 run (step dt) at the output times, the reference of part C; kept in and
+    loaded from the directory ``cache`` when one is given."""
 
     def __init__(self, cname, t_end, every, dt, lmax, cache):
         path = (Path(cache) / f"ref_{cname}_{t_end:g}_{every:g}_{dt:g}_{lmax}.npz") if cache else None
