@@ -46,3 +46,23 @@ def test_threads_setting(monkeypatch):
     for bad in (0, -1, "x", 1.5, True):
         with pytest.raises(ConfigError, match="--threads"):
             check_threads(bad, "--threads")
+
+
+def test_implicit_benchmark_plateau_row_smoke(tmp_path):
+    """benchmarks/implicit.py part C, the formation-then-plateau row at tiny sizes: adaptive
+    (ARK324, auto) against the best fixed ARK324 and ROS34PW2 steps, with the reference's own
+    error (dt0/64 against dt0/128) stated and the errors split into formation and plateau."""
+    out = tmp_path / "implicit.md"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "implicit.py"), "--smoke",
+                           "--skip", "AB", "--c-rows", "plateau", "--output", str(out)],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    table = out.read_text()
+    rows = [r for r in table.splitlines() if r.startswith("| sa_beta10_noisy (t = 6, 30 output times)")]
+    for adaptive in ("ARK324", "auto"):
+        for fixed in ("ARK324", "ROS34PW2"):
+            assert any(r.startswith(f"| sa_beta10_noisy (t = 6, 30 output times) | {adaptive} |")
+                       and f"| {fixed} |" in r and "| >= 2 |" in r for r in rows), (adaptive, fixed)
+    assert "reference differs from a dt0/128 one by at most" in table
+    assert any("ROS34PW2 fixed" in r and r.count("/") == 1 for r in rows)  # formation / plateau split

@@ -95,3 +95,39 @@ def test_adaptive_beats_fixed_step_at_equal_accuracy(name):
     assert adaptive.steps + adaptive.rejected < fixed.steps, (adaptive.steps, fixed.steps, target)
     if SCHEMES[name].embedded:
         assert work_adaptive < work_fixed, (work_adaptive, work_fixed, target)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_one_step_is_the_imex_stability_function(name):
+    """On u' = λ_E u + λ_I u (λ_E complex, explicit; λ_I <= 0, implicit) per coefficient, one
+    step multiplies u by R(z_E, z_I) = 1 + (z_E b_E + z_I b_I)ᵀ (I − z_E A_E − z_I A_I)⁻¹ 1,
+    z = dt λ (Ascher, Ruuth & Spiteri 1997, §2; Hairer & Wanner II, §IV.3 for one tableau),
+    and the embedded estimate is (z_E (b_E − b̂_E) + z_I (b_I − b̂_I))ᵀ Y u with the same stage
+    factors Y: the stage combinations, the implicit division and the error weights at once."""
+    from meanfield_pde.numerics.steppers import IMEXRungeKutta
+
+    t = SCHEMES[name]
+    rng = np.random.default_rng(3)
+    n = 40
+    lam_e = rng.normal(size=n) * 3 + 1j * rng.normal(size=n) * 5
+    lam_i = -rng.uniform(0, 50, size=n)
+    lam_i[:3] = 0.0  # a few coefficients without implicit part
+    u = rng.normal(size=n) + 1j * rng.normal(size=n)
+
+    def explicit(v, out):
+        np.multiply(lam_e, v, out=out)
+        return out
+
+    stepper = IMEXRungeKutta(t, explicit, lam_i)
+    for dt in (0.01, 0.037):  # a second step size: the cached weights and factors follow it
+        new, error = stepper.step(u, dt)
+        s = t.stages
+        for k in range(n):
+            ze, zi = dt * lam_e[k], dt * lam_i[k]
+            y = np.linalg.solve(np.eye(s) - ze * t.a_exp - zi * t.a_imp, np.ones(s))
+            r = 1 + (ze * t.b_exp + zi * t.b_imp) @ y
+            assert abs(new[k] - r * u[k]) <= 1e-14 * abs(u[k]) * max(1.0, abs(r))
+            if t.embedded:
+                e = (ze * (t.b_exp - t.b_hat_exp) + zi * (t.b_imp - t.b_hat_imp)) @ y
+                assert abs(error[k] - e * u[k]) <= 1e-14 * abs(u[k]) + 1e-15
+        assert error is None or t.embedded

@@ -242,3 +242,145 @@ def test_sweep_into_an_unwritable_folder_exits_2(tmp_path, case):
         assert_user_error(proc, "cannot write in")
     finally:
         locked.chmod(0o700)
+
+
+# -- an initial state a single run refuses is refused for the whole sweep, before any worker ----
+
+def test_unresolved_initial_density_is_exit_2_before_any_worker(tmp_path, case):
+    """A single `run` refuses [initial] that domain.lmax cannot resolve with one line (exit 2);
+    the sweep failed every point on its workers instead (exit 3, every point 'failed')."""
+    proc = cli("sweep", case, "-o", tmp_path / "out", "--workers", "1",
+               "--set", "initial.concentrations=[3000.0]", cwd=tmp_path)
+    line = assert_user_error(proc, "initial.concentrations", "domain.lmax")
+    assert "sweep point" not in line  # not swept: the case itself is wrong
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("grid, point", [
+    (["initial.concentrations=[[1.0], [3000.0]]"], "_initial.concentrations=-3000.0-: "),
+    (["domain.lmax=[4, 12]", "initial.concentrations=[[20.0]]"], "_domain.lmax=4_"),
+])
+def test_swept_unresolved_initial_density_names_its_point(tmp_path, case, grid, point):
+    with pytest.raises(ConfigError) as err:
+        run_sweep(load_case(str(case)), tmp_path / "out", grid, workers=1, progress=False)
+    message = str(err.value)  # the case's grid sweeps model.nu too: labels begin with it
+    assert message.startswith("sweep point model.nu=") and point in message.split(": ")[0] + ": "
+    assert "initial" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_initial_states_are_checked_once_per_distinct_initial_and_lmax(case, monkeypatch):
+    """Swept keys that do not change the initial state (ν, β) add no check; lmax does."""
+    from meanfield_pde.runs import simulation
+    from meanfield_pde.studies.sweep import check_initial_states
+    calls = []
+    real = simulation.initial_state
+    monkeypatch.setattr(simulation, "initial_state", lambda c, g, *a: calls.append(c) or real(c, g, *a))
+    config = load_case(str(case))
+    check_initial_states(plan_sweep(config, ["model.nu=[0.1, 0.2, 0.3]", "model.beta=[0.5, 1.0]"]))
+    assert len(calls) == 1
+    calls.clear()
+    check_initial_states(plan_sweep(config, ["model.nu=[0.1, 0.2]", "domain.lmax=[12, 16, 20]"]))
+    assert sorted(c.domain.lmax for c in calls) == [12, 16, 20]
+
+
+# -- `plot DIR/sweep.nc` redraws the sweep's figure -----------------------------------------------
+
+def _sweep_file(tmp_path, case, blocked=False):
+    """DIR/sweep.nc of the tiny sweep, its points run in this process as a worker runs them
+    (``blocked``: every point's file is a folder, so every point fails)."""
+    from meanfield_pde.runs.io import write_netcdf
+    from meanfield_pde.studies.sweep import combine, point_specs, run_point
+    config = load_case(str(case))
+    plan = plan_sweep(config)
+    out = tmp_path / "sw"
+    specs = point_specs(config, plan, out)
+    for spec in specs:
+        Path(spec["path"]).parent.mkdir(parents=True, exist_ok=True)
+        if blocked:
+            Path(spec["path"]).mkdir()
+    ds = combine(plan, [run_point(s) for s in specs], specs)
+    return write_netcdf(ds, out / "sweep.nc")
+
+
+def test_plot_redraws_a_sweep_file(tmp_path, case, capsys):
+    """`plot` said 'not a run of meanfield-pde' for the sweep's own file."""
+    from meanfield_pde.cli.commands import main
+    path = _sweep_file(tmp_path, case)
+    assert xr.open_dataset(path).attrs["kind"] == "sweep"
+    assert main(["plot", str(path), "-o", str(tmp_path / "fig.svg")]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'fig.svg'}"
+    assert b"<svg" in (tmp_path / "fig.svg").read_bytes()[:500]
+    with xr.load_dataset(path) as ds:  # a sweep file written before the attribute kind
+        del ds.attrs["kind"]
+        ds.to_netcdf(tmp_path / "old.nc")
+    assert main(["plot", str(tmp_path / "old.nc")]) == 0
+    assert (tmp_path / "old.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["plot", str(path), "--times", "0,1", "-o", str(tmp_path / "t.png")]) == 2
+    assert "plot --times '0,1': a sweep file has one final value per point" in capsys.readouterr().err
+    assert not (tmp_path / "t.png").exists()
+
+
+def test_plot_of_a_sweep_whose_points_all_failed_says_so(tmp_path, case, capsys):
+    from meanfield_pde.cli.commands import main
+    path = _sweep_file(tmp_path, case, blocked=True)
+    assert main(["plot", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"meanfield-pde: error: plot: {str(path)!r}: every point of the sweep failed: "
+                   "nothing to draw (see its variable 'error')")
+    assert not path.with_suffix(".png").exists()
+
+
+def test_plot_of_a_damaged_sweep_file_is_one_line(tmp_path, capsys):
+    """A sweep file whose measure is text (hand-edited, or another program's): one line, not the
+    figure code's AttributeError traceback."""
+    from meanfield_pde.cli.commands import main
+    path = tmp_path / "sweep.nc"
+    xr.Dataset({"status": ("beta", np.array(["completed", "completed"])),
+                "order_parameter": ("beta", ["a", "b"])}, coords={"beta": [1, 2]},
+               attrs={"kind": "sweep", "figure": "clusters"}).to_netcdf(path)
+    assert main(["plot", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"meanfield-pde: error: plot: {str(path)!r}: the sweep file cannot be drawn")
+    assert "\n" not in err and not path.with_suffix(".png").exists()
+
+
+def test_plot_names_what_it_draws_for_a_file_it_cannot(tmp_path, capsys):
+    from meanfield_pde.cli.commands import main
+    path = tmp_path / "other.nc"
+    xr.Dataset({"l2_distance": ("time", [0.0, 1.0])}, coords={"time": [0.0, 1.0]}).to_netcdf(path)
+    assert main(["plot", str(path)]) == 2
+    assert "plot draws the files of `meanfield-pde run` and a sweep's DIR/sweep.nc" in capsys.readouterr().err
+    (tmp_path / "folder.nc").mkdir()
+    assert main(["plot", str(tmp_path / "folder.nc")]) == 2
+    assert capsys.readouterr().err.strip().endswith("folder.nc' is not a regular file")
+
+
+@pytest.mark.parametrize("workers, words", [
+    (100000, "--workers 100000: must be an integer in [1, 1024]"),
+    (0, "--workers 0: must be an integer in [1, 1024]"),
+    (4 * (os.cpu_count() or 1) + 1, "more than 4 per core of this machine"),
+])
+def test_absurd_worker_counts_are_refused_before_any_process_starts(tmp_path, case, capsys,
+                                                                    workers, words):
+    """--workers 100000 started processes until the machine stalled (no message, no exit)."""
+    from meanfield_pde.cli.commands import main
+    assert main(["sweep", str(case), "-o", str(tmp_path / "out"), "--workers", str(workers)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("meanfield-pde: error: --workers") and words in err and "\n" not in err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ConfigError, match="--workers"):
+        run_sweep(load_case(str(case)), tmp_path / "out", workers=workers)
+
+
+@pytest.mark.parametrize("name", ["sweep.nc", "sweep.png"])
+def test_a_folder_in_place_of_the_sweeps_file_is_refused_before_any_point_runs(tmp_path, case,
+                                                                               capsys, name):
+    """A folder DIR/sweep.nc (or DIR/sweep.png) was found only when written: after every point."""
+    from meanfield_pde.cli.commands import main
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    assert main(["sweep", str(case), "-o", str(out), "--workers", "1"]) == 2
+    assert capsys.readouterr().err.strip() == (f"meanfield-pde: error: output {str(out / name)!r}: "
+                                               "exists and is not a regular file")
+    assert sorted(p.name for p in out.iterdir()) == [name]  # no points/ : nothing ran

@@ -327,3 +327,15 @@ def test_random_invalid_cases_fail_validation_and_write_nothing(bad, tmp_path_fa
     assert _listing(folder) == before
     with pytest.raises(ConfigError):  # the same rule through the Python API
         from_dict(case)
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_64BIT"])
+def test_resume_of_a_foreign_netcdf_file_says_it_is_not_a_run(tmp_path, capsys, fmt):
+    """A netCDF-4 file of another program was told to convert itself to netCDF-3 (after which it
+    was refused as not a run): say what it is first, whatever its format."""
+    from meanfield_pde.cli.commands import main
+    path = tmp_path / "foreign.nc"
+    xr.Dataset({"x": ("time", [1.0, 2.0])}, coords={"time": [0.0, 1.0]}).to_netcdf(path, format=fmt)
+    assert main(["run", "--resume", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == (f"meanfield-pde: error: --resume {str(path)!r}: not a run "
+                                               "file of meanfield-pde (no 'case' or 'status' attribute)")

@@ -55,6 +55,33 @@ def test_dimension_is_checked_with_its_range_and_only_for_sphere_zonal(domain, f
         assert f in str(err.value)
 
 
+@pytest.mark.parametrize("value", [1, 4097, 2.5, True, 0])
+def test_dimension_out_of_range_has_one_message_with_the_true_range(value):
+    """Every refused d says the rule d is checked by (an integer in [2, 4096]): 4097 said
+    '[0, 4096]' (the field's range, which admits 0 = unset and 1) and 2.5 or true said no range."""
+    data = zonal_case()
+    data["domain"]["dimension"] = value
+    with pytest.raises(ConfigError) as err:
+        from_dict(data)
+    assert str(err.value) == f"domain.dimension = {value!r}: must be an integer in [2, 4096]"
+
+
+@pytest.mark.parametrize("value", [2, 4096])
+def test_dimension_range_ends_are_accepted(value):
+    data = zonal_case()
+    data["domain"].update(dimension=value, lmax=8)
+    assert from_dict(data).domain.dimension == value
+
+
+@pytest.mark.parametrize("text", ["4097", "1", "2.5", "true"])
+def test_dimension_set_on_the_command_line_names_the_range(text, capsys):
+    from meanfield_pde.cli.commands import main
+    assert main(["run", "zonal_vmf_collapse_d16", "--set", f"domain.dimension={text}"]) == 2
+    err = capsys.readouterr().err.strip()
+    shown = {"true": "True"}.get(text, text)
+    assert err == f"meanfield-pde: error: domain.dimension = {shown}: must be an integer in [2, 4096]"
+
+
 def test_zonal_initial_sections_are_checked():
     with pytest.raises(ConfigError, match=r"initial.centres\[0\].*\[1\].*\[-1\]"):
         from_dict(zonal_case(initial={"type": "von_mises_fisher", "centres": [[0.0, 1.0]],

@@ -205,7 +205,8 @@ def _cmd_plot(args) -> int:
     from ..runs.runcheck import open_checked
     path = Path(args.file)
     if not path.is_file():
-        raise ConfigError(f"plot: file {str(path)!r} does not exist")
+        raise ConfigError(f"plot: file {str(path)!r} " + ("is not a regular file" if path.exists()
+                                                        else "does not exist"))
     try:
         times = [float(t) for t in args.times.split(",")] if args.times else None
     except ValueError:
@@ -221,12 +222,54 @@ def _cmd_plot(args) -> int:
     from ..runs.outputs import check_writable_folder
     check_writable_folder(output.parent, f"plot --output {str(output)!r}")
     with claim([output], overwrite=args.overwrite, inputs=[path]):
-        ds = open_checked(path, f"plot: {str(path)!r}")
+        from ..plotting.phase import is_sweep
+        from ..runs.runcheck import read_attributes
+        if is_sweep(read_attributes(path, f"plot: {str(path)!r}")):  # the sweep's figure, as `sweep` drew it
+            return _plot_sweep(path, output, times, args)
+        try:
+            ds = open_checked(path, f"plot: {str(path)!r}")
+        except ConfigError as exc:
+            if "not a run of meanfield-pde" in str(exc):
+                raise ConfigError(f"{exc}; {PLOTTABLE}") from None
+            raise
         try:
             with ds:
                 out = save_figure(ds, output, times=times, overwrite=args.overwrite)
         except ValueError as exc:
-            raise ConfigError(f"plot: {exc}") from None
+            if isinstance(exc, ConfigError):
+                raise
+            hint = f"; {PLOTTABLE}" if "no 'density' variable" in str(exc) else ""
+            raise ConfigError(f"plot: {str(path)!r}: {exc}{hint}") from None
+    print(f"wrote {out}")
+    return 0
+
+
+PLOTTABLE = ("plot draws the files of `meanfield-pde run` and a sweep's DIR/sweep.nc "
+             "(comparisons and limit studies: their figures are written by `compare` and `limits`)")
+
+
+def _plot_sweep(path: Path, output: Path, times, args) -> int:
+    """Redraw a sweep's figure ([sweep] figure, as at the end of `sweep`) from DIR/sweep.nc."""
+    import xarray as xr
+    from ..plotting.phase import save_sweep_figure
+    where = f"plot: {str(path)!r}"
+    if times is not None:
+        raise ConfigError(f"plot --times {args.times!r}: a sweep file has one final value per point, "
+                          "no snapshots to choose from; leave --times out")
+    with xr.load_dataset(path) as ds:
+        if "status" not in ds:
+            raise ConfigError(f"{where}: a sweep file without its 'status' variable; the file is "
+                              "damaged (run the sweep again in its folder: finished points are reused)")
+        try:
+            out = save_sweep_figure(ds, output, overwrite=args.overwrite, inputs=[path])
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"{where}: the sweep file cannot be drawn ({type(exc).__name__}: "
+                              f"{exc}); the file is damaged (run the sweep again in its folder)") from None
+    if out is None:
+        raise ConfigError(f"{where}: every point of the sweep failed: nothing to draw "
+                          "(see its variable 'error')")
     print(f"wrote {out}")
     return 0
 
@@ -343,11 +386,10 @@ def _cmd_sweep(args) -> int:
     if args.scheduler is None:  # its own cluster: TLS credentials made for this sweep
         require("cryptography", "meanfield-pde sweep (the TLS credentials of its cluster)")
     from ..runs.cases import load_case
-    from ..studies.sweep import JobQueue, run_sweep
+    from ..studies.sweep import JobQueue, check_workers, run_sweep
     if sum(x is not None for x in (args.workers, args.scheduler, args.jobqueue)) > 1:
         raise ConfigError("sweep: give one of --workers (a LocalCluster), --scheduler or --jobqueue")
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"sweep --workers {args.workers}: must be >= 1")
+    check_workers(args.workers, args.force)  # before the case is read (run_sweep checks it too)
     queue_flags = {"--jobs": args.jobs, "--cores": args.cores, "--memory": args.memory,
                    "--walltime": args.walltime, "--queue": args.queue}
     if args.jobqueue is None and any(v is not None for v in queue_flags.values()):
@@ -360,6 +402,9 @@ def _cmd_sweep(args) -> int:
                             memory=args.memory, walltime=args.walltime, queue=args.queue)
     config = load_case(args.case, args.set or [])
     out = Path(args.output) if args.output else Path.cwd() / f"{config.name}_sweep"
+    if not args.no_plot and (out / "sweep.png").exists():  # e.g. a folder: refused after the work
+        from ..runs.outputs import check_output
+        check_output(out / "sweep.png", overwrite=True)
     ds = run_sweep(config, out, args.grid or [], args.continuation, args.workers, args.scheduler,
                    progress=None if not args.quiet else False, force=args.force,
                    log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)),
@@ -432,8 +477,8 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--force", action="store_true", help=FORCE_HELP)
     cmp.add_argument("--no-plot", action="store_true", help="do not write the figure OUTPUT with .png")
     cmp.set_defaults(func=_cmd_compare)
-    pl = sub.add_parser("plot", help="figure of a run: density maps, diagnostics, spectrum")
-    pl.add_argument("file", help="a .nc file written by `meanfield-pde run`")
+    pl = sub.add_parser("plot", help="figure of a run (density maps, diagnostics, spectrum) or of a sweep")
+    pl.add_argument("file", help="a .nc file written by `meanfield-pde run`, or a sweep's DIR/sweep.nc")
     pl.add_argument("--output", "-o", help="figure file .png, .pdf or .svg (default: FILE with .png)")
     pl.add_argument("--overwrite", action="store_true", help="replace an existing figure")
     pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")

@@ -71,8 +71,20 @@ DIMENSION_MAX = 4096  # the largest ambient dimension d of S^{d−1} (zonal dens
 
 
 def check_dimension(dimension, name: str = "domain.dimension") -> int:
-    """The ambient dimension d of S^{d−1}: an integer in [2, DIMENSION_MAX], else ConfigError."""
+    """The ambient dimension d of S^{d−1}: an integer in [2, DIMENSION_MAX], else ConfigError.
+
+    The one rule and message for d wherever it is given (the case's domain.dimension, the
+    kernels, the zonal geometry, the theory): "NAME = VALUE: must be an integer in [2, 4096]".
+    """
     return check_int(name, dimension, 2, DIMENSION_MAX)
+
+
+def check_domain_dimension(name: str, dimension) -> int:
+    """The case's domain.dimension: 0 (unset: a sphere or circle case) or d as
+    :func:`check_dimension` (its message, which names the true range [2, DIMENSION_MAX])."""
+    if isinstance(dimension, int) and not isinstance(dimension, bool) and dimension == 0:
+        return 0
+    return check_dimension(dimension, name)
 
 
 def check_n(n, name: str = "n") -> int:

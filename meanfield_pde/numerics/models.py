@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..core.bands import Bands
 from ..core.errors import NumericalFault
 from ..core.geometry import Geometry
 from ..core.kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
@@ -80,6 +81,10 @@ class MeanFieldModel(IMEXModel):
         dim = g.dimension
         self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"),
                                                dimension=dim)[deg]
+        # transport() synthesises the gradient of minus the potential: the flux is then −f V
+        # and its divergence is the right-hand side −div(f V) itself (a negation of the
+        # coefficients cost as much as a quarter of a transform at L = 255)
+        self._neg_grad_mult = -self._grad_mult
         self._ratio = ratio_multipliers(beta, lmax, man, dimension=dim)[deg]
         self._set_energy_multipliers(energy_multipliers(beta, lmax, man, dimension=dim)[deg]
                                      * g.parseval_weight)
@@ -100,19 +105,22 @@ class MeanFieldModel(IMEXModel):
         self._v = tuple(np.empty(grid) for _ in g.gradient(self._tmp))
         self._flux = tuple(np.empty(grid) for _ in self._v)
         self._phi = np.empty(grid) if kind == "SA" else None
-        self._weight = np.empty(grid) if kind == "SA" else None
-        self._speed2 = (np.empty(grid), np.empty(grid))
+        # the pointwise passes in latitude bands, one per thread of the transforms (core/bands.py)
+        work = (self._f, *self._v, *self._flux) + ((self._phi,) if kind == "SA" else ())
+        self._bands = Bands(work, getattr(g, "threads", 1))
 
     def __reduce__(self):
         """Pickle by parameters (the geometry may hold a C handle; work arrays are rebuilt)."""
         return (MeanFieldModel, (self.geometry, self.kind, self.beta, self.nu, *self._hyper))
 
     # -- the explicit part ---------------------------------------------------
-    # The work arrays after an evaluation: _f = f, _v = ∇ of the velocity potential
-    # (USA: V itself; SA: ∇Φ/(βλ_0), V = _v/_phi with _phi = Φ/λ_0), _flux = f V.
+    # The work arrays after an evaluation: _f = f, _v = −∇ of the velocity potential
+    # (USA: −V itself; SA: −∇Φ/(βλ_0), V = −_v/_phi with _phi = Φ/λ_0), _flux = −f V.
     # SA's V is never formed on the grid: the flux is _v · (f/Φ), one division and
-    # one multiplication per component (V = _v/_phi costs two more passes); max|V|
-    # takes the quotient once per step, when asked (_update_extrema).
+    # one multiplication per component (V = _v/_phi costs two more passes), f/Φ
+    # written into the last flux array and multiplied there in place (one grid array
+    # less to keep in cache); max|V| takes the quotient once per step, when asked
+    # (_update_extrema); the sign of _v does not enter it.
     def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
         """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays.
 
@@ -126,23 +134,52 @@ class MeanFieldModel(IMEXModel):
             v = tuple(np.divide(c, phi) for c in v)
         return tuple(v)
 
-    def _potential(self, coef: np.ndarray) -> np.ndarray:
-        """SA: Φ/λ_0 on the grid into ``_phi``, checked positive (Φ/λ_0 > 0 for any f >= 0)."""
+    def _potential(self, coef: np.ndarray, check: bool = True) -> np.ndarray:
+        """SA: Φ/λ_0 on the grid into ``_phi``, checked positive (Φ/λ_0 > 0 for any f >= 0)
+        unless ``check`` is False (the caller checks its minimum: :meth:`_check_potential`)."""
         np.multiply(self._ratio, coef, out=self._tmp)
         phi = self.geometry.synthesis(self._tmp, self._phi)
-        low = np.min(phi)
-        if np.isnan(low):
-            raise NumericalFault("non-finite values in the density")
-        if not low > 0.0:
+        if check:
+            self._check_potential(np.minimum.reduce(phi, axis=None))
+        return phi
+
+    @staticmethod
+    def _check_potential(low: float) -> None:
+        """NumericalFault unless the minimum ``low`` of Φ/λ_0 on the grid is positive."""
+        if not low > 0.0:  # NaN fails too
+            if np.isnan(low):
+                raise NumericalFault("non-finite values in the density")
             raise NumericalFault("kernel potential Φ is not positive: the density "
                                  "has lost positivity (resolution lost)")
-        return phi
+
+    @staticmethod
+    def _sa_flux(band) -> float:
+        """SA's pointwise passes on one band: the flux _v · (f/Φ) (f/Φ in the last flux
+        array, then multiplied there in place); returns the band's minimum of Φ (np.min
+        without its Python wrapper; NaN propagates)."""
+        f, *rest = band
+        phi, n = rest[-1], (len(rest) - 1) // 2
+        v, flux = rest[:n], rest[n:2 * n]
+        low = np.minimum.reduce(phi, axis=None)
+        weight = np.divide(f, phi, out=flux[-1])
+        for comp, out in zip(v, flux):
+            np.multiply(comp, weight, out=out)
+        return low
+
+    @staticmethod
+    def _usa_flux(band) -> None:
+        """USA's pointwise passes on one band: the flux _v · f."""
+        f, *rest = band
+        n = len(rest) // 2
+        for comp, out in zip(rest[:n], rest[n:]):
+            np.multiply(comp, f, out=out)
 
     def _max_speed(self) -> float:
         """max |V| on the grid of the last evaluation as sqrt(max(v_θ² + v_φ²)): a few cheap
         passes (np.hypot costs as much as a transform at L = 63). USA speeds reach e^β/β,
-        whose square overflows for β ≳ 350: there (β > 300) hypot."""
-        v, s, t = self._v, *self._speed2
+        whose square overflows for β ≳ 350: there (β > 300) hypot. The flux arrays, free
+        once the flux is analysed, hold the squares (no more grid arrays to keep in cache)."""
+        v, s, t = self._v, self._flux[0], self._flux[-1]
         if self.kind == "SA":  # V = _v/_phi (see above)
             v = tuple(np.divide(c, self._phi, out=w) for c, w in zip(v, (s, t)))
         if len(v) == 1:
@@ -152,30 +189,32 @@ class MeanFieldModel(IMEXModel):
         np.multiply(v[0], v[0], out=s)
         np.multiply(v[1], v[1], out=t)
         s += t
-        return math.sqrt(float(np.max(s)))
+        return math.sqrt(float(np.maximum.reduce(s, axis=None)))  # np.max without its wrapper
 
     def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density.
 
         USA: f and ∇(Φ/β) from one fused synthesis (geometry.synthesis_and_gradient),
         the flux f V (one pass per component), the divergence by a vector analysis.
-        SA adds the synthesis of Φ, its positivity check and f/Φ (three passes). Nothing
-        is allocated except ``out`` if not given.
+        SA adds the synthesis of Φ, its positivity check and f/Φ (three passes). The grid
+        passes run in latitude bands on the geometry's threads for large grids
+        (:mod:`meanfield_pde.core.bands`). Nothing grid-sized is allocated except ``out`` if
+        not given.
 
         Raises NumericalFault (SA) if Φ is not positive or not finite on the grid.
         """
         g = self.geometry
-        np.multiply(self._grad_mult, coef, out=self._tmp)
-        f, v = g.synthesis_and_gradient(coef, self._tmp, (self._f, self._v))
-        weight = f
+        np.multiply(self._neg_grad_mult, coef, out=self._tmp)
+        g.synthesis_and_gradient(coef, self._tmp, (self._f, self._v))
+        # v and f are kept for max_speed, min_density
         if self.kind == "SA":
-            weight = np.divide(f, self._potential(coef), out=self._weight)
-        for comp, flux in zip(v, self._flux):  # v and f are kept for max_speed, min_density
-            np.multiply(comp, weight, out=flux)
+            self._potential(coef, check=False)
+            lows = self._bands.run(self._sa_flux)
+            self._check_potential(lows[0] if len(lows) == 1 else np.min(lows))  # min() drops NaN
+        else:
+            self._bands.run(self._usa_flux)
         self._fresh = True
-        out = g.divergence(self._flux, out)
-        np.negative(out, out=out)
-        return out
+        return g.divergence(self._flux, out)
 
     # max|V| and min f of the last evaluation, computed when asked: the solver asks once
     # per step (the CFL bound), not once per stage, and they cost as much as 5 grid passes.
@@ -201,7 +240,7 @@ class MeanFieldModel(IMEXModel):
 
     def _update_extrema(self) -> None:
         self._max_speed_value = self._max_speed()
-        self._min_density_value = float(np.min(self._f))
+        self._min_density_value = float(np.minimum.reduce(self._f, axis=None))
         self._fresh = False
 
     # -- linear theory ---------------------------------------------------------

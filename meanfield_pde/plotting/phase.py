@@ -251,12 +251,25 @@ def sweep_figure_name(ds: xr.Dataset) -> str | None:
     return name if name in FIGURES else "lines"
 
 
-def save_sweep_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path | None:
-    """Write the sweep's figure (:func:`sweep_figure_name`) as a PNG through
-    :func:`meanfield_pde.runs.outputs.save_png`; returns the path, or None (no file) where
-    every point failed."""
+def is_sweep(attrs) -> bool:
+    """True for the attributes of a combined sweep file (DIR/sweep.nc): ``kind = "sweep"``, or,
+    in files written before that attribute, the sweep's own ``grid``, ``task`` and ``points``."""
+    return attrs.get("kind") == "sweep" or {"grid", "task", "points"} <= set(attrs)
+
+
+def save_sweep_figure(ds: xr.Dataset, path: str | Path, *, overwrite: bool = False,
+                      inputs=()) -> Path | None:
+    """Write the sweep's figure (:func:`sweep_figure_name`) as a PNG (or PDF/SVG by the suffix)
+    through :func:`meanfield_pde.runs.outputs.save_png` (never over one of ``inputs``); returns
+    the path, or None (no file) where every point failed.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` has another suffix, exists without ``overwrite``, or is an input.
+    """
     from ..runs.outputs import save_png
     name = sweep_figure_name(ds)
     if name is None:
         return None
-    return save_png(FIGURES[name](ds), path, overwrite=overwrite)
+    return save_png(FIGURES[name](ds), path, overwrite=overwrite, inputs=inputs)

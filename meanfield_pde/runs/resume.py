@@ -20,7 +20,7 @@ import xarray as xr
 from .config import Config, from_dict, parse_toml, time_unit
 from ..core.errors import ConfigError
 from ..core.stops import stop_reason
-from .runcheck import open_checked
+from .runcheck import NOT_A_RUN_FILE, is_run_file, open_checked
 
 RESUMABLE_KEYS = ("time.t_end",)
 # The PDE and the limit models are in divergence form: they never change the l = 0
@@ -85,9 +85,8 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
         raise ConfigError(f"{where}: the file or its folder is read-only; a resumed run appends "
                           "to the file (make it writable, or copy it and resume the copy)")
     try:
-        if "case" not in ds.attrs or "status" not in ds.attrs:
-            raise ConfigError(f"--resume {str(path)!r}: not a run file of meanfield-pde "
-                              "(no 'case' or 'status' attribute)")
+        if not is_run_file(ds.attrs):
+            raise ConfigError(f"--resume {str(path)!r}: {NOT_A_RUN_FILE}")
         data = parse_toml(str(ds.attrs["case"]), f"{path} (attribute 'case')")
         name = str(ds.attrs.get("case_name", path.stem))
         stored = from_dict(data, name=name)

@@ -229,12 +229,53 @@ def _check_times(ds: xr.Dataset, config, where: str) -> None:
                                   "(a number >= 0); the file is damaged")
 
 
+NOT_A_RUN_FILE = "not a run file of meanfield-pde (no 'case' or 'status' attribute)"
+
+
+def is_run_file(attrs) -> bool:
+    """A run file (of run, or a sweep's point) carries its case and status (README §Dataset contract)."""
+    return "case" in attrs and "status" in attrs
+
+
 def require_file(path: str | os.PathLike, where: str) -> Path:
     """``path`` as a Path if it is an existing regular file, else a ConfigError."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{where}: " + ("not a regular file" if path.exists() else "no such file"))
     return path
+
+
+def _open_netcdf(path, where: str) -> tuple[xr.Dataset, bytes]:
+    """The file opened lazily after the checks of its format and length (first two items of the
+    module docstring), and its first 8 bytes."""
+    path = require_file(path, where)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(8)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the file ({exc.strerror})") from None
+    if magic[:4] in NETCDF3_MAGIC:
+        _check_length(path, where)
+    elif magic != HDF5_MAGIC:
+        raise ConfigError(f"{where}: not a readable netCDF file")
+    try:
+        return xr.open_dataset(path), magic
+    except (ValueError, OSError, RuntimeError, KeyError, IndexError):
+        raise ConfigError(f"{where}: not a readable netCDF file") from None
+
+
+def read_attributes(path: str | os.PathLike, where: str) -> dict:
+    """The global attributes of a netCDF file (e.g. its ``kind``, to choose how to read it),
+    after the format and length checks of :func:`open_checked`; its content is not checked.
+
+    Raises
+    ------
+    ConfigError
+        Missing, not a regular file, unreadable, not netCDF, or cut short.
+    """
+    ds, _ = _open_netcdf(path, where)
+    with ds:
+        return dict(ds.attrs)
 
 
 def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -> xr.Dataset:
@@ -260,26 +301,15 @@ def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -
         Missing, not a regular file, unreadable, not netCDF, or any fault of
         the module docstring. Nothing is written to the file.
     """
-    path = require_file(path, where)
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(8)
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read the file ({exc.strerror})") from None
-    if magic[:4] in NETCDF3_MAGIC:
-        _check_length(path, where)
-    elif magic != HDF5_MAGIC:
-        raise ConfigError(f"{where}: not a readable netCDF file")
-    try:
-        ds = xr.open_dataset(path)
-    except (ValueError, OSError, RuntimeError, KeyError, IndexError):
-        raise ConfigError(f"{where}: not a readable netCDF file") from None
+    ds, magic = _open_netcdf(path, where)
     try:
         check_dataset(ds, where, strict=not netcdf4)
         if "density" not in ds and "coef_real" in ds and "case" in ds.attrs:
             from .grid_density import with_density  # a file written with output.density = false
             ds = with_density(ds)
         if magic == HDF5_MAGIC and not netcdf4:
+            if not is_run_file(ds.attrs):  # converting it would not help: say what it is first
+                raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
             raise ConfigError(f"{where}: a netCDF-4 (HDF5) copy; only the netCDF-3 run files written "
                               "by meanfield-pde can be continued (convert it with: "
                               "nccopy -k '64-bit offset' IN OUT)")

@@ -53,6 +53,25 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
                                reg.hyperviscosity_order)
     else:
         model = make_limit_model(geometry, m.kind, m.beta, config.limit.order)
+    u0 = initial_state(config, geometry, model, initial)
+    monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
+    stepper = make_stepper(config.time.scheme, model)
+    control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
+    return Simulation(config, geometry, model, u0, control, monitor)
+
+
+def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | LimitModel | None = None,
+                  initial: np.ndarray | None = None) -> np.ndarray:
+    """The initial coefficients (ncoef,) of a run of ``config`` on ``geometry`` (``initial``:
+    given coefficients replacing [initial]), checked as :func:`build` checks them: resolved at
+    domain.lmax (spectral tail and negativity within the [monitor] limits) and, for
+    run.kind = "limit", admissible for the limit ``model`` (built here if None).
+
+    Raises
+    ------
+    ConfigError
+        Naming the [initial] field to change (or domain.lmax to raise), before any work.
+    """
     mon = config.monitor
     u0 = (initial_density(geometry, config.initial, mon.max_spectral_tail, mon.negative_density)
           if initial is None else np.array(initial, complex))
@@ -60,20 +79,17 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
         raise ConfigError(f"initial: the given state has {u0.size} coefficients, domain.lmax = "
                           f"{config.domain.lmax} needs {geometry.ncoef}")
     if config.kind == "limit":
-        check_initial_density(model, u0)
-    monitor = ResolutionMonitor(geometry, config.monitor.max_spectral_tail, config.monitor.negative_density)
-    reason = monitor.check(u0)
+        check_initial_density(model or make_limit_model(geometry, config.model.kind, config.model.beta,
+                                                        config.limit.order), u0)
+    reason = ResolutionMonitor(geometry, mon.max_spectral_tail, mon.negative_density).check(u0)
     if reason:
         ini = config.initial
         hint = (von_mises_fisher_hint(config.domain.manifold, ini.centres, ini.concentrations,
-                                      ini.weights, config.monitor.max_spectral_tail,
-                                      config.monitor.negative_density)
+                                      ini.weights, mon.max_spectral_tail, mon.negative_density)
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    stepper = make_stepper(config.time.scheme, model)
-    control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
-    return Simulation(config, geometry, model, u0, control, monitor)
+    return u0
 
 
 def manifold_title(config: Config) -> str:

@@ -29,11 +29,16 @@ class IMEXRungeKutta:
     a later stage or a weight uses it (the last stage of the stiffly accurate
     ARS schemes does not), so a step costs ``explicit_calls`` evaluations.
 
-    The stage values live in one array K = [N(U_0), L U_0, N(U_1), L U_1, ...]
-    so that each stage combination u + dt Σ_j (a^E_ij N_j + a^I_ij L U_j) is
-    one matrix–vector product with a precomputed weight row (a few passes over
-    the coefficients instead of two per term), and the implicit division uses
-    1/(1 − dt a_ii L), computed once per step size and diagonal entry.
+    The step's start and the stage values live in one array
+    K = [u, N(U_0), L U_0, N(U_1), L U_1, ...] so that each stage combination
+    u + dt Σ_j (a^E_ij N_j + a^I_ij L U_j) is one matrix–vector product with a
+    weight row [1, dt a^E_i0, dt a^I_i0, ...] into a preallocated buffer (a pass
+    over the coefficients per term, and one more for + u, cost more than the
+    stage's right-hand side at L = 63). The weights are real: the products run
+    on the real view of the complex coefficients (half the arithmetic of complex
+    weights), and so do the implicit division by 1 − dt a_ii L and the product
+    L U, whose factors are repeated per real and imaginary part. The weight rows
+    and the factors 1/(1 − dt a_ii L) are computed once per step size.
     The products are small: run them with BLAS on one thread
     (:func:`meanfield_pde.core.threads.single_threaded_blas`, as the solver does).
     """
@@ -44,9 +49,13 @@ class IMEXRungeKutta:
         self.tableau, self.explicit, self.linear = tableau, explicit, np.asarray(linear, dtype=float)
         t = tableau
         s, n = t.stages, self.linear.size
-        self._K = np.zeros((2 * s, n), dtype=np.complex128)  # rows 2j: N(U_j), 2j+1: L U_j
-        self._N, self._LU = self._K[0::2], self._K[1::2]       # views
+        # rows 0: u, 1 + 2j: N(U_j), 2 + 2j: L U_j; the real view splits each coefficient in two
+        self._K = np.zeros((1 + 2 * s, n), dtype=np.complex128)
+        self._N, self._LU = self._K[1::2], self._K[2::2]  # views
+        self._Kr = self._K.view(np.float64)
         self._U = np.zeros(n, dtype=np.complex128)
+        self._Ur = self._U.view(np.float64)
+        self._linear2 = np.repeat(self.linear, 2)  # L on the real view
         used = np.abs(t.a_exp).sum(axis=0) + np.abs(t.b_exp)
         if t.embedded:
             used = used + np.abs(t.b_hat_exp)
@@ -59,16 +68,22 @@ class IMEXRungeKutta:
         self._implicit = bool(np.any(self.linear != 0.0))
         self._needs_LU = (used_lin > 0) & self._implicit
 
-        def interleave(a_exp_row, a_imp_row):
-            w = np.empty(2 * len(a_exp_row), dtype=np.complex128)
-            w[0::2], w[1::2] = a_exp_row, a_imp_row
+        def row(u_weight, a_exp_row, a_imp_row):
+            w = np.zeros(1 + 2 * s)
+            w[0] = u_weight
+            w[1:1 + 2 * len(a_exp_row):2], w[2:2 + 2 * len(a_imp_row):2] = a_exp_row, a_imp_row
             return w
 
-        # Weight rows (times dt at step time) over K[:2i] for stage i, and for the solution.
-        self._stage_w = [interleave(t.a_exp[i, :i], t.a_imp[i, :i]) for i in range(s)]
-        self._sol_w = interleave(t.b_exp, t.b_imp)
-        self._err_w = (interleave(t.b_exp - t.b_hat_exp, t.b_imp - t.b_hat_imp)
-                       if t.embedded else None)
+        # Weight rows over K (the u column unscaled, the rest times dt at step time): stage i
+        # (using K[:1 + 2i]), the solution, and the error estimate (b − b̂, no u).
+        rows = [row(1.0, t.a_exp[i, :i], t.a_imp[i, :i]) for i in range(s)]
+        rows.append(row(1.0, t.b_exp, t.b_imp))
+        if t.embedded:
+            rows.append(row(0.0, t.b_exp - t.b_hat_exp, t.b_imp - t.b_hat_imp))
+        self._weights = np.array(rows)
+        self._scale = np.full(1 + 2 * s, 1.0)  # [1, dt, dt, ...], set per step size
+        self._scaled = self._weights.copy()  # _weights · _scale at _weights_dt
+        self._weights_dt = None
         self._diag = [float(t.a_imp[i, i]) for i in range(s)]
         self._inverse: dict[float, np.ndarray] = {}  # a_ii -> 1/(1 − dt a_ii L) at _inverse_dt
         self._inverse_dt = None
@@ -84,13 +99,22 @@ class IMEXRungeKutta:
         return cls(tableau, model.explicit_terms, model.linear)
 
     def _implicit_inverse(self, dt: float, a: float) -> np.ndarray:
+        """1/(1 − dt a L) on the real view (each factor twice), cached for the current dt."""
         if dt != self._inverse_dt:
             self._inverse.clear()
             self._inverse_dt = dt
         inv = self._inverse.get(a)
         if inv is None:
-            inv = self._inverse[a] = implicit_factor(self.linear, dt * a)
+            inv = self._inverse[a] = implicit_factor(self._linear2, dt * a)
         return inv
+
+    def _scaled_weights(self, dt: float) -> np.ndarray:
+        """The weight rows of a step of size dt (see the class notes)."""
+        if dt != self._weights_dt:
+            self._scale[1:] = dt
+            np.multiply(self._weights, self._scale, out=self._scaled)
+            self._weights_dt = dt
+        return self._scaled
 
     def step(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray | None]:
         """One step of size dt from u, shape (ncoef,).
@@ -104,21 +128,21 @@ class IMEXRungeKutta:
         """
         t = self.tableau
         self.evaluations += self.explicit_calls
-        K, N, LU, U = self._K, self._N, self._LU, self._U
+        K, Kr, N, LU, U, Ur = self._K, self._Kr, self._N, self._LU, self._U, self._Ur
+        w = self._scaled_weights(dt)
+        K[0] = u
         for i in range(t.stages):
             if i == 0:
                 U[:] = u
             else:
-                np.matmul(dt * self._stage_w[i], K[: 2 * i], out=U)
-                U += u
+                np.matmul(w[i, : 1 + 2 * i], Kr[: 1 + 2 * i], out=Ur)
             a = self._diag[i]
             if a and self._implicit:
-                U *= self._implicit_inverse(dt, a)
+                Ur *= self._implicit_inverse(dt, a)
             if self._needs_LU[i]:
-                np.multiply(self.linear, U, out=LU[i])
+                np.multiply(self._linear2, Ur, out=LU[i].view(np.float64))
             if self._needs_N[i]:
                 self.explicit(U, N[i])
-        new = np.matmul(dt * self._sol_w, K)
-        new += u
-        error = np.matmul(dt * self._err_w, K) if self._err_w is not None else None
+        new = np.matmul(w[t.stages], Kr).view(np.complex128)
+        error = np.matmul(w[t.stages + 1], Kr).view(np.complex128) if t.embedded else None
         return new, error

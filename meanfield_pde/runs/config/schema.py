@@ -25,9 +25,12 @@ from ..tomltext import MAX_NESTING  # noqa: F401 - one limit for parsing and val
 
 
 def field_spec(default=dataclasses.MISSING, *, lo=None, hi=None, lo_open=False,
-               hi_open=False, choices=None, doc=""):
-    """A schema field: default, range [lo, hi] (or open ends), choices, doc."""
-    meta = dict(lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, choices=choices, doc=doc)
+               hi_open=False, choices=None, doc="", check=None):
+    """A schema field: default, range [lo, hi] (or open ends), choices, doc; or ``check``, a
+    function (path, value) -> value that replaces the type and range check, for a field whose
+    rule is not one range (it then raises the field's one message, e.g. domain.dimension's)."""
+    meta = dict(lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, choices=choices, doc=doc,
+                check=check)
     if isinstance(default, list):
         return field(default_factory=lambda d=default: list(d), metadata=meta)
     return field(default=default, metadata=meta)
@@ -56,6 +59,8 @@ def check_scalar(path: str, value: Any, tp, meta: dict) -> Any:
     and what is allowed."""
     if isinstance(value, np.generic) and not isinstance(value, np.bool_):
         value = value.item()  # numpy scalars from the Python API: plain int/float
+    if meta.get("check") is not None:
+        return meta["check"](path, value)
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{path} = {value!r}: must be true or false")

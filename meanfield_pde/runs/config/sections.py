@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.checks import DIMENSION_MAX
+from ...core.checks import DIMENSION_MAX, check_domain_dimension
 from ...core.kernels import BETA_MAX
 from ...core.threads import MAX_THREADS
 from ...numerics.steppers.select import SCHEMES
@@ -47,8 +47,9 @@ class DomainConfig:
                        doc="the manifold (circle: d = 2, Kuramoto; sphere_zonal: densities of "
                            "t = <x, e> on S^{d-1}, d = domain.dimension)")
     lmax: int = _f(lo=2, hi=1023, doc="spherical-harmonic degree (circle: wavenumber) cut-off L")
-    dimension: int = _f(0, lo=0, hi=DIMENSION_MAX,
-                        doc="sphere_zonal only: the ambient dimension d in [2, 4096] of S^{d-1} (0: unset)")
+    dimension: int = _f(0, check=check_domain_dimension,  # 1 and 4097 get one message
+                        doc=f"sphere_zonal only: the ambient dimension d in [2, {DIMENSION_MAX}] of "
+                            "S^{d-1} (0: unset)")
     threads: int = _f(0, lo=0, hi=MAX_THREADS, doc="threads of the transforms and the particle code "
                       "(0 = $MEANFIELD_PDE_THREADS if set, else all cores)")
     kernel_tol: float = _f(1e-2, lo=0.0, hi=1.0, lo_open=True,

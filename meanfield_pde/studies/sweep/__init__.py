@@ -54,10 +54,12 @@ from ...core.errors import ConfigError
 from ...runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict,  # noqa: F401
                             parse_grid_item, parse_toml, parse_values)  # public here before
 from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY,  # noqa: F401
-                      SCHEDULER_ADDRESS, WALLTIME, JobQueue, check_scheduler, collect_records,
-                      dask_client, jobqueue_cluster, lost_record)
+                      SCHEDULER_ADDRESS, WALLTIME, WORKERS_PER_CORE, JobQueue, check_scheduler,
+                      check_workers,
+                      collect_records, dask_client, jobqueue_cluster, lost_record)
 from .combine import combine
-from .plan import SWEEP_KINDS, Plan, Point, dim_names, fmt_value, grid_of, plan_sweep  # noqa: F401
+from .plan import (SWEEP_KINDS, Plan, Point, check_initial_states, dim_names, fmt_value,  # noqa: F401
+                   grid_of, plan_sweep)
 from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
                      summarise)
 
@@ -69,8 +71,10 @@ def _check_folder(out: Path) -> None:
     if out.suffix == ".nc" or (out.exists() and not out.is_dir()):
         raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
                           "points/*.nc and sweep.nc in it)")
-    from ...runs.outputs import check_writable_folder
+    from ...runs.outputs import check_output, check_writable_folder
     check_writable_folder(out / "points", f"--output {str(out)!r}")
+    if (out / "sweep.nc").exists() or (out / "sweep.nc").is_symlink():  # a folder there failed
+        check_output(out / "sweep.nc", overwrite=True)  # only after every point had run
 
 
 def _check_budget(plan: Plan, out: Path, force: bool) -> None:
@@ -114,27 +118,35 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         One line per finished point.
     force : bool
         Run even if the number of points or the summed memory/disk/time estimate
-        of the points is refused (:mod:`meanfield_pde.runs.budget`).
+        of the points is refused (:mod:`meanfield_pde.runs.budget`), or ``workers`` exceeds
+        :data:`WORKERS_PER_CORE` per core (:func:`check_workers`).
 
     Returns
     -------
     xarray.Dataset
         The combined Dataset (:func:`combine`).
     """
+    check_workers(workers, force)
     plan = plan_sweep(config, extra_grid, continuation, force=force)
     out = Path(output)
     _check_folder(out)
     _check_budget(plan, out, force)
+    check_initial_states(plan)  # as a single run does, before any worker starts
     if scheduler:
         check_scheduler(scheduler)
     return _run_sweep(config, plan, out, workers, scheduler, progress, log, jobqueue)
 
 
+def point_specs(config: Config, plan: Plan, out: Path) -> list[dict]:
+    """The task of each point (:func:`run_point`'s ``spec``), its file in ``out``/points."""
+    return [{"config": p.config, "name": config.name, "label": p.label,
+             "path": str((out / "points" / f"{p.label}.nc").resolve()),
+             "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
+             "continuation": bool(plan.continuation)} for p in plan.points]
+
+
 def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log, jobqueue=None) -> xr.Dataset:
-    specs = [{"config": p.config, "name": config.name, "label": p.label,
-              "path": str((out / "points" / f"{p.label}.nc").resolve()),
-              "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
-              "continuation": bool(plan.continuation)} for p in plan.points]
+    specs = point_specs(config, plan, out)
     from ...runs.io import write_netcdf
     from ...runs.outputs import hold
     with dask_client(workers, scheduler, jobqueue, str(out)) as client:

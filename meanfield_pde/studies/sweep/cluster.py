@@ -29,6 +29,28 @@ MAX_JOBS = 10_000
 MAX_CORES = 1024
 MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?\s*([KMGTP]i?B|[KMGTP])", re.IGNORECASE)
 WALLTIME = re.compile(r"([0-9]+-)?[0-9]{1,3}(:[0-9]{2}){0,2}")  # SLURM/PBS HH:MM:SS, LSF HH:MM
+WORKERS_PER_CORE = 4  # beyond it a LocalCluster only slows its points (one core each) and fills memory
+
+
+def check_workers(workers, force: bool = False) -> None:
+    """Refuse a LocalCluster of ``workers`` processes outside [1, MAX_CORES], or (unless ``force``)
+    more than WORKERS_PER_CORE per core of this machine: --workers 100000 started processes until
+    the machine stalled, with no message.
+
+    Raises
+    ------
+    ConfigError
+        Naming --workers, the value and the allowed range.
+    """
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_CORES:
+        raise ConfigError(f"--workers {workers!r}: must be an integer in [1, {MAX_CORES}]")
+    cores = os.cpu_count() or 1
+    if workers > WORKERS_PER_CORE * cores and not force:
+        raise ConfigError(f"--workers {workers}: more than {WORKERS_PER_CORE} per core of this machine "
+                          f"(<= {WORKERS_PER_CORE * cores} for its {cores} cores; each worker is a "
+                          "process running one point on one core); pass --force to start them anyway")
 
 
 @dataclass(frozen=True)

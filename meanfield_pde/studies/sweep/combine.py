@@ -76,7 +76,8 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     c = plan.config
     failed = int(sum(r["stop_reason"] == StopReason.FAILED.value for r in records))
     ds.attrs.update({
-        "title": f"sweep of {c.name} over {', '.join(keys)}", "case": c.to_toml(), "case_name": c.name,
+        "title": f"sweep of {c.name} over {', '.join(keys)}", "kind": "sweep",  # `plot` redraws it
+        "case": c.to_toml(), "case_name": c.name,
         "description": c.description, "model": c.model.kind, "manifold": c.domain.manifold,
         "grid": "; ".join(f"{k}={[fmt_value(v) for v in vals]}" for k, vals in plan.grid),
         "continuation": plan.continuation, "task": c.sweep.task, "figure": c.sweep.figure,

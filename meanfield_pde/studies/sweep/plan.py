@@ -4,6 +4,7 @@ through from_dict before any work, ordered in continuation chains."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -162,3 +163,52 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                               f"the file points/{p.label}.nc: give distinct grid values")
         seen[p.label] = p
     return Plan(config, grid, cont, directions if cont else [], points)
+
+
+def _initial_key(c: dict) -> str:
+    """What a point's initial state depends on (its [initial], the resolution, the [monitor]
+    limits, the run kind and, for a limit run, its model): points with equal keys share one check."""
+    d = c["domain"]
+    key = {"initial": c["initial"], "kind": c["run"]["kind"], "monitor": c.get("monitor", {}),
+           "domain": [d["manifold"], d["lmax"], d.get("dimension", 0)]}
+    if c["run"]["kind"] == "limit":
+        key["model"], key["limit"] = c["model"], c.get("limit", {})
+    return json.dumps(key, sort_keys=True, default=str)
+
+
+def check_initial_states(plan: Plan) -> None:
+    """Build and check every point's initial state as its run would (an [initial] density that
+    domain.lmax does not resolve, a negative one, one a limit model cannot take) once per
+    distinct (initial, lmax, ...) combination, before any worker starts: a single `run` refuses
+    such a case with one line, so a sweep must not fail every point on the workers instead.
+    Continued points start from their predecessor's state, not from [initial]: only the first
+    point of each chain is checked.
+
+    Raises
+    ------
+    ConfigError
+        The first point's error (prefixed by the point when the grid varies the initial state).
+    """
+    if plan.config.sweep.task != "run":  # tokens start uniform on S^{d-1}: nothing to resolve
+        return
+    from ...core.geometry import make_geometry
+    from ...numerics.initial import initial_density
+    from ...runs.config import VonMisesFisher
+    from ...runs.simulation import initial_state
+    starts = [p for i, p in enumerate(plan.points)
+              if not plan.continuation or i == 0 or plan.points[i - 1].chain != p.chain]
+    groups: dict[str, Point] = {}
+    for p in starts:
+        groups.setdefault(_initial_key(p.config), p)
+    for p in groups.values():
+        cfg = from_dict(p.config, name=plan.config.name)
+        dom = cfg.domain
+        geometry = make_geometry(dom.manifold, dom.lmax, 1, dom.dimension or None)
+        try:
+            if cfg.kind == "particles":  # tokens sample [initial] (run.particle_runner.initial_particles)
+                if not isinstance(cfg.initial, VonMisesFisher):
+                    initial_density(geometry, cfg.initial)
+            else:
+                initial_state(cfg, geometry)
+        except ConfigError as exc:
+            raise ConfigError(f"sweep point {p.label}: {exc}" if len(groups) > 1 else str(exc)) from None
