@@ -324,3 +324,21 @@ def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
                            "--t-end", "0.5"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "| run |" in proc.stdout and "cluster counts within the seeds' range" in proc.stdout
+    # --matched-pde needs the perturbation's degrees: refused for two vMF clusters, with a usage error
+    proc = subprocess.run([sys.executable, str(script), str(path), "--n", "100", "--matched-pde"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--matched-pde: needs a perturbed_uniform case" in proc.stderr, proc.stderr
+
+
+def test_token_comparison_script_prints_the_matched_pde_runs(sa_run):
+    """--matched-pde: per seed the hand-off run from the seed's degrees <= 6, beside the tokens."""
+    from pathlib import Path
+    path, _ = sa_run
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "handoff_tokens.py"
+    proc = subprocess.run([sys.executable, str(script), str(path), "--n", "1000", "--seeds", "1",
+                           "--t-end", "2", "--times", "1.3", "2", "--matched-pde"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "| 0 pde (min f" in proc.stdout
+    assert "matched PDE runs' counts within the seeds' range" in proc.stdout
+    assert "per seed, PDE minus tokens" in proc.stdout
