@@ -373,6 +373,29 @@ def test_absurd_worker_counts_are_refused_before_any_process_starts(tmp_path, ca
         run_sweep(load_case(str(case)), tmp_path / "out", workers=workers)
 
 
+def test_figure_held_by_another_process_at_the_end_keeps_the_sweeps_result(tmp_path, case, capsys):
+    """`plot DIR/sweep.nc` (another process) drawing DIR/sweep.png just as the sweep ends: the
+    sweep exited 2, a user error, after all its points; now sweep.nc stands, exit 0, and the
+    sweep says why it drew no figure and how to draw it."""
+    from meanfield_pde.cli.commands import main
+    out = tmp_path / "out"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from meanfield_pde.runs.outputs import hold\n"
+         f"with hold({str(out / 'sweep.png')!r}):\n    print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code = main(["sweep", str(case), "-o", str(out), "--workers", "1", "--quiet"])
+    finally:
+        holder.communicate("", timeout=30)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "no figure: output" in err and "being written" in err and "meanfield-pde plot" in err
+    with xr.open_dataset(out / "sweep.nc") as ds:
+        assert ds.attrs["points"] == 2 and ds.attrs["failed"] == 0
+    assert not (out / "sweep.png").exists()
+
+
 @pytest.mark.parametrize("name", ["sweep.nc", "sweep.png"])
 def test_a_folder_in_place_of_the_sweeps_file_is_refused_before_any_point_runs(tmp_path, case,
                                                                                capsys, name):

@@ -414,8 +414,12 @@ def _cmd_sweep(args) -> int:
     print(f"wrote {out / 'sweep.nc'}")
     if not args.no_plot:
         from ..plotting.phase import save_sweep_figure
-        figure = save_sweep_figure(ds, out / "sweep.png", overwrite=True)
-        print(f"wrote {figure}" if figure else "no figure: every point failed (see error in sweep.nc)")
+        try:
+            figure = save_sweep_figure(ds, out / "sweep.png", overwrite=True)
+        except ConfigError as exc:  # after every point (e.g. `plot DIR/sweep.nc` drawing it now): sweep.nc stands
+            print(f"no figure: {exc}; draw it with: meanfield-pde plot {out / 'sweep.nc'}", file=sys.stderr)
+        else:
+            print(f"wrote {figure}" if figure else "no figure: every point failed (see error in sweep.nc)")
     return EXIT_STOPPED if ds.attrs["failed"] else 0
 
 
