@@ -345,6 +345,23 @@ def test_plot_of_a_damaged_sweep_file_is_one_line(tmp_path, capsys):
     assert "\n" not in err and not path.with_suffix(".png").exists()
 
 
+def test_plot_of_a_sweep_file_with_damaged_text_is_one_line(tmp_path, capsys):
+    """Bytes of a text variable overwritten (not valid UTF-8 any more): the header reads, the
+    variables do not; xarray's UnicodeDecodeError was a traceback."""
+    from meanfield_pde.cli.commands import main
+    path = tmp_path / "sweep.nc"
+    xr.Dataset({"status": ("beta", np.array(["completedMARK", "completed"]))}, coords={"beta": [1, 2]},
+               attrs={"kind": "sweep", "figure": "clusters"}).to_netcdf(
+        path, engine="netcdf4", encoding={"status": {"dtype": "S1"}})  # chars, as write_netcdf stores text
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"completedMARK", b"completed\xff\xfe\xff\xfe"))
+    assert main(["plot", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"meanfield-pde: error: plot: {str(path)!r}: the sweep file cannot be read: it is "
+                   "damaged (run the sweep again in its folder: finished points are reused)")
+    assert not path.with_suffix(".png").exists()
+
+
 def test_plot_names_what_it_draws_for_a_file_it_cannot(tmp_path, capsys):
     from meanfield_pde.cli.commands import main
     path = tmp_path / "other.nc"

@@ -256,7 +256,12 @@ def _plot_sweep(path: Path, output: Path, times, args) -> int:
     if times is not None:
         raise ConfigError(f"plot --times {args.times!r}: a sweep file has one final value per point, "
                           "no snapshots to choose from; leave --times out")
-    with xr.load_dataset(path) as ds:
+    try:  # read_attributes read its header; its variables may still be damaged
+        ds = xr.load_dataset(path)
+    except (ValueError, OSError, RuntimeError, KeyError, IndexError, AttributeError):  # ValueError: bad UTF-8
+        raise ConfigError(f"{where}: the sweep file cannot be read: it is damaged (run the sweep "
+                          "again in its folder: finished points are reused)") from None
+    with ds:
         if "status" not in ds:
             raise ConfigError(f"{where}: a sweep file without its 'status' variable; the file is "
                               "damaged (run the sweep again in its folder: finished points are reused)")
