@@ -194,6 +194,16 @@ def _rewrite(path: Path, change, fmt="NETCDF3_64BIT") -> None:
     ds.to_netcdf(path, format=fmt, unlimited_dims=["time"])
 
 
+def _damage_attribute(path: Path) -> None:
+    """A netCDF-4 copy with 8 bytes of an attribute overwritten: with this many attributes
+    netCDF-4 keeps them in a heap read after the header, and reading it raised AttributeError."""
+    _rewrite(path, lambda ds: ds, fmt="NETCDF4")
+    data = bytearray(path.read_bytes())
+    at = data.index(b"[domain]")
+    data[at:at + 8] = b"\xff" * 8
+    path.write_bytes(bytes(data))
+
+
 DAMAGES = {
     # 1000 bytes of its records: netCDF-C writes the header in 8 KiB blocks, so a small file
     # ends in zeros (no data) until its records fill the block
@@ -206,6 +216,7 @@ DAMAGES = {
                                           {"manifold": "sphere"}),
     "missing-variable": lambda p: _rewrite(p, lambda ds: ds.drop_vars("density")),
     "netcdf4-copy": lambda p: _rewrite(p, lambda ds: ds, fmt="NETCDF4"),
+    "netcdf4-damaged-attribute": _damage_attribute,
     "nan-density": lambda p: _rewrite(p, lambda ds: ds.assign(density=ds.density.where(ds.time < 0.6))),
 }
 

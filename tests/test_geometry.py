@@ -1,5 +1,7 @@
 """shtns conventions the models rely on (README §shtns conventions), checked against closed forms."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,35 @@ def test_basis_matches_shtns_synthesis_and_empirical_coefficients(sphere):
     m = x.mean(axis=0)  # first moment from the l = 1 coefficients: ∫ x dμ = (1/n) Σ x_i
     z = emp[sphere.index(1, 0)].real * np.sqrt(4 * np.pi / 3)
     assert z == pytest.approx(m[2], rel=1e-12)
+
+
+def _sphere_in_fork(queue):
+    """A forked child's Sphere on 1 thread: the error's text, or "ok"."""
+    try:
+        g = Sphere(31, threads=1)
+        g.synthesis(g.zeros_coef())
+        queue.put("ok")
+    except Exception as exc:  # noqa: BLE001 (reported to the parent)
+        queue.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+def test_forked_child_of_threaded_transforms_refuses_instead_of_hanging():
+    """shtns's OpenMP threads do not survive fork(): after transforms on 2 threads here, a
+    forked child's transforms (even on 1 thread) hung for good (multiprocessing's default
+    start method on Linux). The child now refuses at once, naming the start method to use."""
+    import multiprocessing
+
+    g = Sphere(31, threads=2)
+    g.synthesis(g.zeros_coef())
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_sphere_in_fork, args=(queue,))
+    child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child's transforms hung")
+    message = queue.get(timeout=5)
+    assert message.startswith("RuntimeError") and "get_context('spawn')" in message, message

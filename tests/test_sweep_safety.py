@@ -345,6 +345,23 @@ def test_plot_of_a_damaged_sweep_file_is_one_line(tmp_path, capsys):
     assert "\n" not in err and not path.with_suffix(".png").exists()
 
 
+def test_plot_of_a_sweep_file_with_damaged_text_is_one_line(tmp_path, capsys):
+    """Bytes of a text variable overwritten (not valid UTF-8 any more): the header reads, the
+    variables do not; xarray's UnicodeDecodeError was a traceback."""
+    from meanfield_pde.cli.commands import main
+    path = tmp_path / "sweep.nc"
+    xr.Dataset({"status": ("beta", np.array(["completedMARK", "completed"]))}, coords={"beta": [1, 2]},
+               attrs={"kind": "sweep", "figure": "clusters"}).to_netcdf(
+        path, engine="netcdf4", encoding={"status": {"dtype": "S1"}})  # chars, as write_netcdf stores text
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"completedMARK", b"completed\xff\xfe\xff\xfe"))
+    assert main(["plot", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"meanfield-pde: error: plot: {str(path)!r}: the sweep file cannot be read: it is "
+                   "damaged (run the sweep again in its folder: finished points are reused)")
+    assert not path.with_suffix(".png").exists()
+
+
 def test_plot_names_what_it_draws_for_a_file_it_cannot(tmp_path, capsys):
     from meanfield_pde.cli.commands import main
     path = tmp_path / "other.nc"
@@ -371,6 +388,29 @@ def test_absurd_worker_counts_are_refused_before_any_process_starts(tmp_path, ca
     assert not (tmp_path / "out").exists()
     with pytest.raises(ConfigError, match="--workers"):
         run_sweep(load_case(str(case)), tmp_path / "out", workers=workers)
+
+
+def test_figure_held_by_another_process_at_the_end_keeps_the_sweeps_result(tmp_path, case, capsys):
+    """`plot DIR/sweep.nc` (another process) drawing DIR/sweep.png just as the sweep ends: the
+    sweep exited 2, a user error, after all its points; now sweep.nc stands, exit 0, and the
+    sweep says why it drew no figure and how to draw it."""
+    from meanfield_pde.cli.commands import main
+    out = tmp_path / "out"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from meanfield_pde.runs.outputs import hold\n"
+         f"with hold({str(out / 'sweep.png')!r}):\n    print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code = main(["sweep", str(case), "-o", str(out), "--workers", "1", "--quiet"])
+    finally:
+        holder.communicate("", timeout=30)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "no figure: output" in err and "being written" in err and "meanfield-pde plot" in err
+    with xr.open_dataset(out / "sweep.nc") as ds:
+        assert ds.attrs["points"] == 2 and ds.attrs["failed"] == 0
+    assert not (out / "sweep.png").exists()
 
 
 @pytest.mark.parametrize("name", ["sweep.nc", "sweep.png"])

@@ -256,7 +256,12 @@ def _plot_sweep(path: Path, output: Path, times, args) -> int:
     if times is not None:
         raise ConfigError(f"plot --times {args.times!r}: a sweep file has one final value per point, "
                           "no snapshots to choose from; leave --times out")
-    with xr.load_dataset(path) as ds:
+    try:  # read_attributes read its header; its variables may still be damaged
+        ds = xr.load_dataset(path)
+    except (ValueError, OSError, RuntimeError, KeyError, IndexError, AttributeError):  # ValueError: bad UTF-8
+        raise ConfigError(f"{where}: the sweep file cannot be read: it is damaged (run the sweep "
+                          "again in its folder: finished points are reused)") from None
+    with ds:
         if "status" not in ds:
             raise ConfigError(f"{where}: a sweep file without its 'status' variable; the file is "
                               "damaged (run the sweep again in its folder: finished points are reused)")
@@ -414,8 +419,12 @@ def _cmd_sweep(args) -> int:
     print(f"wrote {out / 'sweep.nc'}")
     if not args.no_plot:
         from ..plotting.phase import save_sweep_figure
-        figure = save_sweep_figure(ds, out / "sweep.png", overwrite=True)
-        print(f"wrote {figure}" if figure else "no figure: every point failed (see error in sweep.nc)")
+        try:
+            figure = save_sweep_figure(ds, out / "sweep.png", overwrite=True)
+        except ConfigError as exc:  # after every point (e.g. `plot DIR/sweep.nc` drawing it now): sweep.nc stands
+            print(f"no figure: {exc}; draw it with: meanfield-pde plot {out / 'sweep.nc'}", file=sys.stderr)
+        else:
+            print(f"wrote {figure}" if figure else "no figure: every point failed (see error in sweep.nc)")
     return EXIT_STOPPED if ds.attrs["failed"] else 0
 
 

@@ -23,7 +23,7 @@ MIN_POINTS = 1 << 17
 
 @functools.lru_cache(maxsize=None)
 def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
-    """One pool per worker count per process (a forked child, e.g. a dask worker, has none
+    """One pool per worker count per process (a forked child has none
     of its parent's threads: ``pid`` gives it its own)."""
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="meanfield-bands")
 

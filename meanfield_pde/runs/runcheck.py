@@ -260,7 +260,9 @@ def _open_netcdf(path, where: str) -> tuple[xr.Dataset, bytes]:
         raise ConfigError(f"{where}: not a readable netCDF file")
     try:
         return xr.open_dataset(path), magic
-    except (ValueError, OSError, RuntimeError, KeyError, IndexError):
+    # netCDF4 raises AttributeError for a damaged attribute (e.g. "Can't open HDF5 attribute":
+    # a file with many attributes keeps them in a heap read after the header)
+    except (ValueError, OSError, RuntimeError, KeyError, IndexError, AttributeError):
         raise ConfigError(f"{where}: not a readable netCDF file") from None
 
 

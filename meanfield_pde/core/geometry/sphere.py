@@ -56,10 +56,40 @@ def _import_shtns_quietly():
 SHTNS_MIN_NLAT = 32
 
 
+# shtns's OpenMP threads (libgomp) do not survive fork(): once a process has made a plan, the
+# transforms of a child it forks hang for good (measured with shtns 3.7: a plan on 2 threads in
+# the parent hangs every child; one on 1 thread hangs a child's plan on 2 threads). A forked
+# child refuses such a plan with the fix rather than hang (multiprocessing's default start
+# method on Linux before Python 3.14 is fork; dask starts its workers by spawn).
+_planned_threads = 0  # the most threads of a plan made in this process (0: none)
+_parent_planned_threads = 0  # in a forked child: its parent's (at the fork)
+
+
+def _after_fork_in_child() -> None:
+    global _parent_planned_threads
+    _parent_planned_threads = max(_parent_planned_threads, _planned_threads)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _check_not_forked(threads: int) -> None:
+    """RuntimeError where this process is a fork of one whose shtns plans would hang it."""
+    if _parent_planned_threads > 1 or (_parent_planned_threads and threads > 1):
+        raise RuntimeError(
+            "Sphere: this process was forked from one that had made shtns transforms on "
+            f"{_parent_planned_threads} thread(s); shtns's OpenMP threads do not survive fork(), so "
+            f"transforms on {threads} thread(s) here would hang: start worker processes with "
+            "multiprocessing.get_context('spawn') (or 'forkserver'), or make no Sphere before the fork")
+
+
 @functools.lru_cache(maxsize=None)
 def _transform(lmax: int, nlat: int, nphi: int, threads: int):
     """One shtns plan (shtns.sht) per (L, grid, threads) per process: planning costs far more
     than a transform."""
+    global _planned_threads
+    _planned_threads = max(_planned_threads, threads)
     shtns = _import_shtns_quietly()
     sh = shtns.sht(lmax, lmax, 1, shtns.sht_orthonormal, threads)
     # nl_order=2 is shtns's 3/2 rule: a product of two degree-L fields is
@@ -86,6 +116,9 @@ class Sphere(Geometry):
     ------
     ValueError
         lmax < 2; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
+    RuntimeError
+        In a process forked (os.fork, multiprocessing's "fork") from one that had made
+        transforms whose OpenMP threads would hang this one's (see ``_check_not_forked``).
     threads : int, optional
         OpenMP threads of the transforms; 0 = the default of
         :func:`meanfield_pde.core.threads.resolve_threads` ($MEANFIELD_PDE_THREADS, else all cores).
@@ -130,6 +163,7 @@ class Sphere(Geometry):
         if nphi and not nphi > 2 * self.lmax:
             raise ValueError(f"nphi = {nphi}: must be 0 (automatic) or > 2·lmax = {2 * self.lmax}")
         self.threads = resolve_threads(threads)
+        _check_not_forked(self.threads)  # before the plan cache, which holds the parent's plans
         self.sh = _transform(self.lmax, nlat, nphi, self.threads)
         sh = self.sh
         self.nlat, self.nphi = sh.nlat, sh.nphi
