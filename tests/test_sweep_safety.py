@@ -321,45 +321,44 @@ def test_plot_redraws_a_sweep_file(tmp_path, case, capsys):
     assert not (tmp_path / "t.png").exists()
 
 
-def test_plot_of_a_sweep_whose_points_all_failed_says_so(tmp_path, case, capsys):
+def _plot_refused(path, capsys) -> str:
+    """`meanfield-pde plot PATH` exits 2 and writes no figure; its stripped stderr."""
     from meanfield_pde.cli.commands import main
-    path = _sweep_file(tmp_path, case, blocked=True)
     assert main(["plot", str(path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == (f"meanfield-pde: error: plot: {str(path)!r}: every point of the sweep failed: "
-                   "nothing to draw (see its variable 'error')")
     assert not path.with_suffix(".png").exists()
+    return capsys.readouterr().err.strip()
+
+
+def test_plot_of_a_sweep_whose_points_all_failed_says_so(tmp_path, case, capsys):
+    path = _sweep_file(tmp_path, case, blocked=True)
+    assert _plot_refused(path, capsys) == (f"meanfield-pde: error: plot: {str(path)!r}: every point of "
+                                           "the sweep failed: nothing to draw (see its variable 'error')")
 
 
 def test_plot_of_a_damaged_sweep_file_is_one_line(tmp_path, capsys):
     """A sweep file whose measure is text (hand-edited, or another program's): one line, not the
     figure code's AttributeError traceback."""
-    from meanfield_pde.cli.commands import main
     path = tmp_path / "sweep.nc"
     xr.Dataset({"status": ("beta", np.array(["completed", "completed"])),
                 "order_parameter": ("beta", ["a", "b"])}, coords={"beta": [1, 2]},
                attrs={"kind": "sweep", "figure": "clusters"}).to_netcdf(path)
-    assert main(["plot", str(path)]) == 2
-    err = capsys.readouterr().err.strip()
+    err = _plot_refused(path, capsys)
     assert err.startswith(f"meanfield-pde: error: plot: {str(path)!r}: the sweep file cannot be drawn")
-    assert "\n" not in err and not path.with_suffix(".png").exists()
+    assert "\n" not in err
 
 
 def test_plot_of_a_sweep_file_with_damaged_text_is_one_line(tmp_path, capsys):
     """Bytes of a text variable overwritten (not valid UTF-8 any more): the header reads, the
     variables do not; xarray's UnicodeDecodeError was a traceback."""
-    from meanfield_pde.cli.commands import main
     path = tmp_path / "sweep.nc"
     xr.Dataset({"status": ("beta", np.array(["completedMARK", "completed"]))}, coords={"beta": [1, 2]},
                attrs={"kind": "sweep", "figure": "clusters"}).to_netcdf(
         path, engine="netcdf4", encoding={"status": {"dtype": "S1"}})  # chars, as write_netcdf stores text
     data = path.read_bytes()
     path.write_bytes(data.replace(b"completedMARK", b"completed\xff\xfe\xff\xfe"))
-    assert main(["plot", str(path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == (f"meanfield-pde: error: plot: {str(path)!r}: the sweep file cannot be read: it is "
-                   "damaged (run the sweep again in its folder: finished points are reused)")
-    assert not path.with_suffix(".png").exists()
+    assert _plot_refused(path, capsys) == (f"meanfield-pde: error: plot: {str(path)!r}: the sweep file "
+                                           "cannot be read: it is damaged (run the sweep again in its "
+                                           "folder: finished points are reused)")
 
 
 def test_plot_names_what_it_draws_for_a_file_it_cannot(tmp_path, capsys):
