@@ -104,7 +104,10 @@ def snapshot_schedule(config: Config, t_h: float) -> np.ndarray:
         k = math.floor(t_h / every + 1e-9) + 1
         rel = np.concatenate([[0.0], np.arange(k, math.ceil(h.t_end / every - 1e-9)) * every - t_h,
                               [h.t_end - t_h]])
-    keep = np.concatenate([[True], np.diff(rel) > 1e-12 * max(1.0, h.t_end)])
+    # drop only coincident times: a gap below rounding of the later time itself (a threshold
+    # scaled by t_end = 1e9 dropped every snapshot closer than 1e-3, i.e. all of a USA
+    # staircase's cluster formation between its hand-off at t = 0.0016 and t = 0.01)
+    keep = np.concatenate([[True], np.diff(rel) > 1e-12 * (t_h + rel[1:])])
     return rel[keep]
 
 
