@@ -367,3 +367,16 @@ def test_log_snapshots_after_a_hand_off_keep_every_decade_however_long_the_run(l
     assert np.all(ratios > 1.0)
     assert np.all(ratios[:-1] <= 10.0 ** (1.0 / per_decade) * (1 + 1e-9)), ratios.max()
     assert len(absolute) >= per_decade * decades
+
+
+def test_the_particle_phase_shows_a_progress_bar_over_its_snapshots(tmp_path, capsys):
+    """After the hand-off the run goes on for minutes (log-spaced snapshots to t = 1e9): the
+    user sees a bar over those snapshots with t and the cluster count, as the PDE phase has
+    one over t; none with progress=False."""
+    config = case(lmax=15, t_end=0.2, every=0.1,
+                  handoff={"t_end": 0.6, "per_decade": 4, "drop_mass": 0.05})  # few nodes: fast
+    run(config, tmp_path / "bar.nc", progress=True)
+    err = capsys.readouterr().err
+    assert "handoff_test (particles)" in err and "snapshots, t = 0.6, " in err and " clusters" in err
+    run(config, tmp_path / "quiet.nc", progress=False, overwrite=True)
+    assert "particles" not in capsys.readouterr().err
