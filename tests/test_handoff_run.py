@@ -186,6 +186,41 @@ def test_a_run_stopped_after_the_hand_off_keeps_a_valid_file_and_resumes_to_the_
     assert done.attrs["handoff_time"] == full.attrs["handoff_time"]
 
 
+def test_ctrl_c_in_the_last_pde_step_stops_cleanly_and_resumes(tmp_path, monkeypatch):
+    """Ctrl-C during the PDE step that triggers the hand-off: the solver has returned, the
+    request is still pending. The run stops with a valid file ("stopped: interrupted (SIGINT)
+    ... just before the hand-off", stop_reason interrupted) and --resume completes it.
+    Found: the request escaped as a raw KeyboardInterrupt, the file kept status "running"."""
+    import signal
+    import meanfield_pde.runs.handoff_run as hr
+    from meanfield_pde.core import signals
+    real = hr.integrate
+
+    def pde_then_ctrl_c(*args, **kwargs):
+        result = real(*args, **kwargs)
+        signals._request(signal.SIGINT, None)  # what the handler of stop_on_signals does
+        return result
+
+    monkeypatch.setattr(hr, "integrate", pde_then_ctrl_c)
+    config = case(lmax=15, t_end=0.2, every=0.1, handoff={"t_end": 0.6, "per_decade": 4, "drop_mass": 0.05})
+    path = tmp_path / "boundary.nc"
+    try:
+        with pytest.warns(RunStoppedWarning):
+            ds = run(config, path, progress=False)
+    except KeyboardInterrupt as exc:  # (not to end the test session)
+        pytest.fail(f"the stop request escaped the run: {exc!r}")
+    finally:
+        signals._requested.clear()
+    assert ds.attrs["stop_reason"] == "interrupted"
+    assert ds.attrs["status"].startswith("stopped: interrupted (SIGINT)") and "before the hand-off" in ds.attrs["status"]
+    with xr.open_dataset(path) as disk:
+        assert disk.attrs["stop_reason"] == "interrupted" and np.all(disk.phase.values == 0)
+    monkeypatch.setattr(hr, "integrate", real)
+    done = meanfield_pde.resume(path, progress=False)
+    assert done.attrs["status"] == "completed" and np.any(done.phase.values == 1)
+    assert done.time.values[-1] == pytest.approx(0.6, rel=1e-12)
+
+
 def test_a_run_stopped_before_the_hand_off_resumes_as_a_pde_run_and_hands_off(tmp_path, monkeypatch):
     """max_steps ends the first session in the spectral phase (stop_reason max_steps, exit 3);
     the resumed run continues the PDE from its last regular snapshot, then hands off."""
