@@ -186,6 +186,18 @@ def test_a_run_stopped_after_the_hand_off_keeps_a_valid_file_and_resumes_to_the_
     assert done.attrs["handoff_time"] == full.attrs["handoff_time"]
 
 
+@pytest.mark.parametrize("t_end", [None, 10.0])
+def test_resuming_a_completed_hand_off_run_says_to_run_it_again_with_a_larger_handoff_t_end(
+        sa_run, t_end):
+    """A completed hand-off run ends at handoff.t_end, which --resume cannot change. Found: the
+    error suggested --set time.t_end=2·t (the PDE's latest hand-off time), and that one failed
+    with "handoff.t_end = 3: must exceed the latest hand-off time", a key --resume refuses."""
+    path, _ = sa_run
+    with pytest.raises(ConfigError, match=r"hand-off run is completed \(handoff.t_end = 3\) and cannot "
+                                          r"be extended; run its case again with a larger handoff.t_end"):
+        meanfield_pde.resume(path, t_end=t_end, progress=False)
+
+
 def test_ctrl_c_in_the_last_pde_step_stops_cleanly_and_resumes(tmp_path, monkeypatch):
     """Ctrl-C during the PDE step that triggers the hand-off: the solver has returned, the
     request is still pending. The run stops with a valid file ("stopped: interrupted (SIGINT)
