@@ -393,6 +393,57 @@ def test_token_comparison_script_prints_the_matched_pde_runs(sa_run):
     assert "per seed, PDE minus tokens" in proc.stdout
 
 
+@pytest.fixture(scope="module")
+def token_script():
+    """benchmarks/handoff_tokens.py as a module (its main() in this process: no interpreter start)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "handoff_tokens.py"
+    spec = importlib.util.spec_from_file_location("handoff_tokens", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("which, args, message", [
+    ("run", ["--times", "5"], r"--times 5: must be within the particle snapshots compared, \[[\d.]+, 3\]"),
+    ("run", ["--times", "1.5", "-1"], r"--times -1: must be within"),
+    ("run", ["--t-end", "7"], r"--t-end 7: must be within the run's particle snapshots"),
+    ("run", ["--t-end", "2", "--times", "2.5"], r"--times 2.5: must be within the particle snapshots compared, \[[\d.]+, 1\.99"),
+    ("damaged", [], r"damaged\.nc: the file is damaged"),
+    ("missing", [], r"missing\.nc: no such file"),
+    ("plain", [], r"plain\.nc: not a hand-off run \(kind = 'pde'\)"),
+    ("before", [], r"before\.nc: no snapshot after the hand-off \(status: stopped: reached time.max_steps"),
+])
+def test_token_comparison_script_refuses_bad_input_in_one_line(sa_run, tmp_path, monkeypatch, capsys,
+                                                               token_script, which, args, message):
+    """benchmarks/handoff_tokens.py: times outside the run's particle snapshots, a damaged, missing,
+    plain or not yet handed-off file: `handoff_tokens.py: error: ...` (exit 2) before any tokens
+    move. Found: tracebacks (IndexError, FileNotFoundError, xarray's ValueError), and --times
+    outside the run silently compared the nearest snapshot under the requested label."""
+    import re
+    path, _ = sa_run
+    if which == "damaged":
+        path = tmp_path / "damaged.nc"
+        path.write_bytes(sa_run[0].read_bytes()[:50_000])
+    elif which == "missing":
+        path = tmp_path / "missing.nc"
+    elif which == "plain":
+        path = tmp_path / "plain.nc"
+        run(case(lmax=15, t_end=0.01, every=0.01, handoff={"enabled": False}), path, progress=False)
+    elif which == "before":
+        path = tmp_path / "before.nc"
+        with pytest.warns(RunStoppedWarning):
+            run(case(lmax=15, t_end=0.5, time={"max_steps": 3}), path, progress=False)
+    monkeypatch.setattr(sys, "argv", ["handoff_tokens.py", str(path), "--n", "10", "--seeds", "1", *args])
+    with pytest.raises(SystemExit) as stop:
+        token_script.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and err[-1].startswith("handoff_tokens.py: error: "), err
+    assert re.search(message, err[-1]), err[-1]
+    assert "Traceback" not in "\n".join(err)
+
+
 @settings(max_examples=60, deadline=None)
 @given(log_th=st.floats(-6.0, 2.0), decades=st.floats(0.5, 17.0), per_decade=st.integers(1, 50))
 @example(log_th=np.log10(0.0016), decades=np.log10(1e9 / 0.0016), per_decade=20)  # the USA case
