@@ -268,6 +268,24 @@ def test_a_stop_request_ends_a_long_snapshot_interval_at_once(monkeypatch):
     assert len(calls) <= 61  # the evaluation that saw the request is the last one
 
 
+def test_a_snapshot_the_caller_fails_to_store_is_not_in_the_result():
+    """on_snapshot raising KeyboardInterrupt (a run file's failed write, a second Ctrl-C during
+    it) at t = 2: the result ends at t = 1, the last stored snapshot, and its status says so.
+    Found: the failed snapshot was kept, and a hand-off run file said "stopped ... at t = 2"
+    (and final_nodes of t = 2) while its last snapshot was t = 1."""
+    stored = []
+
+    def store(t, x, w, energy, order):
+        if t == 2.0:
+            raise KeyboardInterrupt
+        stored.append(t)
+
+    x0 = uniform_sphere(10, 3, seed=1)
+    run = integrate_weighted(x0, np.full(10, 0.1), "SA", 2.0, [0.0, 1.0, 2.0, 3.0], on_snapshot=store)
+    assert stored == [0.0, 1.0] and run.times.tolist() == [0.0, 1.0] and len(run.weights) == 2
+    assert run.stop_reason.value == "interrupted" and run.status.endswith("at t = 1")
+
+
 def test_one_node_and_beta_zero():
     """Edge sizes: one node never moves; β = 0 is ρ̇ = 1 − ρ² for two Diracs of any masses (SA)."""
     run = integrate_weighted([[0.0, 0.0, 1.0]], [1.0], "USA", 5.0, [0.0, 1e6])
