@@ -178,11 +178,13 @@ def main() -> None:
         p.error(f"--t-end {t_end:g}: must be within the run's particle snapshots, "
                 f"[{after[0]:.6g}, {after[-1]:.6g}]")
     times = np.concatenate([[0.0], after[after <= t_end]])
-    # a time outside the tokens' snapshots would compare the nearest one under its label
-    outside = [t for t in args.times or () if not times[1] <= t <= times[-1] * (1 + 1e-9)]
+    # compared at the nearest snapshot: one beyond t_end, or t = 0 (no clusters counted there),
+    # would compare another time than the one asked for
+    outside = [t for t in args.times or ()
+               if not 0 < t <= t_end * (1 + 1e-9) or np.argmin(np.abs(times - t)) == 0]
     if outside:
-        p.error(f"--times {' '.join(f'{t:g}' for t in outside)}: must be within the particle "
-                f"snapshots compared, [{times[1]:.6g}, {times[-1]:.6g}]")
+        p.error(f"--times {' '.join(f'{t:g}' for t in outside)}: must be within (0, {t_end:g}] and nearest "
+                f"to a snapshot after the hand-off (the first at t = {times[1]:.6g})")
     angle, min_mass = float(ds.attrs["cluster_angle"]), float(ds.attrs["cluster_min_mass"])
     check = np.array(args.times) if args.times else np.geomspace(times[1], times[-1], 4)
     at = [int(np.argmin(np.abs(times - t))) for t in check]

@@ -406,10 +406,12 @@ def token_script():
 
 
 @pytest.mark.parametrize("which, args, message", [
-    ("run", ["--times", "5"], r"--times 5: must be within the particle snapshots compared, \[[\d.]+, 3\]"),
+    ("run", ["--times", "5"], r"--times 5: must be within \(0, 3\] and nearest to a snapshot after the hand-off"),
     ("run", ["--times", "1.5", "-1"], r"--times -1: must be within"),
+    ("run", ["--times", "0.1"], r"--times 0.1: must be within \(0, 3\] and nearest to a snapshot after the "
+                                r"hand-off \(the first at t = 1\.32"),
     ("run", ["--t-end", "7"], r"--t-end 7: must be within the run's particle snapshots"),
-    ("run", ["--t-end", "2", "--times", "2.5"], r"--times 2.5: must be within the particle snapshots compared, \[[\d.]+, 1\.99"),
+    ("run", ["--t-end", "2", "--times", "2.5"], r"--times 2.5: must be within \(0, 2\]"),
     ("damaged", [], r"damaged\.nc: the file is damaged"),
     ("missing", [], r"missing\.nc: no such file"),
     ("plain", [], r"plain\.nc: not a hand-off run \(kind = 'pde'\)"),
@@ -419,8 +421,9 @@ def test_token_comparison_script_refuses_bad_input_in_one_line(sa_run, tmp_path,
                                                                token_script, which, args, message):
     """benchmarks/handoff_tokens.py: times outside the run's particle snapshots, a damaged, missing,
     plain or not yet handed-off file: `handoff_tokens.py: error: ...` (exit 2) before any tokens
-    move. Found: tracebacks (IndexError, FileNotFoundError, xarray's ValueError), and --times
-    outside the run silently compared the nearest snapshot under the requested label."""
+    move. Found: tracebacks (IndexError, FileNotFoundError, xarray's ValueError); --times -1
+    or 0.1 compared t = 0, where the run has no cluster count (−1), and printed the run
+    outside the seeds' range; --times beyond the end compared the last snapshot."""
     import re
     path, _ = sa_run
     if which == "damaged":
