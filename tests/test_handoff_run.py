@@ -286,6 +286,20 @@ def test_cli_refuses_a_noisy_handoff_with_exit_2_and_one_line(tmp_path):
     assert "model.nu = 0" in lines[0] and not (tmp_path / "x.nc").exists()
 
 
+def test_cli_says_that_a_run_went_on_as_particles_after_its_hand_off(tmp_path, capsys):
+    """`meanfield-pde run` of a hand-off case reports "(PDE, weighted particles from t = t_h)";
+    found: it said "(PDE)" for a run whose end is particles."""
+    from meanfield_pde.cli.commands import main
+    config = case(lmax=15, t_end=0.2, every=0.1, handoff={"t_end": 0.6, "per_decade": 4, "drop_mass": 0.05})
+    toml = tmp_path / "h.toml"
+    toml.write_text(config.to_toml())
+    assert main(["run", str(toml), "--output", str(tmp_path / "h.nc"), "-q", "--no-plot"]) == 0
+    out = capsys.readouterr().out.splitlines()  # (shtns may print its banner first)
+    with xr.open_dataset(tmp_path / "h.nc") as ds:
+        t_h = float(ds.attrs["handoff_time"])
+    assert f"h (PDE, weighted particles from t = {t_h:.6g}): completed" in out, out
+
+
 def test_every_case_without_handoff_is_unchanged():
     """[handoff] is off by default: a case without it runs as a plain PDE run."""
     c = from_dict({k: v for k, v in case().to_dict().items() if k != "handoff"})
