@@ -174,6 +174,8 @@ def test_a_run_stopped_after_the_hand_off_keeps_a_valid_file_and_resumes_to_the_
         ds = run(case(), path, progress=False)
     assert ds.attrs["stop_reason"] == StopReason.INTERRUPTED.value
     assert "after the hand-off" in ds.attrs["status"]
+    # which stop, as a PDE run says it (was "stopped: interrupted at t = ...", no signal)
+    assert ds.attrs["status"].startswith("stopped: interrupted (SIGINT) at t = ")
     with xr.open_dataset(path) as disk:
         assert int(np.sum(disk.phase.values == 1)) == 2
     monkeypatch.setattr(hr, "particle_record", original)
