@@ -115,8 +115,14 @@ def verify_netcdf3(path: Path, where: str) -> None:
         match, and which snapshots before it are intact.
     """
     from scipy.io import netcdf_file
-    with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
-        fault = _netcdf3_fault(f)  # no view of the map may outlive it (scipy warns on close)
+    try:
+        with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
+            fault = _netcdf3_fault(f)  # no view of the map may outlive it (scipy warns on close)
+    # what scipy's reader raises for a header it cannot parse or a file cut short
+    except (ValueError, TypeError, OSError, IndexError, KeyError, MemoryError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        fault = "its header is corrupt or it is cut short"
     if fault:
         raise ConfigError(f"{where}: the file is damaged: {fault}")
 
