@@ -97,10 +97,10 @@ def seal_first_record(nc) -> None:
     (a ``netCDF4.Dataset`` of one record, with both placeholders in place), from the
     values as stored."""
     nc.set_auto_maskandscale(False)
+    nc.set_auto_chartostring(False)  # text variables (component_label) as their stored chars
     variables = nc.variables
     nc.variables[RECORD_CHECKSUM][0] = as_stored(crc32(variables[n][0] for n in record_names(variables)))
     nc.setncattr(FIXED_CHECKSUM, as_stored(crc32(variables[n][...] for n in fixed_names(variables))))
-    nc.set_auto_maskandscale(True)
 
 
 def verify_netcdf3(path: Path, where: str) -> None:
@@ -167,6 +167,7 @@ def verify_netcdf4(path: Path, where: str) -> None:
         raise ConfigError(f"{where}: not a readable netCDF file") from None
     with nc:
         nc.set_auto_maskandscale(False)
+        nc.set_auto_chartostring(False)  # the stored bytes only: decoding text is the readers' check
         for group in _groups(nc):
             for name, var in group.variables.items():
                 try:
