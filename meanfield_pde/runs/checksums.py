@@ -171,12 +171,16 @@ def verify_netcdf4(path: Path, where: str) -> None:
         for group in _groups(nc):
             for name, var in group.variables.items():
                 try:
-                    _read_all(var)
+                    unwritten = _read_all(var)
                 except (OSError, RuntimeError, ValueError, IndexError, MemoryError) as exc:
                     checked = var.filters().get("fletcher32") if hasattr(var, "filters") else False
                     what = "fails its checksum" if checked else "cannot be read"
                     raise ConfigError(f"{where}: the file is damaged: variable {name!r} {what} "
                                       f"({str(exc)[:80]})") from None
+                if unwritten:
+                    raise ConfigError(f"{where}: the file is damaged: variable {name!r} reads as "
+                                      "never written (netCDF's default fill value; its chunk index "
+                                      "is damaged)")
 
 
 def _groups(group):
@@ -185,15 +189,31 @@ def _groups(group):
         yield from _groups(child)
 
 
-def _read_all(var) -> None:
+def _read_all(var) -> bool:
+    """Read ``var`` in slices; True if it holds netCDF's default fill value of its type where it
+    has no ``_FillValue`` of its own.
+
+    Why: HDF5's (v1 B-tree) chunk index has no checksum; a damaged index entry makes a chunk
+    read as unwritten, i.e. as fill values, without an error (measured: 1 of 60 random byte
+    flips of a sweep file). The package writes every element of its netCDF-4 files, so an
+    integer or number-coordinate element equal to the default fill (-2147483647, 9.97e36) is
+    such a chunk. (Float data variables have ``_FillValue = NaN``: an unwritten chunk of
+    them reads as NaN, which this cannot tell from a failed point's NaN.)"""
+    import netCDF4
+    fill = None
+    if "_FillValue" not in var.ncattrs() and getattr(var.dtype, "kind", "") in "iuf":
+        fill = netCDF4.default_fillvals.get(var.dtype.str[1:])
     if var.ndim == 0 or var.shape[0] == 0:
-        var[...]
-        return
+        values = np.asarray(var[...])
+        return fill is not None and bool(np.any(values == fill))
     per_row = max(1, int(np.prod(var.shape[1:], dtype=np.int64)) * max(1, var.dtype.itemsize
                                                                         if hasattr(var.dtype, "itemsize") else 8))
     step = max(1, CHUNK_BYTES // per_row)
+    found = False
     for start in range(0, var.shape[0], step):
-        var[start:start + step]
+        values = var[start:start + step]
+        found = found or (fill is not None and bool(np.any(np.asarray(values) == fill)))
+    return found
 
 
 def with_fletcher32(ds: xr.Dataset) -> xr.Dataset:
