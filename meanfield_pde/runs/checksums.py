@@ -6,7 +6,8 @@ Two schemes, one per file format (README §Output files: checksums):
   token points, run files compressed with ``output.format = "netcdf4-zlib"``): HDF5's
   Fletcher-32 filter on every chunked variable (:func:`with_fletcher32`). HDF5 verifies it
   on every read of a chunk; :func:`verify_netcdf4` reads each variable once so that a
-  damaged chunk is found before anything uses the file.
+  damaged chunk is found before anything uses the file (and, as HDF5's chunk index has no
+  checksum, an element reading as netCDF's default fill value: :func:`_read_all`).
 * **netCDF-3** run files, appended one snapshot at a time
   (:mod:`meanfield_pde.runs.runfile`): netCDF-3 has no checksums, so the run file stores
   its own. The integer variable ``record_checksum(time)`` holds, for snapshot i, the CRC-32
