@@ -8,7 +8,6 @@ Tiny circle runs (the reference file of test_file_safety): each test takes secon
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import shutil
