@@ -202,7 +202,8 @@ def _read_all(var) -> bool:
     them reads as NaN, which this cannot tell from a failed point's NaN.)"""
     import netCDF4
     fill = None
-    if "_FillValue" not in var.ncattrs() and getattr(var.dtype, "kind", "") in "iuf":
+    kind = getattr(var.dtype, "kind", None)  # None: a variable-length string (dtype str)
+    if "_FillValue" not in var.ncattrs() and kind is not None and kind in "iuf":
         fill = netCDF4.default_fillvals.get(var.dtype.str[1:])
     if var.ndim == 0 or var.shape[0] == 0:
         values = np.asarray(var[...])
