@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 import xarray as xr
 
 import meanfield_pde
@@ -342,3 +344,39 @@ def test_token_comparison_script_prints_the_matched_pde_runs(sa_run):
     assert "| 0 pde (min f" in proc.stdout
     assert "matched PDE runs' counts within the seeds' range" in proc.stdout
     assert "per seed, PDE minus tokens" in proc.stdout
+
+
+@settings(max_examples=60, deadline=None)
+@given(log_th=st.floats(-6.0, 2.0), decades=st.floats(0.5, 17.0), per_decade=st.integers(1, 50))
+@example(log_th=np.log10(0.0016), decades=np.log10(1e9 / 0.0016), per_decade=20)  # the USA case
+def test_log_snapshots_after_a_hand_off_keep_every_decade_however_long_the_run(log_th, decades,
+                                                                               per_decade):
+    """The log-spaced snapshots after a hand-off at t_h are per_decade per decade all the way
+    from t_h to handoff.t_end: consecutive times differ by the ratio 10^(1/per_decade) at
+    most (the last step may be shorter) and at least by rounding. Found: the duplicate filter
+    scaled with t_end, so a USA staircase (hand-off at t = 0.0016, t_end = 1e9) lost every
+    snapshot closer than 1e-3 apart: its whole cluster formation up to t = 0.01."""
+    from meanfield_pde.runs.handoff_run import snapshot_schedule
+    t_h = 10.0 ** log_th
+    t_end = min(t_h * 10.0 ** decades, 1e12)  # handoff.t_end <= 1e12
+    decades = np.log10(t_end / t_h)
+    config = case(t_end=t_h, handoff={"t_end": t_end, "per_decade": per_decade})
+    absolute = t_h + snapshot_schedule(config, t_h)
+    assert absolute[0] == t_h and np.isclose(absolute[-1], t_end, rtol=1e-12)
+    ratios = absolute[1:] / absolute[:-1]
+    assert np.all(ratios > 1.0)
+    assert np.all(ratios[:-1] <= 10.0 ** (1.0 / per_decade) * (1 + 1e-9)), ratios.max()
+    assert len(absolute) >= per_decade * decades
+
+
+def test_the_particle_phase_shows_a_progress_bar_over_its_snapshots(tmp_path, capsys):
+    """After the hand-off the run goes on for minutes (log-spaced snapshots to t = 1e9): the
+    user sees a bar over those snapshots with t and the cluster count, as the PDE phase has
+    one over t; none with progress=False."""
+    config = case(lmax=15, t_end=0.2, every=0.1,
+                  handoff={"t_end": 0.6, "per_decade": 4, "drop_mass": 0.05})  # few nodes: fast
+    run(config, tmp_path / "bar.nc", progress=True)
+    err = capsys.readouterr().err
+    assert "handoff_test (particles)" in err and "snapshots, t = 0.6, " in err and " clusters" in err
+    run(config, tmp_path / "quiet.nc", progress=False, overwrite=True)
+    assert "particles" not in capsys.readouterr().err

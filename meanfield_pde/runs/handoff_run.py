@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from tqdm.auto import tqdm
 
 from ..particles.clusters import ClusterTracker
 from ..core.geometry import Sphere
@@ -104,7 +105,10 @@ def snapshot_schedule(config: Config, t_h: float) -> np.ndarray:
         k = math.floor(t_h / every + 1e-9) + 1
         rel = np.concatenate([[0.0], np.arange(k, math.ceil(h.t_end / every - 1e-9)) * every - t_h,
                               [h.t_end - t_h]])
-    keep = np.concatenate([[True], np.diff(rel) > 1e-12 * max(1.0, h.t_end)])
+    # drop only coincident times: a gap below rounding of the later time itself (a threshold
+    # scaled by t_end = 1e9 dropped every snapshot closer than 1e-3, i.e. all of a USA
+    # staircase's cluster formation between its hand-off at t = 0.0016 and t = 0.01)
+    keep = np.concatenate([[True], np.diff(rel) > 1e-12 * (t_h + rel[1:])])
     return rel[keep]
 
 
@@ -223,7 +227,7 @@ class HandoffRun(RunKind):
             stop = self._spectral(config, state, sink, progress, counters)
             if stop is not None:
                 return stop
-        return self._particles(config, state, sink, counters)
+        return self._particles(config, state, sink, counters, progress)
 
     def _spectral(self, config, state, sink, progress, counters) -> Outcome | None:
         """Phase 1: the PDE to the hand-off (state.coef, state.t become the hand-off state);
@@ -250,7 +254,7 @@ class HandoffRun(RunKind):
         state.coef, state.t = result.coef, result.t
         return None
 
-    def _particles(self, config, state, sink, counters) -> Outcome:
+    def _particles(self, config, state, sink, counters, progress: bool | None = None) -> Outcome:
         """Phase 2: nodes from the hand-off density, followed to handoff.t_end (module doc)."""
         check_stop_request()
         h, m, geometry = config.handoff, config.model, state.sim.geometry
@@ -261,16 +265,26 @@ class HandoffRun(RunKind):
         angle = cluster_angle(config, grid)
         tracker = ClusterTracker(angle, h.cluster_min_mass)
         events = []
+        # over snapshots, not time: they are log-spaced, and a bar over t would sit at 0 % for
+        # all but the last decade; shown on a terminal only (disable=None), as the PDE's bar
+        bar = tqdm(total=rel.size - 1, desc=f"{config.name} (particles)", unit="snapshot",
+                   disable=None if progress is None else not progress,
+                   bar_format="{l_bar}{bar}| {n}/{total} snapshots{postfix} [{elapsed}]")
 
         def store(s, x, w, energy, order):
             clusters, new = tracker.update(t_h + s, x, w)
             events.extend(new)
             if s > 0.0:  # t_h itself is the last spectral snapshot
                 sink.append(particle_record(config, geometry, t_h + s, x, w, energy, order, clusters))
+                bar.set_postfix_str(f"t = {t_h + s:.4g}, {clusters.masses.size} clusters", refresh=False)
+                bar.update(1)
 
-        run = integrate_weighted(nodes.positions, nodes.weights, m.kind, m.beta, rel, rtol=h.rtol,
-                                 atol=h.atol, merge_tol=h.merge_tol,
-                                 threads=config.domain.threads or None, on_snapshot=store)
+        try:
+            run = integrate_weighted(nodes.positions, nodes.weights, m.kind, m.beta, rel, rtol=h.rtol,
+                                     atol=h.atol, merge_tol=h.merge_tol,
+                                     threads=config.domain.threads or None, on_snapshot=store)
+        finally:
+            bar.close()
         t_last = t_h + float(run.times[-1])
         status = run.status
         if not run.stop_reason.completed:
