@@ -370,3 +370,21 @@ def test_a_close_that_fails_on_a_full_disk_does_not_segfault_later(run_file, tmp
         assert "could not write the file" in proc.stdout
         with open_checked(run_file, "check", netcdf4=False) as ds:
             assert ds.time.size > 5
+
+
+def test_a_checksum_equal_to_the_default_fill_is_not_taken_for_a_lost_chunk(tmp_path):
+    """A CRC-32 takes every int32 value, netCDF's default fill −2147483647 too (1 in 4e9 per
+    snapshot): the record checksums are checked against the data, not against the fill; any
+    other integer variable at the fill value still reads as a lost chunk."""
+    from meanfield_pde.runs.checksums import RECORD_CHECKSUM, verify_netcdf4
+    fill = netCDF4.default_fillvals["i4"]
+    for name, refused in ((RECORD_CHECKSUM, False), ("cluster_id", True)):
+        path = tmp_path / f"{name}.nc"
+        with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
+            nc.createDimension("time", 3)
+            nc.createVariable(name, "i4", ("time",), fill_value=False)[:] = [7, fill, 9]
+        if refused:
+            with pytest.raises(ConfigError, match="reads as never written"):
+                verify_netcdf4(path, str(path))
+        else:
+            verify_netcdf4(path, str(path))
