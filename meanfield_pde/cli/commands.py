@@ -257,6 +257,8 @@ def _plot_sweep(path: Path, output: Path, times, args) -> int:
     if times is not None:
         raise ConfigError(f"plot --times {args.times!r}: a sweep file has one final value per point, "
                           "no snapshots to choose from; leave --times out")
+    from ..runs.runcheck import verify_checksums
+    verify_checksums(path, where)  # a damaged chunk is named by its variable (Fletcher-32)
     try:  # read_attributes read its header; its variables may still be damaged
         ds = xr.load_dataset(path)
     except (ValueError, OSError, RuntimeError, KeyError, IndexError, AttributeError):  # ValueError: bad UTF-8

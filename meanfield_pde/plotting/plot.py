@@ -174,6 +174,31 @@ def degree_power(ds):
     return np.arange(lmax + 1), geo.power_spectrum(geo.from_table(table.transpose(*dims).values))[:, :lmax + 1]
 
 
+# Beyond about 1e307 matplotlib's axis and colour-bar ranges (max − min, with margins) overflow:
+# an OverflowError in the tick formatter, a RecursionError in the colour bar (measured with
+# 1.7e308). Finite values are drawn clipped to ±DRAWABLE, which no axis can tell apart anyway.
+DRAWABLE = 1e300
+
+
+def drawable(ds):
+    """``ds`` with its finite float values beyond ±:data:`DRAWABLE` clipped to it (a copy, made
+    only if there are any; NaN and ±inf stay as they are); ``ds`` itself otherwise."""
+    huge = []
+    for name, var in ds.data_vars.items():
+        if var.dtype.kind == "f" and var.size:
+            values = np.asarray(var.values)
+            if np.any(np.isfinite(values) & (np.abs(values) > DRAWABLE)):
+                huge.append(name)
+    if not huge:
+        return ds
+    ds = ds.copy()
+    for name in huge:
+        values = np.asarray(ds[name].values)
+        ds[name] = ds[name].copy(data=np.where(np.isfinite(values), np.clip(values, -DRAWABLE, DRAWABLE),
+                                               values))
+    return ds
+
+
 def positive_only(y):
     """y with non-positive values hidden, so a log axis never sees them."""
     y = np.asarray(y, dtype=float).copy()
@@ -447,6 +472,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
         If ``density`` is missing or has unknown dimensions, or a requested
         time is outside the run's range.
     """
+    ds = drawable(ds)  # a huge finite value (a genuine overflowing energy) must not crash the axes
     if "density" not in ds:
         raise ValueError("dataset has no 'density' variable (a PDE run is needed; "
                          f"variables present: {sorted(ds.data_vars)})")

@@ -14,6 +14,7 @@ from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
 from .cf import cf_encode, grid_units
+from .checksums import with_fletcher32
 from .outputs import check_output, write_file
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
@@ -161,7 +162,8 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     """Write with the CF-1.8 metadata (:func:`meanfield_pde.runs.cf.cf_encode`, ``title`` where the
     Dataset has none) and the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
     (claimed, written to a temporary file, renamed: an existing file is replaced only by a
-    complete new one, and only with ``overwrite``).
+    complete new one, and only with ``overwrite``). Every chunked variable carries HDF5's
+    Fletcher-32 checksum (:mod:`meanfield_pde.runs.checksums`).
 
     Raises
     ------
@@ -171,5 +173,5 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
         The disk, quota or file-size limit cannot take the file.
     """
     path = check_output_path(path, overwrite=overwrite, inputs=inputs)
-    encoded = cf_encode(ds, title)
+    encoded = with_fletcher32(cf_encode(ds, title))  # netCDF-4: HDF5 checks every chunk on read
     return write_file(path, lambda tmp: encoded.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)

@@ -10,6 +10,9 @@ checks, in this order, and raises a ConfigError naming the first fault:
   the package writes, :mod:`meanfield_pde.runs.runfile`);
 * a netCDF-3 file is as long as its header says (records counted × record
   size; scipy's reader maps the file and fails on a short one);
+* its data match their checksums (:mod:`meanfield_pde.runs.checksums`): a run file's
+  ``record_checksum`` per snapshot and ``fixed_checksum``, a netCDF-4 file's Fletcher-32
+  chunks (every variable is read once); files without checksums pass;
 * ``time`` exists, is finite and strictly increasing;
 * the coefficients' conventions (attributes ``coefficient_normalization``,
   ``coefficient_phase``, ... of coef_real/coef_imag, README §Dataset contract)
@@ -245,9 +248,9 @@ def require_file(path: str | os.PathLike, where: str) -> Path:
     return path
 
 
-def _open_netcdf(path, where: str) -> tuple[xr.Dataset, bytes]:
-    """The file opened lazily after the checks of its format and length (first two items of the
-    module docstring), and its first 8 bytes."""
+def _open_netcdf(path, where: str, verify: bool = True) -> tuple[xr.Dataset, bytes]:
+    """The file opened lazily after the checks of its format, length and (``verify``) checksums
+    (first three items of the module docstring), and its first 8 bytes."""
     path = require_file(path, where)
     try:
         with open(path, "rb") as f:
@@ -258,6 +261,8 @@ def _open_netcdf(path, where: str) -> tuple[xr.Dataset, bytes]:
         _check_length(path, where)
     elif magic != HDF5_MAGIC:
         raise ConfigError(f"{where}: not a readable netCDF file")
+    if verify:
+        verify_checksums(path, where, magic)
     try:
         return xr.open_dataset(path), magic
     # netCDF4 raises AttributeError for a damaged attribute (e.g. "Can't open HDF5 attribute":
@@ -266,16 +271,37 @@ def _open_netcdf(path, where: str) -> tuple[xr.Dataset, bytes]:
         raise ConfigError(f"{where}: not a readable netCDF file") from None
 
 
+def verify_checksums(path: str | os.PathLike, where: str, magic: bytes | None = None) -> None:
+    """Check the data of a netCDF file (format and length checked) against its checksums:
+    :func:`meanfield_pde.runs.checksums.verify_netcdf3` or ``verify_netcdf4`` by its
+    first bytes ``magic`` (read from the file if not given).
+
+    Raises
+    ------
+    ConfigError
+        Naming what fails its checksum.
+    """
+    from .checksums import verify_netcdf3, verify_netcdf4
+    if magic is None:
+        with open(path, "rb") as f:
+            magic = f.read(8)
+    if magic[:4] in NETCDF3_MAGIC:
+        verify_netcdf3(Path(path), where)
+    elif magic == HDF5_MAGIC:
+        verify_netcdf4(Path(path), where)
+
+
 def read_attributes(path: str | os.PathLike, where: str) -> dict:
     """The global attributes of a netCDF file (e.g. its ``kind``, to choose how to read it),
-    after the format and length checks of :func:`open_checked`; its content is not checked.
+    after the format and length checks of :func:`open_checked`; its content (and checksums)
+    are not checked.
 
     Raises
     ------
     ConfigError
         Missing, not a regular file, unreadable, not netCDF, or cut short.
     """
-    ds, _ = _open_netcdf(path, where)
+    ds, _ = _open_netcdf(path, where, verify=False)
     with ds:
         return dict(ds.attrs)
 
@@ -303,7 +329,9 @@ def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -
         Missing, not a regular file, unreadable, not netCDF, or any fault of
         the module docstring. Nothing is written to the file.
     """
+    from .checksums import without_checksums
     ds, magic = _open_netcdf(path, where)
+    ds = without_checksums(ds)  # verified; a Dataset written again must not carry stale ones
     try:
         check_dataset(ds, where, strict=not netcdf4)
         if "density" not in ds and "coef_real" in ds and "case" in ds.attrs:

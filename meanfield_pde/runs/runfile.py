@@ -42,6 +42,8 @@ import xarray as xr
 
 from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
+from .checksums import (FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS, as_stored, crc32,
+                        seal_first_record, without_checksums)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
@@ -193,6 +195,7 @@ class RunFile:
         t = float(record["time"].values[0])
         if not self.density and "density" in record:
             record = record.drop_vars("density")  # output.density = false: the coefficients determine it
+        record = without_checksums(record)  # a record read from a run file: its own are rewritten
         if self.failed or not t > self.last_time:
             return  # after a failed write, or not later than the file's last time (module doc)
         if self.nc is None:
@@ -227,7 +230,7 @@ class RunFile:
         """Write one record after the first; the time last, so a record counts only when whole."""
         variables = self.nc.variables
         expected = {name for name, var in variables.items()
-                    if "time" in var.dimensions and name != "time"}
+                    if "time" in var.dimensions and name not in ("time", RECORD_CHECKSUM)}
         if set(values) != expected:
             raise ValueError(f"run file record at t = {t}: variables {sorted(values)} given, "
                              f"the file has {sorted(expected)}")
@@ -237,6 +240,10 @@ class RunFile:
             i = self.count
             for name, value in values.items():
                 variables[name][i, ...] = value
+            if RECORD_CHECKSUM in variables:  # not in a file begun before checksums (it stays without)
+                stored = {name: np.asarray(value, dtype=variables[name].dtype) for name, value in values.items()}
+                stored["time"] = np.float64(t)
+                variables[RECORD_CHECKSUM][i] = as_stored(crc32(stored[n] for n in sorted(stored)))
             variables["time"][i] = t  # last: the record is complete
             self.nc.sync()
         except (OSError, RuntimeError) as exc:
@@ -248,8 +255,10 @@ class RunFile:
     def _fail(self, exc: BaseException) -> None:
         """A snapshot could not be written: give the file back its complete records, then stop."""
         self.failed = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        with contextlib.suppress(Exception):
+        try:
             self.nc.close()
+        except Exception:  # its flush failed too (the same full disk)
+            _abandon(self.nc)
         self.nc = None
         with contextlib.suppress(OSError):
             _cut_records(self.target, self.good_size, self.count)
@@ -268,6 +277,10 @@ class RunFile:
         first.attrs.update(self.attrs)
         first = cf_encode(first)
         first.attrs.update(status=RUNNING, stop_reason=StopReason.RUNNING.value, running_note=self._note())
+        # the checksums (module checksums): placeholders of their final size, filled in from the
+        # bytes as written, before the file is published
+        first[RECORD_CHECKSUM] = ("time", np.zeros(1, dtype=np.int32), RECORD_CHECKSUM_ATTRS)
+        first.attrs[FIXED_CHECKSUM] = np.int32(0)
         first.attrs = {k: netcdf_attr(v) for k, v in first.attrs.items()}
         header = 4096 + sum(len(str(v)) + 64 for v in first.attrs.values())
         first_size = header + sum(int(v.nbytes) + 8 for v in first.variables.values())
@@ -280,6 +293,8 @@ class RunFile:
         try:
             check_room(tmp, first_size)
             first.to_netcdf(tmp, format=FORMAT, engine="netcdf4", unlimited_dims=["time"])
+            with netCDF4.Dataset(tmp, "a") as nc:
+                seal_first_record(nc)
             publish(tmp, self.target)
         except (OSError, RuntimeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -310,6 +325,7 @@ class RunFile:
         except (OSError, RuntimeError):  # a full disk: the status is stored when possible
             pass
         ds = xr.open_dataset(xr.backends.NetCDF4DataStore(self.nc)).load()
+        ds = without_checksums(ds)  # they describe the file's bytes, not the run
         ds.set_close(None)  # in memory now; the handle is closed below
         ds.attrs.update(_end(status, reason))
         self.close()
@@ -344,8 +360,10 @@ def compress(path: Path, claimed_as: Path | None = None) -> None:
         with xr.open_dataset(path) as ds:
             ds.load()
         ds.encoding.pop("unlimited_dims", None)  # a finished file: chunks of many snapshots
+        # Fletcher-32 on every chunked variable: HDF5 checks it on each read (module checksums)
         encoding = {name: ({"zlib": True, "complevel": 4, "shuffle": True, "chunksizes": _chunks(var)}
-                           if name not in ds.coords and var.ndim else {}) for name, var in ds.variables.items()}
+                           if name not in ds.coords and var.ndim else {}) | ({"fletcher32": True} if var.ndim else {})
+                    for name, var in ds.variables.items()}
         for name in ds.coords:
             encoding[name]["_FillValue"] = None
         ds.to_netcdf(tmp, format="NETCDF4", engine="netcdf4", encoding=encoding)
@@ -372,6 +390,17 @@ def _chunks(var: xr.Variable, target: int = 4 * 2**20) -> tuple[int, ...]:
 def _end(status: str, reason: StopReason) -> dict:
     """The end-of-run attributes: the text for people, the reason for code."""
     return {"status": status, "stop_reason": StopReason(reason).value}
+
+
+def _abandon(nc: netCDF4.Dataset) -> None:
+    """Keep a Dataset whose ``close`` failed alive for good (one file handle leaked).
+
+    netCDF-C releases the file's handle even when ``nc_close`` fails (its last flush, on a full
+    disk or over the file-size limit), but netCDF4-python still counts the file as open and
+    calls ``nc_close`` on the freed handle again when the object is collected (or at exit):
+    measured to be a segfault. An extra reference means it is never collected."""
+    import ctypes
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(nc))
 
 
 def _cut_records(path: Path, size: int, records: int) -> None:

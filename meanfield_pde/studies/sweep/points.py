@@ -32,10 +32,13 @@ def _finished(path: Path, planned: dict, continued_from: str = "") -> bool:
     of another case (other --set values) is not this point, and is computed again. A
     continuation point's initial state is its predecessor's final state, so its file must
     also have been continued from the same point (attribute ``continued_from``, "" for none):
-    a chain on another grid starts elsewhere and gives another result."""
+    a chain on another grid starts elsewhere and gives another result. A file whose data fail
+    their checksums (:mod:`meanfield_pde.runs.checksums`) is not finished either."""
     if not path.is_file():
         return False
     try:
+        from ...runs.runcheck import verify_checksums
+        verify_checksums(path, str(path))  # a damaged file is computed again (ConfigError)
         with xr.open_dataset(path) as ds:
             reason = stop_reason(ds.attrs)
             stored = str(ds.attrs.get("case", ""))

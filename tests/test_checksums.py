@@ -1,0 +1,390 @@
+"""Checksums (meanfield_pde.runs.checksums): a flipped byte in the data of a run file (netCDF-3,
+CRC-32 per snapshot) or of a netCDF-4 output (HDF5 Fletcher-32) is a one-line error in every
+reader, never numbers read as valid; old files without checksums still load; extreme but
+valid values draw without crashing; a failed close on a full disk does not segfault later.
+
+Tiny circle runs (the reference file of test_file_safety): each test takes seconds.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+import meanfield_pde
+from meanfield_pde import load_case
+from meanfield_pde.core.errors import ConfigError
+from meanfield_pde.core.stops import StopReason
+from meanfield_pde.runs.runcheck import open_checked
+from meanfield_pde.runs.runfile import RunFile
+
+from test_file_safety import CASE, ENV, SETS, one_error, reference, run_cli, run_file  # noqa: F401
+
+
+def user_crc(path: Path, i: int) -> int:
+    """The README's recipe, from the documented definition only: CRC-32 of snapshot i's values
+    of the other time-dependent variables, sorted by name, as big-endian bytes."""
+    with netCDF4.Dataset(path) as nc:
+        nc.set_auto_maskandscale(False)
+        names = sorted(n for n, v in nc.variables.items()
+                       if v.dimensions[:1] == ("time",) and n != "record_checksum")
+        crc = 0
+        for n in names:
+            v = nc.variables[n]
+            crc = zlib.crc32(np.asarray(v[i], dtype=v.dtype.newbyteorder(">")).tobytes(), crc)
+        return crc
+
+
+def stored_crcs(path: Path) -> list[int]:
+    with netCDF4.Dataset(path) as nc:
+        return [int(c) & 0xFFFFFFFF for c in nc.variables["record_checksum"][:]]
+
+
+def data_spans(path: Path, names=("coef_real", "coef_imag", "density", "energy", "time")):
+    """(snapshot, variable, start, stop): where each snapshot of these variables lies in the file,
+    found by their big-endian bytes (netCDF-3 stores them so); values found in several places
+    (a mass of exactly 1) are left out."""
+    data = path.read_bytes()
+    spans = []
+    with netCDF4.Dataset(path) as nc:
+        nc.set_auto_maskandscale(False)
+        for name in names:
+            var = nc.variables[name]
+            for i in range(len(nc.dimensions["time"])):
+                raw = np.asarray(var[i], dtype=var.dtype.newbyteorder(">")).tobytes()
+                at = data.find(raw)
+                assert at >= 0, (name, i)
+                if data.find(raw, at + 1) < 0:  # found in one place only: unambiguous
+                    spans.append((i, name, at, at + len(raw)))
+    return spans
+
+
+def flip(path: Path, at: int, bit: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 1 << bit
+    path.write_bytes(bytes(data))
+
+
+# -- the run file's CRC-32 is the documented one -----------------------------------------------
+
+def test_each_snapshot_carries_the_crc32_of_its_bytes_also_after_a_resume(tmp_path):
+    path = tmp_path / "run.nc"
+    meanfield_pde.run(load_case(CASE, SETS), path, progress=False)
+    with netCDF4.Dataset(path, "a") as nc:  # interrupted: resume may append
+        nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
+    code, _, err = run_cli("run", "--resume", path, "--set", "time.t_end=1.5", "-q")
+    assert code == 0, err
+    crcs = stored_crcs(path)
+    assert len(crcs) == 7  # t = 0, 0.25, ..., 1.5: both sessions' snapshots
+    assert crcs == [user_crc(path, i) for i in range(7)]
+    with netCDF4.Dataset(path) as nc:  # the fixed variables: their own CRC, as an attribute
+        nc.set_auto_maskandscale(False)
+        fixed = sorted(n for n, v in nc.variables.items() if "time" not in v.dimensions)
+        expected = 0
+        for n in fixed:
+            v = nc.variables[n]
+            expected = zlib.crc32(np.asarray(v[...], dtype=v.dtype.newbyteorder(">")).tobytes(), expected)
+        assert int(nc.getncattr("fixed_checksum")) & 0xFFFFFFFF == expected and fixed == ["k", "theta", "weights"]
+
+
+def test_a_sphere_run_with_its_nan_table_verifies(tmp_path):
+    """The S² coefficient table is NaN where m > l: its bytes are checksummed as written."""
+    path = tmp_path / "s.nc"
+    meanfield_pde.run(load_case("sa_beta10_noisy", ["domain.lmax=12", "time.t_end=0.5", "output.every=0.25",
+                                                    "output.plot=false"]), path, progress=False)
+    assert stored_crcs(path) == [user_crc(path, i) for i in range(3)]
+    open_checked(path, "test").close()
+
+
+# -- a flipped data byte is refused by every reader ---------------------------------------------
+
+def test_flipped_data_bytes_of_a_run_file_are_refused_naming_the_snapshot(run_file):
+    """Seeded: 40 single-bit flips in coefficients, densities, energies and times. On the
+    original main every one of them was read as valid (no checksums)."""
+    good = run_file.read_bytes()
+    spans = data_spans(run_file)
+    rng = random.Random(1)
+    by_checksum = 0
+    for _ in range(40):
+        i, name, start, stop = rng.choice(spans)
+        run_file.write_bytes(good)
+        flip(run_file, rng.randrange(start, stop), rng.randrange(8))
+        with pytest.raises(ConfigError) as info:
+            open_checked(run_file, "check").close()
+        message = str(info.value)
+        assert "\n" not in message
+        if "fails its checksum" in message:  # else an earlier check saw it (e.g. times out of order)
+            by_checksum += 1
+            t = 0.25 * i
+            assert f"snapshot {i} (t = " in message and "variable record_checksum" in message, message
+            assert (f"snapshots 0 to {i - 1} before it are intact" if i else "first snapshot") in message
+            if name != "time":  # a flipped time is named as stored
+                assert f"(t = {t:.6g}) of 5" in message, message
+    assert by_checksum >= 30, by_checksum  # the other checks see only few of these flips
+
+
+def test_resume_compare_and_plot_refuse_a_damaged_snapshot_untouched(run_file, reference, tmp_path):
+    with netCDF4.Dataset(run_file, "a") as nc:  # interrupted: resume would write
+        nc.setncatts({"status": "stopped: interrupted (SIGTERM) at t = 1", "stop_reason": "interrupted"})
+    i, _, start, stop = next(s for s in data_spans(run_file, ("coef_real",)) if s[0] == 3)
+    flip(run_file, (start + stop) // 2, 0)  # one bit of one coefficient of snapshot 3
+    before = run_file.read_bytes()
+    expected = "snapshot 3 (t = 0.75) of 5 fails its checksum"
+    line = one_error(*run_cli("run", "--resume", run_file)[::2], f"--resume {str(run_file)!r}", expected)
+    assert "snapshots 0 to 2 before it are intact" in line
+    good = tmp_path / "good.nc"
+    shutil.copy(reference, good)
+    one_error(*run_cli("compare", good, run_file, "-o", tmp_path / "c.nc")[::2], expected)
+    one_error(*run_cli("plot", run_file, "-o", tmp_path / "f.png")[::2], expected)
+    one_error(*run_cli("animate", run_file, "-o", tmp_path / "f.gif")[::2], expected)
+    from meanfield_pde.runs.dataset import coefficients
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        coefficients(run_file)
+    assert run_file.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.nc", "run.nc"]
+
+
+def test_a_damaged_fixed_variable_is_refused(run_file):
+    with netCDF4.Dataset(run_file) as nc:
+        raw = np.asarray(nc.variables["weights"][:], dtype=">f8").tobytes()
+    at = run_file.read_bytes().find(raw)
+    flip(run_file, at + 5, 3)
+    with pytest.raises(ConfigError, match=r"variables without time \(k, theta, weights\) fail their "
+                                          r"checksum \(attribute fixed_checksum\)"):
+        open_checked(run_file, "check")
+
+
+def test_files_without_checksums_still_load_and_resume(run_file):
+    """Written before the checksums: read as before, and a resume appends without them."""
+    ds = xr.load_dataset(run_file).drop_vars("record_checksum")
+    del ds.attrs["fixed_checksum"]
+    ds.attrs["status"] = "stopped: interrupted (SIGTERM) at t = 1"
+    ds.attrs["stop_reason"] = "interrupted"
+    run_file.unlink()
+    ds.to_netcdf(run_file, format="NETCDF3_64BIT", unlimited_dims=["time"])
+    with open_checked(run_file, "old", netcdf4=False) as old:
+        assert "record_checksum" not in old and old.time.size == 5
+    code, _, err = run_cli("run", "--resume", run_file, "--set", "time.t_end=1.5", "-q")
+    assert code == 0, err
+    with open_checked(run_file, "old") as old:
+        assert old.time.size == 7
+
+
+def test_a_damaged_point_file_of_a_sweep_is_computed_again(run_file):
+    from meanfield_pde.runs.config import from_dict, parse_toml
+    from meanfield_pde.studies.sweep.points import _finished
+    with xr.open_dataset(run_file) as ds:
+        planned = from_dict(parse_toml(str(ds.attrs["case"]), "case")).to_dict()
+    assert _finished(run_file, planned)
+    i, _, start, stop = data_spans(run_file, ("density",))[-1]
+    flip(run_file, start + 3, 6)
+    assert not _finished(run_file, planned)  # on the original main: reused as finished
+
+
+# -- netCDF-4 outputs: Fletcher-32 ----------------------------------------------------------------
+
+def _sweep_like(path: Path, n: int = 12) -> np.ndarray:
+    from meanfield_pde.runs.io import write_netcdf
+    r = np.linspace(0.1, 0.9, n)
+    ds = xr.Dataset({"order_parameter": ("nu", r), "status": ("nu", np.array(["completed"] * n)),
+                     "stop_reason": ("nu", np.array(["completed"] * n)),
+                     "skipped": ("nu", np.zeros(n, dtype=np.int64))},
+                    coords={"nu": np.linspace(0.05, 0.6, n)},
+                    attrs={"kind": "sweep", "figure": "order_parameter"})
+    write_netcdf(ds, path)
+    return r
+
+
+def test_every_array_of_a_netcdf4_output_has_fletcher32_and_a_flipped_byte_is_refused(tmp_path, capsys):
+    from meanfield_pde.cli.commands import main
+    path = tmp_path / "sweep.nc"
+    r = _sweep_like(path)
+    with netCDF4.Dataset(path) as nc:
+        assert all(v.filters()["fletcher32"] for v in nc.variables.values() if v.ndim)
+    assert main(["plot", str(path), "-o", str(tmp_path / "ok.png")]) == 0
+    good = path.read_bytes()
+    at = good.find(r.astype("<f8").tobytes())
+    assert at > 0
+    rng = random.Random(2)
+    for _ in range(8):  # on the original main: drawn from the flipped values
+        path.write_bytes(good)
+        flip(path, rng.randrange(at, at + r.nbytes), rng.randrange(8))
+        assert main(["plot", str(path), "-o", str(tmp_path / "bad.png")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"meanfield-pde: error: plot: {str(path)!r}: the file is damaged: variable "
+                       "'order_parameter' fails its checksum (NetCDF: HDF error)"), err
+        assert not (tmp_path / "bad.png").exists()
+
+
+def test_random_flips_of_a_netcdf4_file_are_refused_or_change_nothing(tmp_path):
+    """Seeded flips anywhere in a sweep-like netCDF-4 file: the checksum check refuses it, or what
+    xarray then reads is exactly the good file (the flip hit unused bytes). On the original
+    main 21 of 60 flips of a sweep.nc were drawn; one flip in HDF5's chunk index (which has no
+    checksum) made a variable read as fill values silently."""
+    from meanfield_pde.runs.runcheck import verify_checksums
+    path = tmp_path / "sweep.nc"
+    _sweep_like(path, 300)
+    good, ref = path.read_bytes(), xr.load_dataset(path)
+    rng = random.Random(0)
+    refused = 0
+    for _ in range(150):
+        data = bytearray(good)
+        at = rng.randrange(len(data))
+        data[at] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(data))
+        try:
+            verify_checksums(path, "check")
+        except ConfigError as exc:
+            refused += 1
+            assert "\n" not in str(exc)
+            continue
+        try:
+            ds = xr.load_dataset(path)
+        except (ValueError, OSError, RuntimeError, KeyError, IndexError, AttributeError):
+            continue  # the readers turn a failed load into one line (test_sweep_safety)
+        assert ds.identical(ref), f"byte {at} flipped: read without error, yet different"
+    assert refused >= 30, refused  # the loop reaches the arrays (measured: 40 of 150 flips refused)
+
+
+def test_a_compressed_run_file_has_fletcher32_and_a_flipped_byte_is_refused(tmp_path):
+    path = tmp_path / "z.nc"
+    meanfield_pde.run(load_case(CASE, [*SETS, 'output.format="netcdf4-zlib"']), path, progress=False)
+    with netCDF4.Dataset(path) as nc:
+        assert all(v.filters()["fletcher32"] for v in nc.variables.values() if v.ndim)
+        time = np.asarray(nc.variables["time"][:])
+    data = path.read_bytes()
+    at = data.find(time.astype("<f8").tobytes())  # time: a coordinate, stored uncompressed
+    flip(path, at + 8 * 2 + 7, 1)
+    with pytest.raises(ConfigError, match="variable 'time' fails its checksum"):
+        open_checked(path, "check")
+
+
+# -- extreme values draw; damaged files never crash a reader --------------------------------------
+
+def test_plot_draws_a_valid_run_with_huge_and_tiny_values(reference, tmp_path):
+    """A file whose checksums are valid but whose values are extreme (an energy overflowing to
+    1e300, a density peak of 1.7e308, subnormal positives): on the original main matplotlib
+    raised OverflowError (tick formatter) or RecursionError (colour bar)."""
+    ref = xr.load_dataset(reference)
+    for k, change in enumerate([
+            {"density": (-1, 0, 1.7e308), "energy": (-1, None, 1e300)},
+            {"density": (None, None, -1.7e308)},
+            {"spectral_tail": (None, None, 5e-324), "min_density": (2, None, 1e-300)}]):
+        path = tmp_path / f"x{k}.nc"
+        sink = RunFile(path)
+        for i in range(ref.time.size):
+            record = ref.isel(time=[i]).copy(deep=True)
+            for name, (at, col, value) in change.items():
+                if at is None or at % ref.time.size == i:
+                    values = record[name].values
+                    values.reshape(1, -1)[0, slice(None) if col is None else col] = value
+            sink.append(record)
+        sink.finish("completed", StopReason.COMPLETED)
+        sink.close()
+        code, out, err = run_cli("plot", path, "-o", tmp_path / f"x{k}.png")
+        assert code == 0 and "Traceback" not in err, err
+        assert (tmp_path / f"x{k}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+READERS = textwrap.dedent("""
+    import contextlib, io, random, sys, warnings
+    from pathlib import Path
+    from meanfield_pde.cli.commands import main
+    good, seed, n = Path(sys.argv[1]).read_bytes(), int(sys.argv[2]), int(sys.argv[3])
+    spans = [tuple(map(int, s.split(":"))) for s in sys.argv[4].split(",")]
+    rng = random.Random(seed)
+    work = Path(sys.argv[1]).parent
+    for trial in range(n):
+        data = bytearray(good)
+        # half the flips anywhere (header, padding), half in the snapshots' data
+        start, stop = (0, len(data)) if trial % 2 else rng.choice(spans)
+        at = rng.randrange(start, stop)
+        data[at] = rng.choice([data[at] ^ (1 << rng.randrange(8)), 0x7F, 0xFF, 0x00])
+        if data == good:
+            continue
+        bad = work / "bad.nc"
+        bad.write_bytes(bytes(data))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = main(["plot", str(bad), "-o", str(work / "bad.png"), "--overwrite"])
+        in_data = any(a <= at < b for a, b in spans)
+        lines = err.getvalue().strip().splitlines()
+        assert code in (0, 2) and "Traceback" not in err.getvalue(), (at, code, err.getvalue())
+        assert code == 0 or (len(lines) == 1 and lines[0].startswith("meanfield-pde: error: ")), lines
+        assert not (in_data and code == 0), f"byte {at} of the data flipped, yet drawn"
+    print("ok")
+""")
+
+
+def test_random_corruptions_of_a_run_file_are_one_line_errors_or_harmless(run_file):
+    """A seeded loop of byte corruptions anywhere in a small run file, each read by `plot` in a
+    subprocess (a segfault in netCDF-C fails the test instead of killing pytest): every one is
+    exit 2 with one line, or (outside the data: header text, padding) a figure; never a
+    traceback, never a figure drawn from damaged data."""
+    spans = ",".join(f"{a}:{b}" for _, _, a, b in data_spans(
+        run_file, ("coef_real", "coef_imag", "density", "energy", "mass", "time")))
+    proc = subprocess.run([sys.executable, "-c", READERS, str(run_file), "3", "24", spans],
+                          capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), (proc.returncode, proc.stderr[-2000:])
+
+
+FULL_DISK = textwrap.dedent("""
+    import faulthandler; faulthandler.enable()  # a segfault's stack in the report (and, measured:
+    # with it the use of the freed handle crashes every time on the original main, not by chance)
+    import gc, resource, signal, sys
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the limit, write() fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
+    import meanfield_pde.runs.runfile as rf
+    rf.check_room = rf.disk_estimate = lambda *a, **k: None  # the write itself fails
+    from meanfield_pde.cli.commands import main
+    code = main(sys.argv[2:])
+    gc.collect()  # the Dataset whose close failed is collected here (or at exit)
+    print("exit", code)
+""")
+
+
+def test_a_close_that_fails_on_a_full_disk_does_not_segfault_later(run_file, tmp_path):
+    """netCDF-C frees the handle of a file whose close failed; netCDF4-python closed it again when
+    collecting the Dataset: a segfault after the run had stopped cleanly (original main). The
+    limit falls at a few places of the records (where the failing write is)."""
+    good = run_file.read_bytes()
+    for extra in (2000, 3000, 4000):
+        run_file.write_bytes(good)
+        proc = subprocess.run([sys.executable, "-c", FULL_DISK, str(len(good) + extra), "run",
+                               "--resume", str(run_file), "--set", "time.t_end=10", "-q"],
+                              cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=120)
+        assert proc.returncode == 0 and proc.stdout.strip().endswith("exit 3"), (extra, proc.returncode,
+                                                                               proc.stderr[-3000:])
+        assert "could not write the file" in proc.stdout
+        with open_checked(run_file, "check", netcdf4=False) as ds:
+            assert ds.time.size > 5
+
+
+def test_a_checksum_equal_to_the_default_fill_is_not_taken_for_a_lost_chunk(tmp_path):
+    """A CRC-32 takes every int32 value, netCDF's default fill −2147483647 too (1 in 4e9 per
+    snapshot): the record checksums are checked against the data, not against the fill; any
+    other integer variable at the fill value still reads as a lost chunk."""
+    from meanfield_pde.runs.checksums import RECORD_CHECKSUM, verify_netcdf4
+    fill = netCDF4.default_fillvals["i4"]
+    for name, refused in ((RECORD_CHECKSUM, False), ("cluster_id", True)):
+        path = tmp_path / f"{name}.nc"
+        with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
+            nc.createDimension("time", 3)
+            nc.createVariable(name, "i4", ("time",), fill_value=False)[:] = [7, fill, 9]
+        if refused:
+            with pytest.raises(ConfigError, match="reads as never written"):
+                verify_netcdf4(path, str(path))
+        else:
+            verify_netcdf4(path, str(path))
