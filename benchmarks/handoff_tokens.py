@@ -52,11 +52,13 @@ import numpy as np
 import xarray as xr
 
 from meanfield_pde.analysis.clusters import ClusterTracker
+from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.geometry import make_geometry
 from meanfield_pde.particles.adaptive import integrate_weighted
 from meanfield_pde.particles.measures import density_from_particles
 from meanfield_pde.runs.config import from_dict, parse_toml
 from meanfield_pde.runs.particle_runner import initial_particles
+from meanfield_pde.runs.runcheck import open_checked
 from meanfield_pde.runs.runner import run as run_case
 
 
@@ -154,17 +156,35 @@ def main() -> None:
                                ("--first-seed", args.first_seed, 0), ("--jobs", args.jobs, 1)):
         if value < least:
             p.error(f"{flag} {value}: must be >= {least}")
-    ds = xr.open_dataset(args.run)
+    try:  # missing, damaged or not netCDF: the package's one-line reason, not a traceback
+        ds = open_checked(args.run, args.run)
+    except ConfigError as exc:
+        p.error(str(exc))
     if ds.attrs.get("kind") != "handoff":
-        raise SystemExit(f"{args.run}: not a hand-off run")
+        p.error(f"{args.run}: not a hand-off run (kind = {ds.attrs.get('kind', 'pde')!r}); "
+                "run a case with [handoff] enabled = true")
     config = from_dict(parse_toml(ds.attrs["case"], args.run), name=str(ds.attrs.get("case_name", "case")))
     if args.matched_pde and config.initial.type != "perturbed_uniform":
         p.error(f"--matched-pde: needs a perturbed_uniform case (its degree_max); {args.run} has "
                 f"initial.type = {config.initial.type}")
     geometry = make_geometry(config.domain.manifold, config.domain.lmax, 1)
     t_all = ds.time.values
-    t_end = args.t_end or float(t_all[-1])
-    times = np.concatenate([[0.0], t_all[(ds.phase.values == 1) & (t_all <= t_end)]])
+    after = t_all[ds.phase.values == 1]
+    if after.size == 0:
+        p.error(f"{args.run}: no snapshot after the hand-off (status: {ds.attrs.get('status')}); "
+                "continue it with meanfield-pde run --resume first")
+    t_end = args.t_end or float(after[-1])
+    if not after[0] <= t_end <= after[-1]:
+        p.error(f"--t-end {t_end:g}: must be within the run's particle snapshots, "
+                f"[{after[0]:.6g}, {after[-1]:.6g}]")
+    times = np.concatenate([[0.0], after[after <= t_end]])
+    # compared at the nearest snapshot: one beyond t_end, or t = 0 (no clusters counted there),
+    # would compare another time than the one asked for
+    outside = [t for t in args.times or ()
+               if not 0 < t <= t_end * (1 + 1e-9) or np.argmin(np.abs(times - t)) == 0]
+    if outside:
+        p.error(f"--times {' '.join(f'{t:g}' for t in outside)}: must be within (0, {t_end:g}] and nearest "
+                f"to a snapshot after the hand-off (the first at t = {times[1]:.6g})")
     angle, min_mass = float(ds.attrs["cluster_angle"]), float(ds.attrs["cluster_min_mass"])
     check = np.array(args.times) if args.times else np.geomspace(times[1], times[-1], 4)
     at = [int(np.argmin(np.abs(times - t))) for t in check]

@@ -249,3 +249,14 @@ def test_event_indices_any_signal(signal, n, data):
     assert list(idx) == sorted(set(idx)) and set(idx) <= set(valid)
     assert len(idx) == min(n, len(valid))
     assert idx[-1] == valid[-1] and (n == 1 or idx[0] == valid[0])
+
+
+@pytest.mark.parametrize("request_t", [-1.0, -1e-6, 1e12 * (1 + 1e-6)])
+def test_a_time_before_the_start_of_a_long_run_is_refused(request_t):
+    """--times outside [0, t_end] is refused however long the run (a hand-off run to t = 1e12).
+    Found: the tolerance scaled with the largest time (1e-9 × 1e12 = 1000), so --times=-1
+    drew t = 0 as if it had been asked for."""
+    ds = xr.Dataset(coords={"time": [0.0, 1.0, 1e6, 1e12]})
+    with pytest.raises(ValueError, match="outside the run's range"):
+        plot.select_times(ds, [request_t], 4)
+    assert plot.select_times(ds, [0.0, 1e12 * (1 + 1e-13), 0.9], 4).tolist() == [0, 1, 3]

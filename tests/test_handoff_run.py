@@ -174,6 +174,8 @@ def test_a_run_stopped_after_the_hand_off_keeps_a_valid_file_and_resumes_to_the_
         ds = run(case(), path, progress=False)
     assert ds.attrs["stop_reason"] == StopReason.INTERRUPTED.value
     assert "after the hand-off" in ds.attrs["status"]
+    # which stop, as a PDE run says it (was "stopped: interrupted at t = ...", no signal)
+    assert ds.attrs["status"].startswith("stopped: interrupted (SIGINT) at t = ")
     with xr.open_dataset(path) as disk:
         assert int(np.sum(disk.phase.values == 1)) == 2
     monkeypatch.setattr(hr, "particle_record", original)
@@ -184,6 +186,53 @@ def test_a_run_stopped_after_the_hand_off_keeps_a_valid_file_and_resumes_to_the_
     for name in ("energy", "order_parameter", "mass", "n_clusters", "cluster_mass"):
         assert np.array_equal(done[name].values, full[name].values, equal_nan=True), name
     assert done.attrs["handoff_time"] == full.attrs["handoff_time"]
+
+
+@pytest.mark.parametrize("t_end", [None, 10.0])
+def test_resuming_a_completed_hand_off_run_says_to_run_it_again_with_a_larger_handoff_t_end(
+        sa_run, t_end):
+    """A completed hand-off run ends at handoff.t_end, which --resume cannot change. Found: the
+    error suggested --set time.t_end=2·t (the PDE's latest hand-off time), and that one failed
+    with "handoff.t_end = 3: must exceed the latest hand-off time", a key --resume refuses."""
+    path, _ = sa_run
+    with pytest.raises(ConfigError, match=r"hand-off run is completed \(handoff.t_end = 3\) and cannot "
+                                          r"be extended; run its case again with a larger handoff.t_end"):
+        meanfield_pde.resume(path, t_end=t_end, progress=False)
+
+
+def test_ctrl_c_in_the_last_pde_step_stops_cleanly_and_resumes(tmp_path, monkeypatch):
+    """Ctrl-C during the PDE step that triggers the hand-off: the solver has returned, the
+    request is still pending. The run stops with a valid file ("stopped: interrupted (SIGINT)
+    ... just before the hand-off", stop_reason interrupted) and --resume completes it.
+    Found: the request escaped as a raw KeyboardInterrupt, the file kept status "running"."""
+    import signal
+    import meanfield_pde.runs.handoff_run as hr
+    from meanfield_pde.core import signals
+    real = hr.integrate
+
+    def pde_then_ctrl_c(*args, **kwargs):
+        result = real(*args, **kwargs)
+        signals._request(signal.SIGINT, None)  # what the handler of stop_on_signals does
+        return result
+
+    monkeypatch.setattr(hr, "integrate", pde_then_ctrl_c)
+    config = case(lmax=15, t_end=0.2, every=0.1, handoff={"t_end": 0.6, "per_decade": 4, "drop_mass": 0.05})
+    path = tmp_path / "boundary.nc"
+    try:
+        with pytest.warns(RunStoppedWarning):
+            ds = run(config, path, progress=False)
+    except KeyboardInterrupt as exc:  # (not to end the test session)
+        pytest.fail(f"the stop request escaped the run: {exc!r}")
+    finally:
+        signals._requested.clear()
+    assert ds.attrs["stop_reason"] == "interrupted"
+    assert ds.attrs["status"].startswith("stopped: interrupted (SIGINT)") and "before the hand-off" in ds.attrs["status"]
+    with xr.open_dataset(path) as disk:
+        assert disk.attrs["stop_reason"] == "interrupted" and np.all(disk.phase.values == 0)
+    monkeypatch.setattr(hr, "integrate", real)
+    done = meanfield_pde.resume(path, progress=False)
+    assert done.attrs["status"] == "completed" and np.any(done.phase.values == 1)
+    assert done.time.values[-1] == pytest.approx(0.6, rel=1e-12)
 
 
 def test_a_run_stopped_before_the_hand_off_resumes_as_a_pde_run_and_hands_off(tmp_path, monkeypatch):
@@ -237,6 +286,20 @@ def test_cli_refuses_a_noisy_handoff_with_exit_2_and_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("meanfield-pde: error: handoff.enabled")
     assert "model.nu = 0" in lines[0] and not (tmp_path / "x.nc").exists()
+
+
+def test_cli_says_that_a_run_went_on_as_particles_after_its_hand_off(tmp_path, capsys):
+    """`meanfield-pde run` of a hand-off case reports "(PDE, weighted particles from t = t_h)";
+    found: it said "(PDE)" for a run whose end is particles."""
+    from meanfield_pde.cli.commands import main
+    config = case(lmax=15, t_end=0.2, every=0.1, handoff={"t_end": 0.6, "per_decade": 4, "drop_mass": 0.05})
+    toml = tmp_path / "h.toml"
+    toml.write_text(config.to_toml())
+    assert main(["run", str(toml), "--output", str(tmp_path / "h.nc"), "-q", "--no-plot"]) == 0
+    out = capsys.readouterr().out.splitlines()  # (shtns may print its banner first)
+    with xr.open_dataset(tmp_path / "h.nc") as ds:
+        t_h = float(ds.attrs["handoff_time"])
+    assert f"h (PDE, weighted particles from t = {t_h:.6g}): completed" in out, out
 
 
 def test_every_case_without_handoff_is_unchanged():
@@ -344,6 +407,60 @@ def test_token_comparison_script_prints_the_matched_pde_runs(sa_run):
     assert "| 0 pde (min f" in proc.stdout
     assert "matched PDE runs' counts within the seeds' range" in proc.stdout
     assert "per seed, PDE minus tokens" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def token_script():
+    """benchmarks/handoff_tokens.py as a module (its main() in this process: no interpreter start)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "handoff_tokens.py"
+    spec = importlib.util.spec_from_file_location("handoff_tokens", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("which, args, message", [
+    ("run", ["--times", "5"], r"--times 5: must be within \(0, 3\] and nearest to a snapshot after the hand-off"),
+    ("run", ["--times", "1.5", "-1"], r"--times -1: must be within"),
+    ("run", ["--times", "0.1"], r"--times 0.1: must be within \(0, 3\] and nearest to a snapshot after the "
+                                r"hand-off \(the first at t = 1\.32"),
+    ("run", ["--t-end", "7"], r"--t-end 7: must be within the run's particle snapshots"),
+    ("run", ["--t-end", "2", "--times", "2.5"], r"--times 2.5: must be within \(0, 2\]"),
+    ("damaged", [], r"damaged\.nc: the file is damaged"),
+    ("missing", [], r"missing\.nc: no such file"),
+    ("plain", [], r"plain\.nc: not a hand-off run \(kind = 'pde'\)"),
+    ("before", [], r"before\.nc: no snapshot after the hand-off \(status: stopped: reached time.max_steps"),
+])
+def test_token_comparison_script_refuses_bad_input_in_one_line(sa_run, tmp_path, monkeypatch, capsys,
+                                                               token_script, which, args, message):
+    """benchmarks/handoff_tokens.py: times outside the run's particle snapshots, a damaged, missing,
+    plain or not yet handed-off file: `handoff_tokens.py: error: ...` (exit 2) before any tokens
+    move. Found: tracebacks (IndexError, FileNotFoundError, xarray's ValueError); --times -1
+    or 0.1 compared t = 0, where the run has no cluster count (−1), and printed the run
+    outside the seeds' range; --times beyond the end compared the last snapshot."""
+    import re
+    path, _ = sa_run
+    if which == "damaged":
+        path = tmp_path / "damaged.nc"
+        path.write_bytes(sa_run[0].read_bytes()[:50_000])
+    elif which == "missing":
+        path = tmp_path / "missing.nc"
+    elif which == "plain":
+        path = tmp_path / "plain.nc"
+        run(case(lmax=15, t_end=0.01, every=0.01, handoff={"enabled": False}), path, progress=False)
+    elif which == "before":
+        path = tmp_path / "before.nc"
+        with pytest.warns(RunStoppedWarning):
+            run(case(lmax=15, t_end=0.5, time={"max_steps": 3}), path, progress=False)
+    monkeypatch.setattr(sys, "argv", ["handoff_tokens.py", str(path), "--n", "10", "--seeds", "1", *args])
+    with pytest.raises(SystemExit) as stop:
+        token_script.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and err[-1].startswith("handoff_tokens.py: error: "), err
+    assert re.search(message, err[-1]), err[-1]
+    assert "Traceback" not in "\n".join(err)
 
 
 @settings(max_examples=60, deadline=None)

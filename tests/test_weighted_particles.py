@@ -240,6 +240,52 @@ def test_failure_part_way_keeps_the_good_snapshots(monkeypatch):
     assert "[1, 2]" in run.status and "step size" in run.status
 
 
+def test_a_stop_request_ends_a_long_snapshot_interval_at_once(monkeypatch):
+    """Ctrl-C (or SIGTERM) while one snapshot interval is integrated: the run stops within a
+    few field evaluations, keeps the snapshots before it and says "interrupted (SIGINT)".
+    Found: the request was looked at only between snapshots, and log-spaced snapshots of a
+    hand-off run are decades apart: a run at t = 1.2e4 ignored Ctrl-C for minutes."""
+    import signal
+    import meanfield_pde.particles.adaptive as A
+    from meanfield_pde.core import signals
+
+    real, calls = A.attention, []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 60:  # in the second interval (the first takes 50 evaluations)
+            signals._request(signal.SIGINT, None)  # what the handler of stop_on_signals does
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(A, "attention", counting)
+    try:
+        x0 = uniform_sphere(10, 3, seed=1)
+        run = integrate_weighted(x0, np.full(10, 0.1), "SA", 2.0, [0.0, 1.0, 1e4], rtol=1e-10)
+    finally:
+        signals._requested.clear()
+    assert run.stop_reason.value == "interrupted" and "interrupted (SIGINT)" in run.status
+    assert run.times.tolist() == [0.0, 1.0] and len(run.positions) == 2
+    assert len(calls) <= 61  # the evaluation that saw the request is the last one
+
+
+def test_a_snapshot_the_caller_fails_to_store_is_not_in_the_result():
+    """on_snapshot raising KeyboardInterrupt (a run file's failed write, a second Ctrl-C during
+    it) at t = 2: the result ends at t = 1, the last stored snapshot, and its status says so.
+    Found: the failed snapshot was kept, and a hand-off run file said "stopped ... at t = 2"
+    (and final_nodes of t = 2) while its last snapshot was t = 1."""
+    stored = []
+
+    def store(t, x, w, energy, order):
+        if t == 2.0:
+            raise KeyboardInterrupt
+        stored.append(t)
+
+    x0 = uniform_sphere(10, 3, seed=1)
+    run = integrate_weighted(x0, np.full(10, 0.1), "SA", 2.0, [0.0, 1.0, 2.0, 3.0], on_snapshot=store)
+    assert stored == [0.0, 1.0] and run.times.tolist() == [0.0, 1.0] and len(run.weights) == 2
+    assert run.stop_reason.value == "interrupted" and run.status.endswith("at t = 1")
+
+
 def test_one_node_and_beta_zero():
     """Edge sizes: one node never moves; β = 0 is ρ̇ = 1 − ρ² for two Diracs of any masses (SA)."""
     run = integrate_weighted([[0.0, 0.0, 1.0]], [1.0], "USA", 5.0, [0.0, 1e6])

@@ -136,7 +136,8 @@ def _report(name: str, ds, path: Path, args) -> int:
     equation = str(ds.attrs.get("equation", ""))
     what = (f"{ds.attrs['n']} particles" if equation == "particles"
             else f"large-beta limit, order {equation[len('limit'):]}" if equation.startswith("limit")
-            else "PDE")
+            else f"PDE, weighted particles from t = {float(ds.attrs['handoff_time']):.6g}"
+            if "handoff_time" in ds.attrs else "PDE")
     print(f"{printable(name)} ({what}): {status}")
     print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
     written = Path(ds.encoding.get("source", path))

@@ -225,13 +225,16 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
     nfev, h = 0, None
 
     def record(state, mass, dev):
+        e, o = energy(state, beta, weights=mass, chunk_rows=chunk_rows), order_parameter(state, mass)
+        # the caller first: a snapshot it failed to store (KeyboardInterrupt) is not one of the
+        # result's either, whose last time is then that of the run file's last snapshot
+        if on_snapshot is not None:
+            on_snapshot(float(times[len(positions)]), state, mass, e, o)
         positions.append(state.copy())
         masses.append(mass.copy())
-        en.append(energy(state, beta, weights=mass, chunk_rows=chunk_rows))
-        op.append(order_parameter(state, mass))
+        en.append(e)
+        op.append(o)
         drift.append(dev)
-        if on_snapshot is not None:
-            on_snapshot(float(times[len(positions) - 1]), state, mass, en[-1], op[-1])
 
     status, reason = "completed", StopReason.COMPLETED
     try:
@@ -260,6 +263,9 @@ def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
 
     def field(shape, w):
         def rhs(_t, y):
+            # a stop request ends the run here, not at the next snapshot: log-spaced snapshots
+            # are decades of steps apart (the snapshots so far are kept, as between intervals)
+            check_stop_request()
             y = y.reshape(shape)
             square = np.einsum("ij,ij->i", y, y)
             if not np.all(np.abs(square - 1.0) < STAGE_OFF_SPHERE):

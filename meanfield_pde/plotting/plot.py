@@ -147,10 +147,11 @@ def select_times(ds, times, n_times):
         return event_indices(signal, valid, n_times)
     tv = t[valid]
     lo, hi = tv.min(), tv.max()
-    tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+    # rounding of each end by itself (one tolerance from the largest time, 1e-9 × 1e12 for a
+    # hand-off run, let --times=-1 through as t = 0)
     out = []
     for req in np.atleast_1d(np.asarray(times, dtype=float)):
-        if not np.isfinite(req) or req < lo - tol or req > hi + tol:
+        if not np.isfinite(req) or req < lo - 1e-9 * max(1.0, abs(lo)) or req > hi + 1e-9 * max(1.0, abs(hi)):
             raise ValueError(f"requested time {req:g} is outside the run's range: "
                              f"allowed times are {lo:g} <= t <= {hi:g}")
         out.append(valid[np.argmin(np.abs(tv - req))])  # nearest stored snapshot

@@ -48,8 +48,8 @@ from tqdm.auto import tqdm
 from ..particles.clusters import ClusterTracker
 from ..core.geometry import Sphere
 from ..core.geometry.sphere import SHTNS_MIN_NLAT
-from ..core.signals import check as check_stop_request
-from ..core.stops import StopReason
+from ..core.signals import check as check_stop_request, interruption
+from ..core.stops import StopReason, interrupt_reason
 from ..numerics.diagnostics import ResolutionMonitor, spectral_tail
 from ..numerics.observers import ProgressBar, SnapshotRecorder
 from ..numerics.solver import integrate
@@ -256,7 +256,11 @@ class HandoffRun(RunKind):
 
     def _particles(self, config, state, sink, counters, progress: bool | None = None) -> Outcome:
         """Phase 2: nodes from the hand-off density, followed to handoff.t_end (module doc)."""
-        check_stop_request()
+        try:  # a Ctrl-C during the PDE's last step is still pending here: stop as in a time loop
+            check_stop_request()
+        except KeyboardInterrupt as exc:
+            return Outcome(f"stopped: {interruption(exc)} at t = {state.t:.6g}, just before the hand-off",
+                           interrupt_reason(exc), counters)
         h, m, geometry = config.handoff, config.model, state.sim.geometry
         grid = node_geometry(geometry)
         nodes = nodes_from_density(grid, state.coef, drop_mass=h.drop_mass)
@@ -289,6 +293,9 @@ class HandoffRun(RunKind):
         status = run.status
         if not run.stop_reason.completed:
             why = run.stop_reason.value.replace("_", " ")
+            if " at t = " in run.status:  # interruption: its signal or the write failure, e.g.
+                # "interrupted (SIGTERM)" (the integrator's times are relative to t_h: not kept)
+                why = run.status.removeprefix("stopped: ").rsplit(" at t = ", 1)[0]
             status = (f"stopped: {why} at t = {t_last:.6g} (after the hand-off at t = {t_h:.6g}); "
                       "the last good state is kept")
         attrs = {"handoff_time": t_h, "handoff_trigger": state.trigger, "handoff_method": METHOD,

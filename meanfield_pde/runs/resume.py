@@ -90,6 +90,12 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
         data = parse_toml(str(ds.attrs["case"]), f"{path} (attribute 'case')")
         name = str(ds.attrs.get("case_name", path.stem))
         stored = from_dict(data, name=name)
+        if stored.handoff.enabled and stop_reason(ds.attrs).completed:
+            # its end is handoff.t_end, which a resumed run cannot change (time.t_end is the
+            # latest hand-off time there: a larger one only contradicts handoff.t_end)
+            raise ConfigError(f"--resume {str(path)!r}: the hand-off run is completed (handoff.t_end = "
+                              f"{stored.handoff.t_end:g}) and cannot be extended; run its case again "
+                              f"with a larger handoff.t_end, e.g. --set handoff.t_end={10 * stored.handoff.t_end:g}")
         if t_end is not None:
             data.setdefault("time", {})["t_end"] = t_end
         config = from_dict(data, name=name)
