@@ -494,6 +494,6 @@ def test_the_particle_phase_shows_a_progress_bar_over_its_snapshots(tmp_path, ca
                   handoff={"t_end": 0.6, "per_decade": 4, "drop_mass": 0.05})  # few nodes: fast
     run(config, tmp_path / "bar.nc", progress=True)
     err = capsys.readouterr().err
-    assert "handoff_test (particles)" in err and "snapshots, t = 0.6, " in err and " clusters" in err
+    assert "handoff_test (particles)" in err and "7/7 snapshots, t = 0.6, 1 cluster " in err
     run(config, tmp_path / "quiet.nc", progress=False, overwrite=True)
     assert "particles" not in capsys.readouterr().err

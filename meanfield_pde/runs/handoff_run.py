@@ -280,7 +280,8 @@ class HandoffRun(RunKind):
             events.extend(new)
             if s > 0.0:  # t_h itself is the last spectral snapshot
                 sink.append(particle_record(config, geometry, t_h + s, x, w, energy, order, clusters))
-                bar.set_postfix_str(f"t = {t_h + s:.4g}, {clusters.masses.size} clusters", refresh=False)
+                k = clusters.masses.size
+                bar.set_postfix_str(f"t = {t_h + s:.4g}, {k} cluster{'' if k == 1 else 's'}", refresh=False)
                 bar.update(1)
 
         try:

@@ -25,7 +25,8 @@ class HandoffConfig:
     drop_mass: float = _f(1e-4, lo=0.0, hi=0.5,
                           doc="fraction of the mass in the lightest nodes merged into their nearest kept node")
     merge_tol: float = _f(1e-6, lo=0.0, hi=0.1,
-                          doc="chord distance below which nodes merge at a snapshot (0: never)")
+                          doc="chord distance below which nodes merge at a snapshot (0: never; "
+                              "then steps stay ~1 on plateaus and long runs do not finish)")
     rtol: float = _f(1e-8, lo=1e-13, hi=1e-2, doc="relative local error of the particle integrator")
     atol: float = _f(1e-10, lo=1e-16, hi=1e-2, doc="absolute local error of the particle integrator")
     snapshots: str = _f("log", choices=("log", "linear"),
