@@ -77,7 +77,9 @@ class WeightedRun:
     merges : list of (t, number of nodes before, after) at the snapshots where nodes merged.
     kind, beta, method, rtol, atol, merge_tol : the arguments.
     status : str, "completed" or "stopped: <why> at t = ..." (the snapshots end with the
-        last good state);  stop_reason : StopReason (COMPLETED, NUMERICAL_FAULT, INTERRUPTED).
+        last good state);  stop_reason : StopReason (COMPLETED, NUMERICAL_FAULT, INTERRUPTED);
+    interrupted_by : str, what interrupted the run, e.g. "interrupted (SIGTERM)" or a failed
+        write ("" if nothing did): for callers that report it at their own times.
     """
 
     times: np.ndarray
@@ -98,6 +100,7 @@ class WeightedRun:
     merges: list = dc_field(default_factory=list)
     status: str = "completed"
     stop_reason: StopReason = StopReason.COMPLETED
+    interrupted_by: str = ""
 
 
 def log_snapshot_times(t_first: float, t_end: float, per_decade: int = 10) -> np.ndarray:
@@ -236,15 +239,15 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
         op.append(o)
         drift.append(dev)
 
-    status, reason = "completed", StopReason.COMPLETED
+    status, reason, interrupted_by = "completed", StopReason.COMPLETED, ""
     try:
         record(x, w, 0.0)
         for t0, t1 in zip(times[:-1], times[1:]):
             x, w, h, nfev = _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
                                      kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads)
     except KeyboardInterrupt as exc:
-        status, reason = f"stopped: {interruption(exc)} at t = {times[len(positions) - 1]:.6g}", \
-            interrupt_reason(exc)
+        interrupted_by, reason = interruption(exc), interrupt_reason(exc)
+        status = f"stopped: {interrupted_by} at t = {times[len(positions) - 1]:.6g}"
     except FloatingPointError as exc:
         status, reason = f"stopped: {exc}", StopReason.NUMERICAL_FAULT
     nt = len(positions)
@@ -252,7 +255,8 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
                        order_parameter=np.array(op), drift=np.array(drift),
                        step_times=np.array(step_times), step_sizes=np.array(step_sizes),
                        nfev=int(nfev), kind=kind, beta=beta, method=method, rtol=rtol, atol=atol,
-                       merge_tol=merge_tol, merges=merges, status=status, stop_reason=reason)
+                       merge_tol=merge_tol, merges=merges, status=status, stop_reason=reason,
+                       interrupted_by=interrupted_by)
 
 
 def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,

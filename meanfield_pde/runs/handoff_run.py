@@ -293,10 +293,9 @@ class HandoffRun(RunKind):
         t_last = t_h + float(run.times[-1])
         status = run.status
         if not run.stop_reason.completed:
-            why = run.stop_reason.value.replace("_", " ")
-            if " at t = " in run.status:  # interruption: its signal or the write failure, e.g.
-                # "interrupted (SIGTERM)" (the integrator's times are relative to t_h: not kept)
-                why = run.status.removeprefix("stopped: ").rsplit(" at t = ", 1)[0]
+            # an interruption names its signal or the write failure, e.g. "interrupted (SIGTERM)"
+            # (the integrator's own status gives times relative to t_h: not used)
+            why = run.interrupted_by or run.stop_reason.value.replace("_", " ")
             status = (f"stopped: {why} at t = {t_last:.6g} (after the hand-off at t = {t_h:.6g}); "
                       "the last good state is kept")
         attrs = {"handoff_time": t_h, "handoff_trigger": state.trigger, "handoff_method": METHOD,
