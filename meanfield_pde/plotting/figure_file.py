@@ -10,7 +10,7 @@ import xarray as xr
 
 from ..runs.outputs import save_png
 from .handoff_plot import plot_handoff
-from .plot import drawable, plot_run
+from .plot import plot_run
 
 __all__ = ["save_figure"]
 
@@ -62,7 +62,7 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
         check_figure_suffix(output)  # before the figure is drawn
         # save_png closes the figure: figures are big; a sweep must not accumulate them
         if ds.attrs.get("kind") == "handoff" and times is None:  # the staircase figure
-            figure = plot_handoff(drawable(ds))
+            figure = plot_handoff(ds)
         else:
             figure = plot_run(ds, times=times)
         save_png(figure, output, overwrite=overwrite, inputs=[source] if source else [])

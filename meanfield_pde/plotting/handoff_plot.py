@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from ..analysis.merges import merge_checks  # noqa: E402
 from ..core.errors import printable  # noqa: E402
 from .labels import attr_number  # noqa: E402
-from .plot import draw_circle_lines, draw_sphere_maps, time_values  # noqa: E402
+from .plot import draw_circle_lines, draw_sphere_maps, drawable, time_values  # noqa: E402
 
 MAX_PLATEAUS = 6
 
@@ -51,6 +51,7 @@ def plot_handoff(ds) -> Figure:
     """
     if "phase" not in ds:
         raise ValueError("not a hand-off run: no 'phase' variable")
+    ds = drawable(ds)  # as plot_run: a huge finite value must not crash the axes
     circle = "theta" in ds["density"].dims
     t = time_values(ds)
     idx = plateau_starts(ds)

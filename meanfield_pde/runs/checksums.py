@@ -71,6 +71,13 @@ def crc32(arrays: Iterable[np.ndarray]) -> int:
     return crc
 
 
+def record_crc(arrays: Mapping) -> int:
+    """CRC-32 of one snapshot: :func:`crc32` of ``arrays`` (name -> that snapshot's values of a
+    variable of :func:`record_names`, ``time`` included) in sorted order of their names, the one
+    rule of the writer (:func:`seal_first_record`, the run file's appends) and the reader."""
+    return crc32(arrays[n] for n in sorted(arrays))
+
+
 def as_stored(crc: int) -> np.int32:
     """The CRC as the int32 that netCDF-3 can store (same 32 bits)."""
     return np.array(crc, dtype=np.uint32).view(np.int32)[()]
@@ -100,7 +107,7 @@ def seal_first_record(nc) -> None:
     nc.set_auto_maskandscale(False)
     nc.set_auto_chartostring(False)  # text variables (component_label) as their stored chars
     variables = nc.variables
-    nc.variables[RECORD_CHECKSUM][0] = as_stored(crc32(variables[n][0] for n in record_names(variables)))
+    nc.variables[RECORD_CHECKSUM][0] = as_stored(record_crc({n: variables[n][0] for n in record_names(variables)}))
     nc.setncattr(FIXED_CHECKSUM, as_stored(crc32(variables[n][...] for n in fixed_names(variables))))
 
 
@@ -142,9 +149,9 @@ def _netcdf3_fault(f) -> str | None:
         return None
     names = record_names(variables)
     stored = variables[RECORD_CHECKSUM].data
-    data = [variables[n].data for n in names]
+    data = {n: variables[n].data for n in names}
     for i in range(len(stored)):
-        if crc32(d[i:i + 1] for d in data) != as_crc(stored[i]):
+        if record_crc({n: d[i:i + 1] for n, d in data.items()}) != as_crc(stored[i]):
             t = f" (t = {float(variables['time'].data[i]):.6g})" if "time" in variables else ""
             intact = f"snapshots 0 to {i - 1} before it are intact" if i else "it is the first snapshot"
             return (f"snapshot {i}{t} of {len(stored)} fails its checksum (variable "
@@ -208,15 +215,15 @@ def _read_all(var) -> bool:
     if "_FillValue" not in var.ncattrs() and kind is not None and kind in "iuf":
         fill = netCDF4.default_fillvals.get(var.dtype.str[1:])
     if var.ndim == 0 or var.shape[0] == 0:
-        values = np.asarray(var[...])
-        return fill is not None and bool(np.any(values == fill))
-    per_row = max(1, int(np.prod(var.shape[1:], dtype=np.int64)) * max(1, var.dtype.itemsize
-                                                                        if hasattr(var.dtype, "itemsize") else 8))
-    step = max(1, CHUNK_BYTES // per_row)
+        parts = [Ellipsis]
+    else:  # slices of about CHUNK_BYTES along the first axis (a vlen string: ~8 bytes each)
+        row_bytes = int(np.prod(var.shape[1:], dtype=np.int64)) * getattr(var.dtype, "itemsize", 8)
+        step = max(1, CHUNK_BYTES // max(1, row_bytes))
+        parts = [slice(start, start + step) for start in range(0, var.shape[0], step)]
     found = False
-    for start in range(0, var.shape[0], step):
-        values = var[start:start + step]
-        found = found or (fill is not None and bool(np.any(np.asarray(values) == fill)))
+    for part in parts:  # every slice is read (HDF5 checks its chunks), found or not
+        values = np.asarray(var[part])
+        found = found or (fill is not None and bool(np.any(values == fill)))
     return found
 
 

@@ -42,7 +42,7 @@ import xarray as xr
 
 from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
-from .checksums import (FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS, as_stored, crc32,
+from .checksums import (FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS, as_stored, record_crc,
                         seal_first_record, without_checksums)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
@@ -243,7 +243,7 @@ class RunFile:
             if RECORD_CHECKSUM in variables:  # not in a file begun before checksums (it stays without)
                 stored = {name: np.asarray(value, dtype=variables[name].dtype) for name, value in values.items()}
                 stored["time"] = np.float64(t)
-                variables[RECORD_CHECKSUM][i] = as_stored(crc32(stored[n] for n in sorted(stored)))
+                variables[RECORD_CHECKSUM][i] = as_stored(record_crc(stored))
             variables["time"][i] = t  # last: the record is complete
             self.nc.sync()
         except (OSError, RuntimeError) as exc:
