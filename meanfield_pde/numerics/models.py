@@ -57,6 +57,10 @@ class MeanFieldModel(IMEXModel):
         max |V| on the grid at the last transport evaluation (for the CFL bound).
     min_density : float
         min f on the grid at the last transport evaluation.
+    evaluated : ndarray or None
+        The coefficient array that evaluation was given (the object itself, not a copy:
+        its min_density is that array's only while the caller leaves it unchanged; the
+        time loop pairs it with the stepper's ``last_evaluated`` by identity).
 
     Raises
     ------
@@ -94,6 +98,7 @@ class MeanFieldModel(IMEXModel):
             lap_max = float(np.max(-lap))  # L(L+1) on S², L² on S¹, L(L+d−2) on S^{d−1}
             self.linear = self.linear - hyperviscosity * (-lap / lap_max) ** hyperviscosity_order
         self._fresh = False  # the work arrays hold an evaluation whose extrema are not taken yet
+        self.evaluated = None
         self.max_speed = 0.0
         self.min_density = np.nan
         self._tmp = g.zeros_coef()
@@ -204,6 +209,7 @@ class MeanFieldModel(IMEXModel):
         Raises NumericalFault (SA) if Φ is not positive or not finite on the grid.
         """
         g = self.geometry
+        self.evaluated = None  # until this evaluation has succeeded
         np.multiply(self._neg_grad_mult, coef, out=self._tmp)
         g.synthesis_and_gradient(coef, self._tmp, (self._f, self._v))
         # v and f are kept for max_speed, min_density
@@ -213,7 +219,7 @@ class MeanFieldModel(IMEXModel):
             self._check_potential(lows[0] if len(lows) == 1 else np.min(lows))  # min() drops NaN
         else:
             self._bands.run(self._usa_flux)
-        self._fresh = True
+        self._fresh, self.evaluated = True, coef
         return g.divergence(self._flux, out)
 
     # max|V| and min f of the last evaluation, computed when asked: the solver asks once
