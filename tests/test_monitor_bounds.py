@@ -114,6 +114,8 @@ class _ComparingMonitor(ResolutionMonitor):
     # goes negative (the tail test relaxed so that the negativity test stops it); two vMF
     # clusters merging, stopped by the tail
     ("sa_beta10_noisy", {"time.t_end": 40.0, "domain.lmax": 31, "monitor.max_spectral_tail": 1e-3}, None),
+    ("sa_beta10_noisy", {"time.t_end": 120.0, "domain.lmax": 31, "monitor.max_spectral_tail": 1e-3,
+                         "time.scheme": "auto"}, None),  # IMEX and Rosenbrock-W steps on the plateau
     ("sa_beta5_uniform", {"domain.lmax": 23, "monitor.max_spectral_tail": 0.5}, "density went negative"),
     ("vmf_two_clusters_merge", {"time.t_end": 1.0, "domain.lmax": 31}, "spectral tail"),
 ])
