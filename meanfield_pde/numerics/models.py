@@ -28,6 +28,7 @@ from ..theory.linear import growth_rates
 from .imex_model import IMEXModel
 
 MODEL_KINDS = ("SA", "USA")
+HUGE_PAGE_BLOCK = 1 << 22  # numpy's threshold for madvise(MADV_HUGEPAGE) (4 MiB)
 
 
 class MeanFieldModel(IMEXModel):
@@ -105,13 +106,18 @@ class MeanFieldModel(IMEXModel):
         # Work arrays of the right-hand side, allocated once (no allocation,
         # hence no page faults, in the hot loop): f, ∇ of the velocity potential,
         # the flux, and for SA Φ and f/Φ, on the grid.
-        # They are views of one block: at L = 255 it is 12-14 MiB, and numpy advises transparent
-        # huge pages for allocations of 4 MiB and more (Linux), which the 2.4 MiB arrays apart
-        # never get; the transforms and passes then miss the TLB less (measured: a right-hand
-        # side 3-6 % faster at L = 255, the same numbers).
+        # Large grids: views of one block. numpy advises transparent huge pages for allocations
+        # of HUGE_PAGE_BLOCK and more (Linux), which the 2.4 MiB arrays of L = 255 apart never
+        # get; the transforms and passes then miss the TLB less (measured: a right-hand side
+        # 3-6 % faster at L = 255, the same numbers). Smaller grids keep separate arrays (in
+        # one block, without huge pages, L = 127 measured a few % slower).
         grid = np.shape(g.synthesis(self._tmp))
         ncomp = len(g.gradient(self._tmp))
-        self._work = np.empty((1 + 2 * ncomp + (kind == "SA"),) + grid)
+        count = 1 + 2 * ncomp + (kind == "SA")
+        if count * int(np.prod(grid)) * 8 >= HUGE_PAGE_BLOCK:
+            self._work = tuple(np.empty((count,) + grid))
+        else:
+            self._work = tuple(np.empty(grid) for _ in range(count))
         self._f = self._work[0]
         self._v = tuple(self._work[1:1 + ncomp])
         self._flux = tuple(self._work[1 + ncomp:1 + 2 * ncomp])
