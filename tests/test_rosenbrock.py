@@ -302,6 +302,7 @@ def test_the_preconditioner_block_is_not_rebuilt_while_it_still_pays(clusters, m
     sim, u = clusters
     stepper = RosenbrockW(TAB, sim.model)
     stepper.error_tolerance = sim.control.tolerance
+    stepper.reuse_stages = False  # the same step again would start from its own solutions
     costs = []
     for _ in range(12):
         before = stepper.products
@@ -312,3 +313,28 @@ def test_the_preconditioner_block_is_not_rebuilt_while_it_still_pays(clusters, m
         costs.append(stepper.products - before)
     assert stepper.block_builds == 1
     assert len(costs) >= 11 and min(costs) > 4 * 2 and len(set(costs)) == 1, costs
+
+
+def test_a_repeated_step_starts_from_its_last_stage_solutions(clusters):
+    """The solves start from the previous step's stage solutions (scaled by h/h_prev) once
+    those proved closer to the solutions than M b: the same step from the same state, a third
+    time, starts at its own solutions (to the solve tolerance) and needs a fraction of the
+    products, with the same result to the solve tolerance. Without the reuse every repetition
+    costs the same."""
+    from meanfield_pde.numerics.steppers import rosenbrock
+    sim, u = clusters
+    costs = {}
+    for reuse in (True, False):
+        stepper = RosenbrockW(TAB, sim.model)
+        stepper.error_tolerance = sim.control.tolerance
+        stepper.reuse_stages = reuse
+        results, used = [], []
+        for _ in range(3):
+            before = stepper.products
+            results.append(stepper.step(u, 0.05)[0])
+            used.append(stepper.products - before)
+        costs[reuse] = used
+        for new in results[1:]:
+            assert sim.control.error_ratio(u, new - results[0]) <= 2 * rosenbrock.KRYLOV_SAFETY
+    assert costs[False][0] == costs[False][1] == costs[False][2] == costs[True][0], costs
+    assert costs[True][2] <= costs[True][0] // 2, costs

@@ -12,11 +12,19 @@ from conftest import fitted_slope, make_config
 
 
 def order_conditions(a_exp, b_exp, a_imp, b_imp, c):
-    """Residuals of the IMEX RK order conditions up to order 3 (Kennedy & Carpenter 2003, §3)."""
-    res = {1: [b_exp.sum() - 1, b_imp.sum() - 1],
-           2: [b_exp @ c - 0.5, b_imp @ c - 0.5]}
-    res[3] = [b @ (c**2) - 1 / 3 for b in (b_exp, b_imp)]
-    res[3] += [b @ A @ c - 1 / 6 for b in (b_exp, b_imp) for A in (a_exp, a_imp)]
+    """Residuals of the IMEX RK order conditions up to order 4, the coupling conditions
+    included: every tree with each of its nodes explicit or implicit (Kennedy & Carpenter
+    2003, §3; the trees of Hairer, Nørsett & Wanner I, §II.2, Table 2.1; with equal
+    c for both parts, as here)."""
+    bs, As = (b_exp, b_imp), (a_exp, a_imp)
+    res = {1: [b.sum() - 1 for b in bs],
+           2: [b @ c - 0.5 for b in bs]}
+    res[3] = [b @ (c**2) - 1 / 3 for b in bs]
+    res[3] += [b @ A @ c - 1 / 6 for b in bs for A in As]
+    res[4] = [b @ (c**3) - 1 / 4 for b in bs]
+    res[4] += [b @ (c * (A @ c)) - 1 / 8 for b in bs for A in As]
+    res[4] += [b @ A @ (c**2) - 1 / 12 for b in bs for A in As]
+    res[4] += [b @ A @ A2 @ c - 1 / 24 for b in bs for A in As for A2 in As]
     return res
 
 
@@ -29,8 +37,8 @@ def test_tableau_order_conditions(name):
     res = order_conditions(t.a_exp, t.b_exp, t.a_imp, t.b_imp, t.c)
     for p in range(1, t.order + 1):
         assert np.max(np.abs(res[p])) < 1e-14, (p, res[p])
-    if t.order < 3:
-        assert np.max(np.abs(res[3])) > 1e-3  # genuinely of order 2
+    if t.order < 4:
+        assert np.max(np.abs(res[t.order + 1])) > 1e-3  # genuinely of its order, no higher
     if t.embedded:
         emb = order_conditions(t.a_exp, t.b_hat_exp, t.a_imp, t.b_hat_imp, t.c)
         for p in range(1, t.embedded_order + 1):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cfl import CFL
+from .dense import hermite
 from .diagnostics import ResolutionMonitor
 from ..core.errors import NumericalFault
 from ..core.signals import check as check_stop_request, interruption
@@ -41,6 +42,9 @@ class RunResult:
         The last good state.
     steps, rejected : int
         Accepted and rejected steps.
+    dense_evaluations : int
+        Right-hand-side evaluations of the dense output (:mod:`.dense`): not in the
+        stepper's count.
     """
 
     status: str
@@ -49,6 +53,7 @@ class RunResult:
     steps: int
     rejected: int
     reason: StopReason = StopReason.COMPLETED
+    dense_evaluations: int = 0
 
     @property
     def completed(self) -> bool:
@@ -73,7 +78,10 @@ def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: flo
     t0 again and takes exactly the steps the uninterrupted run took after t0
     when dt is fixed, so its results agree bit for bit.
 
-    Steps land exactly on output times. With adaptive control a step is
+    Fixed steps land exactly on output times. Adaptive steps do not (they land on
+    t_end only): a snapshot inside a step is the cubic Hermite interpolant of the
+    step's ends (:mod:`meanfield_pde.numerics.dense`), so the steps, and the state at
+    t_end, do not depend on ``every``. With adaptive control a step is
     rejected (and retried smaller) if its error ratio exceeds 1, its result is
     not finite or the model raises NumericalFault; after
     MAX_CONSECUTIVE_REJECTIONS in a row, or more than MAX_REJECTION_RATE of the
@@ -134,6 +142,10 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             return None
         return stage, model.min_density
 
+    # adaptive steps run past the output times, whose snapshots interpolate (see .dense);
+    # fixed steps land on them
+    dense = control.adaptive
+    derivative = _Derivatives(model)
     try:
         while why_ is StopReason.COMPLETED and t < t_end - eps:
             check_stop_request()
@@ -142,7 +154,8 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 why_ = StopReason.MAX_STEPS
                 break
             t_out = min(n_out * every, t_end)
-            h = min(dt, t_out - t)
+            t_land = t_end if dense else t_out  # where a step ends exactly
+            h = min(dt, t_land - t)
             bound = rule.max_step(model.speed_bound()) if control.adaptive and rule.active else math.inf
             if control.explicit:
                 h = min(h, bound)
@@ -193,19 +206,33 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             # A step shortened to hit an output time or the CFL bound says
             # nothing about the error-limited dt: keep the larger proposal.
             dt = proposal if h == dt else max(dt, proposal)
-            # land exactly on the output time when a step ends there to round-off
+            # land exactly on t_land when a step ends there to round-off
             # (fixed steps that divide `every` accumulate t + h errors otherwise)
-            t = t_out if h == t_out - t or t + h >= t_out - eps else t + h
-            u, power = new, new_power
+            t_new = t_land if h == t_land - t or t + h >= t_land - eps else t + h
+            ends = None  # (t, u, F(u)) at both ends, for the snapshots inside the step
+            if t_new > t_out + eps:
+                try:
+                    ends = (t, u, derivative(u)), (t_new, new, derivative(new))
+                except NumericalFault as exc:
+                    status, why_ = f"stopped: {exc} at t = {t_new:.6g}", StopReason.NUMERICAL_FAULT
+                    break
+            t, u, power = t_new, new, new_power
             steps += 1
             for obs in observers:
                 obs.step(t, u)
-            if t >= t_out - eps:
-                finished = _notify_snapshot(observers, t, u)
+            while t >= t_out - eps:
+                at, state = (t, u) if t_out >= t - eps else (t_out, _between(ends, t_out))
+                finished = _notify_snapshot(observers, at, state)
                 n_out += 1
                 if finished is not None:
                     status, why_ = finished.status, finished.reason
+                    t, u = at, state  # the run ends at the snapshot that ended it
                     break
+                if t_out >= t_end - eps:
+                    break  # t_end is the last output time
+                t_out = min(n_out * every, t_end)
+            if finished is not None:
+                break
     except KeyboardInterrupt as exc:
         status, why_ = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
     if not why_.completed:
@@ -213,4 +240,27 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             obs.stopped(t, u)  # the last good state
     for obs in observers:
         obs.finish(status)
-    return RunResult(status, t, u, steps, rejected, why_)
+    return RunResult(status, t, u, steps, rejected, why_, derivative.count)
+
+
+def _between(ends, t_out: float) -> np.ndarray:
+    """The dense output at t_out inside the step whose ends are ((t0, u0, f0), (t1, u1, f1))."""
+    (t0, u0, f0), (t1, u1, f1) = ends
+    return hermite(u0, f0, u1, f1, t1 - t0, (t_out - t0) / (t1 - t0))
+
+
+class _Derivatives:
+    """F(u) for the dense output, counted; the last one is kept: the end of a step that holds
+    a snapshot is the start of the next, whose F it serves when that one holds one too."""
+
+    def __init__(self, model):
+        self.model, self.count = model, 0
+        self._last: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        if self._last[0] is u:
+            return self._last[1]
+        f = self.model.rhs(u)
+        self.count += 1
+        self._last = (u, f)
+        return f

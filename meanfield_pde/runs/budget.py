@@ -151,9 +151,10 @@ def typical_step(config) -> tuple[float, str]:
     t, L = config.time, max(config.domain.lmax, 1)
     if not t.adaptive:
         return t.dt, f"time.dt = {t.dt:g}"
-    from ..numerics.steppers.tableaus import DEFAULT_SCHEME, TABLEAUS
-    # Rosenbrock-W and "auto" runs: the IMEX step is the estimate (auto starts with ARK324)
-    r = TABLEAUS[t.scheme if t.scheme in TABLEAUS else DEFAULT_SCHEME].cfl_extent
+    from ..numerics.steppers.select import AUTO_IMEX
+    from ..numerics.steppers.tableaus import TABLEAUS
+    # Rosenbrock-W and "auto" runs: the IMEX step of auto's first scheme is the estimate
+    r = TABLEAUS[t.scheme if t.scheme in TABLEAUS else AUTO_IMEX].cfl_extent
     cfl_step = t.cfl * r / L
     if cfl_step > t.dt:
         return cfl_step, f"the CFL step at unit speed time.cfl·r/lmax = {cfl_step:.3g} (r = {r:.3g})"

@@ -29,8 +29,8 @@ class AutoScheme:
     ----------
     imex : IMEXRungeKutta
     implicit : RosenbrockW
-        Both with an embedded error estimate of the same order (ARK324 and ROS34PW2: 2),
-        so one StepControl serves both.
+        Both with an embedded error estimate. Their orders may differ: ``tableau`` is the
+        current scheme's, from which StepControl reads the order of each step's estimate.
 
     Attributes
     ----------
@@ -41,16 +41,20 @@ class AutoScheme:
     """
 
     def __init__(self, imex: IMEXRungeKutta, implicit: RosenbrockW):
-        if imex.tableau.embedded_order != implicit.tableau.embedded_order:
+        if not (imex.tableau.embedded and implicit.tableau.embedded):
             raise ValueError("time.scheme = 'auto': the IMEX and Rosenbrock-W schemes need "
-                             "embedded estimates of the same order")
+                             "embedded error estimates")
         self.imex, self.implicit = imex, implicit
         self.current = imex
-        self.tableau = imex.tableau  # the orders StepControl reads: equal for both
         self.explicit_calls = imex.explicit_calls
         self.switches: list[tuple[int, str]] = []
         self._count, self._patience, self._steps = 0, PATIENCE, 0
         self._last_evaluations = 0
+
+    @property
+    def tableau(self):
+        """The current scheme's tableau (its orders set StepControl's exponents)."""
+        return self.current.tableau
 
     @property
     def explicit(self) -> bool:

@@ -3,12 +3,18 @@
 After an accepted step the PI controller (Gustafsson, ACM TOMS 17 (1991) 533;
 in the digital-filter form of Söderlind, ACM TOMS 29 (2003) 1, §5):
 
-    dt_{n+1} = dt_n · safety · err_n^{−k_I} · (err_{n−1}/err_n)^{k_P},
-    k_I = 0.3/k, k_P = 0.4/k, k = q + 1,
+    dt_{n+1} = dt_n · (θ/err_n)^{k_I} · (err_{n−1}/err_n)^{k_P},
+    k_I = 0.3/k, k_P = 0.4/k, k = q + 1, θ = safety^k,
 
 with err the error ratio (tolerance 1) and q the lower of the two orders of the
 error estimate: the proportional term damps the step-size oscillation of the
-elementary controller where stability, not accuracy, limits the step. After a
+elementary controller where stability, not accuracy, limits the step. θ is the
+set point, the error ratio where the step settles (Söderlind 2003, §5: the
+controller acts on err/θ): the elementary controller's, safety^k (0.73 for ARK324).
+Writing the safety as a factor in front instead (dt_n · safety · err_n^{−k_I} ⋯)
+settles at safety^{k/0.3} (0.35): steps 1.3× shorter than the tolerance allows
+(measured on sa_beta10_noisy to t = 2000, "auto": 52 742 right-hand sides against
+41 845). After a
 rejection, and at the first step, the elementary controller (Hairer, Nørsett &
 Wanner, *Solving ODEs I*, §II.4, eq. (4.13)): dt_new = dt · safety · err^{−1/k};
 both clipped to [fac_min, fac_max]·dt.
@@ -84,13 +90,19 @@ class StepControl:
         self._floor = 0.0  # rtol·START_FLOOR·D_0, set by start()
         self._previous = None  # error ratio of the last accepted step (the PI memory)
         t = stepper.tableau
-        self.order = t.embedded_order if t.embedded else t.order
         self.rhs_per_attempt = stepper.explicit_calls * (1 if (t.embedded or not adaptive) else 3)
         # A stepper with linear solves (Rosenbrock-W, also inside "auto") stops them at a fraction
         # of this tolerance rather than at a fixed relative residual (see rosenbrock.py).
         for solver in (stepper, getattr(stepper, "implicit", None)):
             if adaptive and hasattr(solver, "error_tolerance"):
                 solver.error_tolerance = self.tolerance
+
+    @property
+    def order(self) -> int:
+        """q, the order of the error estimate of the next step (the embedded order, or the
+        scheme's with step doubling); "auto" changes it when it changes scheme."""
+        t = self.stepper.tableau
+        return t.embedded_order if t.embedded else t.order
 
     def degree_norms(self, coef: np.ndarray) -> np.ndarray:
         """(Σ_m w_m |c_lm|²)^{1/2} for l = 0..L, shape (L+1,): the L² norm of each degree."""
@@ -189,7 +201,8 @@ class StepControl:
         if ratio > 1.0 or self._previous is None:
             fac = self.safety * err ** (-1.0 / k)
         else:
-            fac = (self.safety * err ** (-self.k_integral / k)
+            set_point = self.safety ** k  # where the elementary controller settles
+            fac = ((set_point / err) ** (self.k_integral / k)
                    * (self._previous / err) ** (self.k_proportional / k))
         self._previous = err if ratio <= 1.0 else None
         # a stepper whose linear solves limit the step (Rosenbrock-W: step_cap) caps the proposal

@@ -11,6 +11,12 @@ Sources:
   151–167, §2.6 and §2.8 (their (2,2,2) and (4,4,3) schemes).
 - ARK324: Kennedy & Carpenter, Appl. Numer. Math. 44 (2003) 139–181,
   ARK3(2)4L[2]SA, Table 1 (with the embedded order-2 weights b̂).
+- ARK436: the same paper, ARK4(3)6L[2]SA (order 4 with an embedded order 3; its
+  implicit part is an L-stable, stiffly accurate ESDIRK with γ = 1/4). Where the
+  error tolerance, not stability, sets the step (the linear growth of an
+  instability, smooth formation), its step grows like tol^(1/4) instead of
+  tol^(1/3): on sa_beta10_noisy's formation to t = 30 it takes half of ARK324's
+  right-hand-side evaluations at the same tolerance.
 The order conditions of each tableau are checked in tests/test_steppers.py, and
 its order on a linear ODE in tests/test_registries.py (both parametrized over TABLEAUS).
 """
@@ -134,6 +140,36 @@ def _ark324() -> IMEXTableau:
     return IMEXTableau("ARK324", 3, a_exp, a_imp, _arr(b), _arr(b), c,
                        b_hat_exp=b_hat, b_hat_imp=b_hat.copy(), embedded_order=2,
                        reference="Kennedy & Carpenter 2003, ARK3(2)4L[2]SA, embedded order 2")
+
+
+@TABLEAUS.register("ARK436", build=True)
+def _ark436() -> IMEXTableau:
+    """Kennedy & Carpenter, Appl. Numer. Math. 44 (2003): ARK4(3)6L[2]SA, embedded order 3."""
+    g = F(1, 4)
+    a_exp = _arr([[0, 0, 0, 0, 0, 0],
+                  [F(1, 2), 0, 0, 0, 0, 0],
+                  [F(13861, 62500), F(6889, 62500), 0, 0, 0, 0],
+                  [F(-116923316275, 2393684061468), F(-2731218467317, 15368042101831),
+                   F(9408046702089, 11113171139209), 0, 0, 0],
+                  [F(-451086348788, 2902428689909), F(-2682348792572, 7519795681897),
+                   F(12662868775082, 11960479115383), F(3355817975965, 11060851509271), 0, 0],
+                  [F(647845179188, 3216320057751), F(73281519250, 8382639484533),
+                   F(552539513391, 3454668386233), F(3354512671639, 8306763924573),
+                   F(4040, 17871), 0]])
+    b = [F(82889, 524892), 0, F(15625, 83664), F(69875, 102672), F(-2260, 8211), g]
+    a_imp = _arr([[0, 0, 0, 0, 0, 0],
+                  [g, g, 0, 0, 0, 0],
+                  [F(8611, 62500), F(-1743, 31250), g, 0, 0, 0],
+                  [F(5012029, 34652500), F(-654441, 2922500), F(174375, 388108), g, 0, 0],
+                  [F(15267082809, 155376265600), F(-71443401, 120774400),
+                   F(730878875, 902184768), F(2285395, 8070912), g, 0],
+                  b])
+    b_hat = _arr([F(4586570599, 29645900160), 0, F(178811875, 945068544),
+                  F(814220225, 1159782912), F(-3700637, 11593932), F(61727, 225920)])
+    c = _arr([0, F(1, 2), F(83, 250), F(31, 50), F(17, 20), 1])
+    return IMEXTableau("ARK436", 4, a_exp, a_imp, _arr(b), _arr(b), c,
+                       b_hat_exp=b_hat, b_hat_imp=b_hat.copy(), embedded_order=3,
+                       reference="Kennedy & Carpenter 2003, ARK4(3)6L[2]SA, embedded order 3")
 
 
 DEFAULT_SCHEME = "ARK324"

@@ -112,7 +112,7 @@ class TimeConfig:
     dt: float = _f(1e-2, lo=0.0, lo_open=True, doc="initial (or fixed) time step")
     scheme: str = _f(DEFAULT_SCHEME, choices=SCHEMES,
                      doc="time stepper: an IMEX scheme, ROS34PW2 (linearly implicit Rosenbrock-W, "
-                         "Krylov solves: long metastable runs) or auto (IMEX, switching to ROS34PW2 "
+                         "Krylov solves: long metastable runs) or auto (ARK436, switching to ROS34PW2 "
                          "when stiffness makes explicit steps pay less)")
     adaptive: bool = _f(True, doc="adapt dt to the error tolerance and CFL bound")
     rtol: float = _f(1e-6, lo=RTOL_MIN, hi=1.0, hi_open=True,
