@@ -139,3 +139,48 @@ def test_one_step_is_the_imex_stability_function(name):
                 e = (ze * (t.b_exp - t.b_hat_exp) + zi * (t.b_imp - t.b_hat_imp)) @ y
                 assert abs(error[k] - e * u[k]) <= 1e-14 * abs(u[k]) + 1e-15
         assert error is None or t.embedded
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_last_evaluated_is_the_last_stage_the_explicit_part_saw(name):
+    """After a step, ``last_evaluated`` is the very array of the last explicit evaluation, still
+    holding that stage (what the time loop bounds the new state's min f from), or None where a
+    later stage overwrote it; the stage values are those of the stability function's stages."""
+    from meanfield_pde.numerics.steppers import IMEXRungeKutta
+
+    t = SCHEMES[name]
+    rng = np.random.default_rng(5)
+    n = 12
+    lam_e = rng.normal(size=n) + 1j * rng.normal(size=n)
+    lam_i = -rng.uniform(0, 5, size=n)
+    u = rng.normal(size=n) + 1j * rng.normal(size=n)
+    seen = []
+
+    def explicit(v, out):
+        seen.append((v, v.copy()))
+        np.multiply(lam_e, v, out=out)
+        return out
+
+    stepper = IMEXRungeKutta(t, explicit, lam_i)
+    dt = 0.05
+    stepper.step(u, dt)
+    last, value = seen[-1]
+    used = [i for i in range(t.stages) if stepper._needs_N[i]]
+    if used[-1] == t.stages - 1 or (used[-1] == 0 and len(used) == 1):
+        assert stepper.last_evaluated is last and np.array_equal(last, value)
+        # the stage U_j = Y_j u of the stage equations U = u + dt (A_E λ_E + A_I λ_I) U
+        j = used[-1]
+        for k in range(n):
+            y = np.linalg.solve(np.eye(t.stages) - dt * lam_e[k] * t.a_exp - dt * lam_i[k] * t.a_imp,
+                                np.ones(t.stages))
+            assert abs(value[k] - y[j] * u[k]) <= 1e-14 * abs(u[k]) * max(1.0, abs(y[j]))
+    else:
+        assert stepper.last_evaluated is None
+    # a step that fails in its explicit part leaves no stale stage behind
+    def failing(v, out):
+        raise FloatingPointError("boom")
+
+    stepper.explicit = failing
+    with pytest.raises(FloatingPointError):
+        stepper.step(u, dt)
+    assert stepper.last_evaluated is None

@@ -65,7 +65,7 @@ def _poison(monkeypatch):
 
 def _never_accurate(monkeypatch):
     from meanfield_pde.numerics.steppers.control import StepControl
-    monkeypatch.setattr(StepControl, "attempt", lambda self, u, dt: (u.copy(), 2.0))
+    monkeypatch.setattr(StepControl, "attempt", lambda self, u, dt, power=None: (u.copy(), 2.0))
 
 
 # reason, extra --set, patch(monkeypatch), particle run?

@@ -6,6 +6,8 @@ order_parameter, min_density, spectral_tail.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ..core.geometry import Geometry
@@ -82,11 +84,12 @@ class ResolutionMonitor:
     negative_density : float
         Allowed undershoot: flag if min f < −negative_density / |S|.
 
-    The check runs after every step. The synthesis for min f is skipped when the
-    coefficients alone prove f >= the floor: f >= f̄ − Σ_{l>=1} s_l C_l^{1/2}
-    (:meth:`Geometry.degree_sup_factor`, C_l the power spectrum the tail test computes
-    anyway), which holds near the uniform state (the linear phase of every
-    instability) and saves a transform per step there.
+    The check runs after every step. The synthesis for min f is skipped when a bound
+    proves every grid value >= the floor (the decision is then the one the synthesis
+    would give): the coefficient bound :meth:`lower_bound` (near the uniform state, the
+    linear phase of every instability), or, for clustered states, where that bound is
+    far too low, :meth:`nearby_bound` from the grid minimum of a state the time loop
+    has just synthesised (the last stage of the step).
     """
 
     def __init__(self, geometry: Geometry, max_spectral_tail: float, negative_density: float):
@@ -94,16 +97,45 @@ class ResolutionMonitor:
         self.max_spectral_tail = max_spectral_tail
         self.floor = -negative_density / geometry.area
         factor = geometry.degree_sup_factor()
+        self._sup_all = factor  # s_l, l = 0..L
         self._sup = None if factor is None else factor[1:]
 
     def lower_bound(self, coef: np.ndarray, power: np.ndarray) -> float:
-        """A lower bound of min f from the coefficients (−inf where the geometry gives none)."""
+        """A lower bound of min f from the coefficients (−inf where the geometry gives none):
+        f >= f̄ − Σ_{l>=1} s_l C_l^{1/2} (:meth:`Geometry.degree_sup_factor`, C_l = ``power``,
+        the power spectrum of ``coef``)."""
         if self._sup is None:
             return -np.inf
         mean = self.geometry.mass(coef) / self.geometry.area
         spread = float(np.dot(self._sup, np.sqrt(power[1:])))
         # widened by 1e-12 relative: its own rounding must not pass a state the synthesis fails
         return mean - spread - 1e-12 * (abs(mean) + spread)
+
+    def nearby_bound(self, coef: np.ndarray, power: np.ndarray, reference: np.ndarray,
+                     reference_min: float) -> float:
+        """A lower bound of the grid minimum of f = ``coef`` from a state g = ``reference``
+        whose grid minimum ``reference_min`` is known (−inf where the geometry gives no s_l).
+
+        For every grid node x, f(x) = g(x) + d(x) with d = f − g (the synthesis is linear),
+        and |d(x)| <= Σ_l |d_l(x)| <= Σ_{l>=0} s_l C_l(d)^{1/2} (Cauchy–Schwarz in each
+        degree with the addition theorem, :meth:`Geometry.degree_sup_factor`), so
+
+            min_x f(x) >= min_x g(x) − Σ_{l>=0} s_l C_l(d)^{1/2}.
+
+        Rounding: each computed grid value (of f or of g) is within ~60 ulps of
+        Σ_lm |c_lm Y_lm(x)| <= |f̄| + Σ_{l>=1} s_l C_l^{1/2} (the same Cauchy–Schwarz; measured
+        1.4e-14 relative, see RELATIVE_ROUNDING), so the bound is widened by 1e-12 of that
+        scale of f and of d, as :meth:`lower_bound` is. ``reference_min`` may be a minimum over
+        more nodes than :meth:`Geometry.grid_minimum` takes (it is then only lower); NaN gives
+        NaN (no bound). ``power``: the power spectrum of ``coef``, shape (L+1,).
+        """
+        if self._sup is None:
+            return -np.inf
+        d = coef - reference
+        spread_d = float(np.dot(self._sup_all, np.sqrt(self.geometry.power_spectrum(d))))
+        mean = self.geometry.mass(coef) / self.geometry.area
+        scale = abs(mean) + float(np.dot(self._sup, np.sqrt(power[1:]))) + spread_d
+        return reference_min - spread_d - 1e-12 * scale
 
     def _rounding(self, coef: np.ndarray, grid: np.ndarray, fmin: float) -> bool:
         """True if the undershoot fmin is rounding, not lost resolution: tiny against the
@@ -119,17 +151,32 @@ class ResolutionMonitor:
         negative = -self.geometry.integrate(np.minimum(grid, 0.0))
         return negative <= NEGATIVE_MASS * abs(self.geometry.mass(coef))
 
-    def check(self, coef: np.ndarray) -> str | None:
-        """None if the state is trustworthy, else the reason (for status 'stopped: ...')."""
-        if not np.all(np.isfinite(coef)):
+    def check(self, coef: np.ndarray, power: np.ndarray | None = None,
+              nearby: Callable[[], tuple[np.ndarray, float] | None] | None = None) -> str | None:
+        """None if the state is trustworthy, else the reason (for status 'stopped: ...').
+
+        Parameters
+        ----------
+        coef : ndarray, shape (ncoef,)
+        power : ndarray, shape (L+1,), optional
+            Its power spectrum (:meth:`Geometry.power_spectrum`) if the caller has it.
+        nearby : callable, optional
+            Returns (g, min of g on the grid) for a state g close to ``coef`` (the time loop:
+            the last stage of the step and the model's ``min_density`` of it), or None; asked
+            only if :meth:`lower_bound` does not settle the sign (:meth:`nearby_bound`).
+        """
+        if not np.isfinite(coef).all():
             return "non-finite values in the density"
-        power = self.geometry.power_spectrum(coef)
+        power = self.geometry.power_spectrum(coef) if power is None else power
         tail = spectral_tail(self.geometry, coef, power)
         if tail > self.max_spectral_tail:
             return (f"resolution lost: spectral tail {tail:.2e} > {self.max_spectral_tail:.0e} "
                     f"at lmax = {self.geometry.lmax}")
         if self.lower_bound(coef, power) >= self.floor:
             return None  # no grid point can be below the floor
+        near = nearby() if nearby is not None else None
+        if near is not None and self.nearby_bound(coef, power, *near) >= self.floor:
+            return None  # nor here
         grid = self.geometry.synthesis(coef)
         fmin = self.geometry.grid_minimum(grid)
         if fmin < self.floor and not self._rounding(coef, grid, fmin):

@@ -132,6 +132,16 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
     if finished is not None and why_ is StopReason.COMPLETED:
         status, why_ = finished.status, finished.reason
     eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
+    power = None  # the power spectrum of u once the monitor has taken it (the step control reuses it)
+
+    def nearby():
+        """The last stage of the step and its grid minimum (the model's last evaluation), if
+        the model saw exactly that array: the monitor bounds min f of the new state from it."""
+        stage = control.last_evaluated
+        if stage is None or getattr(model, "evaluated", None) is not stage:
+            return None
+        return stage, model.min_density
+
     # adaptive steps run past the output times, whose snapshots interpolate (see .dense);
     # fixed steps land on them
     dense = control.adaptive
@@ -155,8 +165,8 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 break
             fault = ""
             try:
-                new, ratio = control.attempt(u, h)
-                if not np.all(np.isfinite(new)):
+                new, ratio = control.attempt(u, h, power)
+                if not np.isfinite(new).all():
                     ratio, fault = math.inf, "non-finite values in the density"
             except NumericalFault as exc:
                 new, ratio, fault = None, math.inf, str(exc)
@@ -179,7 +189,12 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                     break
                 dt = control.propose(h, ratio)
                 continue
-            reason = monitor.check(new) if monitor is not None else None
+            new_power = None
+            if monitor is not None:
+                new_power = model.geometry.power_spectrum(new)
+                reason = monitor.check(new, new_power, nearby)
+            else:
+                reason = None
             if reason:
                 status = (f"stopped: {reason} at t = {t + h:.6g}; the last good state (t = {t:.6g}) "
                           "is kept (raise domain.lmax, add noise or hyperviscosity)")
@@ -201,7 +216,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 except NumericalFault as exc:
                     status, why_ = f"stopped: {exc} at t = {t_new:.6g}", StopReason.NUMERICAL_FAULT
                     break
-            t, u = t_new, new
+            t, u, power = t_new, new, new_power
             steps += 1
             for obs in observers:
                 obs.step(t, u)

@@ -170,8 +170,8 @@ class TriggerMonitor(ResolutionMonitor):
 
     reason: str | None = None
 
-    def check(self, coef: np.ndarray) -> str | None:
-        self.reason = super().check(coef)
+    def check(self, coef: np.ndarray, power: np.ndarray | None = None, nearby=None) -> str | None:
+        self.reason = super().check(coef, power, nearby)
         return self.reason
 
 

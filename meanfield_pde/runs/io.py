@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from importlib import metadata
@@ -31,8 +32,15 @@ def software_versions() -> dict[str, str]:
     """Versions of this package, of the libraries that shape its numbers and of the platform.
 
     With the case (its seeds included) these determine a run's numbers
-    bit for bit on one machine (tests/test_reliability.py checks reruns).
+    bit for bit on one machine (tests/test_reliability.py checks reruns). Looked up once
+    per process (the installed metadata is parsed: ~15 ms, 50 right-hand sides at L = 63,
+    paid by every run otherwise); a new dict each call.
     """
+    return dict(_software_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _software_versions() -> dict[str, str]:
     out = {}
     for name in ("meanfield_pde", "shtns", "numpy", "scipy", "xarray", "netCDF4", "pot"):
         try:

@@ -68,6 +68,12 @@ class AutoScheme:
     def evaluations(self) -> int:
         return self.imex.evaluations + self.implicit.evaluations
 
+    @property
+    def last_evaluated(self):
+        """The current scheme's ``last_evaluated`` (None for Rosenbrock-W): the array of its
+        latest explicit evaluation if still held (:attr:`IMEXRungeKutta.last_evaluated`)."""
+        return getattr(self.current, "last_evaluated", None)
+
     def step(self, u: np.ndarray, dt: float):
         """One step of the current scheme (its ``step``)."""
         return self.current.step(u, dt)

@@ -141,25 +141,32 @@ class StepControl:
             allowed = h * self.safety * max(ratio, 1e-10) ** (-1.0 / (self.order + 1.0))
             watch(h, allowed, bound)
 
-    def tolerance(self, u: np.ndarray) -> np.ndarray:
+    def tolerance(self, u: np.ndarray, power: np.ndarray | None = None) -> np.ndarray:
         """tol_l, shape (L+1,): the local error allowed per degree in a step from ``u``
-        (L² norm units of the density; see the class docstring)."""
-        scale = self.degree_norms(u)
+        (L² norm units of the density; see the class docstring). ``power``: the power
+        spectrum of ``u`` (:meth:`Geometry.power_spectrum`, shape (L+1,)) if the caller has
+        it (the time loop: the resolution monitor's of the same state), else computed."""
+        scale = np.sqrt(self.geometry.power_spectrum(u) if power is None else power)
         deviation = float(np.sqrt(np.sum(scale[1:] ** 2)))
         return self.rtol * (scale + TAIL_FLOOR * deviation) + (self._floor + self.atol)
 
-    def error_ratio(self, u: np.ndarray, error: np.ndarray) -> float:
-        """max_l e_l / tol_l for the error vector ``error`` of a step from ``u`` (<= 1: accept)."""
+    def error_ratio(self, u: np.ndarray, error: np.ndarray, power: np.ndarray | None = None) -> float:
+        """max_l e_l / tol_l for the error vector ``error`` of a step from ``u`` (<= 1: accept);
+        ``power``: the power spectrum of ``u`` if known (:meth:`tolerance`)."""
         err = self.degree_norms(error)
-        if not np.all(np.isfinite(err)):
+        if not np.isfinite(err).all():
             return np.inf
-        tol = self.tolerance(u)
+        tol = self.tolerance(u, power)
+        if tol.min() > 0.0:  # the usual case: the same quotients as below, without the masks
+            return float((err / tol).max())
         # e_l = 0 is accepted even where tol_l = 0 (the exactly uniform state does not move)
         ratio = np.divide(err, tol, out=np.where(err > 0.0, np.inf, 0.0), where=tol > 0.0)
         return float(np.max(ratio))
 
-    def attempt(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
-        """One step from u; returns (u_new, error ratio). Ratio <= 1 means accept."""
+    def attempt(self, u: np.ndarray, dt: float, power: np.ndarray | None = None
+                ) -> tuple[np.ndarray, float]:
+        """One step from u; returns (u_new, error ratio). Ratio <= 1 means accept.
+        ``power``: the power spectrum of ``u`` if the caller has it (:meth:`tolerance`)."""
         step = self.stepper.step
         if not self.adaptive:
             return step(u, dt)[0], 0.0
@@ -169,7 +176,13 @@ class StepControl:
             full = step(u, dt)[0]
             new = step(step(u, 0.5 * dt)[0], 0.5 * dt)[0]
             error = (new - full) / (2.0 ** self.stepper.tableau.order - 1.0)
-        return new, self.error_ratio(u, error)
+        return new, self.error_ratio(u, error, power)
+
+    @property
+    def last_evaluated(self) -> np.ndarray | None:
+        """The state of the stepper's last right-hand-side evaluation, if it is still held
+        (:attr:`IMEXRungeKutta.last_evaluated`; None for the other steppers)."""
+        return getattr(self.stepper, "last_evaluated", None)
 
     def _step_cap(self) -> float:
         stepper = getattr(self.stepper, "current", self.stepper)  # "auto": the scheme in use

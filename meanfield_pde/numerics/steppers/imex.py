@@ -53,6 +53,8 @@ class IMEXRungeKutta:
         self._K = np.zeros((1 + 2 * s, n), dtype=np.complex128)
         self._N, self._LU = self._K[1::2], self._K[2::2]  # views
         self._Kr = self._K.view(np.float64)
+        self._K0 = self._K[0]  # one view object: the state a model saw is recognised by identity
+        self.last_evaluated = None  # see step()
         self._U = np.zeros(n, dtype=np.complex128)
         self._Ur = self._U.view(np.float64)
         self._linear2 = np.repeat(self.linear, 2)  # L on the real view
@@ -125,24 +127,42 @@ class IMEXRungeKutta:
             estimate dt Σ_j ((b − b̂)^E_j N(U_j) + (b − b̂)^I_j L U_j) of its local error
             (a new array, shape (ncoef,)), or None if the tableau has no embedded pair.
         Raises whatever the explicit function raises (NumericalFault).
+
+        After the step, :attr:`last_evaluated` is the array the explicit function was last
+        called with, still holding that stage U_j (ARK324: its last stage), or None where a
+        later stage has overwritten it (the ARS schemes do not evaluate their last stage):
+        the time loop bounds the new state's minimum from that stage's grid values
+        (:meth:`meanfield_pde.numerics.diagnostics.ResolutionMonitor.nearby_bound`). It is
+        valid until the next call of :meth:`step`.
         """
         t = self.tableau
         self.evaluations += self.explicit_calls
+        self.last_evaluated = None  # until this step has evaluated its stages
         K, Kr, N, LU, U, Ur = self._K, self._Kr, self._N, self._LU, self._U, self._Ur
         w = self._scaled_weights(dt)
         K[0] = u
+        last = None  # the stage array of the latest evaluation
         for i in range(t.stages):
-            if i == 0:
-                U[:] = u
-            else:
-                np.matmul(w[i, : 1 + 2 * i], Kr[: 1 + 2 * i], out=Ur)
             a = self._diag[i]
-            if a and self._implicit:
-                Ur *= self._implicit_inverse(dt, a)
+            implicit = bool(a and self._implicit)
+            if i == 0 and not implicit:
+                stage, stage_r = self._K0, Kr[0]  # U_0 = u: evaluated in place, no copy
+            else:
+                if i == 0:
+                    U[:] = u
+                else:
+                    np.matmul(w[i, : 1 + 2 * i], Kr[: 1 + 2 * i], out=Ur)
+                if implicit:
+                    Ur *= self._implicit_inverse(dt, a)
+                stage, stage_r = U, Ur
+                if last is U:
+                    last = None  # overwritten
             if self._needs_LU[i]:
-                np.multiply(self._linear2, Ur, out=LU[i].view(np.float64))
+                np.multiply(self._linear2, stage_r, out=LU[i].view(np.float64))
             if self._needs_N[i]:
-                self.explicit(U, N[i])
+                self.explicit(stage, N[i])
+                last = stage
         new = np.matmul(w[t.stages], Kr).view(np.complex128)
         error = np.matmul(w[t.stages + 1], Kr).view(np.complex128) if t.embedded else None
+        self.last_evaluated = last
         return new, error
