@@ -151,3 +151,24 @@ def test_rough_limit_data_stops_on_the_rejection_rate():
     assert res.reason.recurs
     assert "of the last 50 attempted steps were rejected" in res.status
     assert res.steps + res.rejected < 500
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_the_pi_controller_settles_where_the_elementary_one_does(order):
+    """On an error ratio that is exactly C h^k (k = q + 1, the asymptotic regime of an
+    estimate of order q), the elementary controller h·safety·err^{−1/k} jumps in one step to
+    err = safety^k; the PI controller (Söderlind 2003, §5: it acts on err/θ) must settle at the
+    same set point θ = safety^k, not at safety^{k/0.3} (0.35 for k = 3: 1.3x shorter steps)."""
+    from types import SimpleNamespace
+    from meanfield_pde.numerics.steppers import StepControl
+
+    tableau = SimpleNamespace(embedded=True, embedded_order=order, order=order + 1)
+    stepper = SimpleNamespace(tableau=tableau, explicit_calls=1)
+    control = StepControl(stepper, geometry=None)
+    k = order + 1.0
+    h0 = 0.37  # where the ratio is 1
+    h = 0.01
+    for _ in range(200):
+        ratio = (h / h0) ** k
+        h = control.propose(h, ratio)
+    assert (h / h0) ** k == pytest.approx(control.safety ** k, rel=1e-6)
