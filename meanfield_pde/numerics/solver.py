@@ -216,23 +216,26 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 except NumericalFault as exc:
                     status, why_ = f"stopped: {exc} at t = {t_new:.6g}", StopReason.NUMERICAL_FAULT
                     break
-            t, u, power = t_new, new, new_power
             steps += 1
             for obs in observers:
-                obs.step(t, u)
-            while t >= t_out - eps:
-                at, state = (t, u) if t_out >= t - eps else (t_out, _between(ends, t_out))
+                obs.step(t_new, new)
+            # (t, u) stays the last state the observers were shown until the step's snapshots
+            # are all out: an interrupt among them (a second Ctrl-C) keeps no state past an
+            # output time they never saw (a resumed run would find no room for it in its file)
+            while t_new >= t_out - eps:
+                at, state = (t_new, new) if t_out >= t_new - eps else (t_out, _between(ends, t_out))
                 finished = _notify_snapshot(observers, at, state)
+                t, u = at, state
                 n_out += 1
                 if finished is not None:
                     status, why_ = finished.status, finished.reason
-                    t, u = at, state  # the run ends at the snapshot that ended it
-                    break
+                    break  # the run ends at the snapshot that ended it
                 if t_out >= t_end - eps:
                     break  # t_end is the last output time
                 t_out = min(n_out * every, t_end)
             if finished is not None:
                 break
+            t, u, power = t_new, new, new_power
     except KeyboardInterrupt as exc:
         status, why_ = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
     if not why_.completed:
