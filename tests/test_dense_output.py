@@ -134,3 +134,22 @@ def test_an_interrupt_among_the_snapshots_of_a_step_keeps_no_state_past_an_unsee
     i = rec.times.index(res.t) if res.t in rec.times else None
     if i is not None:  # the kept state is that snapshot's
         np.testing.assert_array_equal(res.coef, rec.states[i])
+
+
+def test_a_non_finite_dense_derivative_stops_the_run_instead_of_writing_nan():
+    """F at a step's ends is what the interpolant is built from: if it is not finite (an
+    overflow of F alone, the state itself finite), no NaN snapshot is handed out; the run stops
+    as for any non-finite value (numerical fault), keeping the last good state."""
+    cfg = make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.05},
+                      initial={"type": "perturbed_uniform", "amplitude": 1e-2, "degree_max": 6},
+                      time={"t_end": 2.0})
+    sim = build(cfg)
+    rhs = sim.model.rhs
+    sim.model.rhs = lambda u: np.full_like(rhs(u), np.inf)  # only the dense output calls it
+    rec = Recorder()
+    res = integrate(sim.model, sim.control, sim.initial, 2.0, every=2.0 / 400, dt=cfg.time.dt,
+                    observers=[rec])
+    assert res.reason.value == "numerical_fault", res.status
+    assert "non-finite" in res.status
+    assert all(np.isfinite(u).all() for u in rec.states)
+    assert np.isfinite(res.coef).all() and res.t == rec.stop

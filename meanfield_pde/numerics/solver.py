@@ -214,7 +214,9 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 try:
                     ends = (t, u, derivative(u)), (t_new, new, derivative(new))
                 except NumericalFault as exc:
-                    status, why_ = f"stopped: {exc} at t = {t_new:.6g}", StopReason.NUMERICAL_FAULT
+                    status = (f"stopped: {exc} at t = {t_new:.6g}; the last good state "
+                              f"(t = {t:.6g}) is kept")
+                    why_ = StopReason.NUMERICAL_FAULT
                     break
             steps += 1
             for obs in observers:
@@ -254,7 +256,8 @@ def _between(ends, t_out: float) -> np.ndarray:
 
 class _Derivatives:
     """F(u) for the dense output, counted; the last one is kept: the end of a step that holds
-    a snapshot is the start of the next, whose F it serves when that one holds one too."""
+    a snapshot is the start of the next, whose F it serves when that one holds one too.
+    Raises NumericalFault (the model's, or for a non-finite F)."""
 
     def __init__(self, model):
         self.model, self.count = model, 0
@@ -265,5 +268,7 @@ class _Derivatives:
             return self._last[1]
         f = self.model.rhs(u)
         self.count += 1
+        if not np.isfinite(f).all():  # the interpolant would hand NaN snapshots to the observers
+            raise NumericalFault("non-finite values in the right-hand side (dense output)")
         self._last = (u, f)
         return f
