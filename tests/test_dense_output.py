@@ -153,3 +153,18 @@ def test_a_non_finite_dense_derivative_stops_the_run_instead_of_writing_nan():
     assert "non-finite" in res.status
     assert all(np.isfinite(u).all() for u in rec.states)
     assert np.isfinite(res.coef).all() and res.t == rec.stop
+
+
+@pytest.mark.parametrize("scheme", ["ARK436", "auto"])
+def test_cfl_limited_steps_do_not_depend_on_the_output_times(scheme):
+    """Where the CFL bound sets the step (noise-free USA, time.cfl small), the bound of the next
+    step comes from the step's own evaluations, not from the dense output's F at the step's end:
+    the run is the same bit for bit whatever output.every."""
+    cfg = make_config(model={"kind": "USA", "beta": 5.0, "nu": 0.0}, domain={"lmax": 31},
+                      initial={"type": "perturbed_uniform", "amplitude": 1e-2, "degree_max": 8},
+                      time={"t_end": 0.45, "scheme": scheme, "cfl": 0.05})
+    _, one, _ = run(cfg, every=0.45)
+    _, many, snaps = run(cfg, every=0.45 / 97)
+    assert many.dense_evaluations > 0 and len(snaps.times) == 98
+    assert (many.steps, many.rejected) == (one.steps, one.rejected)
+    np.testing.assert_array_equal(many.coef, one.coef)

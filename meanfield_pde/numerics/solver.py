@@ -146,6 +146,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
     # fixed steps land on them
     dense = control.adaptive
     derivative = _Derivatives(model)
+    speed = None  # max|V| for the next CFL bound when read before the dense output's evaluations
     try:
         while why_ is StopReason.COMPLETED and t < t_end - eps:
             check_stop_request()
@@ -156,7 +157,11 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             t_out = min(n_out * every, t_end)
             t_land = t_end if dense else t_out  # where a step ends exactly
             h = min(dt, t_land - t)
-            bound = rule.max_step(model.speed_bound()) if control.adaptive and rule.active else math.inf
+            if control.adaptive and rule.active:
+                bound = rule.max_step(model.speed_bound() if speed is None else speed)
+            else:
+                bound = math.inf
+            speed = None
             if control.explicit:
                 h = min(h, bound)
             if not h > 0.0:
@@ -211,6 +216,10 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             t_new = t_land if h == t_land - t or t + h >= t_land - eps else t + h
             ends = None  # (t, u, F(u)) at both ends, for the snapshots inside the step
             if t_new > t_out + eps:
+                if control.adaptive and rule.active:
+                    # the next CFL bound from the step's own last evaluation, as in a step
+                    # without snapshots: F at its end (below) must not change the steps
+                    speed = model.speed_bound()
                 try:
                     ends = (t, u, derivative(u)), (t_new, new, derivative(new))
                 except NumericalFault as exc:
