@@ -87,3 +87,84 @@ def test_interpolated_snapshots_follow_the_linear_growth_rates():
     # the nonlinear terms are ~1e-10 relative; the rest is the stepping and the interpolation:
     # measured 1.0e-7 (rtol 1e-7); a linear interpolant between the step ends: ~4e-6
     assert worst < 1e-6, worst
+
+
+class Recorder(Snapshots):
+    """Snapshots, and the state of a stopped run (as SnapshotRecorder keeps it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stop = None
+
+    def stopped(self, t, u):
+        self.stop = t
+
+
+class InterruptAt(Observer):
+    """A KeyboardInterrupt (a second Ctrl-C, which interrupts at once) at the n-th snapshot."""
+
+    def __init__(self, n):
+        self.n, self.count = n, 0
+
+    def snapshot(self, t, u):
+        self.count += 1
+        if self.count == self.n:
+            raise KeyboardInterrupt
+
+
+def test_an_interrupt_among_the_snapshots_of_a_step_keeps_no_state_past_an_unseen_one():
+    """A KeyboardInterrupt while a step's interpolated snapshots are handed out: the state kept
+    (``stopped``) is the last one the observers were shown, not the step's end beyond output
+    times they never saw. (A run file appends only later times: a resumed run restarting from
+    the last snapshot would otherwise have those snapshots dropped from the file.)"""
+    cfg = make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.05},
+                      initial={"type": "perturbed_uniform", "amplitude": 1e-2, "degree_max": 6},
+                      time={"t_end": 2.0})
+    every = 2.0 / 400  # several snapshots in every step
+    sim = build(cfg)
+    rec = Recorder()
+    res = integrate(sim.model, sim.control, sim.initial, 2.0, every=every, dt=cfg.time.dt,
+                    observers=[rec, InterruptAt(30)])
+    assert res.reason.value == "interrupted" and rec.stop is not None
+    assert len(rec.times) == 30
+    last_seen = rec.times[-1]
+    # nothing past the next output time, which no observer was shown
+    assert rec.stop < last_seen + every * (1 - 1e-9), (rec.stop, last_seen)
+    assert res.t == rec.stop
+    i = rec.times.index(res.t) if res.t in rec.times else None
+    if i is not None:  # the kept state is that snapshot's
+        np.testing.assert_array_equal(res.coef, rec.states[i])
+
+
+def test_a_non_finite_dense_derivative_stops_the_run_instead_of_writing_nan():
+    """F at a step's ends is what the interpolant is built from: if it is not finite (an
+    overflow of F alone, the state itself finite), no NaN snapshot is handed out; the run stops
+    as for any non-finite value (numerical fault), keeping the last good state."""
+    cfg = make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.05},
+                      initial={"type": "perturbed_uniform", "amplitude": 1e-2, "degree_max": 6},
+                      time={"t_end": 2.0})
+    sim = build(cfg)
+    rhs = sim.model.rhs
+    sim.model.rhs = lambda u: np.full_like(rhs(u), np.inf)  # only the dense output calls it
+    rec = Recorder()
+    res = integrate(sim.model, sim.control, sim.initial, 2.0, every=2.0 / 400, dt=cfg.time.dt,
+                    observers=[rec])
+    assert res.reason.value == "numerical_fault", res.status
+    assert "non-finite" in res.status
+    assert all(np.isfinite(u).all() for u in rec.states)
+    assert np.isfinite(res.coef).all() and res.t == rec.stop
+
+
+@pytest.mark.parametrize("scheme", ["ARK436", "auto"])
+def test_cfl_limited_steps_do_not_depend_on_the_output_times(scheme):
+    """Where the CFL bound sets the step (noise-free USA, time.cfl small), the bound of the next
+    step comes from the step's own evaluations, not from the dense output's F at the step's end:
+    the run is the same bit for bit whatever output.every."""
+    cfg = make_config(model={"kind": "USA", "beta": 5.0, "nu": 0.0}, domain={"lmax": 31},
+                      initial={"type": "perturbed_uniform", "amplitude": 1e-2, "degree_max": 8},
+                      time={"t_end": 0.45, "scheme": scheme, "cfl": 0.05})
+    _, one, _ = run(cfg, every=0.45)
+    _, many, snaps = run(cfg, every=0.45 / 97)
+    assert many.dense_evaluations > 0 and len(snaps.times) == 98
+    assert (many.steps, many.rejected) == (one.steps, one.rejected)
+    np.testing.assert_array_equal(many.coef, one.coef)

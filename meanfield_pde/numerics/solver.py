@@ -146,6 +146,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
     # fixed steps land on them
     dense = control.adaptive
     derivative = _Derivatives(model)
+    speed = None  # max|V| for the next CFL bound when read before the dense output's evaluations
     try:
         while why_ is StopReason.COMPLETED and t < t_end - eps:
             check_stop_request()
@@ -156,7 +157,11 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             t_out = min(n_out * every, t_end)
             t_land = t_end if dense else t_out  # where a step ends exactly
             h = min(dt, t_land - t)
-            bound = rule.max_step(model.speed_bound()) if control.adaptive and rule.active else math.inf
+            if control.adaptive and rule.active:
+                bound = rule.max_step(model.speed_bound() if speed is None else speed)
+            else:
+                bound = math.inf
+            speed = None
             if control.explicit:
                 h = min(h, bound)
             if not h > 0.0:
@@ -211,28 +216,37 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             t_new = t_land if h == t_land - t or t + h >= t_land - eps else t + h
             ends = None  # (t, u, F(u)) at both ends, for the snapshots inside the step
             if t_new > t_out + eps:
+                if control.adaptive and rule.active:
+                    # the next CFL bound from the step's own last evaluation, as in a step
+                    # without snapshots: F at its end (below) must not change the steps
+                    speed = model.speed_bound()
                 try:
                     ends = (t, u, derivative(u)), (t_new, new, derivative(new))
                 except NumericalFault as exc:
-                    status, why_ = f"stopped: {exc} at t = {t_new:.6g}", StopReason.NUMERICAL_FAULT
+                    status = (f"stopped: {exc} at t = {t_new:.6g}; the last good state "
+                              f"(t = {t:.6g}) is kept")
+                    why_ = StopReason.NUMERICAL_FAULT
                     break
-            t, u, power = t_new, new, new_power
             steps += 1
             for obs in observers:
-                obs.step(t, u)
-            while t >= t_out - eps:
-                at, state = (t, u) if t_out >= t - eps else (t_out, _between(ends, t_out))
+                obs.step(t_new, new)
+            # (t, u) stays the last state the observers were shown until the step's snapshots
+            # are all out: an interrupt among them (a second Ctrl-C) keeps no state past an
+            # output time they never saw (a resumed run would find no room for it in its file)
+            while t_new >= t_out - eps:
+                at, state = (t_new, new) if t_out >= t_new - eps else (t_out, _between(ends, t_out))
                 finished = _notify_snapshot(observers, at, state)
+                t, u = at, state
                 n_out += 1
                 if finished is not None:
                     status, why_ = finished.status, finished.reason
-                    t, u = at, state  # the run ends at the snapshot that ended it
-                    break
+                    break  # the run ends at the snapshot that ended it
                 if t_out >= t_end - eps:
                     break  # t_end is the last output time
                 t_out = min(n_out * every, t_end)
             if finished is not None:
                 break
+            t, u, power = t_new, new, new_power
     except KeyboardInterrupt as exc:
         status, why_ = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
     if not why_.completed:
@@ -251,7 +265,8 @@ def _between(ends, t_out: float) -> np.ndarray:
 
 class _Derivatives:
     """F(u) for the dense output, counted; the last one is kept: the end of a step that holds
-    a snapshot is the start of the next, whose F it serves when that one holds one too."""
+    a snapshot is the start of the next, whose F it serves when that one holds one too.
+    Raises NumericalFault (the model's, or for a non-finite F)."""
 
     def __init__(self, model):
         self.model, self.count = model, 0
@@ -262,5 +277,7 @@ class _Derivatives:
             return self._last[1]
         f = self.model.rhs(u)
         self.count += 1
+        if not np.isfinite(f).all():  # the interpolant would hand NaN snapshots to the observers
+            raise NumericalFault("non-finite values in the right-hand side (dense output)")
         self._last = (u, f)
         return f
