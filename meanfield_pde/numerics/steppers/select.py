@@ -9,11 +9,12 @@ from .rosenbrock import ROSENBROCK, RosenbrockW
 from .tableaus import TABLEAUS
 
 AUTO = "auto"
-# The halves of "auto". ARK436 (order 4(3)) rather than ARK324: where the explicit scheme runs
-# (formation, merges) the tolerance, not the CFL bound, mostly sets its step, and the higher
-# order pays there (sa_beta10_noisy to t = 2000: 41 845 right-hand sides with ARK324, 37 805
-# with ARK436; formation to t = 30 alone 5076 and 2568). ROS34PW2 rather than the order-4
-# RODAS4 (6 linear solves per step): measured 33 311 against 36 313 with ARK436.
+# The halves of "auto". ARK436 (order 4(3)) rather than ARK324: where the explicit scheme
+# runs (formation, merges) the tolerance, not the CFL bound, mostly sets its step, and the
+# higher order pays there (sa_beta10_noisy to t = 2000, output every 10: 41 845 right-hand
+# sides with ARK324, 37 805 with ARK436; the formation to t = 30 alone 5076 and 2568).
+# ROS34PW2 rather than the order-4 RODAS4 (6 linear solves per step): 33 311 against 36 313
+# with ARK436 (output every 100; benchmarks/implicit.md part D).
 AUTO_IMEX, AUTO_IMPLICIT = "ARK436", "ROS34PW2"
 SCHEMES = tuple(sorted(TABLEAUS)) + tuple(sorted(ROSENBROCK)) + (AUTO,)
 """Every value of ``time.scheme``."""
