@@ -106,10 +106,14 @@ class ResolutionMonitor:
         the power spectrum of ``coef``)."""
         if self._sup is None:
             return -np.inf
-        mean = self.geometry.mass(coef) / self.geometry.area
-        spread = float(np.dot(self._sup, np.sqrt(power[1:])))
+        mean, spread = self._mean_and_spread(coef, power)
         # widened by 1e-12 relative: its own rounding must not pass a state the synthesis fails
         return mean - spread - 1e-12 * (abs(mean) + spread)
+
+    def _mean_and_spread(self, coef: np.ndarray, power: np.ndarray) -> tuple[float, float]:
+        """(f̄, Σ_{l>=1} s_l C_l^{1/2}): the mean of f and the sup bound of f − f̄."""
+        mean = self.geometry.mass(coef) / self.geometry.area
+        return mean, float(np.dot(self._sup, np.sqrt(power[1:])))
 
     def nearby_bound(self, coef: np.ndarray, power: np.ndarray, reference: np.ndarray,
                      reference_min: float) -> float:
@@ -133,8 +137,8 @@ class ResolutionMonitor:
             return -np.inf
         d = coef - reference
         spread_d = float(np.dot(self._sup_all, np.sqrt(self.geometry.power_spectrum(d))))
-        mean = self.geometry.mass(coef) / self.geometry.area
-        scale = abs(mean) + float(np.dot(self._sup, np.sqrt(power[1:]))) + spread_d
+        mean, spread = self._mean_and_spread(coef, power)
+        scale = abs(mean) + spread + spread_d
         return reference_min - spread_d - 1e-12 * scale
 
     def _rounding(self, coef: np.ndarray, grid: np.ndarray, fmin: float) -> bool:

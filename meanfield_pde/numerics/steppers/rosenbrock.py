@@ -437,9 +437,12 @@ class RosenbrockW:
         weights = self._weights(u)
         recycled: list = []  # the Krylov vectors the stages pass on (same matrix)
         v = []
-        # the last step's stage solutions, scaled: the other start of each solve
+        # the last step's stage solutions, scaled: the other start of each solve (none when
+        # reuse_stages is off: no distances to compare either)
         previous, self._last_stages = self._last_stages, None  # kept only if this step succeeds
-        from_guess = self.reuse_stages and self._guess_wins and previous is not None
+        if not self.reuse_stages:
+            previous = None
+        from_guess = self._guess_wins and previous is not None
         closer = [0.0, 0.0]  # summed distances of (guess, M b) from the solutions
         f = f0
         for i in range(s):
