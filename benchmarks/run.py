@@ -175,9 +175,9 @@ def rhs_rows(table: Table, cfg: dict, threads: int) -> dict:
     the synthesis of Φ (SH_to_spat). Returns {(L, kind): median RHS time}.
     """
     rhs_time = {}
-    label = f"{threads} thread{'s' if threads > 1 else ''}"
     for L in cfg["lmax"]:
         g = Sphere(L, threads=threads)
+        label = threads_label(g)
         sh = g.sh
         u = perturbed_uniform(g, 0.1, 1, min(L, 20), seed=0)
         f, vt, vp = g.synthesis(u), *g.gradient(u)
@@ -211,6 +211,14 @@ def rhs_rows(table: Table, cfg: dict, threads: int) -> dict:
     return rhs_time
 
 
+def threads_label(g) -> str:
+    """'N thread(s)', and the transforms' own count where it is smaller (core/threads.py)."""
+    label = f"{g.threads} thread{'s' if g.threads > 1 else ''}"
+    if g.transform_threads < g.threads:
+        label += f" (transforms on {g.transform_threads})"
+    return label
+
+
 # -- row 7: whole runs -------------------------------------------------------------------------
 def whole_run_rows(table: Table, cfg: dict, threads: int) -> None:
     """Time to solution of sa_beta10_noisy with its run file / (RHS evaluations × RHS time).
@@ -227,7 +235,6 @@ def whole_run_rows(table: Table, cfg: dict, threads: int) -> None:
     """
     import tempfile
 
-    label = f"{threads} thread{'s' if threads > 1 else ''}"
     clock = time.process_time if threads == 1 else time.perf_counter
     with tempfile.TemporaryDirectory() as tmp:
         for L, t_end, every in cfg["whole"]:
@@ -240,6 +247,7 @@ def whole_run_rows(table: Table, cfg: dict, threads: int) -> None:
             mf.run(warm, Path(tmp) / "warm.nc", progress=False, overwrite=True)
             sim = build(config)
             u, out = sim.initial, sim.geometry.zeros_coef()
+            label = threads_label(sim.geometry)
             ratios, info = [], None
             for rep in range(cfg["whole_reps"]):
                 rhs = typical_call(lambda: sim.model.transport(u, out), 0.2, threads == 1)

@@ -7,6 +7,7 @@ import pytest
 
 from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.core.geometry.sphere import _transform
+from meanfield_pde.numerics.initial import perturbed_uniform
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,8 @@ def test_forked_child_of_threaded_transforms_refuses_instead_of_hanging():
     start method on Linux). The child now refuses at once, naming the start method to use."""
     import multiprocessing
 
-    g = Sphere(31, threads=2)
+    g = Sphere(31, nlat=256, nphi=512, threads=2)  # 2^17 points: transforms on 2 threads
+    assert g.transform_threads == 2
     g.synthesis(g.zeros_coef())
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
@@ -114,3 +116,25 @@ def test_forked_child_of_threaded_transforms_refuses_instead_of_hanging():
         pytest.fail("the forked child's transforms hung")
     message = queue.get(timeout=5)
     assert message.startswith("RuntimeError") and "get_context('spawn')" in message, message
+
+
+def test_transforms_take_a_thread_per_2_16_grid_points_and_agree_bit_for_bit():
+    """The transforms run on one OpenMP thread per POINTS_PER_THREAD grid points at most
+    (waking a sleeping thread for each transform costs more than it saves on small grids:
+    core/threads.py), within the threads allowed; their results do not depend on it."""
+    from meanfield_pde.core.threads import POINTS_PER_THREAD, transform_threads
+    from meanfield_pde.numerics.models import MeanFieldModel
+
+    assert POINTS_PER_THREAD == 1 << 16
+    assert [transform_threads(t, p) for t, p in [(2, 18432), (2, 131071), (2, 131072), (8, 294912),
+                                                 (1, 10**9), (3, 0)]] == [1, 1, 2, 4, 1, 1]
+    assert (Sphere(63, threads=2).transform_threads, Sphere(63, threads=2).threads) == (1, 2)
+    assert Sphere(191, threads=2).transform_threads == 2  # 288 x 576 points
+    assert Sphere(191, threads=1).transform_threads == 1
+    rhs = []
+    for threads in (1, 2):
+        g = Sphere(31, nlat=256, nphi=512, threads=threads)
+        assert g.transform_threads == threads
+        u = perturbed_uniform(g, 0.3, 1, 12, seed=4)
+        rhs.append(MeanFieldModel(g, "SA", 6.0, 0.01).transport(u))
+    np.testing.assert_array_equal(rhs[0], rhs[1])

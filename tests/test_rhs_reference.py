@@ -152,57 +152,21 @@ def test_rhs_is_its_transforms_and_allocates_nothing(kind, transforms):
     assert peak < g.nlat * g.nphi * 8 / 4  # well under one grid array
 
 
-@pytest.mark.parametrize("kind", ["SA", "USA"])
-def test_pointwise_passes_in_bands_on_threads(kind, monkeypatch):
-    """With 2 threads the grid passes run in 2 latitude bands on 2 Python threads
-    (meanfield_pde.core.bands; forced here on a small grid): the same numbers bit for bit
-    as one band, both equal to the straightforward right-hand side, and the extrema too."""
-    from meanfield_pde.core import bands
-
-    g = Sphere(31, threads=1)
-    u = perturbed_uniform(g, 0.3, 1, 12, seed=5)
-    one = MeanFieldModel(g, kind, 4.0)
-    monkeypatch.setattr(bands, "MIN_POINTS", 1)
-    split = MeanFieldModel(g, kind, 4.0)
-    split._bands = bands.Bands((split._f, *split._v, *split._flux)
-                               + ((split._phi,) if kind == "SA" else ()), 2)
-    assert len(split._bands.views) == 2
-    got = split.transport(u)
-    np.testing.assert_array_equal(got, one.transport(u))
-    want = reference_rhs(g, kind, 4.0, u)
-    assert np.linalg.norm(got - want) <= 1e-13 * np.linalg.norm(want)
-    assert (split.max_speed, split.min_density) == (one.max_speed, one.min_density)
-
-
 @pytest.mark.parametrize("bad", [np.nan, -1.0], ids=["nan", "negative"])
-def test_bad_potential_in_a_later_band_is_a_fault(bad, monkeypatch):
-    """Φ <= 0 or NaN only in the second band (the first band's minimum is fine) is a
-    NumericalFault all the same (Python's min() of [1.0, nan] would be 1.0)."""
-    from meanfield_pde.core import bands
+def test_bad_potential_at_one_grid_point_is_a_fault(bad, monkeypatch):
+    """Φ <= 0 or NaN at one grid point only (the last one a pass reaches) is a
+    NumericalFault: the minimum that decides propagates NaN."""
     from meanfield_pde.core.errors import NumericalFault
 
     g = Sphere(31, threads=1)
-    monkeypatch.setattr(bands, "MIN_POINTS", 1)
     model = MeanFieldModel(g, "SA", 4.0)
-    model._bands = bands.Bands((model._f, *model._v, *model._flux, model._phi), 2)
     synthesis = g.synthesis
 
-    def spoiled(coef, out=None):  # Φ bad at one point of the southern band
+    def spoiled(coef, out=None):
         out = synthesis(coef, out)
-        out[-1, 0] = bad
+        out[-1, -1] = bad
         return out
 
     monkeypatch.setattr(g, "synthesis", spoiled)
     with pytest.raises(NumericalFault, match="non-finite" if np.isnan(bad) else "not positive"):
         model.transport(perturbed_uniform(g, 0.3, 1, 12, seed=5))
-
-
-def test_bands_cover_the_rows_once():
-    """The bands tile the rows in order (threads as given, one band for small grids or 1 thread)."""
-    from meanfield_pde.core.bands import MIN_POINTS, band_rows
-
-    for rows, threads in [(384, 2), (383, 3), (5, 8), (96, 1)]:
-        s = band_rows(rows, MIN_POINTS, threads)
-        assert len(s) == min(threads, rows)
-        assert [i for sl in s for i in range(rows)[sl]] == list(range(rows))
-    assert len(band_rows(96, 96 * 192, 2)) == 1  # L = 63: too small to split

@@ -7,7 +7,8 @@ One number, from (first that is set):
 4. all the cores this process may run on.
 
 It reaches shtns (the OpenMP threads of a transform plan, fixed when the plan
-is made) and the particle velocities (rows of the Gram matrix split between
+is made, at most one per POINTS_PER_THREAD grid points: :func:`transform_threads`)
+and the particle velocities (rows of the Gram matrix split between
 that many Python threads; numpy releases the GIL in the matrix products and
 exponentials, and BLAS is held to one thread inside them, through
 threadpoolctl when it is installed, so the two levels do not oversubscribe).
@@ -42,6 +43,26 @@ def check_threads(value, name: str = "threads") -> int:
     if not ok:
         raise ConfigError(f"{name} = {value!r}: must be an integer in [1, {MAX_THREADS}]")
     return int(str(value).strip())
+
+
+# Grid points per OpenMP thread of a transform, at least. libgomp lets the team's threads
+# sleep between transforms when the team is as large as the machine (the default, "all
+# cores"): each transform then wakes them, ~0.1 ms on the 2-core machine of the benchmarks,
+# which costs more than the second thread saves on small grids. Whole runs of
+# sa_beta10_noisy there, 2 threads against 1 (wall time): L = 63 (18 432 points) 0.6x,
+# L = 127 (73 728) 0.93x, L = 191 (165 888) 1.19x, L = 255 (294 912) 1.36x. Making the
+# threads spin instead (GOMP_SPINCOUNT) won the single run at L = 63 (1.8x) but made two
+# such runs side by side 3-30x slower: each spun on the core the other needed.
+POINTS_PER_THREAD = 1 << 16
+
+
+def transform_threads(threads: int, points: int) -> int:
+    """OpenMP threads of the transforms on a grid of ``points`` points when ``threads`` are
+    allowed: min(threads, points // POINTS_PER_THREAD), at least 1 (the default grid of
+    degree L has 4.5 (L + 1)² points: one thread below L ≈ 170, two below L ≈ 208). The
+    results do not depend on it: shtns's transforms agree bit for bit on 1 and 2 threads
+    (tests/test_geometry.py)."""
+    return max(1, min(int(threads), int(points) // POINTS_PER_THREAD))
 
 
 def resolve_threads(requested: int | None = None) -> int:

@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-from ..core.bands import Bands
 from ..core.errors import NumericalFault
 from ..core.geometry import Geometry
 from ..core.kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
@@ -122,9 +121,9 @@ class MeanFieldModel(IMEXModel):
         self._v = tuple(self._work[1:1 + ncomp])
         self._flux = tuple(self._work[1 + ncomp:1 + 2 * ncomp])
         self._phi = self._work[-1] if kind == "SA" else None
-        # the pointwise passes in latitude bands, one per thread of the transforms (core/bands.py)
-        work = (self._f, *self._v, *self._flux) + ((self._phi,) if kind == "SA" else ())
-        self._bands = Bands(work, getattr(g, "threads", 1))
+        # the arrays of the pointwise passes, on the calling thread: split in latitude bands on
+        # a pool of Python threads they made whole runs 5-10 % slower at L = 255 on 2 threads
+        self._passes = (self._f, *self._v, *self._flux) + ((self._phi,) if kind == "SA" else ())
 
     def __reduce__(self):
         """Pickle by parameters (the geometry may hold a C handle; work arrays are rebuilt)."""
@@ -170,11 +169,11 @@ class MeanFieldModel(IMEXModel):
                                  "has lost positivity (resolution lost)")
 
     @staticmethod
-    def _sa_flux(band) -> float:
-        """SA's pointwise passes on one band: the flux _v · (f/Φ) (f/Φ in the last flux
-        array, then multiplied there in place); returns the band's minimum of Φ (np.min
-        without its Python wrapper; NaN propagates)."""
-        f, *rest = band
+    def _sa_flux(arrays) -> float:
+        """SA's pointwise passes: the flux _v · (f/Φ) (f/Φ in the last flux array, then
+        multiplied there in place); returns the minimum of Φ (np.min without its Python
+        wrapper; NaN propagates)."""
+        f, *rest = arrays
         phi, n = rest[-1], (len(rest) - 1) // 2
         v, flux = rest[:n], rest[n:2 * n]
         low = np.minimum.reduce(phi, axis=None)
@@ -184,9 +183,9 @@ class MeanFieldModel(IMEXModel):
         return low
 
     @staticmethod
-    def _usa_flux(band) -> None:
-        """USA's pointwise passes on one band: the flux _v · f."""
-        f, *rest = band
+    def _usa_flux(arrays) -> None:
+        """USA's pointwise passes: the flux _v · f."""
+        f, *rest = arrays
         n = len(rest) // 2
         for comp, out in zip(rest[:n], rest[n:]):
             np.multiply(comp, f, out=out)
@@ -213,10 +212,8 @@ class MeanFieldModel(IMEXModel):
 
         USA: f and ∇(Φ/β) from one fused synthesis (geometry.synthesis_and_gradient),
         the flux f V (one pass per component), the divergence by a vector analysis.
-        SA adds the synthesis of Φ, its positivity check and f/Φ (three passes). The grid
-        passes run in latitude bands on the geometry's threads for large grids
-        (:mod:`meanfield_pde.core.bands`). Nothing grid-sized is allocated except ``out`` if
-        not given.
+        SA adds the synthesis of Φ, its positivity check and f/Φ (three passes). Nothing
+        grid-sized is allocated except ``out`` if not given.
 
         Raises NumericalFault (SA) if Φ is not positive or not finite on the grid.
         """
@@ -227,10 +224,9 @@ class MeanFieldModel(IMEXModel):
         # v and f are kept for max_speed, min_density
         if self.kind == "SA":
             self._potential(coef, check=False)
-            lows = self._bands.run(self._sa_flux)
-            self._check_potential(lows[0] if len(lows) == 1 else np.min(lows))  # min() drops NaN
+            self._check_potential(self._sa_flux(self._passes))
         else:
-            self._bands.run(self._usa_flux)
+            self._usa_flux(self._passes)
         self._fresh, self.evaluated = True, coef
         return g.divergence(self._flux, out)
 

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from ..threads import resolve_threads
+from ..threads import resolve_threads, transform_threads
 from .base import Geometry
 
 
@@ -120,8 +120,10 @@ class Sphere(Geometry):
         In a process forked (os.fork, multiprocessing's "fork") from one that had made
         transforms whose OpenMP threads would hang this one's (see ``_check_not_forked``).
     threads : int, optional
-        OpenMP threads of the transforms; 0 = the default of
-        :func:`meanfield_pde.core.threads.resolve_threads` ($MEANFIELD_PDE_THREADS, else all cores).
+        Threads allowed (0 = the default of :func:`meanfield_pde.core.threads.resolve_threads`:
+        $MEANFIELD_PDE_THREADS, else all cores). The transforms run on
+        ``transform_threads`` of them, one per 2^16 grid points at most
+        (:func:`meanfield_pde.core.threads.transform_threads`: a single thread below L ≈ 170).
 
     Attributes
     ----------
@@ -130,6 +132,8 @@ class Sphere(Geometry):
         (degrees east, shape (nphi,)) of the grid.
     order : ndarray of int, shape (ncoef,)
         Order m of each coefficient.
+    threads, transform_threads : int
+        The threads allowed and the OpenMP threads of the transforms.
     """
 
     manifold = "sphere"
@@ -163,8 +167,11 @@ class Sphere(Geometry):
         if nphi and not nphi > 2 * self.lmax:
             raise ValueError(f"nphi = {nphi}: must be 0 (automatic) or > 2·lmax = {2 * self.lmax}")
         self.threads = resolve_threads(threads)
-        _check_not_forked(self.threads)  # before the plan cache, which holds the parent's plans
-        self.sh = _transform(self.lmax, nlat, nphi, self.threads)
+        # the default grid (nl_order 2) has 3(L+1)/2 x 3(L+1) points
+        points = nlat * nphi if nlat and nphi else 4.5 * (self.lmax + 1) ** 2
+        self.transform_threads = transform_threads(self.threads, points)
+        _check_not_forked(self.transform_threads)  # before the plan cache (the parent's plans)
+        self.sh = _transform(self.lmax, nlat, nphi, self.transform_threads)
         sh = self.sh
         self.nlat, self.nphi = sh.nlat, sh.nphi
         self.degree = np.asarray(sh.l, dtype=np.int64)
