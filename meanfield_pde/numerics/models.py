@@ -121,8 +121,9 @@ class MeanFieldModel(IMEXModel):
         self._v = tuple(self._work[1:1 + ncomp])
         self._flux = tuple(self._work[1 + ncomp:1 + 2 * ncomp])
         self._phi = self._work[-1] if kind == "SA" else None
-        # the arrays of the pointwise passes, on the calling thread: split in latitude bands on
-        # a pool of Python threads they made whole runs 5-10 % slower at L = 255 on 2 threads
+        # the arrays of the pointwise passes, on the calling thread (split in latitude bands on
+        # a pool of Python threads, they gained nothing measurable in whole runs at L = 255 on
+        # 2 threads: within ±5 %, and 5-10 % slower in one comparison)
         self._passes = (self._f, *self._v, *self._flux) + ((self._phi,) if kind == "SA" else ())
 
     def __reduce__(self):
