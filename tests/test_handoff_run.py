@@ -497,3 +497,39 @@ def test_the_particle_phase_shows_a_progress_bar_over_its_snapshots(tmp_path, ca
     assert "handoff_test (particles)" in err and "7/7 snapshots, t = 0.6, 1 cluster " in err
     run(config, tmp_path / "quiet.nc", progress=False, overwrite=True)
     assert "particles" not in capsys.readouterr().err
+
+
+def test_the_pde_bar_ends_at_an_early_hand_off_and_says_so(tmp_path, capsys):
+    """The tail hands off at t ≈ 0.0145 of time.t_end = 0.04: the PDE phase is complete there.
+    Its bar was left at 36 % (t=0.01445/0.04), as if the run had stalled; it now ends at 100 %
+    at the hand-off time with a note."""
+    config = case(lmax=15, t_end=0.04, every=0.01,
+                  handoff={"t_end": 0.08, "per_decade": 2, "drop_mass": 0.05})
+    ds = run(config, tmp_path / "bar.nc", progress=True)
+    t_h = float(ds.attrs["handoff_time"])
+    assert "spectral tail" in ds.attrs["handoff_trigger"] and t_h < 0.03
+    lines = [line.strip() for line in capsys.readouterr().err.replace("\r", "\n").splitlines()
+             if line.startswith("handoff_test:")]
+    assert lines[-1].startswith(f"handoff_test: 100%|██████████| t={t_h:.4g}/{t_h:.4g} "), lines[-1]
+    assert lines[-1].endswith("handed off to particles"), lines[-1]
+
+
+def test_the_hand_off_figure_wraps_a_long_status_inside_the_figure(tmp_path):
+    """The hand-off figure's title put the status on its one line: a stopped run's status (some
+    200 characters) ran past both edges of the figure. It is now wrapped under the title, as
+    plot_run's (labels.status_lines), and the title fits the figure."""
+    from meanfield_pde.plotting.handoff_plot import plot_handoff
+    from meanfield_pde.plotting.labels import STATUS_WIDTH
+    config = case(lmax=15, t_end=0.04, every=0.01, handoff={"t_end": 0.08, "per_decade": 2, "drop_mass": 0.05})
+    ds = run(config, tmp_path / "title.nc", progress=False)
+    ds.attrs["status"] = ("stopped: could not write the file (No space left on device) at t = 0.0612345 "
+                          "(after the hand-off at t = 0.0144525); the last good state is kept; free some "
+                          "space and continue it with meanfield-pde run --resume title.nc")
+    fig = plot_handoff(ds)
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle
+    lines = title.get_text().split("\n")
+    assert len(lines) >= 3 and all(len(line) <= STATUS_WIDTH for line in lines[1:])
+    assert " ".join(lines[1:]) == ds.attrs["status"]
+    box = title.get_window_extent(renderer)
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox)

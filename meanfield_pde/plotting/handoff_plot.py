@@ -20,7 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ..analysis.merges import merge_checks  # noqa: E402
 from ..core.errors import printable  # noqa: E402
-from .labels import attr_number  # noqa: E402
+from .labels import attr_number, status_lines  # noqa: E402
 from .plot import draw_circle_lines, draw_sphere_maps, drawable, time_values  # noqa: E402
 
 MAX_PLATEAUS = 6
@@ -100,8 +100,9 @@ def plot_handoff(ds) -> Figure:
     else:
         ax_m.text(0.5, 0.5, "no merges", ha="center", va="center", transform=ax_m.transAxes)
         ax_m.set_axis_off()
-    fig.suptitle(printable(f"{ds.attrs.get('model', '?')} on {ds.attrs.get('manifold', '?')}: "
-                           f"β = {attr_number(ds.attrs, 'beta')}, ν = 0, lmax = {attr_number(ds.attrs, 'lmax')}, hand-off to "
-                           f"{ds.attrs.get('handoff_nodes', '?')} nodes at t = {t_h if t_h is not None else float('nan'):.3g}"
-                           f"  —  {ds.attrs.get('status', 'status unknown')}"))
+    # the status on its own wrapped lines, as under plot_run's title: a long one was cut off
+    fig.suptitle("\n".join([printable(
+        f"{ds.attrs.get('model', '?')} on {ds.attrs.get('manifold', '?')}: β = {attr_number(ds.attrs, 'beta')}, "
+        f"ν = 0, lmax = {attr_number(ds.attrs, 'lmax')}, hand-off to {ds.attrs.get('handoff_nodes', '?')} "
+        f"nodes at t = {t_h if t_h is not None else float('nan'):.3g}")] + status_lines(ds.attrs)))
     return fig

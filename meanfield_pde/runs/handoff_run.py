@@ -175,6 +175,23 @@ class TriggerMonitor(ResolutionMonitor):
         return self.reason
 
 
+class SpectralBar(ProgressBar):
+    """The PDE phase's bar over t. When the trigger monitor hands off before the latest hand-off
+    time, the phase is complete at the hand-off: the bar ends there at 100 % with a note (it was
+    left partial, with the monitor's "stopped: resolution lost" status, though the run goes on)."""
+
+    def __init__(self, monitor: TriggerMonitor, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.monitor = monitor
+
+    def finish(self, status: str) -> None:
+        if self.monitor.reason is not None:  # the trigger fired: t is the last good state's
+            self.bar.total = self.bar.n = self.t  # n: the steps' sum, t to rounding
+            self.bar.bar_format = "{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}]{postfix}"
+            status = "handed off to particles"
+        super().finish(status)
+
+
 @dataclass
 class HandoffState:
     """Where a hand-off run starts: the assembled PDE run, a state and its time; ``handed``:
@@ -236,10 +253,10 @@ class HandoffRun(RunKind):
         to_dataset = (lambda *a: with_handoff_variables(snapshots_to_dataset(*a), config, d,
                                                         PHASE_SPECTRAL, 0))
         latest = handoff_time_limit(config)
-        observers = [SnapshotRecorder(sim.model, sink, to_dataset),
-                     ProgressBar(latest, config.name, progress, start=state.t)]
         # the hand-off trigger: a monitor of the same kind with the lower tail threshold
         monitor = TriggerMonitor(sim.geometry, config.handoff.tail, config.monitor.negative_density)
+        observers = [SnapshotRecorder(sim.model, sink, to_dataset),
+                     SpectralBar(monitor, latest, config.name, progress, start=state.t)]
         result = integrate(sim.model, sim.control, state.coef, latest, every=config.snapshot_interval,
                            dt=config.time.dt, cfl=config.time.cfl, monitor=monitor, observers=observers,
                            max_steps=config.time.max_steps, t0=state.t)
