@@ -624,3 +624,18 @@ def test_a_file_with_merges_as_attributes_is_read_and_resumed_in_its_own_layout(
     assert int(old.attrs["n_merges"]) == 1 and "n_merges" not in new.attrs
     assert merge_events(old) == merge_events(new) and len(merge_events(new)) == 1
     assert merge_checks(old) == merge_checks(new)
+
+
+def test_merges_beyond_the_merge_dimension_are_counted_and_the_first_kept():
+    """More merges at one snapshot than the merge dimension (handoff.max_clusters) holds:
+    merge_count counts all, the slots keep the first, merge_events lists those, in order."""
+    from meanfield_pde.analysis.merges import merge_events
+    from meanfield_pde.particles.clusters import MergeEvent
+    from meanfield_pde.runs.handoff_run import _merge_variables
+    events = [MergeEvent(0.5, 1.0, (0, 1), 3, 0.6), MergeEvent(0.5, 1.0, (3, 2), 4, 1.0)]
+    rows = [_merge_variables(1), _merge_variables(1, events), _merge_variables(1, events[1:])]
+    ds = xr.Dataset({name: (spec[0], np.concatenate([r[name][1] for r in rows]))
+                     for name, spec in rows[0].items()}, coords={"time": [0.5, 1.0, 2.0]})
+    assert list(ds.merge_count.values) == [0, 2, 1]
+    # the row at t = 2 holds the second event as written there: its own bracket [0.5, 2]
+    assert merge_events(ds) == [events[0], MergeEvent(0.5, 2.0, (3, 2), 4, 1.0)]
