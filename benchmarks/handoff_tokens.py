@@ -52,6 +52,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield_pde.analysis.clusters import ClusterTracker
+from meanfield_pde.analysis.merges import merge_events
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.geometry import make_geometry
 from meanfield_pde.particles.adaptive import integrate_weighted
@@ -96,9 +97,7 @@ def run_values(ds, check):
     the hand-off), its first merge bracket (or None) and all its merge brackets."""
     t = ds.time.values
     counts = np.array([int(ds.n_clusters.values[int(np.argmin(np.abs(t - c)))]) for c in check])
-    merges = (list(zip(np.atleast_1d(ds.attrs["merge_time_before"]).tolist(),
-                       np.atleast_1d(ds.attrs["merge_time"]).tolist()))
-              if int(ds.attrs.get("n_merges", 0)) else [])
+    merges = [(e.t_before, e.t) for e in merge_events(ds)]
     return counts, (merges[0] if merges else None), merges
 
 
@@ -189,8 +188,8 @@ def main() -> None:
     check = np.array(args.times) if args.times else np.geomspace(times[1], times[-1], 4)
     at = [int(np.argmin(np.abs(times - t))) for t in check]
     run_counts = np.concatenate([[-1], ds.n_clusters.values[(ds.phase.values == 1) & (t_all <= t_end)]])
-    run_first = (float(np.atleast_1d(ds.attrs["merge_time_before"])[0]),
-                 float(np.atleast_1d(ds.attrs["merge_time"])[0])) if int(ds.attrs.get("n_merges", 0)) else None
+    run_events = merge_events(ds)
+    run_first = (run_events[0].t_before, run_events[0].t) if run_events else None
     print(f"{config.name}: {config.model.kind} beta = {config.model.beta:g}, n = {args.n} tokens, "
           f"{args.seeds} seeds, to t = {times[-1]:.4g}; linkage {angle:.3g} rad, min mass {min_mass:g}")
     head = " | ".join(f"t={times[i]:.3g}" for i in at)

@@ -32,7 +32,7 @@ from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _version
 
 from . import _compat
-from .core.errors import ConfigError, NumericalFault, RunStoppedWarning
+from .core.errors import ConfigError, NotARunError, NumericalFault, RunStoppedWarning
 
 try:  # the one source of the version: the git tag, read by setuptools-scm at install time
     __version__ = _version("meanfield_pde")
@@ -48,7 +48,7 @@ _LAZY = {"load_case": "runs.cases", "case_names": "runs.cases", "describe_cases"
 
 __all__ = ["load_case", "case_names", "describe_cases", "Config", "from_dict", "run", "resume", "build",
            "coefficients", "positions", "density",
-           "ConfigError", "NumericalFault", "RunStoppedWarning"]
+           "ConfigError", "NotARunError", "NumericalFault", "RunStoppedWarning"]
 
 
 def __getattr__(name):

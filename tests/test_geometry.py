@@ -118,6 +118,45 @@ def test_forked_child_of_threaded_transforms_refuses_instead_of_hanging():
     assert message.startswith("RuntimeError") and "get_context('spawn')" in message, message
 
 
+def _inherited_spheres_in_fork(queue, threaded, single):
+    """A forked child's transforms of Spheres made in its parent: each one's result or error."""
+    for g in (single, threaded):
+        try:
+            g.synthesis(g.zeros_coef())
+            queue.put("ok")
+        except Exception as exc:  # noqa: BLE001 (reported to the parent)
+            queue.put(f"{type(exc).__name__}: {exc}")
+        queue.put(g.index(2, 1))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+def test_a_threaded_sphere_inherited_through_fork_refuses_instead_of_hanging():
+    """A Sphere on 2 transform threads made in the parent and used in a forked child hung there
+    for good (its plan's OpenMP threads are not in the child); only new Spheres were checked.
+    Its transforms now raise the fix at once; one on 1 thread (also inherited) still works,
+    and the index lookup of the stale one too."""
+    import multiprocessing
+
+    threaded = Sphere(31, nlat=256, nphi=512, threads=2)  # 2^17 points: transforms on 2 threads
+    single = Sphere(31, threads=2)  # 48 x 96 points: 1 thread
+    assert (threaded.transform_threads, single.transform_threads) == (2, 1)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_inherited_spheres_in_fork, args=(queue, threaded, single))
+    child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child's transforms hung")
+    first, first_index, second, second_index = (queue.get(timeout=5) for _ in range(4))
+    assert first == "ok" and first_index == single.index(2, 1), first
+    assert second_index == threaded.index(2, 1)
+    assert second.startswith("RuntimeError: Sphere: this object was made before the process forked"), second
+    assert "get_context('spawn')" in second
+    threaded.synthesis(threaded.zeros_coef())  # the parent's own plan is untouched
+
+
 def test_transforms_take_a_thread_per_2_16_grid_points_and_agree_bit_for_bit():
     """The transforms run on one OpenMP thread per POINTS_PER_THREAD grid points at most
     (waking a sleeping thread for each transform costs more than it saves on small grids:

@@ -329,15 +329,17 @@ def test_two_clusters_merge_once_within_the_snapshot_bracket_of_the_closed_form(
     exactly, so the closed form T_θ (theory.clusters.merge_time, θ the run's linkage angle)
     from that snapshot must fall in the run's bracket [t_before, t] of the merge (measured:
     2.689 in [2.682, 2.840]); the merged cluster carries the whole mass."""
-    from meanfield_pde.analysis.merges import merge_checks
+    from meanfield_pde.analysis.merges import merge_checks, merge_events
     _, ds = two_clusters
-    assert ds.attrs["status"] == "completed" and int(ds.attrs["n_merges"]) == 1
+    assert ds.attrs["status"] == "completed" and int(ds.merge_count.sum()) == 1
+    (event,) = merge_events(ds)
     (check,) = merge_checks(ds, max_radius=1e-6)
     assert check.others == 0 and check.t_start < check.t_before
     assert check.t_before <= check.predicted <= check.t
-    assert float(ds.attrs["merge_mass"]) == pytest.approx(1.0, abs=ds.attrs["handoff_nodes"] * EPS)
+    assert (check.t_before, check.t) == (event.t_before, event.t)
+    assert event.mass == pytest.approx(1.0, abs=ds.attrs["handoff_nodes"] * EPS)
     after = ds.isel(time=ds.time.values > check.t)
-    assert np.all(after.n_clusters.values == 1) and np.all(after.cluster_id.values[:, 0] == ds.attrs["merge_child"])
+    assert np.all(after.n_clusters.values == 1) and np.all(after.cluster_id.values[:, 0] == event.child)
 
 
 def test_plot_of_a_hand_off_run_draws_the_staircase_figure(two_clusters, tmp_path):
@@ -497,3 +499,143 @@ def test_the_particle_phase_shows_a_progress_bar_over_its_snapshots(tmp_path, ca
     assert "handoff_test (particles)" in err and "7/7 snapshots, t = 0.6, 1 cluster " in err
     run(config, tmp_path / "quiet.nc", progress=False, overwrite=True)
     assert "particles" not in capsys.readouterr().err
+
+
+def test_the_pde_bar_ends_at_an_early_hand_off_and_says_so(tmp_path, capsys):
+    """The tail hands off at t ≈ 0.0145 of time.t_end = 0.04: the PDE phase is complete there.
+    Its bar was left at 36 % (t=0.01445/0.04), as if the run had stalled; it now ends at 100 %
+    at the hand-off time with a note."""
+    config = case(lmax=15, t_end=0.04, every=0.01,
+                  handoff={"t_end": 0.08, "per_decade": 2, "drop_mass": 0.05})
+    ds = run(config, tmp_path / "bar.nc", progress=True)
+    t_h = float(ds.attrs["handoff_time"])
+    assert "spectral tail" in ds.attrs["handoff_trigger"] and t_h < 0.03
+    lines = [line.strip() for line in capsys.readouterr().err.replace("\r", "\n").splitlines()
+             if line.startswith("handoff_test:")]
+    assert lines[-1].startswith(f"handoff_test: 100%|██████████| t={t_h:.4g}/{t_h:.4g} "), lines[-1]
+    assert lines[-1].endswith("handed off to particles"), lines[-1]
+
+
+def test_the_hand_off_figure_wraps_a_long_status_inside_the_figure(tmp_path):
+    """The hand-off figure's title put the status on its one line: a stopped run's status (some
+    200 characters) ran past both edges of the figure. It is now wrapped under the title, as
+    plot_run's (labels.status_lines), and the title fits the figure."""
+    from meanfield_pde.plotting.handoff_plot import plot_handoff
+    from meanfield_pde.plotting.labels import STATUS_WIDTH
+    config = case(lmax=15, t_end=0.04, every=0.01, handoff={"t_end": 0.08, "per_decade": 2, "drop_mass": 0.05})
+    ds = run(config, tmp_path / "title.nc", progress=False)
+    ds.attrs["status"] = ("stopped: could not write the file (No space left on device) at t = 0.0612345 "
+                          "(after the hand-off at t = 0.0144525); the last good state is kept; free some "
+                          "space and continue it with meanfield-pde run --resume title.nc")
+    fig = plot_handoff(ds)
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle
+    lines = title.get_text().split("\n")
+    assert len(lines) >= 3 and all(len(line) <= STATUS_WIDTH for line in lines[1:])
+    assert " ".join(lines[1:]) == ds.attrs["status"]
+    box = title.get_window_extent(renderer)
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox)
+
+
+# -- merge events written with their snapshot: kept by a killed run -------------------------
+TWO_NEAR = {"description": "two clusters 90 degrees apart", "model": {"kind": "USA", "beta": 5.0},
+            "domain": {"lmax": 21, "threads": 1},
+            "initial": {"type": "von_mises_fisher", "centres": [[0, 0, 1], [1, 0, 0]],
+                        "concentrations": [10.0, 10.0], "weights": [0.65, 0.35]},
+            "time": {"t_end": 0.01, "dt": 1e-3}, "output": {"every": 0.005, "plot": False},
+            "handoff": {"enabled": True, "t_end": 1.0, "per_decade": 4, "drop_mass": 1e-2,
+                        "merge_tol": 1e-4}}
+"""USA, β = 5: two vMF 90° apart, handed off at t = 0.01; they merge in [0.13, 0.23] (3 CPU s)."""
+
+KILLED_AFTER_A_MERGE = """
+import os, signal, sys
+import meanfield_pde.particles.clusters as pc
+from meanfield_pde.runs import runfile
+from meanfield_pde.runs.config import from_dict
+from meanfield_pde.runs.runner import run
+
+found, update, append = [], pc.ClusterTracker.update, runfile.RunFile.append
+
+def spy(self, t, x, weights=None):
+    clusters, events = update(self, t, x, weights)
+    found.extend(events)
+    return clusters, events
+
+def append_then_kill(self, record):
+    append(self, record)  # written and synced
+    if found:  # the snapshot at which the merge was found is on disk: killed as by the OOM killer
+        e = found[0]
+        print(repr((e.t_before, e.t, tuple(map(int, e.parents)), int(e.child), e.mass)), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+pc.ClusterTracker.update, runfile.RunFile.append = spy, append_then_kill
+run(from_dict(%r, name="two"), sys.argv[1], progress=False)
+"""
+
+
+def test_a_hand_off_run_killed_after_a_merge_keeps_the_merge_in_its_file(tmp_path):
+    """The merge events were global attributes written when the run ended: a run killed by
+    SIGKILL (or a machine that died) lost every merge although its snapshots were on disk. They
+    are now written with the snapshot at which each merge is found: a run killed right after
+    that snapshot keeps the merge, read back by merge_events as for a finished run."""
+    from meanfield_pde.analysis.merges import merge_events
+    from meanfield_pde.runs.runcheck import open_checked
+    path = tmp_path / "killed.nc"
+    proc = subprocess.run([sys.executable, "-c", KILLED_AFTER_A_MERGE % TWO_NEAR, str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr
+    t_before, t, parents, child, mass = eval(proc.stdout.strip().splitlines()[-1])
+    with open_checked(path, "killed run") as ds:  # a valid file: the run can be resumed
+        assert ds.attrs["status"] == "running" and "n_merges" not in ds.attrs
+        assert float(ds.time.values[-1]) == t
+        (event,) = merge_events(ds)
+        assert (event.t_before, event.t, event.parents, event.child) == (t_before, t, parents, child)
+        assert event.mass == mass == pytest.approx(1.0, rel=1e-12)
+        assert event.t_before == float(ds.time.values[-2])  # the bracket: the two last snapshots
+        assert list(ds.merge_count.values) == [0] * (ds.sizes["time"] - 1) + [1]
+        assert ds.cluster_id.values[-1, 0] == child and ds.n_clusters.values[-1] == 1
+
+
+def test_a_file_with_merges_as_attributes_is_read_and_resumed_in_its_own_layout(tmp_path, monkeypatch):
+    """A file begun before the per-snapshot merge variables (merges as global attributes at the
+    end) is resumed without them (its records have no room for them) and gets its merges as
+    attributes again; merge_events reads those as it reads the variables of a newer file."""
+    import meanfield_pde.runs.handoff_run as hr
+    from meanfield_pde.analysis.merges import merge_checks, merge_events
+    new = run(from_dict(TWO_NEAR, name="two"), tmp_path / "new.nc", progress=False)
+    monkeypatch.setattr(hr, "_merge_variables", lambda k, events=(): {})  # the older layout
+    original, calls = hr.particle_record, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(hr, "particle_record", interrupted)
+    path = tmp_path / "old.nc"
+    with pytest.warns(RunStoppedWarning):
+        run(from_dict(TWO_NEAR, name="two"), path, progress=False)
+    monkeypatch.undo()  # this version resumes it
+    with xr.open_dataset(path) as disk:
+        assert "merge_count" not in disk and np.any(disk.phase.values == 1)
+    old = meanfield_pde.resume(path, progress=False)
+    assert old.attrs["status"] == "completed" and "merge_count" not in old
+    assert int(old.attrs["n_merges"]) == 1 and "n_merges" not in new.attrs
+    assert merge_events(old) == merge_events(new) and len(merge_events(new)) == 1
+    assert merge_checks(old) == merge_checks(new)
+
+
+def test_merges_beyond_the_merge_dimension_are_counted_and_the_first_kept():
+    """More merges at one snapshot than the merge dimension (handoff.max_clusters) holds:
+    merge_count counts all, the slots keep the first, merge_events lists those, in order."""
+    from meanfield_pde.analysis.merges import merge_events
+    from meanfield_pde.particles.clusters import MergeEvent
+    from meanfield_pde.runs.handoff_run import _merge_variables
+    events = [MergeEvent(0.5, 1.0, (0, 1), 3, 0.6), MergeEvent(0.5, 1.0, (3, 2), 4, 1.0)]
+    rows = [_merge_variables(1), _merge_variables(1, events), _merge_variables(1, events[1:])]
+    ds = xr.Dataset({name: (spec[0], np.concatenate([r[name][1] for r in rows]))
+                     for name, spec in rows[0].items()}, coords={"time": [0.5, 1.0, 2.0]})
+    assert list(ds.merge_count.values) == [0, 2, 1]
+    # the row at t = 2 holds the second event as written there: its own bracket [0.5, 2]
+    assert merge_events(ds) == [events[0], MergeEvent(0.5, 2.0, (3, 2), 4, 1.0)]

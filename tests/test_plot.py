@@ -151,3 +151,45 @@ def test_errors():
         plot.plot_run(ds, times=-0.5)
     with pytest.raises(ValueError, match="output"):
         figure_file.save_figure(ds)  # in-memory Dataset: nowhere to put the PNG
+
+
+@pytest.mark.parametrize("raised, hinted", [
+    (lambda e: e.NotARunError("the Dataset lacks what this figure needs"), True),
+    (lambda e: ValueError("dataset has no 'density' variable (as the old text said)"), False),
+], ids=["NotARunError-reworded", "ValueError-old-text"])
+def test_plot_adds_what_it_draws_by_the_errors_type_not_its_text(tmp_path, monkeypatch, capsys, raised,
+                                                                  hinted):
+    """`meanfield-pde plot` added its hint ("plot draws the files of ...") when the error's text
+    held "no 'density' variable" or "not a run of meanfield-pde": a reworded message lost it, an
+    unrelated one with those words got it. It now decides by the type, NotARunError (a
+    ConfigError, so a ValueError: plot_run's callers catching those still catch it)."""
+    from meanfield_pde.cli.commands import main
+    from meanfield_pde.core import errors
+    from meanfield_pde.core.errors import ConfigError, NotARunError
+
+    assert issubclass(NotARunError, ConfigError) and issubclass(NotARunError, ValueError)
+    path = tmp_path / "run.nc"
+    _sphere_ds().drop_attrs().to_netcdf(path)
+
+    def fails(*args, **kwargs):
+        raise raised(errors)
+
+    monkeypatch.setattr(figure_file, "plot_run", fails)
+    assert main(["plot", str(path), "-o", str(tmp_path / "fig.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"meanfield-pde: error: plot: {str(path)!r}: ") and "\n" not in err, err
+    assert ("plot draws the files of `meanfield-pde run`" in err) is hinted, err
+
+
+def test_files_that_are_not_runs_raise_not_a_run_error(tmp_path):
+    """open_checked on a file without a time axis and plot_run on a Dataset without density raise
+    NotARunError (the type the command line's hint is chosen by)."""
+    from meanfield_pde.core.errors import NotARunError
+    from meanfield_pde.runs.runcheck import open_checked
+
+    path = tmp_path / "other.nc"
+    xr.Dataset({"x": ("n", [1.0, 2.0])}).to_netcdf(path)
+    with pytest.raises(NotARunError, match="not a run of meanfield-pde"):
+        open_checked(path, "here")
+    with pytest.raises(NotARunError, match="no 'density' variable"):
+        plot.plot_run(_sphere_ds().drop_vars("density"))

@@ -271,6 +271,68 @@ def test_the_status_parsing_check_lets_status_be_written_and_shown(snippet):
     assert not status_parsing(snippet)
 
 
+def _text_of(node: ast.AST, names: set[str]) -> bool:
+    """The expression is the text of a caught exception: str(e), repr(e), format(e), e.args[...]."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and \
+                sub.func.id in ("str", "repr", "format") and sub.args and \
+                isinstance(sub.args[0], ast.Name) and sub.args[0].id in names:
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "args" and \
+                isinstance(sub.value, ast.Name) and sub.value.id in names:
+            return True
+    return False
+
+
+def error_text_parsing(source: str) -> list[int]:
+    """Line numbers where the text of a caught exception (``except ... as e``) is compared,
+    searched or cut up: deciding by a message breaks when it is reworded; decide by the type."""
+    lines = []
+    for handler in ast.walk(ast.parse(source)):
+        if not isinstance(handler, ast.ExceptHandler) or not handler.name:
+            continue
+        names = {handler.name}
+        for node in ast.walk(handler):
+            if isinstance(node, ast.Compare) and _text_of(node, names) and \
+                    any(isinstance(p, ast.Constant) and isinstance(p.value, str)
+                        for p in [node.left, *node.comparators]):
+                lines.append(node.lineno)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in TEXT_METHODS | {"search", "match", "fullmatch"} and \
+                    any(_text_of(a, names) for a in [node.func.value, *node.args]):
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_no_module_decides_by_the_text_of_an_error():
+    """`plot` chose its hint by searching error messages ("not a run of meanfield-pde" in
+    str(exc)); such decisions use the exception's type (e.g. NotARunError) instead."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found += [f"{path.relative_to(PACKAGE)}:{n}" for n in error_text_parsing(path.read_text())]
+    assert not found, f"error text parsed at {found}: raise and catch a dedicated exception type"
+
+
+@pytest.mark.parametrize("snippet", [
+    'try:\n    f()\nexcept ConfigError as exc:\n    if "not a run" in str(exc):\n        raise',
+    'try:\n    f()\nexcept ValueError as e:\n    hint = "x" if "no \'density\'" in str(e) else ""',
+    'try:\n    f()\nexcept OSError as err:\n    ok = str(err).startswith("No space")',
+    'try:\n    f()\nexcept KeyError as err:\n    ok = err.args[0] == "time"',
+    'try:\n    f()\nexcept ValueError as err:\n    ok = re.search("bad", str(err))',
+])
+def test_the_error_text_check_catches_decisions_on_messages(snippet):
+    assert error_text_parsing(snippet)
+
+
+@pytest.mark.parametrize("snippet", [
+    'try:\n    f()\nexcept NotARunError as exc:\n    raise ConfigError(f"{exc}; hint") from None',
+    'try:\n    f()\nexcept OSError as exc:\n    why = exc.strerror or str(exc)',
+    'try:\n    f()\nexcept OSError as exc:\n    full = exc.errno == errno.ENOSPC',
+])
+def test_the_error_text_check_lets_messages_be_shown(snippet):
+    assert not error_text_parsing(snippet)
+
+
 def test_a_corrupt_attribute_type_code_is_refused_as_damaged(tmp_path):
     """A flipped byte in the type code of a header attribute (here stop_reason's) makes scipy's
     reader raise KeyError: the file is refused with one line, not a traceback."""

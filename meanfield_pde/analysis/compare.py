@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, NotARunError
 from ..runs.runcheck import check_conventions
 
 TIME_TOLERANCE = 1e-9  # relative: snapshots of two runs at "the same" output time
@@ -322,7 +322,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     """
     for label, ds in (("first", ds_a), ("second", ds_b)):
         if "coef_real" not in ds or "coef_imag" not in ds:
-            raise ConfigError(f"compare: the {label} file is not a run of meanfield-pde (no coef_real/"
+            raise NotARunError(f"compare: the {label} file is not a run of meanfield-pde (no coef_real/"
                               "coef_imag; a comparison or sweep file cannot be compared)")
         # the coefficients' convention attributes, as the command line's readers check them
         check_conventions(ds, f"compare: the {label} run")

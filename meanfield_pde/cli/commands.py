@@ -17,7 +17,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from ..core.errors import ConfigError, RunStoppedWarning, printable
+from ..core.errors import ConfigError, NotARunError, RunStoppedWarning, printable
 from ..core.stops import EXIT_STOPPED, StopReason, stop_reason
 from ..runs.outputs import claim
 
@@ -227,20 +227,19 @@ def _cmd_plot(args) -> int:
         from ..runs.runcheck import read_attributes
         if is_sweep(read_attributes(path, f"plot: {str(path)!r}")):  # the sweep's figure, as `sweep` drew it
             return _plot_sweep(path, output, times, args)
-        try:
+        try:  # what plot draws is added by the error's type (NotARunError), not its text
             ds = open_checked(path, f"plot: {str(path)!r}")
-        except ConfigError as exc:
-            if "not a run of meanfield-pde" in str(exc):
-                raise ConfigError(f"{exc}; {PLOTTABLE}") from None
-            raise
+        except NotARunError as exc:
+            raise NotARunError(f"{exc}; {PLOTTABLE}") from None
         try:
             with ds:
                 out = save_figure(ds, output, times=times, overwrite=args.overwrite)
+        except NotARunError as exc:
+            raise NotARunError(f"plot: {str(path)!r}: {exc}; {PLOTTABLE}") from None
         except ValueError as exc:
             if isinstance(exc, ConfigError):
                 raise
-            hint = f"; {PLOTTABLE}" if "no 'density' variable" in str(exc) else ""
-            raise ConfigError(f"plot: {str(path)!r}: {exc}{hint}") from None
+            raise ConfigError(f"plot: {str(path)!r}: {exc}") from None
     print(f"wrote {out}")
     return 0
 

@@ -8,6 +8,16 @@ class ConfigError(ValueError):
     """
 
 
+class NotARunError(ConfigError):
+    """The file or Dataset is readable but not a run of the kind the call takes: not a run of
+    meanfield-pde at all (no time axis, no coefficients), or a run without what it needs
+    (:func:`meanfield_pde.plotting.plot.plot_run` and ``animate``: no ``density``).
+
+    A ConfigError (and so a ValueError): callers catching those still catch it; the command
+    line adds what its command does read by this type, never by the message's text.
+    """
+
+
 class NumericalFault(ArithmeticError):
     """The numerical state cannot be advanced (non-finite values, lost positivity of Φ...).
 

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from matplotlib import animation  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 
-from ..core.errors import ConfigError  # noqa: E402
+from ..core.errors import ConfigError, NotARunError  # noqa: E402
 from .labels import equation_title, time_label, time_symbol  # noqa: E402
 from .plot import token_directions, draw_orthographic, view_centre  # noqa: E402
 
@@ -212,7 +212,7 @@ def animate_run(ds, output, *, fps: int = 10, view: str = "rotate", overwrite: b
     from ..runs.outputs import write_file
     writer = check_arguments(output, fps, view)
     if "density" not in ds:
-        raise ConfigError("animate: the file has no 'density' variable (a run of `meanfield-pde run` "
+        raise NotARunError("animate: the file has no 'density' variable (a run of `meanfield-pde run` "
                           f"is needed; variables present: {sorted(ds.data_vars)})")
     output = pathlib.Path(output)
     frames = _Frames(ds, view)

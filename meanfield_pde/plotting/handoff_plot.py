@@ -18,9 +18,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from ..analysis.merges import merge_checks  # noqa: E402
+from ..analysis.merges import merge_checks, merge_events  # noqa: E402
 from ..core.errors import printable  # noqa: E402
-from .labels import attr_number  # noqa: E402
+from .labels import attr_number, status_lines  # noqa: E402
 from .plot import draw_circle_lines, draw_sphere_maps, drawable, time_values  # noqa: E402
 
 MAX_PLATEAUS = 6
@@ -28,13 +28,14 @@ MAX_PLATEAUS = 6
 
 def plateau_starts(ds) -> list[int]:
     """Snapshot indices at the start of each plateau: the hand-off (last spectral snapshot), then
-    the first snapshot at or after each merge (attribute merge_time); at most MAX_PLATEAUS (the
+    the first snapshot at or after each merge (:func:`meanfield_pde.analysis.merges.merge_events`);
+    at most MAX_PLATEAUS (the
     first and the last kept)."""
     t = ds.time.values
     phase = ds.phase.values
     spectral = np.flatnonzero(phase == 0)
     idx = [int(spectral[-1])] if spectral.size else [0]
-    for tm in np.atleast_1d(ds.attrs.get("merge_time", [])):
+    for tm in sorted({e.t for e in merge_events(ds)}):
         k = int(np.searchsorted(t, float(tm) * (1 - 1e-12)))
         if k < t.size and k not in idx:
             idx.append(k)
@@ -64,7 +65,7 @@ def plot_handoff(ds) -> Figure:
     ax_e, ax_n, ax_m = bottom.subplots(1, 3)
     positive = t > 0
     t_h = float(ds.attrs["handoff_time"]) if "handoff_time" in ds.attrs else None
-    merges = np.atleast_1d(ds.attrs.get("merge_time", []))
+    merges = sorted({e.t for e in merge_events(ds)})
     phase = ds.phase.values
     ax_e.plot(t[positive & (phase == 0)], ds.energy.values[positive & (phase == 0)], ".-", label="spectral")
     ax_e.plot(t[positive & (phase == 1)], ds.energy.values[positive & (phase == 1)], ".-", label="particles")
@@ -100,8 +101,9 @@ def plot_handoff(ds) -> Figure:
     else:
         ax_m.text(0.5, 0.5, "no merges", ha="center", va="center", transform=ax_m.transAxes)
         ax_m.set_axis_off()
-    fig.suptitle(printable(f"{ds.attrs.get('model', '?')} on {ds.attrs.get('manifold', '?')}: "
-                           f"β = {attr_number(ds.attrs, 'beta')}, ν = 0, lmax = {attr_number(ds.attrs, 'lmax')}, hand-off to "
-                           f"{ds.attrs.get('handoff_nodes', '?')} nodes at t = {t_h if t_h is not None else float('nan'):.3g}"
-                           f"  —  {ds.attrs.get('status', 'status unknown')}"))
+    # the status on its own wrapped lines, as under plot_run's title: a long one was cut off
+    fig.suptitle("\n".join([printable(
+        f"{ds.attrs.get('model', '?')} on {ds.attrs.get('manifold', '?')}: β = {attr_number(ds.attrs, 'beta')}, "
+        f"ν = 0, lmax = {attr_number(ds.attrs, 'lmax')}, hand-off to {ds.attrs.get('handoff_nodes', '?')} "
+        f"nodes at t = {t_h if t_h is not None else float('nan'):.3g}")] + status_lines(ds.attrs)))
     return fig

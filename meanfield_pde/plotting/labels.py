@@ -13,7 +13,7 @@ import textwrap
 
 from ..core.errors import printable
 
-__all__ = ["time_symbol", "time_label", "equation_title", "STATUS_WIDTH"]
+__all__ = ["time_symbol", "time_label", "equation_title", "status_lines", "STATUS_WIDTH"]
 
 STATUS_WIDTH = 110  # characters per line of a run's status under the title
 
@@ -65,6 +65,11 @@ def equation_title(attrs, manifold: str | None = None) -> str:
     where = manifold or attrs.get("manifold", "sphere")
     line = (f"{what} on the {where}:  β = {attr_number(attrs, 'beta')},  ν = {nu} ({noise}),"
             f"  lmax = {attr_number(attrs, 'lmax')},  time {time_symbol(attrs)}")
+    return "\n".join([printable(line)] + status_lines(attrs))
+
+
+def status_lines(attrs) -> list[str]:
+    """A run's status (attribute ``status``, control characters escaped) as the lines under a
+    figure's title: wrapped at STATUS_WIDTH characters, at most 3 lines."""
     # a stopped run's status is a sentence: its own lines, wrapped, so no title is clipped
-    status = textwrap.wrap(printable(attrs.get("status", "status unknown")), STATUS_WIDTH)
-    return "\n".join([printable(line)] + status[:3])
+    return textwrap.wrap(printable(attrs.get("status", "status unknown")), STATUS_WIDTH)[:3]

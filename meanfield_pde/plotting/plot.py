@@ -22,6 +22,7 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from ..core.errors import NotARunError  # noqa: E402
 from .events import departure, event_indices  # noqa: E402
 from .growth import draw_growth  # noqa: E402
 from .labels import equation_title, time_label, time_symbol  # noqa: E402
@@ -468,13 +469,14 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
 
     Raises
     ------
+    NotARunError
+        If ``density`` is missing (a ConfigError, so a ValueError).
     ValueError
-        If ``density`` is missing or has unknown dimensions, or a requested
-        time is outside the run's range.
+        If ``density`` has unknown dimensions, or a requested time is outside the run's range.
     """
     ds = drawable(ds)  # a huge finite value (a genuine overflowing energy) must not crash the axes
     if "density" not in ds:
-        raise ValueError("dataset has no 'density' variable (a PDE run is needed; "
+        raise NotARunError("dataset has no 'density' variable (a PDE run is needed; "
                          f"variables present: {sorted(ds.data_vars)})")
     dims = set(ds["density"].dims)
     zonal = dims == {"time", "t"}

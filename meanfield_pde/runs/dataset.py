@@ -13,7 +13,7 @@ import os
 import numpy as np
 import xarray as xr
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, NotARunError
 from .grid_density import rebuilt_density, with_density  # noqa: F401  (with_density: readers)
 from .runcheck import check_conventions, open_checked
 
@@ -53,7 +53,7 @@ def coefficients(source: xr.Dataset | str | os.PathLike) -> xr.DataArray:
     """
     ds = as_dataset(source, "coefficients:")
     if "coef_real" not in ds or "coef_imag" not in ds:
-        raise ConfigError("coefficients: the Dataset has no coef_real/coef_imag (not a run of meanfield-pde)")
+        raise NotARunError("coefficients: the Dataset has no coef_real/coef_imag (not a run of meanfield-pde)")
     check_conventions(ds, "coefficients")
     c = ds.coef_real + 1j * ds.coef_imag
     return c.assign_attrs(long_name="complex coefficients", **{
@@ -75,7 +75,7 @@ def positions(source: xr.Dataset | str | os.PathLike) -> xr.DataArray:
     """
     ds = as_dataset(source, "positions:")
     if "positions" not in ds:
-        raise ConfigError("positions: the Dataset has no positions (not a particle run; "
+        raise NotARunError("positions: the Dataset has no positions (not a particle run; "
                           "a PDE run stores coefficients: use coefficients)")
     pos = ds["positions"]
     return pos.assign_coords(xyz=("xyz", ["x", "y", "z"][:pos.sizes["xyz"]]))

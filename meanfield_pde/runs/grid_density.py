@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, NotARunError
 
 
 def grid_geometry(ds: xr.Dataset):
@@ -24,7 +24,7 @@ def grid_geometry(ds: xr.Dataset):
     manifold = str(ds.attrs.get("manifold", "circle" if "k" in ds.dims else "sphere"))
     degree = "k" if manifold == "circle" else "l"
     if degree not in ds.sizes:
-        raise ConfigError(f"density: the Dataset has no {degree!r} dimension (not a run of meanfield-pde)")
+        raise NotARunError(f"density: the Dataset has no {degree!r} dimension (not a run of meanfield-pde)")
     lmax = ds.sizes[degree] - 1
     if manifold == "circle":
         return Circle(lmax, ds.sizes.get("theta", 0))

@@ -26,9 +26,16 @@ the heat kernel for ``handoff.smoothing``), mass (Σ w_j), energy, order_paramet
 of size ``handoff.max_clusters`` (NaN, −1 before the hand-off, as their ``long_name`` says).
 After the hand-off min_density is the minimum of the smoothed density and spectral_tail that of
 the measure's coefficients (large for Diracs: the grid could not hold the measure).
-The hand-off (time, trigger, method, nodes, clipped and dropped mass, the W1 bound of the drop)
-and the merge events (time bracket, parents, child, mass) are global attributes written at the
-end of the run.
+The merge events are written with the snapshot at which each was found, so that a run killed
+(SIGKILL, power loss) keeps every merge up to its last snapshot: ``merge_count`` (all merges
+since the previous snapshot) and, padded along a ``merge`` dimension of size
+``handoff.max_clusters`` (NaN, −1 where none), ``merge_time_before`` (the previous snapshot),
+``merge_parent_a/b``, ``merge_child`` (cluster ids as in cluster_id) and ``merge_mass`` (the
+child's mass); the merge time is the snapshot's (:func:`meanfield_pde.analysis.merges.merge_events`
+reads them). The hand-off (time, trigger, method, nodes, clipped and dropped mass, the W1 bound
+of the drop) is in global attributes written at the end of the run. A file written before the
+per-snapshot merges (merge events as global attributes ``merge_*`` at the end) is resumed in its
+own layout.
 
 Resume: a run stopped before its hand-off continues from its last regular snapshot as a PDE
 run; one stopped after it re-derives the nodes from the hand-off snapshot (the last spectral
@@ -135,25 +142,50 @@ def _cluster_variables(k: int, d: int, clusters=None) -> dict:
         "cluster_radius": (dims, radius, dict(long_name="cluster radius: mass-weighted rms geodesic distance "
                                                         "of its nodes to the centre", units="radian")),
         "cluster_id": (dims, ids, dict(long_name="persistent cluster identity (a merge makes a new one; "
-                                                 "the merge_* attributes); −1: no cluster")),
+                                                 "the merge_* variables); −1: no cluster")),
+    }
+
+
+def _merge_variables(k: int, events=()) -> dict:
+    """The merges found at one snapshot (since the previous one), padded to ``k`` (module doc)."""
+    before, mass = np.full((1, k), np.nan), np.full((1, k), np.nan)
+    a, b, child = (np.full((1, k), -1, dtype=np.int32) for _ in range(3))
+    for j, e in enumerate(events[:k]):
+        before[0, j], mass[0, j] = e.t_before, e.mass
+        a[0, j], b[0, j], child[0, j] = e.parents[0], e.parents[1], e.child
+    dims = ("time", "merge")
+    none = " (NaN / −1: no merge in this slot)"
+    return {
+        "merge_count": ("time", np.array([len(events)], dtype=np.int32),
+                        dict(long_name="number of cluster merges between the previous snapshot and this "
+                                       "one (all of them, also beyond the merge dimension)")),
+        "merge_time_before": (dims, before, dict(long_name="time of the snapshot before the merge (the "
+                                                           "merge happened after it, by this snapshot's time)" + none)),
+        "merge_parent_a": (dims, a, dict(long_name="cluster_id of the first merged cluster" + none)),
+        "merge_parent_b": (dims, b, dict(long_name="cluster_id of the second merged cluster" + none)),
+        "merge_child": (dims, child, dict(long_name="cluster_id of the cluster the merge made" + none)),
+        "merge_mass": (dims, mass, dict(long_name="mass of the cluster the merge made" + none)),
     }
 
 
 def with_handoff_variables(record: xr.Dataset, config: Config, d: int, phase: int, n_nodes: int,
-                           clusters=None) -> xr.Dataset:
-    """A one-time record with the variables every snapshot of a hand-off run carries (module doc)."""
+                           clusters=None, events=(), merges: bool = True) -> xr.Dataset:
+    """A one-time record with the variables every snapshot of a hand-off run carries (module doc):
+    ``events``, the merges found at this snapshot; ``merges`` false: no merge variables (a file
+    begun before them)."""
     k = config.handoff.max_clusters
     extra = {"phase": ("time", np.array([phase], dtype=np.int32), _PHASE_ATTRS),
              "n_nodes": ("time", np.array([n_nodes], dtype=np.int32),
                          dict(long_name="number of weighted nodes (0 before the hand-off)")),
-             **_cluster_variables(k, d, clusters)}
+             **_cluster_variables(k, d, clusters), **(_merge_variables(k, list(events)) if merges else {})}
     out = record.assign(extra)
     return out.assign_coords(component=("component", list(COMPONENTS[:d])))
 
 
 def particle_record(config: Config, geometry, t: float, x: np.ndarray, w: np.ndarray, energy: float,
-                    order: float, clusters) -> xr.Dataset:
-    """One snapshot after the hand-off, with the names of a PDE snapshot (module doc)."""
+                    order: float, clusters, events=(), merges: bool = True) -> xr.Dataset:
+    """One snapshot after the hand-off, with the names of a PDE snapshot and the merges found at
+    it (``events``; ``merges`` as :func:`with_handoff_variables`) (module doc)."""
     coef = geometry.empirical_coefficients(x, w)
     density = geometry.synthesis(geometry.heat(coef, config.handoff.smoothing))
     # min_density, spectral_tail: those of the smoothed density and of the measure's coefficients
@@ -161,7 +193,8 @@ def particle_record(config: Config, geometry, t: float, x: np.ndarray, w: np.nda
     diagnostics = {"mass": float(np.sum(w)), "energy": float(energy), "order_parameter": float(order),
                    "min_density": float(np.min(density)), "spectral_tail": spectral_tail(geometry, coef)}
     record = snapshots_to_dataset(geometry, [t], [coef], [density], [diagnostics], {})
-    return with_handoff_variables(record, config, x.shape[1], PHASE_PARTICLES, x.shape[0], clusters)
+    return with_handoff_variables(record, config, x.shape[1], PHASE_PARTICLES, x.shape[0], clusters,
+                                  events, merges)
 
 
 class TriggerMonitor(ResolutionMonitor):
@@ -175,16 +208,36 @@ class TriggerMonitor(ResolutionMonitor):
         return self.reason
 
 
+class SpectralBar(ProgressBar):
+    """The PDE phase's bar over t. When the trigger monitor hands off before the latest hand-off
+    time, the phase is complete at the hand-off: the bar ends there at 100 % with a note (it was
+    left partial, with the monitor's "stopped: resolution lost" status, though the run goes on)."""
+
+    def __init__(self, monitor: TriggerMonitor, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.monitor = monitor
+
+    def finish(self, status: str) -> None:
+        if self.monitor.reason is not None:  # the trigger fired: t is the last good state's
+            self.bar.total = self.bar.n = self.t  # n: the steps' sum, t to rounding
+            self.bar.bar_format = "{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}]{postfix}"
+            status = "handed off to particles"
+        super().finish(status)
+
+
 @dataclass
 class HandoffState:
     """Where a hand-off run starts: the assembled PDE run, a state and its time; ``handed``:
-    the state is the hand-off density (a resumed run past its hand-off) and the PDE is skipped."""
+    the state is the hand-off density (a resumed run past its hand-off) and the PDE is skipped;
+    ``merges``: its file has the per-snapshot merge variables (false: a file begun before them,
+    whose merges stay global attributes written at the end)."""
 
     sim: Simulation
     coef: np.ndarray
     t: float
     handed: bool = False
     trigger: str = ""
+    merges: bool = True
 
 
 def handoff_attributes(config: Config) -> dict:
@@ -219,7 +272,8 @@ class HandoffRun(RunKind):
             index = int(np.flatnonzero(phase == PHASE_SPECTRAL)[-1])
         u0 = sim.geometry.from_table(ds.coef_real.values[index] + 1j * ds.coef_imag.values[index])
         return HandoffState(sim, u0, float(ds.time.values[index]), handed,
-                            str(ds.attrs.get("handoff_trigger", "resumed after the hand-off")))
+                            str(ds.attrs.get("handoff_trigger", "resumed after the hand-off")),
+                            merges="merge_count" in ds.variables)
 
     def advance(self, config: Config, state: HandoffState, sink, progress: bool | None) -> Outcome:
         counters = {"steps": 0, "rejected_steps": 0}
@@ -234,12 +288,12 @@ class HandoffRun(RunKind):
         an Outcome if the run stops for another reason (interrupted, numerical fault, ...)."""
         sim, d = state.sim, sim_dimension(state.sim)
         to_dataset = (lambda *a: with_handoff_variables(snapshots_to_dataset(*a), config, d,
-                                                        PHASE_SPECTRAL, 0))
+                                                        PHASE_SPECTRAL, 0, merges=state.merges))
         latest = handoff_time_limit(config)
-        observers = [SnapshotRecorder(sim.model, sink, to_dataset),
-                     ProgressBar(latest, config.name, progress, start=state.t)]
         # the hand-off trigger: a monitor of the same kind with the lower tail threshold
         monitor = TriggerMonitor(sim.geometry, config.handoff.tail, config.monitor.negative_density)
+        observers = [SnapshotRecorder(sim.model, sink, to_dataset),
+                     SpectralBar(monitor, latest, config.name, progress, start=state.t)]
         result = integrate(sim.model, sim.control, state.coef, latest, every=config.snapshot_interval,
                            dt=config.time.dt, cfl=config.time.cfl, monitor=monitor, observers=observers,
                            max_steps=config.time.max_steps, t0=state.t)
@@ -278,8 +332,10 @@ class HandoffRun(RunKind):
         def store(s, x, w, energy, order):
             clusters, new = tracker.update(t_h + s, x, w)
             events.extend(new)
-            if s > 0.0:  # t_h itself is the last spectral snapshot
-                sink.append(particle_record(config, geometry, t_h + s, x, w, energy, order, clusters))
+            if s > 0.0:  # t_h itself is the last spectral snapshot (no merges at the first update)
+                # the merges go with the snapshot they were found at: a killed run keeps them
+                sink.append(particle_record(config, geometry, t_h + s, x, w, energy, order, clusters,
+                                            new, state.merges))
                 k = clusters.masses.size
                 bar.set_postfix_str(f"t = {t_h + s:.4g}, {k} cluster{'' if k == 1 else 's'}", refresh=False)
                 bar.update(1)
@@ -308,7 +364,9 @@ class HandoffRun(RunKind):
                  "particle_merge_tol": run.merge_tol, "particle_nfev": run.nfev,
                  "particle_steps": int(run.step_sizes.size),
                  "particle_max_step": float(run.step_sizes.max()) if run.step_sizes.size else 0.0,
-                 "final_nodes": int(run.weights[-1].size), **merge_attributes(events)}
+                 "final_nodes": int(run.weights[-1].size)}
+        if not state.merges:  # a file begun before the per-snapshot merges: at the end, as it was
+            attrs.update(merge_attributes(events))
         return Outcome(status, run.stop_reason, counters, attrs)
 
 
@@ -318,9 +376,10 @@ def sim_dimension(sim: Simulation) -> int:
 
 
 def merge_attributes(events) -> dict:
-    """The merge events as global attributes: ``n_merges`` and, if any, the arrays merge_time
-    (the snapshot after the merge), merge_time_before (the one before), merge_parent_a/b,
-    merge_child (cluster ids as in cluster_id) and merge_mass (the child's mass)."""
+    """The merge events as global attributes, the layout of files begun before the per-snapshot
+    merge variables: ``n_merges`` and, if any, the arrays merge_time (the snapshot after the
+    merge), merge_time_before (the one before), merge_parent_a/b, merge_child (cluster ids as in
+    cluster_id) and merge_mass (the child's mass)."""
     out = {"n_merges": len(events)}
     if events:
         out.update(merge_time=np.array([e.t for e in events]),

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, NotARunError
 
 NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -83,7 +83,7 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
     """
     if "time" not in ds.variables:
         missing = "no 'time' variable" + ("" if "case" in ds.attrs else " and no 'case' attribute")
-        raise ConfigError(f"{where}: not a run of meanfield-pde (not a run file: {missing})")
+        raise NotARunError(f"{where}: not a run of meanfield-pde (not a run file: {missing})")
     t = np.asarray(ds["time"].values, dtype=float)
     if t.size == 0:
         raise ConfigError(f"{where}: no snapshot (empty time axis)")

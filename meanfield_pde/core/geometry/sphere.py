@@ -15,6 +15,7 @@ import ctypes
 import functools
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -60,14 +61,42 @@ SHTNS_MIN_NLAT = 32
 # transforms of a child it forks hang for good (measured with shtns 3.7: a plan on 2 threads in
 # the parent hangs every child; one on 1 thread hangs a child's plan on 2 threads). A forked
 # child refuses such a plan with the fix rather than hang (multiprocessing's default start
-# method on Linux before Python 3.14 is fork; dask starts its workers by spawn).
+# method on Linux before Python 3.14 is fork; dask starts its workers by spawn). A Sphere made
+# in the parent and used in the child hangs there if its own plan is threaded (measured: the
+# inherited plan on 2 threads hangs even if the parent only made it; an inherited plan on 1
+# thread works, also beside a threaded one): at the fork its plan is replaced by _StalePlan,
+# whose transforms raise the fix, so the transforms themselves check nothing.
 _planned_threads = 0  # the most threads of a plan made in this process (0: none)
 _parent_planned_threads = 0  # in a forked child: its parent's (at the fork)
+_threaded_spheres: weakref.WeakSet = weakref.WeakSet()  # live Spheres with a plan on > 1 thread
 
 
 def _after_fork_in_child() -> None:
     global _parent_planned_threads
     _parent_planned_threads = max(_parent_planned_threads, _planned_threads)
+    for sphere in list(_threaded_spheres):
+        sphere.sh = _StalePlan(sphere.sh, sphere.transform_threads)
+    _threaded_spheres.clear()
+
+
+class _StalePlan:
+    """In a forked child, the shtns plan on ``threads`` OpenMP threads of a Sphere made in the
+    parent: its transforms would hang, so every attribute but the index lookup ``idx`` raises a
+    RuntimeError naming the fix."""
+
+    def __init__(self, plan, threads: int):
+        self._plan, self._threads = plan, threads
+
+    def idx(self, l: int, m: int) -> int:
+        return self._plan.idx(l, m)  # a table lookup: no OpenMP
+
+    def __getattr__(self, name: str):
+        raise RuntimeError(
+            f"Sphere: this object was made before the process forked, with shtns transforms on "
+            f"{self._threads} threads; shtns's OpenMP threads do not survive fork(), so its "
+            f"transforms ({name}) would hang here: start worker processes with "
+            "multiprocessing.get_context('spawn') (or 'forkserver'), or pass the Sphere to them "
+            "pickled (it is rebuilt from its parameters in a spawned process)")
 
 
 if hasattr(os, "register_at_fork"):
@@ -118,7 +147,9 @@ class Sphere(Geometry):
         lmax < 2; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
     RuntimeError
         In a process forked (os.fork, multiprocessing's "fork") from one that had made
-        transforms whose OpenMP threads would hang this one's (see ``_check_not_forked``).
+        transforms whose OpenMP threads would hang this one's (see ``_check_not_forked``);
+        from the transforms of a Sphere on more than one transform thread made before the
+        process forked and used in the forked child (they would hang there).
     threads : int, optional
         Threads allowed (0 = the default of :func:`meanfield_pde.core.threads.resolve_threads`:
         $MEANFIELD_PDE_THREADS, else all cores). The transforms run on
@@ -172,6 +203,8 @@ class Sphere(Geometry):
         self.transform_threads = transform_threads(self.threads, points)
         _check_not_forked(self.transform_threads)  # before the plan cache (the parent's plans)
         self.sh = _transform(self.lmax, nlat, nphi, self.transform_threads)
+        if self.transform_threads > 1:
+            _threaded_spheres.add(self)  # made stale in a forked child (_after_fork_in_child)
         sh = self.sh
         self.nlat, self.nphi = sh.nlat, sh.nphi
         self.degree = np.asarray(sh.l, dtype=np.int64)
