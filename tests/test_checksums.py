@@ -142,6 +142,7 @@ def test_flipped_data_bytes_of_a_run_file_are_refused_naming_the_snapshot(run_fi
 def test_resume_compare_and_plot_refuse_a_damaged_snapshot_untouched(run_file, reference, tmp_path):
     with netCDF4.Dataset(run_file, "a") as nc:  # interrupted: resume would write
         nc.setncatts({"status": "stopped: interrupted (SIGTERM) at t = 1", "stop_reason": "interrupted"})
+        seal_attributes(nc)  # as the package writes an interrupted run's status
     i, _, start, stop = next(s for s in data_spans(run_file, ("coef_real",)) if s[0] == 3)
     flip(run_file, (start + stop) // 2, 0)  # one bit of one coefficient of snapshot 3
     before = run_file.read_bytes()
@@ -571,7 +572,7 @@ def lose_chunks(path: Path) -> list[bytes]:
 def test_a_chunk_lost_from_the_index_of_a_sweep_file_is_refused_not_read_as_a_failed_point(tmp_path):
     """Each chunk of sweep.nc lost through its B-tree index in turn: the float finals read as
     netCDF's default fill, not as the NaN of a failed point, and verification refuses the file
-    naming the variable. On the original main a lost `order_parameter` chunk read as NaN (a
+    naming the variable; a lost status or stop_reason (empty: every point records one) too. On the original main a lost `order_parameter` chunk read as NaN (a
     point that looked failed though its stop_reason said completed) and passed."""
     from meanfield_pde.runs.runcheck import verify_checksums
     path = tmp_path / "sweep.nc"
@@ -589,8 +590,10 @@ def test_a_chunk_lost_from_the_index_of_a_sweep_file_is_refused_not_read_as_a_fa
     for data in copies:
         path.write_bytes(data)
         name = next((n for n, v in numbers().items() if not np.array_equal(v, good[n])), None)
-        if name is None:
-            continue  # a text variable's chunk: empty strings (not refused; README says so)
+        if name is None:  # a text variable's chunk: empty strings, which no point records
+            with pytest.raises(ConfigError, match=r"variable '(status|stop_reason)' is empty at point \(0,\)"):
+                verify_checksums(path, "check")
+            continue
         lost += 1
         with pytest.raises(ConfigError, match=f"variable '{name}' reads as never written"):
             verify_checksums(path, "check")

@@ -1,13 +1,17 @@
 """Checksums that make a damaged byte of a written file an error instead of a wrong number.
 
-Two schemes, one per file format (README §Output files: checksums):
+Two schemes for the data, one per file format, and one for the global attributes
+(README §Output files: checksums):
 
 * **netCDF-4 (HDF5)** files written whole (a sweep's ``sweep.nc``, comparisons, a sweep's
   token points, run files compressed with ``output.format = "netcdf4-zlib"``): HDF5's
   Fletcher-32 filter on every chunked variable (:func:`with_fletcher32`). HDF5 verifies it
   on every read of a chunk; :func:`verify_netcdf4` reads each variable once so that a
   damaged chunk is found before anything uses the file (and, as HDF5's chunk index has no
-  checksum, an element reading as netCDF's default fill value: :func:`_read_all`).
+  checksum, an element reading as netCDF's default fill value: :func:`_read_all`; numbers
+  are written without ``_FillValue``, :func:`without_fill_values`, so that a lost float
+  chunk reads as that fill, not as NaN). A compressed run file keeps the netCDF-3 file's
+  ``record_checksum`` and ``fixed_checksum``, checked in the same pass.
 * **netCDF-3** run files, appended one snapshot at a time
   (:mod:`meanfield_pde.runs.runfile`): netCDF-3 has no checksums, so the run file stores
   its own. The integer variable ``record_checksum(time)`` holds, for snapshot i, the CRC-32
@@ -284,7 +288,7 @@ def verify_netcdf4(path: Path, where: str) -> None:
                     raise ConfigError(f"{where}: the file is damaged: variable {name!r} reads as "
                                       "never written (netCDF's default fill value; its chunk index "
                                       "is damaged)")
-        fault = _run_checksums_fault(nc, records, crcs)
+        fault = _run_checksums_fault(nc, records, crcs) or _sweep_fault(nc, attrs)
         if fault:
             raise ConfigError(f"{where}: the file is damaged: {fault}")
 
@@ -318,6 +322,30 @@ def _run_checksums_fault(nc, records: list, crcs: list) -> str | None:
             intact = f"snapshots 0 to {i - 1} before it are intact" if i else "it is the first snapshot"
             return (f"snapshot {i} (t = {t:.6g}) of {len(crcs)} fails its checksum (variable "
                     f"{RECORD_CHECKSUM} over {', '.join(records)}); {intact}")
+    return None
+
+
+SWEEP_RECORDS = ("status", "stop_reason")  # never empty for any point of a sweep's file
+
+
+def _sweep_fault(nc, attrs: Mapping) -> str | None:
+    """In a sweep's combined file (``kind = "sweep"``), a point whose ``status`` or
+    ``stop_reason`` is empty: the package records both for every point, failed ones too, so an
+    empty one is a text chunk lost through HDF5's chunk index (it reads as NUL characters)."""
+    if str(attrs.get("kind", "")) != "sweep":
+        return None
+    for name in SWEEP_RECORDS:
+        if name not in nc.variables:
+            continue
+        values = np.asarray(nc.variables[name][...])
+        if values.dtype.kind == "S" and values.ndim:  # characters along the last dimension
+            empty = np.all(values == b"", axis=-1)
+        else:
+            empty = np.vectorize(lambda v: not v, otypes=[bool])(values)
+        if np.any(empty):
+            at = tuple(int(i) for i in np.argwhere(np.atleast_1d(empty))[0])
+            return (f"variable {name!r} is empty at point {at} (every point of a sweep records "
+                    "it, a failed one too): its chunk index is damaged")
     return None
 
 
