@@ -16,7 +16,9 @@ to a fixed size so that header edits (finish, resume) never outgrow the
 header: netCDF-3 would otherwise move all the data on disk. A resume adds one
 line to the CF ``history`` attribute and shortens the padding by as much (some
 eight resumes fit in the reserve; a header over 8 KiB was measured to make the
-netCDF library pad a small new file with zeros up to 16 KiB).
+netCDF library pad a small new file with zeros up to 16 KiB). Every such edit
+recomputes ``attribute_checksum`` (:mod:`meanfield_pde.runs.checksums`), an int32
+rewritten in place.
 
 Times only grow: a snapshot not later than the file's last one is not
 written (a resumed run restarts before an interrupted run's last good
