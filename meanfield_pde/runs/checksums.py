@@ -216,25 +216,39 @@ def _netcdf3_fault(f) -> str | None:
     fault = _attribute_fault(f._attributes)
     if fault:
         return fault
-    stored_fixed = f._attributes.get(FIXED_CHECKSUM)
-    if stored_fixed is not None:
-        names = fixed_names(variables)
-        stored_fixed = np.ravel(stored_fixed)
-        if stored_fixed.size != 1 or crc32(variables[n].data for n in names) != as_crc(stored_fixed[0]):
-            return (f"its variables without time ({', '.join(names)}) fail their checksum "
-                    f"(attribute {FIXED_CHECKSUM})")
-    if RECORD_CHECKSUM not in variables:
-        return None
+    fault = _fixed_fault(f._attributes.get(FIXED_CHECKSUM), variables, lambda v: v.data)
+    if fault or RECORD_CHECKSUM not in variables:
+        return fault
     names = record_names(variables)
     stored = variables[RECORD_CHECKSUM].data
     data = {n: variables[n].data for n in names}
     for i in range(len(stored)):
         if record_crc({n: d[i:i + 1] for n, d in data.items()}) != as_crc(stored[i]):
-            t = f" (t = {float(variables['time'].data[i]):.6g})" if "time" in variables else ""
-            intact = f"snapshots 0 to {i - 1} before it are intact" if i else "it is the first snapshot"
-            return (f"snapshot {i}{t} of {len(stored)} fails its checksum (variable "
-                    f"{RECORD_CHECKSUM} over {', '.join(names)}); {intact}")
+            return _record_message(i, len(stored), variables["time"].data if "time" in variables else None,
+                                   names)
     return None
+
+
+def _fixed_fault(stored, variables: Mapping, values) -> str | None:
+    """The message if the variables without time fail ``fixed_checksum`` (``stored``, None for a
+    file without it), else None; ``values(variable)``: its stored values."""
+    if stored is None:
+        return None
+    names = fixed_names(variables)
+    stored = np.ravel(stored)
+    if stored.size != 1 or crc32(values(variables[n]) for n in names) != as_crc(stored[0]):
+        return (f"its variables without time ({', '.join(names)}) fail their checksum "
+                f"(attribute {FIXED_CHECKSUM})")
+    return None
+
+
+def _record_message(i: int, count: int, time, names: list) -> str:
+    """Snapshot ``i`` of ``count`` (times ``time``, None if unknown) fails ``record_checksum``
+    over ``names``."""
+    t = f" (t = {float(time[i]):.6g})" if time is not None else ""
+    intact = f"snapshots 0 to {i - 1} before it are intact" if i else "it is the first snapshot"
+    return (f"snapshot {i}{t} of {count} fails its checksum (variable "
+            f"{RECORD_CHECKSUM} over {', '.join(names)}); {intact}")
 
 
 def verify_netcdf4(path: Path, where: str) -> None:
@@ -307,21 +321,13 @@ def _run_checksums_fault(nc, records: list, crcs: list) -> str | None:
     CRC of each snapshot's bytes of ``records``), or None; a lost chunk of the checksums
     themselves (read as the fill value) fails like damaged data."""
     variables = nc.variables
-    if FIXED_CHECKSUM in nc.ncattrs():
-        names = fixed_names(variables)
-        stored = np.ravel(nc.getncattr(FIXED_CHECKSUM))
-        if stored.size != 1 or crc32(variables[n][...] for n in names) != as_crc(stored[0]):
-            return (f"its variables without time ({', '.join(names)}) fail their checksum "
-                    f"(attribute {FIXED_CHECKSUM})")
-    if not records:
-        return None
+    fault = _fixed_fault(nc.__dict__.get(FIXED_CHECKSUM), variables, lambda v: v[...])
+    if fault or not records:
+        return fault
     stored = np.asarray(variables[RECORD_CHECKSUM][:])
     for i, crc in enumerate(crcs):
         if crc != as_crc(stored[i]):
-            t = float(variables["time"][i]) if "time" in variables else float("nan")
-            intact = f"snapshots 0 to {i - 1} before it are intact" if i else "it is the first snapshot"
-            return (f"snapshot {i} (t = {t:.6g}) of {len(crcs)} fails its checksum (variable "
-                    f"{RECORD_CHECKSUM} over {', '.join(records)}); {intact}")
+            return _record_message(i, len(crcs), np.asarray(variables["time"][:]), records)
     return None
 
 
