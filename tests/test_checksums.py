@@ -9,6 +9,7 @@ Tiny circle runs (the reference file of test_file_safety): each test takes secon
 from __future__ import annotations
 
 import random
+import tempfile
 import re
 import shutil
 import subprocess
@@ -20,12 +21,15 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import xarray as xr
 
 import meanfield_pde
 from meanfield_pde import load_case
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.stops import StopReason
+from meanfield_pde.runs.checksums import seal_attributes
 from meanfield_pde.runs.runcheck import open_checked
 from meanfield_pde.runs.runfile import RunFile
 
@@ -83,6 +87,7 @@ def test_each_snapshot_carries_the_crc32_of_its_bytes_also_after_a_resume(tmp_pa
     meanfield_pde.run(load_case(CASE, SETS), path, progress=False)
     with netCDF4.Dataset(path, "a") as nc:  # interrupted: resume may append
         nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
+        seal_attributes(nc)  # as the package writes an interrupted run's status
     code, _, err = run_cli("run", "--resume", path, "--set", "time.t_end=1.5", "-q")
     assert code == 0, err
     crcs = stored_crcs(path)
@@ -137,6 +142,7 @@ def test_flipped_data_bytes_of_a_run_file_are_refused_naming_the_snapshot(run_fi
 def test_resume_compare_and_plot_refuse_a_damaged_snapshot_untouched(run_file, reference, tmp_path):
     with netCDF4.Dataset(run_file, "a") as nc:  # interrupted: resume would write
         nc.setncatts({"status": "stopped: interrupted (SIGTERM) at t = 1", "stop_reason": "interrupted"})
+        seal_attributes(nc)  # as the package writes an interrupted run's status
     i, _, start, stop = next(s for s in data_spans(run_file, ("coef_real",)) if s[0] == 3)
     flip(run_file, (start + stop) // 2, 0)  # one bit of one coefficient of snapshot 3
     before = run_file.read_bytes()
@@ -168,7 +174,7 @@ def test_a_damaged_fixed_variable_is_refused(run_file):
 def test_files_without_checksums_still_load_and_resume(run_file):
     """Written before the checksums: read as before, and a resume appends without them."""
     ds = xr.load_dataset(run_file).drop_vars("record_checksum")
-    del ds.attrs["fixed_checksum"]
+    del ds.attrs["fixed_checksum"], ds.attrs["attribute_checksum"]
     ds.attrs["status"] = "stopped: interrupted (SIGTERM) at t = 1"
     ds.attrs["stop_reason"] = "interrupted"
     run_file.unlink()
@@ -179,6 +185,8 @@ def test_files_without_checksums_still_load_and_resume(run_file):
     assert code == 0, err
     with open_checked(run_file, "old") as old:
         assert old.time.size == 7
+    with netCDF4.Dataset(run_file) as nc:
+        assert "attribute_checksum" not in nc.ncattrs() and "record_checksum" not in nc.variables
 
 
 def test_a_damaged_point_file_of_a_sweep_is_computed_again(run_file):
@@ -388,3 +396,239 @@ def test_a_checksum_equal_to_the_default_fill_is_not_taken_for_a_lost_chunk(tmp_
                 verify_netcdf4(path, str(path))
         else:
             verify_netcdf4(path, str(path))
+
+
+# -- global attributes: attribute_checksum ------------------------------------------------------
+
+def user_attribute_crc(attrs: dict) -> int:
+    """README's rule, from the documented definition only: names sorted, each as (4-byte length,
+    UTF-8 name, 4-byte length, value bytes); text b"t" + bytes, numbers b"n" + kind and size +
+    big-endian values; attribute_checksum itself left out."""
+    crc = 0
+    for name in sorted(n for n in attrs if n != "attribute_checksum"):
+        v = attrs[name]
+        if isinstance(v, str):
+            b = b"t" + v.encode()
+        else:
+            a = np.atleast_1d(np.asarray(v))
+            b = b"n" + f"{a.dtype.kind}{a.dtype.itemsize}".encode() + a.astype(a.dtype.newbyteorder(">")).tobytes()
+        crc = zlib.crc32(len(name).to_bytes(4, "big") + name.encode() + len(b).to_bytes(4, "big") + b, crc)
+    return crc
+
+
+def stored_attribute_crc(path: Path) -> tuple[int, int]:
+    """(stored attribute_checksum, the CRC of the attributes by README's rule)."""
+    with netCDF4.Dataset(path) as nc:
+        attrs = nc.__dict__
+    return int(attrs["attribute_checksum"]) & 0xFFFFFFFF, user_attribute_crc(attrs)
+
+
+def attribute_spans(path: Path) -> dict[str, tuple[int, int]]:
+    """name -> (start, stop) of each global attribute's value bytes in a netCDF-3 header (CDF-2
+    format spec: gatt_list before var_list): after its name (4-byte length, name padded to 4 bytes) come its type and count (4 bytes each)."""
+    data = path.read_bytes()
+    spans = {}
+    with netCDF4.Dataset(path) as nc:
+        attrs = nc.__dict__
+    for name, value in attrs.items():
+        key = len(name).to_bytes(4, "big") + name.encode()
+        at = data.find(key)  # the first: the global attributes precede the variables' own
+        assert at > 0, name
+        start = at + 4 + -(-len(name) // 4) * 4 + 8
+        size = int.from_bytes(data[start - 4:start], "big")
+        width = 1 if isinstance(value, str) else np.asarray(value).dtype.itemsize
+        spans[name] = (start, start + size * width)
+    return spans
+
+
+def test_the_attribute_checksum_follows_every_attribute_edit_of_the_package(tmp_path):
+    """Created, finished (status, counters), resumed (history, status again), compressed, and every
+    netCDF-4 output: the stored CRC is README's rule over the attributes as stored."""
+    from meanfield_pde.runs.io import write_netcdf
+    path = tmp_path / "run.nc"
+    meanfield_pde.run(load_case(CASE, SETS), path, progress=False)
+    stored, expected = stored_attribute_crc(path)
+    assert stored == expected
+    with netCDF4.Dataset(path, "a") as nc:  # an interrupted run, as the package records it
+        nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
+        nc.setncattr("stop_reason", "interrupted")
+        seal_attributes(nc)
+    code, _, err = run_cli("run", "--resume", path, "--set", "time.t_end=1.5", "-q")
+    assert code == 0, err
+    stored, expected = stored_attribute_crc(path)
+    with netCDF4.Dataset(path) as nc:
+        assert nc.status == "completed" and nc.history.count("\n") == 1 and stored == expected
+    zipped = tmp_path / "z.nc"
+    meanfield_pde.run(load_case(CASE, [*SETS, 'output.format="netcdf4-zlib"']), zipped, progress=False)
+    stored, expected = stored_attribute_crc(zipped)
+    assert stored == expected
+    # NaN, arrays, non-ASCII text: the bits as stored
+    sweep = tmp_path / "s.nc"
+    ds = xr.Dataset({"x": ("i", [1.0, np.nan])},
+                    attrs={"a_nan": np.nan, "an_array": np.array([1.5, np.nan]), "text": "β ≥ 0",
+                           "shorts": np.array([1, -2], dtype=np.int16), "kind": "sweep"})
+    write_netcdf(ds, sweep)
+    stored, expected = stored_attribute_crc(sweep)
+    assert stored == expected
+    from meanfield_pde.runs.runcheck import verify_checksums
+    verify_checksums(sweep, "check")
+
+
+@pytest.fixture(scope="module")
+def attribute_reference(reference, tmp_path_factory) -> tuple[Path, dict]:
+    """The reference run file, its bytes, and its attributes' value spans."""
+    return reference, attribute_spans(reference)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_any_damaged_global_attribute_is_refused_with_one_line(attribute_reference, data):
+    """A byte of any global attribute's value damaged (the case from which --resume rebuilds the
+    run, status, counters, history, versions, ...): every reader refuses the file, naming its
+    attributes. On the original main most such damage loaded silently (a flipped byte of the case
+    text, of the counters or of the history)."""
+    from meanfield_pde.runs.runcheck import verify_checksums
+    reference, spans = attribute_reference
+    name = data.draw(st.sampled_from(sorted(n for n in spans if n != "attribute_checksum")), label="name")
+    start, stop = spans[name]
+    at = data.draw(st.integers(start, stop - 1), label="byte")
+    bit = data.draw(st.integers(0, 7), label="bit")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.nc"
+        shutil.copy(reference, path)
+        flip(path, at, bit)
+        with pytest.raises(ConfigError) as err:
+            verify_checksums(path, "check")
+        msg = str(err.value)
+        assert "\n" not in msg and msg.startswith("check: the file is damaged: ")
+        assert ("global attributes" in msg and "attribute_checksum" in msg) or "header is corrupt" in msg, msg
+
+
+def test_a_damaged_case_is_not_resumed_as_another_run(run_file):
+    """One bit of the stored case, t_end = 1 made 3 (a run the data agree with): on the original
+    main --resume continued it silently to t = 3; now exit 2 naming the damaged attributes, the
+    file untouched."""
+    data = run_file.read_bytes()
+    with netCDF4.Dataset(run_file, "a") as nc:  # an interrupted run, as the package records it
+        nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
+        nc.setncattr("stop_reason", "interrupted")
+        seal_attributes(nc)
+    data = run_file.read_bytes()
+    at = data.find(b"t_end = 1.0")
+    assert at > 0 and data.find(b"t_end = 1.0", at + 1) < 0
+    flip(run_file, at + len("t_end = "), 1)  # '1' (0x31) -> '3' (0x33)
+    before = run_file.read_bytes()
+    code, _, err = run_cli("run", "--resume", run_file, "-q")
+    one_error(code, err, "the file is damaged: its global attributes", "attribute_checksum")
+    assert run_file.read_bytes() == before
+    for command in (("plot", run_file, "-o", run_file.with_suffix(".png")),
+                    ("compare", run_file, run_file, "-o", run_file.with_name("c.nc"))):
+        one_error(*run_cli(*command)[::2], "attribute_checksum")
+
+
+def test_files_with_record_checksums_but_no_attribute_checksum_load_and_resume(run_file):
+    """Written after the record checksums, before attribute_checksum: read as before; a resume
+    keeps it without one (adding an attribute could outgrow the header and move the data)."""
+    with netCDF4.Dataset(run_file, "a") as nc:
+        nc.delncattr("attribute_checksum")
+        nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
+        nc.setncattr("stop_reason", "interrupted")
+    open_checked(run_file, "old", netcdf4=False).close()
+    code, _, err = run_cli("run", "--resume", run_file, "--set", "time.t_end=1.5", "-q")
+    assert code == 0, err
+    with netCDF4.Dataset(run_file) as nc:
+        assert "attribute_checksum" not in nc.ncattrs() and nc.status == "completed"
+    with open_checked(run_file, "old") as ds:
+        assert ds.time.size == 7 and "attribute_checksum" not in ds.attrs
+
+
+# -- a chunk lost through HDF5's chunk index ------------------------------------------------------
+
+def lose_chunks(path: Path) -> list[bytes]:
+    """Copies of the file's bytes, each with one chunk lost through its index: the first key of a
+    raw-data chunk B-tree node moved onto the node's upper bound, so that the chunk is not found
+    and reads as never written. HDF5 file format, "Version 1 B-trees": signature TREE, node type
+    1, level, entries used, two sibling addresses; then keys (chunk size, filter mask, one 8-byte
+    offset per dimension + 1) and child addresses in turn. A first chunk's offsets are all 0, so
+    the first nonzero word after its size and mask is its address, and the next key's first
+    offset (its extent along the first dimension) follows it."""
+    data = path.read_bytes()
+    out, at = [], data.find(b"TREE")
+    while at >= 0:
+        if data[at + 4] == 1 and data[at + 5] == 0 and int.from_bytes(data[at + 6:at + 8], "little") >= 1:
+            key = at + 24 + 8
+            child = key
+            while child < key + 64 and not int.from_bytes(data[child:child + 8], "little"):
+                child += 8
+            bound = data[child + 16:child + 24]
+            if child > key and int.from_bytes(bound, "little"):
+                lost = bytearray(data)
+                lost[key:key + 8] = bound
+                out.append(bytes(lost))
+        at = data.find(b"TREE", at + 1)
+    return out
+
+
+def test_a_chunk_lost_from_the_index_of_a_sweep_file_is_refused_not_read_as_a_failed_point(tmp_path):
+    """Each chunk of sweep.nc lost through its B-tree index in turn: the float finals read as
+    netCDF's default fill, not as the NaN of a failed point, and verification refuses the file
+    naming the variable; a lost status or stop_reason (empty: every point records one) too. On the original main a lost `order_parameter` chunk read as NaN (a
+    point that looked failed though its stop_reason said completed) and passed."""
+    from meanfield_pde.runs.runcheck import verify_checksums
+    path = tmp_path / "sweep.nc"
+    _sweep_like(path, 40)
+    def numbers():
+        with netCDF4.Dataset(path) as nc:
+            nc.set_auto_mask(False)
+            return {n: np.asarray(v[:]) for n, v in nc.variables.items()
+                    if v.dtype != str and v.dtype.kind in "iuf"}
+
+    good = numbers()
+    copies = lose_chunks(path)
+    assert len(copies) >= 5  # order_parameter, skipped, nu, status, stop_reason
+    lost = 0
+    for data in copies:
+        path.write_bytes(data)
+        name = next((n for n, v in numbers().items() if not np.array_equal(v, good[n])), None)
+        if name is None:  # a text variable's chunk: empty strings, which no point records
+            with pytest.raises(ConfigError, match=r"variable '(status|stop_reason)' is empty at point \(0,\)"):
+                verify_checksums(path, "check")
+            continue
+        lost += 1
+        with pytest.raises(ConfigError, match=f"variable '{name}' reads as never written"):
+            verify_checksums(path, "check")
+    assert lost >= 3, lost
+
+
+def test_a_chunk_lost_from_a_compressed_run_file_fails_its_record_checksums(tmp_path):
+    """A compressed run file (output.format = "netcdf4-zlib") loses each chunk in turn through its
+    index: every loss is refused. On the original main a lost chunk of energy or free_energy read
+    as NaN and passed every check (the finite-value check covers the coefficients, density and
+    the bounded diagnostics only), and a lost chunk of record_checksum was not noticed."""
+    from meanfield_pde.runs.runcheck import verify_checksums
+    path = tmp_path / "z.nc"
+    meanfield_pde.run(load_case(CASE, [*SETS, 'output.format="netcdf4-zlib"']), path, progress=False)
+    copies = lose_chunks(path)
+    assert len(copies) >= 13  # 10 time-dependent variables, record_checksum, theta/k/weights
+    for data in copies:
+        path.write_bytes(data)
+        with pytest.raises(ConfigError, match="the file is damaged"):
+            verify_checksums(path, "check")
+
+
+def test_a_run_file_record_read_as_fill_fails_its_checksum(run_file):
+    """A netCDF-3 record holding netCDF's fill values everywhere, its checksum too (the CRC read
+    as fill counts as damage, not as a missing checksum)."""
+    with netCDF4.Dataset(run_file, "a") as nc:
+        nc.set_auto_maskandscale(False)
+        for name, var in nc.variables.items():
+            if var.dimensions[:1] == ("time",) and name != "time":
+                var[2] = netCDF4.default_fillvals[var.dtype.str[1:]]
+    with pytest.raises(ConfigError, match=r"snapshot 2 \(t = 0.5\) of 5 fails its checksum"):
+        open_checked(run_file, "check")
+    with netCDF4.Dataset(run_file, "a") as nc:  # NaN data, as a float variable's fill
+        for name, var in nc.variables.items():
+            if var.dimensions[:1] == ("time",) and var.dtype.kind == "f" and name != "time":
+                var[2] = np.nan
+    with pytest.raises(ConfigError, match=r"snapshot 2 \(t = 0.5\) of 5 fails its checksum"):
+        open_checked(run_file, "check")

@@ -29,6 +29,7 @@ from meanfield_pde import load_case
 from meanfield_pde.cli.commands import main
 from meanfield_pde.runs.particle_runner import run_particles
 from meanfield_pde.core.stops import StopReason
+from meanfield_pde.runs.checksums import seal_attributes
 from meanfield_pde.runs.runfile import RunFile
 
 from conftest import assert_user_error, cli
@@ -179,6 +180,7 @@ def _edit_case(path: Path, old: str, new: str, attrs: dict | None = None) -> Non
         nc.setncattr("case", case.replace(old, new))
         for k, v in (attrs or {}).items():
             nc.setncattr(k, v)
+        seal_attributes(nc)  # the attributes' own checksum made to agree: the checks behind it are tested
 
 
 def _set_time(path: Path, values) -> None:
@@ -225,6 +227,7 @@ DAMAGES = {
 def test_a_damaged_file_is_refused_untouched_by_resume_compare_and_plot(damage, run_file, tmp_path):
     with netCDF4.Dataset(run_file, "a") as nc:  # a run that was interrupted, so resume would write
         nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
+        seal_attributes(nc)  # as the package writes an interrupted run's status
     DAMAGES[damage](run_file)
     before = snapshot(run_file)
     time.sleep(0.01)
@@ -243,6 +246,7 @@ def test_a_damaged_file_is_refused_untouched_by_resume_compare_and_plot(damage, 
 def test_a_read_only_run_file_is_refused_before_anything_is_written(run_file):
     with netCDF4.Dataset(run_file, "a") as nc:
         nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
+        seal_attributes(nc)  # as the package writes an interrupted run's status
     run_file.chmod(0o444)
     before = snapshot(run_file)
     one_error(*run_cli("run", "--resume", run_file)[::2], "read-only")

@@ -79,6 +79,9 @@ def test_run_hands_off_at_the_tail_trigger_and_records_it(sa_run):
     # the same file on disk
     with xr.open_dataset(path) as disk:
         assert disk.sizes["time"] == ds.sizes["time"] and disk.attrs["handoff_time"] == t_h
+        assert "attribute_checksum" in disk.attrs
+    from meanfield_pde.runs.runcheck import verify_checksums
+    verify_checksums(path, "hand-off run")  # the handoff_* attributes sealed with the status
 
 
 def test_mass_is_conserved_exactly_through_both_phases(sa_run):

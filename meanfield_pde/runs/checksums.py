@@ -1,13 +1,17 @@
 """Checksums that make a damaged byte of a written file an error instead of a wrong number.
 
-Two schemes, one per file format (README §Output files: checksums):
+Two schemes for the data, one per file format, and one for the global attributes
+(README §Output files: checksums):
 
 * **netCDF-4 (HDF5)** files written whole (a sweep's ``sweep.nc``, comparisons, a sweep's
   token points, run files compressed with ``output.format = "netcdf4-zlib"``): HDF5's
   Fletcher-32 filter on every chunked variable (:func:`with_fletcher32`). HDF5 verifies it
   on every read of a chunk; :func:`verify_netcdf4` reads each variable once so that a
   damaged chunk is found before anything uses the file (and, as HDF5's chunk index has no
-  checksum, an element reading as netCDF's default fill value: :func:`_read_all`).
+  checksum, an element reading as netCDF's default fill value: :func:`_read_all`; numbers
+  are written without ``_FillValue``, :func:`without_fill_values`, so that a lost float
+  chunk reads as that fill, not as NaN). A compressed run file keeps the netCDF-3 file's
+  ``record_checksum`` and ``fixed_checksum``, checked in the same pass.
 * **netCDF-3** run files, appended one snapshot at a time
   (:mod:`meanfield_pde.runs.runfile`): netCDF-3 has no checksums, so the run file stores
   its own. The integer variable ``record_checksum(time)`` holds, for snapshot i, the CRC-32
@@ -18,11 +22,16 @@ Two schemes, one per file format (README §Output files: checksums):
   as the record. The global attribute ``fixed_checksum`` is the same CRC over the
   variables without a ``time`` dimension (grid, weights, degree coordinates), written when
   the file is created. Both are stored as int32: the CRC is ``value & 0xFFFFFFFF``.
-  Global attributes are not covered: the package itself rewrites several of them at the end
-  of every session (status, stop_reason, case, counters); the readers check them against
-  the stored case instead (:mod:`meanfield_pde.runs.runcheck`).
+* **Global attributes** of both (the case from which ``--resume`` rebuilds a run, its status,
+  counters, history, ...): the int32 attribute ``attribute_checksum`` is the CRC-32 of every
+  other global attribute, in sorted order of their names, each as :func:`attribute_bytes`
+  (:func:`attribute_crc`, the one rule of writer and readers). HDF5's attribute storage has no
+  checksum either. The package recomputes it from the attributes as stored after each of its
+  attribute edits (:func:`seal_attributes`: a run file's creation, status and counters at each
+  session end, history on ``--resume``, the compressed copy, every netCDF-4 output).
 
-Files written before the checksums existed have neither and are read as before.
+Files written before the checksums existed have none of them and are read as before (a run
+file begun before ``attribute_checksum`` existed is continued without it).
 
 CRC-32: ITU-T V.42 / ISO 3309 (the zlib and PNG checksum); Fletcher-32: J. G. Fletcher,
 "An arithmetic checksum for serial transmissions", IEEE Trans. Commun. 30 (1982) 247-252,
@@ -42,6 +51,7 @@ from ..core.errors import ConfigError
 
 RECORD_CHECKSUM = "record_checksum"
 FIXED_CHECKSUM = "fixed_checksum"
+ATTRIBUTE_CHECKSUM = "attribute_checksum"
 RECORD_CHECKSUM_ATTRS = {
     "long_name": "CRC-32 of this snapshot's bytes of the other time-dependent variables",
     "comment": ("zlib.crc32 over the big-endian bytes of every other variable with a time "
@@ -78,6 +88,69 @@ def record_crc(arrays: Mapping) -> int:
     return crc32(arrays[n] for n in sorted(arrays))
 
 
+def attribute_bytes(value) -> bytes:
+    """The byte form of one global attribute's value for :func:`attribute_crc`: text (``str`` as
+    UTF-8, or the ``bytes`` scipy's netCDF-3 reader gives; an array of strings joined by NUL) as
+    ``b"t"`` + its bytes without trailing NULs; a number or numeric array as ``b"n"`` + its
+    dtype's kind and size (``b"i4"``, ``b"f8"``) + its values as big-endian bytes. The stored
+    bits, not the values, are taken: a NaN attribute has one CRC."""
+    if isinstance(value, str):
+        value = value.encode("utf-8", "surrogateescape")
+    if isinstance(value, bytes):
+        return b"t" + value.rstrip(b"\0")
+    a = np.atleast_1d(np.asarray(value))
+    if a.dtype.kind in "OUS":  # netCDF-4 NC_STRING arrays (lists of str)
+        return b"t" + b"\0".join(str(x).encode("utf-8", "surrogateescape") for x in a.ravel())
+    return (b"n" + f"{a.dtype.kind}{a.dtype.itemsize}".encode()
+            + np.ascontiguousarray(a, dtype=a.dtype.newbyteorder(">")).tobytes())
+
+
+def attribute_crc(attrs: Mapping) -> int:
+    """CRC-32 (:func:`zlib.crc32`) of the global attributes ``attrs`` (name -> value as a netCDF
+    reader returns it) but ``attribute_checksum``: for each name in sorted order, its length
+    (4 bytes, big-endian), its UTF-8 bytes, the length of :func:`attribute_bytes` of its value
+    and those bytes. Returns an int in [0, 2**32)."""
+    crc = 0
+    for name in sorted(attrs):
+        if name == ATTRIBUTE_CHECKSUM:
+            continue
+        key, value = name.encode("utf-8", "surrogateescape"), attribute_bytes(attrs[name])
+        crc = zlib.crc32(len(key).to_bytes(4, "big") + key + len(value).to_bytes(4, "big") + value, crc)
+    return crc
+
+
+def seal_attributes(nc) -> None:
+    """Set ``attribute_checksum`` of an open ``netCDF4.Dataset`` (mode "a" or "w") from its
+    global attributes as stored; call after every edit of them. The attribute is an int32 of
+    fixed size, so rewriting it never grows a netCDF-3 header."""
+    nc.setncattr(ATTRIBUTE_CHECKSUM, as_stored(attribute_crc(nc.__dict__)))
+
+
+def seal_file_attributes(path) -> None:
+    """:func:`seal_attributes` of the netCDF file at ``path`` (opened to append, then closed)."""
+    import netCDF4
+    with netCDF4.Dataset(path, "a") as nc:
+        seal_attributes(nc)
+
+
+def _attribute_fault(attrs: Mapping) -> str | None:
+    """The message if ``attrs`` (a file's global attributes) fail ``attribute_checksum``, else None
+    (also when there is none: a file written before it existed)."""
+    if ATTRIBUTE_CHECKSUM not in attrs:
+        return None
+    stored = np.ravel(np.asarray(attrs[ATTRIBUTE_CHECKSUM]))
+    try:
+        good = (stored.size == 1 and stored.dtype.kind in "iu"
+                and attribute_crc(attrs) == as_crc(stored[0]))
+    except (TypeError, ValueError, UnicodeError):
+        good = False
+    if good:
+        return None
+    shown = [n for n in ("case", "status", "stop_reason", "steps", "history") if n in attrs]
+    return (f"its global attributes ({', '.join(shown)}, ...: {len(attrs) - 1} in all) fail their "
+            f"checksum (attribute {ATTRIBUTE_CHECKSUM})")
+
+
 def as_stored(crc: int) -> np.int32:
     """The CRC as the int32 that netCDF-3 can store (same 32 bits)."""
     return np.array(crc, dtype=np.uint32).view(np.int32)[()]
@@ -109,6 +182,8 @@ def seal_first_record(nc) -> None:
     variables = nc.variables
     nc.variables[RECORD_CHECKSUM][0] = as_stored(record_crc({n: variables[n][0] for n in record_names(variables)}))
     nc.setncattr(FIXED_CHECKSUM, as_stored(crc32(variables[n][...] for n in fixed_names(variables))))
+    if ATTRIBUTE_CHECKSUM in nc.ncattrs():
+        seal_attributes(nc)  # last: it covers fixed_checksum
 
 
 def verify_netcdf3(path: Path, where: str) -> None:
@@ -138,35 +213,56 @@ def verify_netcdf3(path: Path, where: str) -> None:
 def _netcdf3_fault(f) -> str | None:
     """What fails its checksum in an open scipy ``netcdf_file``, or None."""
     variables = f.variables
-    stored_fixed = f._attributes.get(FIXED_CHECKSUM)
-    if stored_fixed is not None:
-        names = fixed_names(variables)
-        stored_fixed = np.ravel(stored_fixed)
-        if stored_fixed.size != 1 or crc32(variables[n].data for n in names) != as_crc(stored_fixed[0]):
-            return (f"its variables without time ({', '.join(names)}) fail their checksum "
-                    f"(attribute {FIXED_CHECKSUM})")
-    if RECORD_CHECKSUM not in variables:
-        return None
+    fault = _attribute_fault(f._attributes)
+    if fault:
+        return fault
+    fault = _fixed_fault(f._attributes.get(FIXED_CHECKSUM), variables, lambda v: v.data)
+    if fault or RECORD_CHECKSUM not in variables:
+        return fault
     names = record_names(variables)
     stored = variables[RECORD_CHECKSUM].data
     data = {n: variables[n].data for n in names}
     for i in range(len(stored)):
         if record_crc({n: d[i:i + 1] for n, d in data.items()}) != as_crc(stored[i]):
-            t = f" (t = {float(variables['time'].data[i]):.6g})" if "time" in variables else ""
-            intact = f"snapshots 0 to {i - 1} before it are intact" if i else "it is the first snapshot"
-            return (f"snapshot {i}{t} of {len(stored)} fails its checksum (variable "
-                    f"{RECORD_CHECKSUM} over {', '.join(names)}); {intact}")
+            return _record_message(i, len(stored), variables["time"].data if "time" in variables else None,
+                                   names)
     return None
+
+
+def _fixed_fault(stored, variables: Mapping, values) -> str | None:
+    """The message if the variables without time fail ``fixed_checksum`` (``stored``, None for a
+    file without it), else None; ``values(variable)``: its stored values."""
+    if stored is None:
+        return None
+    names = fixed_names(variables)
+    stored = np.ravel(stored)
+    if stored.size != 1 or crc32(values(variables[n]) for n in names) != as_crc(stored[0]):
+        return (f"its variables without time ({', '.join(names)}) fail their checksum "
+                f"(attribute {FIXED_CHECKSUM})")
+    return None
+
+
+def _record_message(i: int, count: int, time, names: list) -> str:
+    """Snapshot ``i`` of ``count`` (times ``time``, None if unknown) fails ``record_checksum``
+    over ``names``."""
+    t = f" (t = {float(time[i]):.6g})" if time is not None else ""
+    intact = f"snapshots 0 to {i - 1} before it are intact" if i else "it is the first snapshot"
+    return (f"snapshot {i}{t} of {count} fails its checksum (variable "
+            f"{RECORD_CHECKSUM} over {', '.join(names)}); {intact}")
 
 
 def verify_netcdf4(path: Path, where: str) -> None:
     """Read every variable of a netCDF-4 (HDF5) file once, in slices, so that HDF5 checks the
-    Fletcher-32 checksum of every chunk that has one (a damaged chunk fails to read).
+    Fletcher-32 checksum of every chunk that has one (a damaged chunk fails to read); check
+    ``attribute_checksum`` and, in a run file's netCDF-4 copy (``output.format =
+    "netcdf4-zlib"``, or converted by ``nccopy``), ``record_checksum`` and ``fixed_checksum``
+    as in a netCDF-3 run file (same bytes: the values as stored, big-endian), in the same pass.
 
     Raises
     ------
     ConfigError
-        Naming the first variable that fails its checksum (or cannot be read).
+        Naming the first variable that fails its checksum (or cannot be read, or reads as
+        never written), the failing snapshot, or the damaged global attributes.
     """
     import netCDF4
     try:
@@ -176,12 +272,27 @@ def verify_netcdf4(path: Path, where: str) -> None:
     with nc:
         nc.set_auto_maskandscale(False)
         nc.set_auto_chartostring(False)  # the stored bytes only: decoding text is the readers' check
+        try:
+            attrs = nc.__dict__
+        except (AttributeError, RuntimeError, UnicodeError, OSError):  # a damaged attribute heap
+            raise ConfigError(f"{where}: the file is damaged: its global attributes cannot be read") from None
+        fault = _attribute_fault(attrs)
+        if fault:
+            raise ConfigError(f"{where}: the file is damaged: {fault}")
+        records = (record_names(nc.variables) if RECORD_CHECKSUM in nc.variables
+                   and "time" in nc.dimensions else [])
+        crcs = [0] * (len(nc.dimensions["time"]) if records else 0)  # running CRC of each snapshot
         for group in _groups(nc):
-            for name, var in group.variables.items():
+            # the record variables in sorted order (their CRC is taken in it), then the others
+            names = [*records, *(n for n in group.variables if n not in records)] if group is nc \
+                else list(group.variables)
+            for name in names:
+                var = group.variables[name]
+                add = _row_crcs(crcs) if group is nc and name in records else None
                 try:
                     # a CRC-32 takes every int32 value, the default fill too (1 in 4e9): the
                     # checksums themselves are checked against the data, not against the fill
-                    unwritten = _read_all(var) and name != RECORD_CHECKSUM
+                    unwritten = _read_all(var, add) and name != RECORD_CHECKSUM
                 except (OSError, RuntimeError, ValueError, IndexError, MemoryError) as exc:
                     checked = var.filters().get("fletcher32") if hasattr(var, "filters") else False
                     what = "fails its checksum" if checked else "cannot be read"
@@ -191,6 +302,57 @@ def verify_netcdf4(path: Path, where: str) -> None:
                     raise ConfigError(f"{where}: the file is damaged: variable {name!r} reads as "
                                       "never written (netCDF's default fill value; its chunk index "
                                       "is damaged)")
+        fault = _run_checksums_fault(nc, records, crcs) or _sweep_fault(nc, attrs)
+        if fault:
+            raise ConfigError(f"{where}: the file is damaged: {fault}")
+
+
+def _row_crcs(crcs: list):
+    """A callback for :func:`_read_all` that adds each row (snapshot) of a slice to ``crcs``."""
+    def add(start: int, values: np.ndarray) -> None:
+        for j, row in enumerate(values):
+            crcs[start + j] = zlib.crc32(
+                np.ascontiguousarray(row, dtype=row.dtype.newbyteorder(">")).tobytes(), crcs[start + j])
+    return add
+
+
+def _run_checksums_fault(nc, records: list, crcs: list) -> str | None:
+    """What fails ``record_checksum`` / ``fixed_checksum`` in a netCDF-4 run file (``crcs``: the
+    CRC of each snapshot's bytes of ``records``), or None; a lost chunk of the checksums
+    themselves (read as the fill value) fails like damaged data."""
+    variables = nc.variables
+    fault = _fixed_fault(nc.__dict__.get(FIXED_CHECKSUM), variables, lambda v: v[...])
+    if fault or not records:
+        return fault
+    stored = np.asarray(variables[RECORD_CHECKSUM][:])
+    for i, crc in enumerate(crcs):
+        if crc != as_crc(stored[i]):
+            return _record_message(i, len(crcs), np.asarray(variables["time"][:]), records)
+    return None
+
+
+SWEEP_RECORDS = ("status", "stop_reason")  # never empty for any point of a sweep's file
+
+
+def _sweep_fault(nc, attrs: Mapping) -> str | None:
+    """In a sweep's combined file (``kind = "sweep"``), a point whose ``status`` or
+    ``stop_reason`` is empty: the package records both for every point, failed ones too, so an
+    empty one is a text chunk lost through HDF5's chunk index (it reads as NUL characters)."""
+    if str(attrs.get("kind", "")) != "sweep":
+        return None
+    for name in SWEEP_RECORDS:
+        if name not in nc.variables:
+            continue
+        values = np.asarray(nc.variables[name][...])
+        if values.dtype.kind == "S" and values.ndim:  # characters along the last dimension
+            empty = np.all(values == b"", axis=-1)
+        else:
+            empty = np.vectorize(lambda v: not v, otypes=[bool])(values)
+        if np.any(empty):
+            at = tuple(int(i) for i in np.argwhere(np.atleast_1d(empty))[0])
+            return (f"variable {name!r} is empty at point {at} (every point of a sweep records "
+                    "it, a failed one too): its chunk index is damaged")
+    return None
 
 
 def _groups(group):
@@ -199,16 +361,18 @@ def _groups(group):
         yield from _groups(child)
 
 
-def _read_all(var) -> bool:
+def _read_all(var, rows=None) -> bool:
     """Read ``var`` in slices; True if it holds netCDF's default fill value of its type where it
-    has no ``_FillValue`` of its own.
+    has no ``_FillValue`` of its own. ``rows(start, values)``, if given, receives each slice
+    along the first axis (and where it starts).
 
     Why: HDF5's (v1 B-tree) chunk index has no checksum; a damaged index entry makes a chunk
     read as unwritten, i.e. as fill values, without an error (measured: 1 of 60 random byte
-    flips of a sweep file). The package writes every element of its netCDF-4 files, so an
-    integer or number-coordinate element equal to the default fill (-2147483647, 9.97e36) is
-    such a chunk. (Float data variables have ``_FillValue = NaN``: an unwritten chunk of
-    them reads as NaN, which this cannot tell from a failed point's NaN.)"""
+    flips of a sweep file). The package writes every element of its netCDF-4 files, and its
+    numeric variables without a ``_FillValue`` (:func:`without_fill_values`), so an element
+    equal to the default fill (-2147483647, 9.97e36) is such a chunk. (A float variable with
+    ``_FillValue = NaN``, as in files written before, reads a lost chunk as NaN: this cannot
+    tell it from a failed point's NaN; in a run file the record checksums do.)"""
     import netCDF4
     fill = None
     kind = getattr(var.dtype, "kind", None)  # None: a variable-length string (dtype str)
@@ -224,6 +388,8 @@ def _read_all(var) -> bool:
     for part in parts:  # every slice is read (HDF5 checks its chunks), found or not
         values = np.asarray(var[part])
         found = found or (fill is not None and bool(np.any(values == fill)))
+        if rows is not None and part is not Ellipsis:
+            rows(part.start, values)
     return found
 
 
@@ -237,9 +403,21 @@ def with_fletcher32(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
+def without_fill_values(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with no ``_FillValue`` on its numeric variables (encodings changed in place): the
+    package writes every element, so a netCDF-4 chunk lost through HDF5's chunk index reads as
+    netCDF's default fill (9.97e36, -2147483647), which :func:`verify_netcdf4` refuses, not as
+    NaN, which a failed sweep point also holds. NaN values are stored as they are."""
+    for var in ds.variables.values():
+        if var.dtype.kind in "iuf":
+            var.encoding["_FillValue"] = None
+    return ds
+
+
 def without_checksums(ds: xr.Dataset) -> xr.Dataset:
-    """``ds`` without a run file's checksums (``record_checksum``, ``fixed_checksum``): a reader
-    has verified them, and a Dataset written again with changed data must not carry stale ones."""
+    """``ds`` without a file's checksums (``record_checksum``, ``fixed_checksum``,
+    ``attribute_checksum``): a reader has verified them, and a Dataset written again with
+    changed data or attributes must not carry stale ones."""
     ds = ds.drop_vars(RECORD_CHECKSUM, errors="ignore")
-    ds.attrs = {k: v for k, v in ds.attrs.items() if k != FIXED_CHECKSUM}
+    ds.attrs = {k: v for k, v in ds.attrs.items() if k not in (FIXED_CHECKSUM, ATTRIBUTE_CHECKSUM)}
     return ds

@@ -15,7 +15,7 @@ from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
 from .cf import cf_encode, grid_units
-from .checksums import with_fletcher32
+from .checksums import seal_file_attributes, with_fletcher32, without_fill_values
 from .outputs import check_output, write_file
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
@@ -171,7 +171,8 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     Dataset has none) and the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
     (claimed, written to a temporary file, renamed: an existing file is replaced only by a
     complete new one, and only with ``overwrite``). Every chunked variable carries HDF5's
-    Fletcher-32 checksum (:mod:`meanfield_pde.runs.checksums`).
+    Fletcher-32 checksum, numbers no ``_FillValue`` and the global attributes their
+    ``attribute_checksum`` (:mod:`meanfield_pde.runs.checksums`).
 
     Raises
     ------
@@ -182,4 +183,10 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     """
     path = check_output_path(path, overwrite=overwrite, inputs=inputs)
     encoded = with_fletcher32(cf_encode(ds, title))  # netCDF-4: HDF5 checks every chunk on read
-    return write_file(path, lambda tmp: encoded.to_netcdf(tmp), overwrite=overwrite, inputs=inputs)
+    encoded = without_fill_values(encoded)  # a lost chunk reads as the default fill, not NaN
+
+    def write(tmp):
+        encoded.to_netcdf(tmp)
+        seal_file_attributes(tmp)  # from the attributes as stored
+
+    return write_file(path, write, overwrite=overwrite, inputs=inputs)

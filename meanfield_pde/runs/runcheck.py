@@ -10,9 +10,10 @@ checks, in this order, and raises a ConfigError naming the first fault:
   the package writes, :mod:`meanfield_pde.runs.runfile`);
 * a netCDF-3 file is as long as its header says (records counted × record
   size; scipy's reader maps the file and fails on a short one);
-* its data match their checksums (:mod:`meanfield_pde.runs.checksums`): a run file's
-  ``record_checksum`` per snapshot and ``fixed_checksum``, a netCDF-4 file's Fletcher-32
-  chunks (every variable is read once); files without checksums pass;
+* its global attributes and data match their checksums (:mod:`meanfield_pde.runs.checksums`):
+  ``attribute_checksum``, a run file's ``record_checksum`` per snapshot and ``fixed_checksum``,
+  a netCDF-4 file's Fletcher-32 chunks (every variable is read once; an element at netCDF's
+  default fill value is a chunk lost through HDF5's index); files without checksums pass;
 * ``time`` exists, is finite and strictly increasing;
 * the coefficients' conventions (attributes ``coefficient_normalization``,
   ``coefficient_phase``, ... of coef_real/coef_imag, README §Dataset contract)

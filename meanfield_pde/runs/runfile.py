@@ -16,7 +16,9 @@ to a fixed size so that header edits (finish, resume) never outgrow the
 header: netCDF-3 would otherwise move all the data on disk. A resume adds one
 line to the CF ``history`` attribute and shortens the padding by as much (some
 eight resumes fit in the reserve; a header over 8 KiB was measured to make the
-netCDF library pad a small new file with zeros up to 16 KiB).
+netCDF library pad a small new file with zeros up to 16 KiB). Every such edit
+recomputes ``attribute_checksum`` (:mod:`meanfield_pde.runs.checksums`), an int32
+rewritten in place.
 
 Times only grow: a snapshot not later than the file's last one is not
 written (a resumed run restarts before an interrupted run's last good
@@ -42,8 +44,9 @@ import xarray as xr
 
 from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
-from .checksums import (FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS, as_stored, record_crc,
-                        seal_first_record, without_checksums)
+from .checksums import (ATTRIBUTE_CHECKSUM, FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS,
+                        as_stored, record_crc, seal_attributes, seal_file_attributes, seal_first_record,
+                        without_checksums, without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
@@ -167,12 +170,19 @@ class RunFile:
             grown = len(history.encode()) - len(str(self.attrs.get("history", "")).encode())
             self.nc.setncatts({"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
                                "running_note": self._note(grown), "history": history})
+            self._seal()
             self.nc.sync()
             self.good_size = os.path.getsize(self.target)
         except BaseException:
             self.close()
             raise
         return self
+
+    def _seal(self) -> None:
+        """Recompute ``attribute_checksum`` after an edit of the attributes (not in a file begun
+        before it existed: adding it could outgrow the header, which moves all the data)."""
+        if ATTRIBUTE_CHECKSUM in self.nc.ncattrs():
+            seal_attributes(self.nc)
 
     def _note(self, used: int = 0) -> str:
         # padded: the reserve that keeps later header edits in place (module docstring), less
@@ -281,6 +291,7 @@ class RunFile:
         # bytes as written, before the file is published
         first[RECORD_CHECKSUM] = ("time", np.zeros(1, dtype=np.int32), RECORD_CHECKSUM_ATTRS)
         first.attrs[FIXED_CHECKSUM] = np.int32(0)
+        first.attrs[ATTRIBUTE_CHECKSUM] = np.int32(0)
         first.attrs = {k: netcdf_attr(v) for k, v in first.attrs.items()}
         header = 4096 + sum(len(str(v)) + 64 for v in first.attrs.values())
         first_size = header + sum(int(v.nbytes) + 8 for v in first.variables.values())
@@ -321,6 +332,7 @@ class RunFile:
             if "running_note" in self.nc.ncattrs():
                 self.nc.delncattr("running_note")  # frees the reserved header space first
             self.nc.setncatts({k: netcdf_attr(v) for k, v in {**(attrs or {}), **_end(status, reason)}.items()})
+            self._seal()
             self.nc.sync()
         except (OSError, RuntimeError):  # a full disk: the status is stored when possible
             pass
@@ -364,9 +376,15 @@ def compress(path: Path, claimed_as: Path | None = None) -> None:
         encoding = {name: ({"zlib": True, "complevel": 4, "shuffle": True, "chunksizes": _chunks(var)}
                            if name not in ds.coords and var.ndim else {}) | ({"fletcher32": True} if var.ndim else {})
                     for name, var in ds.variables.items()}
-        for name in ds.coords:
-            encoding[name]["_FillValue"] = None
+        # no _FillValue on numbers (module checksums): a chunk lost through HDF5's chunk index
+        # reads as netCDF's default fill, which the readers refuse
+        without_fill_values(ds)
+        for name, var in ds.variables.items():  # the encoding argument replaces the variables' own
+            if name in ds.coords or "_FillValue" in var.encoding:
+                encoding[name]["_FillValue"] = None
         ds.to_netcdf(tmp, format="NETCDF4", engine="netcdf4", encoding=encoding)
+        if ATTRIBUTE_CHECKSUM in ds.attrs:  # rewritten by HDF5: sealed from its attributes as stored
+            seal_file_attributes(tmp)
         publish(tmp, path)
     except (OSError, RuntimeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
