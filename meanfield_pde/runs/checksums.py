@@ -148,7 +148,8 @@ def _attribute_fault(attrs: Mapping) -> str | None:
         return None
     shown = [n for n in ("case", "status", "stop_reason", "steps", "history") if n in attrs]
     return (f"its global attributes ({', '.join(shown)}, ...: {len(attrs) - 1} in all) fail their "
-            f"checksum (attribute {ATTRIBUTE_CHECKSUM})")
+            f"checksum (attribute {ATTRIBUTE_CHECKSUM}; if you edited them yourself, delete it: "
+            f"ncatted -a {ATTRIBUTE_CHECKSUM},global,d,, FILE)")
 
 
 def as_stored(crc: int) -> np.int32:
