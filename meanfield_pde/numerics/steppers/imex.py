@@ -55,6 +55,8 @@ class IMEXRungeKutta:
         self._Kr = self._K.view(np.float64)
         self._K0 = self._K[0]  # one view object: the state a model saw is recognised by identity
         self.last_evaluated = None  # see step()
+        self._seed = None  # (u, N(u)) from seed(): the next step from that very u copies N(u)
+        self._started = None  # the u of the last step if K holds N(u) as its first stage
         self._U = np.zeros(n, dtype=np.complex128)
         self._Ur = self._U.view(np.float64)
         self._linear2 = np.repeat(self.linear, 2)  # L on the real view
@@ -118,6 +120,20 @@ class IMEXRungeKutta:
             self._weights_dt = dt
         return self._scaled
 
+    def seed(self, u: np.ndarray, explicit: np.ndarray) -> None:
+        """Hand in N(u) (``explicit``, shape (ncoef,)) already evaluated by the caller: the next
+        :meth:`step` from this very array u (the same object, unchanged) copies it into its first
+        stage instead of evaluating it, if that stage is explicit (U_0 = u); any other next step
+        ignores it. The time loop evaluates F at the end of a step that holds snapshots (the
+        dense output), which is where the next step starts. Not counted in :attr:`evaluations`."""
+        self._seed = (u, explicit)
+
+    def start_explicit(self, u: np.ndarray) -> np.ndarray | None:
+        """N(u) if the last :meth:`step` started from this very array u and its first stage was
+        N(u) itself (an explicit first stage, U_0 = u), else None: a view of the stage buffer,
+        valid until the next step. The dense output's F(u) = N(u) + L u at the step's start."""
+        return self._N[0] if self._started is not None and self._started is u else None
+
     def step(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray | None]:
         """One step of size dt from u, shape (ncoef,).
 
@@ -138,6 +154,7 @@ class IMEXRungeKutta:
         t = self.tableau
         self.evaluations += self.explicit_calls
         self.last_evaluated = None  # until this step has evaluated its stages
+        seed, self._seed, self._started = self._seed, None, None
         K, Kr, N, LU, U, Ur = self._K, self._Kr, self._N, self._LU, self._U, self._Ur
         w = self._scaled_weights(dt)
         K[0] = u
@@ -160,8 +177,14 @@ class IMEXRungeKutta:
             if self._needs_LU[i]:
                 np.multiply(self._linear2, stage_r, out=LU[i].view(np.float64))
             if self._needs_N[i]:
-                self.explicit(stage, N[i])
-                last = stage
+                if stage is self._K0 and seed is not None and seed[0] is u:
+                    N[0] = seed[1]  # N(u) evaluated by the caller (seed())
+                    self.evaluations -= 1
+                else:
+                    self.explicit(stage, N[i])
+                    last = stage
+                if stage is self._K0:
+                    self._started = u
         new = np.matmul(w[t.stages], Kr).view(np.complex128)
         error = np.matmul(w[t.stages + 1], Kr).view(np.complex128) if t.embedded else None
         self.last_evaluated = last
