@@ -197,7 +197,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             new_power = None
             if monitor is not None:
                 new_power = model.geometry.power_spectrum(new)
-                reason = monitor.check(new, new_power, nearby)
+                reason = monitor.check(new, new_power, nearby, finite=True)  # checked above
             else:
                 reason = None
             if reason:
