@@ -89,6 +89,13 @@ class IMEXRungeKutta:
         self._scaled = self._weights.copy()  # _weights · _scale at _weights_dt
         self._weights_dt = None
         self._diag = [float(t.a_imp[i, i]) for i in range(s)]
+        # Per stage, the views step() works on, made once (_scaled is updated in place): its
+        # weight row and the rows of K it combines, its diagonal entry a_ii if its solve is
+        # implicit (else None), and its rows of L U and N if a later stage or a weight uses them.
+        self._plan = [(self._scaled[i, :1 + 2 * i], self._Kr[:1 + 2 * i],
+                       self._diag[i] if (self._diag[i] and self._implicit) else None,
+                       self._LU[i].view(np.float64) if self._needs_LU[i] else None,
+                       self._N[i] if self._needs_N[i] else None) for i in range(s)]
         self._inverse: dict[float, np.ndarray] = {}  # a_ii -> 1/(1 − dt a_ii L) at _inverse_dt
         self._inverse_dt = None
 
@@ -151,41 +158,39 @@ class IMEXRungeKutta:
         (:meth:`meanfield_pde.numerics.diagnostics.ResolutionMonitor.nearby_bound`). It is
         valid until the next call of :meth:`step`.
         """
-        t = self.tableau
         self.evaluations += self.explicit_calls
         self.last_evaluated = None  # until this step has evaluated its stages
         seed, self._seed, self._started = self._seed, None, None
-        K, Kr, N, LU, U, Ur = self._K, self._Kr, self._N, self._LU, self._U, self._Ur
+        K0, Kr, U, Ur = self._K0, self._Kr, self._U, self._Ur
         w = self._scaled_weights(dt)
-        K[0] = u
+        K0[:] = u
         last = None  # the stage array of the latest evaluation
-        for i in range(t.stages):
-            a = self._diag[i]
-            implicit = bool(a and self._implicit)
-            if i == 0 and not implicit:
-                stage, stage_r = self._K0, Kr[0]  # U_0 = u: evaluated in place, no copy
+        for i, (weights, rows, a, lu, n) in enumerate(self._plan):
+            if i == 0 and a is None:
+                stage, stage_r = K0, Kr[0]  # U_0 = u: evaluated in place, no copy
             else:
                 if i == 0:
                     U[:] = u
                 else:
-                    np.matmul(w[i, : 1 + 2 * i], Kr[: 1 + 2 * i], out=Ur)
-                if implicit:
+                    np.matmul(weights, rows, out=Ur)
+                if a is not None:
                     Ur *= self._implicit_inverse(dt, a)
                 stage, stage_r = U, Ur
                 if last is U:
                     last = None  # overwritten
-            if self._needs_LU[i]:
-                np.multiply(self._linear2, stage_r, out=LU[i].view(np.float64))
-            if self._needs_N[i]:
-                if stage is self._K0 and seed is not None and seed[0] is u:
-                    N[0] = seed[1]  # N(u) evaluated by the caller (seed())
+            if lu is not None:
+                np.multiply(self._linear2, stage_r, out=lu)
+            if n is not None:
+                if stage is K0 and seed is not None and seed[0] is u:
+                    n[:] = seed[1]  # N(u) evaluated by the caller (seed())
                     self.evaluations -= 1
                 else:
-                    self.explicit(stage, N[i])
+                    self.explicit(stage, n)
                     last = stage
-                if stage is self._K0:
+                if stage is K0:
                     self._started = u
-        new = np.matmul(w[t.stages], Kr).view(np.complex128)
-        error = np.matmul(w[t.stages + 1], Kr).view(np.complex128) if t.embedded else None
+        s = len(self._plan)
+        new = np.matmul(w[s], Kr).view(np.complex128)
+        error = np.matmul(w[s + 1], Kr).view(np.complex128) if self.tableau.embedded else None
         self.last_evaluated = last
         return new, error
