@@ -144,8 +144,8 @@ def test_a_non_finite_dense_derivative_stops_the_run_instead_of_writing_nan():
                       initial={"type": "perturbed_uniform", "amplitude": 1e-2, "degree_max": 6},
                       time={"t_end": 2.0})
     sim = build(cfg)
-    rhs = sim.model.rhs
-    sim.model.rhs = lambda u: np.full_like(rhs(u), np.inf)  # only the dense output calls it
+    # F = N + L u: only the dense output calls implicit_terms (the stepper has model.linear)
+    sim.model.implicit_terms = lambda u: np.full_like(u, np.inf)
     rec = Recorder()
     res = integrate(sim.model, sim.control, sim.initial, 2.0, every=2.0 / 400, dt=cfg.time.dt,
                     observers=[rec])
@@ -168,3 +168,34 @@ def test_cfl_limited_steps_do_not_depend_on_the_output_times(scheme):
     assert many.dense_evaluations > 0 and len(snaps.times) == 98
     assert (many.steps, many.rejected) == (one.steps, one.rejected)
     np.testing.assert_array_equal(many.coef, one.coef)
+
+
+def _dense_case():
+    return make_config(model={"kind": "SA", "beta": 5.0, "nu": 0.05},
+                       initial={"type": "perturbed_uniform", "amplitude": 1e-2, "degree_max": 6},
+                       time={"t_end": 4.0, "scheme": "ARK324"})
+
+
+def test_the_dense_output_evaluates_only_what_no_step_has():
+    """F at a step's start is N(u) + L u with N(u) the step's own first stage (ARK324: U_0 = u),
+    and N at its end is the next step's first stage: a run with snapshots inside most steps costs
+    exactly the steps' right-hand sides (it cost two more per such step)."""
+    sim, res, snaps = run(_dense_case(), every=4.0 / 97)
+    stepper = sim.control.stepper
+    assert len(snaps.times) == 98 and res.dense_evaluations > 40
+    assert sim.control.evaluations + res.dense_evaluations == (res.steps + res.rejected) * stepper.explicit_calls
+
+
+def test_the_reused_evaluations_give_the_same_snapshots_bit_for_bit(monkeypatch):
+    """The snapshots from the reused N (above) are those of fresh evaluations of the whole
+    right-hand side, model.rhs, bit for bit."""
+    from meanfield_pde.numerics.steppers import IMEXRungeKutta
+
+    _, reused, fast = run(_dense_case(), every=4.0 / 97)
+    monkeypatch.setattr(IMEXRungeKutta, "start_explicit", lambda self, u: None)
+    monkeypatch.setattr(IMEXRungeKutta, "seed", lambda self, u, n: None)
+    _, fresh, slow = run(_dense_case(), every=4.0 / 97)
+    assert fresh.dense_evaluations > reused.dense_evaluations
+    assert fast.times == slow.times
+    for a, b in zip(fast.states, slow.states):
+        assert a.tobytes() == b.tobytes()

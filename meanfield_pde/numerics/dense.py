@@ -9,8 +9,10 @@ its 194 evaluations included). The
 snapshots inside a step are the cubic Hermite interpolant of its two ends and their
 derivatives (Hairer, Nørsett & Wanner, *Solving ODEs I*, §II.6, eq. (6.7)), whose
 error O(h⁴) is of the order of the local error of the order-3 and order-4 schemes;
-it costs the right-hand side at the two ends (each reused by the next step that
-holds a snapshot). It is a linear combination of states of equal mass and of
+it needs the right-hand side at the two ends: with an IMEX scheme whose first stage is
+explicit, the step's own N(u) at its start and, at its end, an evaluation of N that the
+next step takes as its first stage (:mod:`meanfield_pde.numerics.solver`, ``_Derivatives``),
+so no evaluation more than the steps'. It is a linear combination of states of equal mass and of
 right-hand sides of zero mass, so the mass of a snapshot is the run's to round-off.
 """
 

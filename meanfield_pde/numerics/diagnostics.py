@@ -106,7 +106,12 @@ class ResolutionMonitor:
         the power spectrum of ``coef``)."""
         if self._sup is None:
             return -np.inf
-        mean, spread = self._mean_and_spread(coef, power)
+        return self._lower(self._mean_and_spread(coef, power))
+
+    @staticmethod
+    def _lower(mean_and_spread: tuple[float, float]) -> float:
+        """:meth:`lower_bound` from :meth:`_mean_and_spread` of the state."""
+        mean, spread = mean_and_spread
         # widened by 1e-12 relative: its own rounding must not pass a state the synthesis fails
         return mean - spread - 1e-12 * (abs(mean) + spread)
 
@@ -135,9 +140,14 @@ class ResolutionMonitor:
         """
         if self._sup is None:
             return -np.inf
+        return self._nearby(coef, reference, reference_min, self._mean_and_spread(coef, power))
+
+    def _nearby(self, coef: np.ndarray, reference: np.ndarray, reference_min: float,
+                mean_and_spread: tuple[float, float]) -> float:
+        """:meth:`nearby_bound` given :meth:`_mean_and_spread` of ``coef``."""
         d = coef - reference
         spread_d = float(np.dot(self._sup_all, np.sqrt(self.geometry.power_spectrum(d))))
-        mean, spread = self._mean_and_spread(coef, power)
+        mean, spread = mean_and_spread
         scale = abs(mean) + spread + spread_d
         return reference_min - spread_d - 1e-12 * scale
 
@@ -156,7 +166,8 @@ class ResolutionMonitor:
         return negative <= NEGATIVE_MASS * abs(self.geometry.mass(coef))
 
     def check(self, coef: np.ndarray, power: np.ndarray | None = None,
-              nearby: Callable[[], tuple[np.ndarray, float] | None] | None = None) -> str | None:
+              nearby: Callable[[], tuple[np.ndarray, float] | None] | None = None,
+              finite: bool = False) -> str | None:
         """None if the state is trustworthy, else the reason (for status 'stopped: ...').
 
         Parameters
@@ -168,19 +179,23 @@ class ResolutionMonitor:
             Returns (g, min of g on the grid) for a state g close to ``coef`` (the time loop:
             the last stage of the step and the model's ``min_density`` of it), or None; asked
             only if :meth:`lower_bound` does not settle the sign (:meth:`nearby_bound`).
+        finite : bool
+            The caller has checked that every coefficient is finite (the time loop has).
         """
-        if not np.isfinite(coef).all():
+        if not finite and not np.isfinite(coef).all():
             return "non-finite values in the density"
         power = self.geometry.power_spectrum(coef) if power is None else power
         tail = spectral_tail(self.geometry, coef, power)
         if tail > self.max_spectral_tail:
             return (f"resolution lost: spectral tail {tail:.2e} > {self.max_spectral_tail:.0e} "
                     f"at lmax = {self.geometry.lmax}")
-        if self.lower_bound(coef, power) >= self.floor:
-            return None  # no grid point can be below the floor
-        near = nearby() if nearby is not None else None
-        if near is not None and self.nearby_bound(coef, power, *near) >= self.floor:
-            return None  # nor here
+        if self._sup is not None:  # the two bounds below share f̄ and the spread of f − f̄
+            mean_and_spread = self._mean_and_spread(coef, power)
+            if self._lower(mean_and_spread) >= self.floor:
+                return None  # no grid point can be below the floor
+            near = nearby() if nearby is not None else None
+            if near is not None and self._nearby(coef, *near, mean_and_spread) >= self.floor:
+                return None  # nor here
         grid = self.geometry.synthesis(coef)
         fmin = self.geometry.grid_minimum(grid)
         if fmin < self.floor and not self._rounding(coef, grid, fmin):

@@ -83,7 +83,7 @@ class IMEXModel(ABC):
 
     def rhs(self, coef: np.ndarray) -> np.ndarray:
         """The whole right-hand side N(f) + L f (for tests and diagnostics)."""
-        return self.transport(coef) + self.linear * coef
+        return self.transport(coef) + self.implicit_terms(coef)
 
     # -- the step rule ---------------------------------------------------------------------
     def speed_bound(self) -> float:

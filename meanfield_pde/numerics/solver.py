@@ -145,7 +145,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
     # adaptive steps run past the output times, whose snapshots interpolate (see .dense);
     # fixed steps land on them
     dense = control.adaptive
-    derivative = _Derivatives(model)
+    derivative = _Derivatives(model, control.stepper)
     speed = None  # max|V| for the next CFL bound when read before the dense output's evaluations
     try:
         while why_ is StopReason.COMPLETED and t < t_end - eps:
@@ -197,7 +197,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             new_power = None
             if monitor is not None:
                 new_power = model.geometry.power_spectrum(new)
-                reason = monitor.check(new, new_power, nearby)
+                reason = monitor.check(new, new_power, nearby, finite=True)  # checked above
             else:
                 reason = None
             if reason:
@@ -221,7 +221,7 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                     # without snapshots: F at its end (below) must not change the steps
                     speed = model.speed_bound()
                 try:
-                    ends = (t, u, derivative(u)), (t_new, new, derivative(new))
+                    ends = (t, u, derivative(u)), (t_new, new, derivative(new, ahead=True))
                 except NumericalFault as exc:
                     status = (f"stopped: {exc} at t = {t_new:.6g}; the last good state "
                               f"(t = {t:.6g}) is kept")
@@ -264,19 +264,31 @@ def _between(ends, t_out: float) -> np.ndarray:
 
 
 class _Derivatives:
-    """F(u) for the dense output, counted; the last one is kept: the end of a step that holds
-    a snapshot is the start of the next, whose F it serves when that one holds one too.
+    """F(u) = N(u) + L u for the dense output, the evaluations of N counted; the last F is kept:
+    the end of a step that holds a snapshot is the start of the next, whose F it serves when
+    that one holds one too. N is evaluated only where no step has: at a step's start the
+    stepper's first stage is N(u) itself (IMEX schemes with U_0 = u: ``start_explicit``), and
+    N at a step's end is handed to the next step, which starts there (``seed``); the same
+    numbers as ``model.rhs``, two right-hand sides fewer per step that holds snapshots.
     Raises NumericalFault (the model's, or for a non-finite F)."""
 
-    def __init__(self, model):
+    def __init__(self, model, stepper=None):
         self.model, self.count = model, 0
+        self._start = getattr(stepper, "start_explicit", None)
+        self._seed = getattr(stepper, "seed", None)
         self._last: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
 
-    def __call__(self, u: np.ndarray) -> np.ndarray:
+    def __call__(self, u: np.ndarray, ahead: bool = False) -> np.ndarray:
+        """F(u); ``ahead``: u is where the next step starts (its N is handed to the stepper)."""
         if self._last[0] is u:
             return self._last[1]
-        f = self.model.rhs(u)
-        self.count += 1
+        n = self._start(u) if self._start is not None else None
+        if n is None:
+            n = self.model.transport(u)
+            self.count += 1
+            if ahead and self._seed is not None:
+                self._seed(u, n)
+        f = n + self.model.implicit_terms(u)  # model.rhs(u), without evaluating N again
         if not np.isfinite(f).all():  # the interpolant would hand NaN snapshots to the observers
             raise NumericalFault("non-finite values in the right-hand side (dense output)")
         self._last = (u, f)

@@ -203,8 +203,9 @@ class TriggerMonitor(ResolutionMonitor):
 
     reason: str | None = None
 
-    def check(self, coef: np.ndarray, power: np.ndarray | None = None, nearby=None) -> str | None:
-        self.reason = super().check(coef, power, nearby)
+    def check(self, coef: np.ndarray, power: np.ndarray | None = None, nearby=None,
+              finite: bool = False) -> str | None:
+        self.reason = super().check(coef, power, nearby, finite)
         return self.reason
 
 

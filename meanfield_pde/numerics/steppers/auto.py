@@ -74,6 +74,18 @@ class AutoScheme:
         latest explicit evaluation if still held (:attr:`IMEXRungeKutta.last_evaluated`)."""
         return getattr(self.current, "last_evaluated", None)
 
+    def start_explicit(self, u: np.ndarray):
+        """The current scheme's ``start_explicit`` (None for Rosenbrock-W): N(u) of its last step
+        from u (:meth:`IMEXRungeKutta.start_explicit`)."""
+        start = getattr(self.current, "start_explicit", None)
+        return None if start is None else start(u)
+
+    def seed(self, u: np.ndarray, explicit: np.ndarray) -> None:
+        """Hand N(u) to the scheme of the next step if it takes it (:meth:`IMEXRungeKutta.seed`)."""
+        seed = getattr(self.current, "seed", None)
+        if seed is not None:
+            seed(u, explicit)
+
     def step(self, u: np.ndarray, dt: float):
         """One step of the current scheme (its ``step``)."""
         return self.current.step(u, dt)

@@ -55,6 +55,8 @@ class IMEXRungeKutta:
         self._Kr = self._K.view(np.float64)
         self._K0 = self._K[0]  # one view object: the state a model saw is recognised by identity
         self.last_evaluated = None  # see step()
+        self._seed = None  # (u, N(u)) from seed(): the next step from that very u copies N(u)
+        self._started = None  # the u of the last step if K holds N(u) as its first stage
         self._U = np.zeros(n, dtype=np.complex128)
         self._Ur = self._U.view(np.float64)
         self._linear2 = np.repeat(self.linear, 2)  # L on the real view
@@ -87,6 +89,13 @@ class IMEXRungeKutta:
         self._scaled = self._weights.copy()  # _weights · _scale at _weights_dt
         self._weights_dt = None
         self._diag = [float(t.a_imp[i, i]) for i in range(s)]
+        # Per stage, the views step() works on, made once (_scaled is updated in place): its
+        # weight row and the rows of K it combines, its diagonal entry a_ii if its solve is
+        # implicit (else None), and its rows of L U and N if a later stage or a weight uses them.
+        self._plan = [(self._scaled[i, :1 + 2 * i], self._Kr[:1 + 2 * i],
+                       self._diag[i] if (self._diag[i] and self._implicit) else None,
+                       self._LU[i].view(np.float64) if self._needs_LU[i] else None,
+                       self._N[i] if self._needs_N[i] else None) for i in range(s)]
         self._inverse: dict[float, np.ndarray] = {}  # a_ii -> 1/(1 − dt a_ii L) at _inverse_dt
         self._inverse_dt = None
 
@@ -118,6 +127,20 @@ class IMEXRungeKutta:
             self._weights_dt = dt
         return self._scaled
 
+    def seed(self, u: np.ndarray, explicit: np.ndarray) -> None:
+        """Hand in N(u) (``explicit``, shape (ncoef,)) already evaluated by the caller: the next
+        :meth:`step` from this very array u (the same object, unchanged) copies it into its first
+        stage instead of evaluating it, if that stage is explicit (U_0 = u); any other next step
+        ignores it. The time loop evaluates F at the end of a step that holds snapshots (the
+        dense output), which is where the next step starts. Not counted in :attr:`evaluations`."""
+        self._seed = (u, explicit)
+
+    def start_explicit(self, u: np.ndarray) -> np.ndarray | None:
+        """N(u) if the last :meth:`step` started from this very array u and its first stage was
+        N(u) itself (an explicit first stage, U_0 = u), else None: a view of the stage buffer,
+        valid until the next step. The dense output's F(u) = N(u) + L u at the step's start."""
+        return self._N[0] if self._started is not None and self._started is u else None
+
     def step(self, u: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray | None]:
         """One step of size dt from u, shape (ncoef,).
 
@@ -135,34 +158,39 @@ class IMEXRungeKutta:
         (:meth:`meanfield_pde.numerics.diagnostics.ResolutionMonitor.nearby_bound`). It is
         valid until the next call of :meth:`step`.
         """
-        t = self.tableau
         self.evaluations += self.explicit_calls
         self.last_evaluated = None  # until this step has evaluated its stages
-        K, Kr, N, LU, U, Ur = self._K, self._Kr, self._N, self._LU, self._U, self._Ur
+        seed, self._seed, self._started = self._seed, None, None
+        K0, Kr, U, Ur = self._K0, self._Kr, self._U, self._Ur
         w = self._scaled_weights(dt)
-        K[0] = u
+        K0[:] = u
         last = None  # the stage array of the latest evaluation
-        for i in range(t.stages):
-            a = self._diag[i]
-            implicit = bool(a and self._implicit)
-            if i == 0 and not implicit:
-                stage, stage_r = self._K0, Kr[0]  # U_0 = u: evaluated in place, no copy
+        for i, (weights, rows, a, lu, n) in enumerate(self._plan):
+            if i == 0 and a is None:
+                stage, stage_r = K0, Kr[0]  # U_0 = u: evaluated in place, no copy
             else:
                 if i == 0:
                     U[:] = u
                 else:
-                    np.matmul(w[i, : 1 + 2 * i], Kr[: 1 + 2 * i], out=Ur)
-                if implicit:
+                    np.matmul(weights, rows, out=Ur)
+                if a is not None:
                     Ur *= self._implicit_inverse(dt, a)
                 stage, stage_r = U, Ur
                 if last is U:
                     last = None  # overwritten
-            if self._needs_LU[i]:
-                np.multiply(self._linear2, stage_r, out=LU[i].view(np.float64))
-            if self._needs_N[i]:
-                self.explicit(stage, N[i])
-                last = stage
-        new = np.matmul(w[t.stages], Kr).view(np.complex128)
-        error = np.matmul(w[t.stages + 1], Kr).view(np.complex128) if t.embedded else None
+            if lu is not None:
+                np.multiply(self._linear2, stage_r, out=lu)
+            if n is not None:
+                if stage is K0 and seed is not None and seed[0] is u:
+                    n[:] = seed[1]  # N(u) evaluated by the caller (seed())
+                    self.evaluations -= 1
+                else:
+                    self.explicit(stage, n)
+                    last = stage
+                if stage is K0:
+                    self._started = u
+        s = len(self._plan)
+        new = np.matmul(w[s], Kr).view(np.complex128)
+        error = np.matmul(w[s + 1], Kr).view(np.complex128) if self.tableau.embedded else None
         self.last_evaluated = last
         return new, error
