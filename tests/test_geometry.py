@@ -85,6 +85,22 @@ def test_basis_matches_shtns_synthesis_and_empirical_coefficients(sphere):
     assert z == pytest.approx(m[2], rel=1e-12)
 
 
+def _in_fork(target, *args):
+    """Run target(queue, *args) in a forked child (30 s at most: a hang fails the test); the queue."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=target, args=(queue, *args))
+    child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child's transforms hung")
+    return queue
+
+
 def _sphere_in_fork(queue):
     """A forked child's Sphere on 1 thread: the error's text, or "ok"."""
     try:
@@ -100,20 +116,10 @@ def test_forked_child_of_threaded_transforms_refuses_instead_of_hanging():
     """shtns's OpenMP threads do not survive fork(): after transforms on 2 threads here, a
     forked child's transforms (even on 1 thread) hung for good (multiprocessing's default
     start method on Linux). The child now refuses at once, naming the start method to use."""
-    import multiprocessing
-
     g = Sphere(31, nlat=256, nphi=512, threads=2)  # 2^17 points: transforms on 2 threads
     assert g.transform_threads == 2
     g.synthesis(g.zeros_coef())
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_sphere_in_fork, args=(queue,))
-    child.start()
-    child.join(30)
-    if child.is_alive():
-        child.kill()
-        child.join()
-        pytest.fail("the forked child's transforms hung")
+    queue = _in_fork(_sphere_in_fork)
     message = queue.get(timeout=5)
     assert message.startswith("RuntimeError") and "get_context('spawn')" in message, message
 
@@ -135,20 +141,11 @@ def test_a_threaded_sphere_inherited_through_fork_refuses_instead_of_hanging():
     for good (its plan's OpenMP threads are not in the child); only new Spheres were checked.
     Its transforms now raise the fix at once; one on 1 thread (also inherited) still works,
     and the index lookup of the stale one too."""
-    import multiprocessing
 
     threaded = Sphere(31, nlat=256, nphi=512, threads=2)  # 2^17 points: transforms on 2 threads
     single = Sphere(31, threads=2)  # 48 x 96 points: 1 thread
     assert (threaded.transform_threads, single.transform_threads) == (2, 1)
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_inherited_spheres_in_fork, args=(queue, threaded, single))
-    child.start()
-    child.join(30)
-    if child.is_alive():
-        child.kill()
-        child.join()
-        pytest.fail("the forked child's transforms hung")
+    queue = _in_fork(_inherited_spheres_in_fork, threaded, single)
     first, first_index, second, second_index = (queue.get(timeout=5) for _ in range(4))
     assert first == "ok" and first_index == single.index(2, 1), first
     assert second_index == threaded.index(2, 1)

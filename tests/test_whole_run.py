@@ -65,12 +65,16 @@ def test_a_run_file_holds_what_the_memory_run_holds_and_builds_one_dataset(tmp_p
                     np.testing.assert_array_equal(ds[name].values, memory[name].values, err_msg=name)
 
 
-def test_a_record_naming_other_variables_writes_nothing(tmp_path):
+def _one_snapshot():
+    """(geometry, coefficients, grid density, diagnostics) of a small USA state at L = 7."""
     g = make_geometry("sphere", 7, 1)
-    model = MeanFieldModel(g, "USA", 1.0)
     u = perturbed_uniform(g, 0.2, 1, 4, seed=2)
     density = g.synthesis(u)
-    diagnostics = snapshot_diagnostics(model, u, density)
+    return g, u, density, snapshot_diagnostics(MeanFieldModel(g, "USA", 1.0), u, density)
+
+
+def test_a_record_naming_other_variables_writes_nothing(tmp_path):
+    g, u, density, diagnostics = _one_snapshot()
     path = tmp_path / "r.nc"
     rf = RunFile(path)
     with pytest.raises(RuntimeError, match="before the first record"):
@@ -99,11 +103,7 @@ def test_appended_values_are_stored_as_given_bit_for_bit(tmp_path, special):
     from meanfield_pde.runs.checksums import verify_netcdf3
     import netCDF4
 
-    g = make_geometry("sphere", 7, 1)
-    model = MeanFieldModel(g, "USA", 1.0)
-    u = perturbed_uniform(g, 0.2, 1, 4, seed=2)
-    density = g.synthesis(u)
-    diagnostics = snapshot_diagnostics(model, u, density)
+    g, u, density, diagnostics = _one_snapshot()
     path = tmp_path / "r.nc"
     rf = RunFile(path)
     rf.append(io.snapshots_to_dataset(g, [0.0], [u], [density], [diagnostics], {}))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..core.errors import ConfigError, NotARunError
+from ..core.errors import NotARunError
 
 
 def grid_geometry(ds: xr.Dataset):
