@@ -46,8 +46,8 @@ def check_threads(value, name: str = "threads") -> int:
 
 
 # Grid points per OpenMP thread of a transform, at least. libgomp lets the team's threads
-# sleep between transforms when the team is as large as the machine (the default, "all
-# cores"): each transform then wakes them, ~0.1 ms on the 2-core machine of the benchmarks,
+# sleep between transforms (measured with the default settings on the 2-core machine of the
+# benchmarks: a worker spins < 0.1 ms after a transform): each transform then wakes them,
 # which costs more than the second thread saves on small grids. Whole runs of
 # sa_beta10_noisy there, 2 threads against 1 (wall time): L = 63 (18 432 points) 0.6x,
 # L = 127 (73 728) 0.93x, L = 191 (165 888) 1.19x, L = 255 (294 912) 1.36x. Making the
