@@ -482,12 +482,14 @@ def attribute_reference(reference, tmp_path_factory) -> tuple[Path, dict]:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
-def test_any_damaged_global_attribute_is_refused_with_one_line(attribute_reference, data):
+def test_any_damaged_global_attribute_is_refused_with_one_line(attribute_reference, monkeypatch, data):
     """A byte of any global attribute's value damaged (the case from which --resume rebuilds the
     run, status, counters, history, versions, ...): every reader refuses the file, naming its
     attributes. On the original main most such damage loaded silently (a flipped byte of the case
     text, of the counters or of the history)."""
+    from meanfield_pde.runs import checksums
     from meanfield_pde.runs.runcheck import verify_checksums
+    monkeypatch.setattr(checksums, "HEADER_EDIT_WAITS", ())  # damage stays: no second reading (fast)
     reference, spans = attribute_reference
     name = data.draw(st.sampled_from(sorted(n for n in spans if n != "attribute_checksum")), label="name")
     start, stop = spans[name]
@@ -540,6 +542,45 @@ def test_files_with_record_checksums_but_no_attribute_checksum_load_and_resume(r
         assert "attribute_checksum" not in nc.ncattrs() and nc.status == "completed"
     with open_checked(run_file, "old") as ds:
         assert ds.time.size == 7 and "attribute_checksum" not in ds.attrs
+
+
+def test_a_reader_beside_a_run_editing_its_header_does_not_call_the_file_damaged(run_file, monkeypatch):
+    """A run edits its global attributes in place at its start (--resume: status, history) and at
+    its end (status, counters), then reseals attribute_checksum: separate header writes. A reader
+    in another process between them (plot of a running run) found the checksum stale and refused
+    the file as damaged (on the original main: at once, at both edits). Here the writer is held
+    50 ms between its edit and the seal, on disk, while a reader thread checks the file: it reads
+    the header again and passes."""
+    import threading
+    import time
+    import meanfield_pde.runs.runfile as runfile
+    from meanfield_pde.runs.runcheck import verify_checksums
+    with netCDF4.Dataset(run_file, "a") as nc:  # an interrupted run, as the package records it
+        nc.setncatts({"status": "stopped: interrupted (SIGTERM) at t = 1", "stop_reason": "interrupted"})
+        seal_attributes(nc)
+    seal, results = runfile.seal_attributes, []
+
+    def check():
+        try:
+            verify_checksums(run_file, "reader")
+            results.append("ok")
+        except ConfigError as exc:
+            results.append(str(exc))
+
+    def slow_seal(nc):
+        nc.sync()  # the edit on disk, its seal not yet
+        reader = threading.Thread(target=check)
+        reader.start()
+        time.sleep(0.05)
+        seal(nc)
+        nc.sync()
+        reader.join()
+
+    monkeypatch.setattr(runfile, "seal_attributes", slow_seal)
+    code, _, err = run_cli("run", "--resume", run_file, "--set", "time.t_end=1.5", "-q")
+    assert code == 0, err
+    assert results == ["ok", "ok"], results  # at the resume's start and at its end
+    verify_checksums(run_file, "after")
 
 
 # -- a chunk lost through HDF5's chunk index ------------------------------------------------------

@@ -174,3 +174,18 @@ def test_transforms_take_a_thread_per_2_16_grid_points_and_agree_bit_for_bit():
         u = perturbed_uniform(g, 0.3, 1, 12, seed=4)
         rhs.append(MeanFieldModel(g, "SA", 6.0, 0.01).transport(u))
     np.testing.assert_array_equal(rhs[0], rhs[1])
+
+
+def test_a_pickled_sphere_keeps_its_grid_and_transform_threads():
+    """A Sphere goes to dask workers and spawned processes pickled (by parameters). Its transform
+    threads come from the estimated size of an automatic grid (4.5 (L + 1)² points); pickled
+    with the resolved grid, the copy counted the real size and could cross a step of 2^16
+    points: L = 169 (256 x 512 = 2^17 points, estimated 130 050) ran on 1 thread here and on 2
+    in the worker, L = 208 on 2 and 3. An explicit grid keeps its own size."""
+    import pickle
+    for lmax, nlat, nphi in [(169, 0, 0), (208, 0, 0), (31, 256, 512)]:
+        g = Sphere(lmax, nlat, nphi, threads=4)
+        copy = pickle.loads(pickle.dumps(g))
+        assert (copy.nlat, copy.nphi, copy.threads) == (g.nlat, g.nphi, g.threads)
+        assert copy.transform_threads == g.transform_threads, lmax
+    assert Sphere(169, threads=4).transform_threads == 1 and Sphere(31, 256, 512, threads=4).transform_threads == 2

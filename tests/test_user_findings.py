@@ -196,6 +196,23 @@ def test_noise_sweep_figure_fits_the_critical_noise():
         critical_noise_fit([], [])
 
 
+def test_a_continued_noise_sweep_read_back_from_its_file_draws_its_fit(tmp_path):
+    """sweep.nc stores the direction text as the auxiliary coordinate direction_label: with both
+    branches stationary and agreeing (the fit panel), `plot sweep.nc` selected direction="up" on
+    the file's Dataset and failed: exit 2, "the sweep file cannot be drawn (KeyError:
+    'direction'); the file is damaged" (found with `sweep phase_noise_beta3 --grid
+    "model.nu=[0.5,1.0]" --set time.t_end=2`)."""
+    from meanfield_pde.plotting.phase import plot_noise
+    from meanfield_pde.runs.io import write_netcdf
+    ds = _noise_dataset(stationary=True)
+    ds.attrs["kind"] = "sweep"
+    write_netcdf(ds, tmp_path / "sweep.nc")
+    import xarray as xr
+    with xr.open_dataset(tmp_path / "sweep.nc") as back:
+        assert "direction_label" in back.coords
+        assert len(plot_noise(back).axes) == 2
+
+
 def test_the_same_grid_key_twice_is_refused():
     """`sweep CASE --grid "model.nu=[0.3]" --grid "model.nu=[0.4]"` ran one ν (the last)
     without a word; the README says several --grid make a product."""

@@ -69,7 +69,9 @@ def plot_noise(ds: xr.Dataset):
     """
     from matplotlib.figure import Figure
 
+    from ..analysis.phase import with_direction_labels
     from ..theory.linear import critical_noise
+    ds = with_direction_labels(ds)  # read back from sweep.nc: the text is in direction_label
     m_all = ds.order_parameter.values
     st_all = ds.stationary.values.astype(bool)
     continuous = ("direction" in ds.dims and ds.sizes["direction"] == 2 and

@@ -40,6 +40,7 @@ as implemented by the HDF5 library's ``H5Pset_fletcher32`` filter.
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -59,6 +60,13 @@ RECORD_CHECKSUM_ATTRS = {
                 "stored as int32 (CRC = value & 0xFFFFFFFF)"),
 }
 CHUNK_BYTES = 64 * 2**20  # read a netCDF-4 variable in slices of about this size
+# A run writing its file edits the global attributes in place when it starts and when it ends,
+# then reseals them: separate header writes (netCDF-3 has no atomic edit), between which a
+# reader in another process (e.g. plot of a running run) found attribute_checksum stale and
+# called the file damaged (measured: 214 of 5863 reads beside a writer editing every 10 ms).
+# A reader waits these seconds and reads the header again before it does: an edit takes well
+# under a millisecond, and real damage stays.
+HEADER_EDIT_WAITS = (0.02, 0.1)
 
 
 def crc32(arrays: Iterable[np.ndarray]) -> int:
@@ -188,9 +196,11 @@ def seal_first_record(nc) -> None:
 
 
 def verify_netcdf3(path: Path, where: str) -> None:
-    """Check a netCDF-3 file's ``record_checksum`` and ``fixed_checksum`` (module docstring), one
-    pass over its bytes through a memory map. A file without them (written before they
-    existed, or by another program) passes.
+    """Check a netCDF-3 file's ``attribute_checksum``, ``record_checksum`` and ``fixed_checksum``
+    (module docstring), one pass over its bytes through a memory map; global attributes that
+    fail are read again after each of :data:`HEADER_EDIT_WAITS` (a writer's edit under way)
+    before they are called damaged. A file without them (written before they existed, or by
+    another program) passes.
 
     Raises
     ------
@@ -199,24 +209,28 @@ def verify_netcdf3(path: Path, where: str) -> None:
         match, and which snapshots before it are intact.
     """
     from scipy.io import netcdf_file
-    try:
-        with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
-            fault = _netcdf3_fault(f)  # no view of the map may outlive it (scipy warns on close)
-    # what scipy's reader raises for a header it cannot parse or a file cut short
-    except (ValueError, TypeError, OSError, IndexError, KeyError, MemoryError) as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        fault = "its header is corrupt or it is cut short"
+    for wait in (*HEADER_EDIT_WAITS, None):
+        try:
+            with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
+                # no view of the map may outlive it (scipy warns on close)
+                attributes = _attribute_fault(f._attributes)
+                fault = attributes or _netcdf3_fault(f)
+        # what scipy's reader raises for a header it cannot parse or a file cut short
+        except (ValueError, TypeError, OSError, IndexError, KeyError, MemoryError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            attributes, fault = None, "its header is corrupt or it is cut short"
+        if not attributes or wait is None:
+            break
+        time.sleep(wait)  # a run's own header edit under way? (see HEADER_EDIT_WAITS)
     if fault:
         raise ConfigError(f"{where}: the file is damaged: {fault}")
 
 
 def _netcdf3_fault(f) -> str | None:
-    """What fails its checksum in an open scipy ``netcdf_file``, or None."""
+    """What fails its checksum in an open scipy ``netcdf_file`` but its global attributes (the
+    caller checks them first), or None."""
     variables = f.variables
-    fault = _attribute_fault(f._attributes)
-    if fault:
-        return fault
     fault = _fixed_fault(f._attributes.get(FIXED_CHECKSUM), variables, lambda v: v.data)
     if fault or RECORD_CHECKSUM not in variables:
         return fault

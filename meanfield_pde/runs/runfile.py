@@ -373,6 +373,9 @@ class RunFile:
             self.lock = None
 
 
+TEXT_ENCODING = ("dtype", "char_dim_name", "_Encoding")  # how a netCDF-3 char variable is stored
+
+
 def compress(path: Path, claimed_as: Path | None = None) -> None:
     """Rewrite a completed run file as netCDF-4 with zlib (level 4, byte shuffle) on its data
     variables (``output.format = "netcdf4-zlib"``), aside and renamed over it: a crash
@@ -393,6 +396,10 @@ def compress(path: Path, claimed_as: Path | None = None) -> None:
         for name, var in ds.variables.items():  # the encoding argument replaces the variables' own
             if name in ds.coords or "_FillValue" in var.encoding:
                 encoding[name]["_FillValue"] = None
+            # text (a hand-off run's component_label) stays a char array, as fixed_checksum took
+            # its bytes; without these, xarray would store a variable-length string instead
+            if var.dtype.kind in "OSU":
+                encoding[name].update({k: var.encoding[k] for k in TEXT_ENCODING if k in var.encoding})
         ds.to_netcdf(tmp, format="NETCDF4", engine="netcdf4", encoding=encoding)
         if ATTRIBUTE_CHECKSUM in ds.attrs:  # rewritten by HDF5: sealed from its attributes as stored
             seal_file_attributes(tmp)

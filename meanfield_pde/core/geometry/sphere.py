@@ -184,8 +184,11 @@ class Sphere(Geometry):
 
     def __reduce__(self):
         """Pickle by parameters: the shtns plan is a C handle, made again on unpickling
-        (e.g. in a dask worker) for the same grid and thread count."""
-        return (Sphere, (self.lmax, self.nlat, self.nphi, self.threads))
+        (e.g. in a dask worker) for the same grid and thread count. The grid is given as it was
+        to the constructor (0: automatic, the same grid again): the transform threads of an
+        automatic grid come from its estimated size (``__init__``), which the resolved size
+        could cross (L = 169: 1 thread here, 2 in the copy)."""
+        return (Sphere, (self.lmax, *self._grid_args, self.threads))
 
     def __init__(self, lmax: int, nlat: int = 0, nphi: int = 0, threads: int = 0):
         if lmax < 2:
@@ -198,6 +201,7 @@ class Sphere(Geometry):
         if nphi and not nphi > 2 * self.lmax:
             raise ValueError(f"nphi = {nphi}: must be 0 (automatic) or > 2·lmax = {2 * self.lmax}")
         self.threads = resolve_threads(threads)
+        self._grid_args = (int(nlat), int(nphi))  # as given (pickling)
         # the default grid (nl_order 2) has 3(L+1)/2 x 3(L+1) points
         points = nlat * nphi if nlat and nphi else 4.5 * (self.lmax + 1) ** 2
         self.transform_threads = transform_threads(self.threads, points)
