@@ -202,8 +202,8 @@ class Sphere(Geometry):
             raise ValueError(f"nphi = {nphi}: must be 0 (automatic) or > 2·lmax = {2 * self.lmax}")
         self.threads = resolve_threads(threads)
         self._grid_args = (int(nlat), int(nphi))  # as given (pickling)
-        # the default grid (nl_order 2) has ~3(L+1)/2 x 3(L+1) points (shtns's choice is within
-        # 3 % of it, L = 2..1023: the rule is coarser than that), known before the plan is made
+        # the default grid (nl_order 2) has ~3(L+1)/2 x 3(L+1) points, known before the plan is
+        # made (shtns's choice: 0.97-1.16 times that for L = 30..1023; the rule is coarser)
         points = nlat * nphi if nlat and nphi else 4.5 * (self.lmax + 1) ** 2
         self.transform_threads = transform_threads(self.threads, points)
         _check_not_forked(self.transform_threads)  # before the plan cache (the parent's plans)
