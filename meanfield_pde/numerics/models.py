@@ -121,10 +121,9 @@ class MeanFieldModel(IMEXModel):
         self._v = tuple(self._work[1:1 + ncomp])
         self._flux = tuple(self._work[1 + ncomp:1 + 2 * ncomp])
         self._phi = self._work[-1] if kind == "SA" else None
-        # the arrays of the pointwise passes, on the calling thread (split in latitude bands on
-        # a pool of Python threads, they gained nothing measurable in whole runs at L = 255 on
-        # 2 threads: within ±5 %, and 5-10 % slower in one comparison)
-        self._passes = (self._f, *self._v, *self._flux) + ((self._phi,) if kind == "SA" else ())
+        # The pointwise passes run on the calling thread: split in latitude bands on a pool of
+        # Python threads, they gained nothing measurable in whole runs at L = 255 on 2 threads
+        # (within ±5 %, and 5-10 % slower in one comparison).
 
     def __reduce__(self):
         """Pickle by parameters (the geometry may hold a C handle; work arrays are rebuilt)."""
@@ -169,27 +168,20 @@ class MeanFieldModel(IMEXModel):
             raise NumericalFault("kernel potential Φ is not positive: the density "
                                  "has lost positivity (resolution lost)")
 
-    @staticmethod
-    def _sa_flux(arrays) -> float:
+    def _sa_flux(self) -> float:
         """SA's pointwise passes: the flux _v · (f/Φ) (f/Φ in the last flux array, then
         multiplied there in place); returns the minimum of Φ (np.min without its Python
         wrapper; NaN propagates)."""
-        f, *rest = arrays
-        phi, n = rest[-1], (len(rest) - 1) // 2
-        v, flux = rest[:n], rest[n:2 * n]
-        low = np.minimum.reduce(phi, axis=None)
-        weight = np.divide(f, phi, out=flux[-1])
-        for comp, out in zip(v, flux):
+        low = np.minimum.reduce(self._phi, axis=None)
+        weight = np.divide(self._f, self._phi, out=self._flux[-1])
+        for comp, out in zip(self._v, self._flux):
             np.multiply(comp, weight, out=out)
         return low
 
-    @staticmethod
-    def _usa_flux(arrays) -> None:
+    def _usa_flux(self) -> None:
         """USA's pointwise passes: the flux _v · f."""
-        f, *rest = arrays
-        n = len(rest) // 2
-        for comp, out in zip(rest[:n], rest[n:]):
-            np.multiply(comp, f, out=out)
+        for comp, out in zip(self._v, self._flux):
+            np.multiply(comp, self._f, out=out)
 
     def _max_speed(self) -> float:
         """max |V| on the grid of the last evaluation as sqrt(max(v_θ² + v_φ²)): a few cheap
@@ -225,9 +217,9 @@ class MeanFieldModel(IMEXModel):
         # v and f are kept for max_speed, min_density
         if self.kind == "SA":
             self._potential(coef, check=False)
-            self._check_potential(self._sa_flux(self._passes))
+            self._check_potential(self._sa_flux())
         else:
-            self._usa_flux(self._passes)
+            self._usa_flux()
         self._fresh, self.evaluated = True, coef
         return g.divergence(self._flux, out)
 
