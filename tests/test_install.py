@@ -33,6 +33,18 @@ def test_listing_and_help_load_no_numerics(argv):
     assert _imported_by(argv) == []
 
 
+def test_a_pde_run_does_not_load_the_sweep_scheduler(tmp_path):
+    """`meanfield-pde run` of a PDE case writes its run file without loading dask.distributed:
+    xarray's to_netcdf asks dask which scheduler runs, importing it (0.2-0.4 s of every run's
+    process where the sweep extra is installed, for nothing a run uses)."""
+    pytest.importorskip("distributed")  # without the sweep extra there is nothing to load
+    out = tmp_path / "run.nc"
+    loaded = _imported_by(["run", "sa_beta10_noisy", "--set", "time.t_end=0.05", "--set",
+                           "domain.lmax=15", "--output", str(out), "--no-plot", "--quiet"])
+    assert out.exists()
+    assert "distributed" not in loaded
+
+
 def test_the_package_root_loads_its_functions_on_first_use():
     """`import meanfield_pde` is light, and `mf.run`, `mf.load_case` still work (module
     __getattr__), as do dir() and the names the old import paths had."""

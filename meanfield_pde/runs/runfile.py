@@ -79,6 +79,23 @@ def netcdf_attr(value):
     return value
 
 
+def _store(ds: xr.Dataset, path: Path, file_format: str, *, encoding: dict | None = None,
+           unlimited_dims: set | None = None) -> None:
+    """Write the in-memory Dataset ``ds`` (numpy data, attributes already made netCDF-safe) to a new
+    netCDF file: what ``Dataset.to_netcdf(path, format=file_format, engine="netcdf4")`` does,
+    the same bytes, without its question to dask which scheduler runs (it decides whether to
+    close the file between writes of dask arrays, and imports dask.distributed for it: 0.2-0.4 s
+    of every process that writes a run file). Raises what netCDF4 raises (OSError, RuntimeError)."""
+    # xarray's store made from an open file takes its default lock (its own constructor
+    # would also ask dask for the scheduler, to pick one)
+    nc = netCDF4.Dataset(path, mode="w", format=file_format)
+    try:
+        ds.dump_to_store(xr.backends.NetCDF4DataStore(nc, mode="w"), encoding=encoding or {},
+                         unlimited_dims=unlimited_dims)
+    finally:
+        nc.close()
+
+
 class RunFile:
     """A run's netCDF file, appended and synced snapshot by snapshot.
 
@@ -315,7 +332,7 @@ class RunFile:
         tmp = temporary(self.path)
         try:
             check_room(tmp, first_size)
-            first.to_netcdf(tmp, format=FORMAT, engine="netcdf4", unlimited_dims=["time"])
+            _store(first, tmp, FORMAT, unlimited_dims={"time"})
             with netCDF4.Dataset(tmp, "a") as nc:
                 seal_first_record(nc)
             publish(tmp, self.target)
@@ -401,7 +418,7 @@ def compress(path: Path, claimed_as: Path | None = None) -> None:
             # its bytes; without these, xarray would store a variable-length string instead
             if var.dtype.kind in "OSU":
                 encoding[name].update({k: var.encoding[k] for k in TEXT_ENCODING if k in var.encoding})
-        ds.to_netcdf(tmp, format="NETCDF4", engine="netcdf4", encoding=encoding)
+        _store(ds, tmp, "NETCDF4", encoding=encoding)
         if ATTRIBUTE_CHECKSUM in ds.attrs:  # rewritten by HDF5: sealed from its attributes as stored
             seal_file_attributes(tmp)
         publish(tmp, path)
