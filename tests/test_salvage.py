@@ -126,8 +126,8 @@ def test_damage_it_cannot_cut_around_is_refused_and_the_file_untouched(spoil, fr
     spoil(run_file)
     before = run_file.read_bytes()
     line = one_error(*run_cli("run", "--resume", run_file, "--drop-damaged", "-q")[::2], fragment,
-                     "--drop-damaged can drop only damaged snapshots after the first")
-    assert "it cannot cut around this" in line
+                     "; --drop-damaged drops only damaged snapshots after the first (and every later "
+                     "one): it cannot cut around this")
     assert run_file.read_bytes() == before
     assert sorted(p.name for p in run_file.parent.iterdir()) == ["run.nc"]
 
@@ -161,6 +161,20 @@ def test_any_flipped_bit_is_refused_untouched_or_cut_and_continued_to_the_same_n
         assert_same_numbers(reference, path)
 
 
+def test_a_classic_netcdf3_copy_is_refused_untouched(run_file, tmp_path):
+    """A CDF-1 copy (e.g. by nccopy -k classic): the record count's place differs in other
+    variants, so only the 64-bit-offset files the package writes are cut."""
+    interrupted(run_file)
+    copy = tmp_path / "classic.nc"
+    xr.load_dataset(run_file).to_netcdf(copy, format="NETCDF3_CLASSIC", unlimited_dims=["time"])
+    assert copy.read_bytes()[:4] == b"CDF\x01"
+    damage(copy, 3)
+    before = copy.read_bytes()
+    one_error(*run_cli("run", "--resume", copy, "--drop-damaged", "-q")[::2], "snapshot 3 (t = 0.75) of 5",
+              "--drop-damaged cuts only the 64-bit-offset netCDF-3 files", "nccopy -k '64-bit offset'")
+    assert copy.read_bytes() == before
+
+
 def test_the_flag_without_resume_is_a_clear_error(tmp_path):
     line = one_error(*run_cli("run", CASE, "-o", tmp_path / "r.nc", "--drop-damaged",
                               *set_args(SETS))[::2], "run --drop-damaged: only with --resume FILE.nc")
@@ -184,7 +198,8 @@ def test_the_flag_on_an_intact_file_resumes_as_resume_does(run_file, tmp_path):
     assert "dropped" not in lines[-1]
 
 
-def test_a_cut_that_dies_after_its_history_line_leaves_the_damage_to_cut_again(run_file, reference, monkeypatch):
+def test_a_cut_that_dies_after_its_history_line_leaves_the_damage_to_cut_again(run_file, reference,
+                                                                              monkeypatch):
     """Step (1) done, the process gone before the cut: the file's attributes are valid (sealed),
     the damaged snapshot is still refused, and the same command then cuts and continues it."""
     import meanfield_pde.runs.runfile as runfile

@@ -72,7 +72,9 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
     ------
     ConfigError
         File missing, unreadable, damaged or read-only
-        (:func:`meanfield_pde.runs.runcheck.open_checked`), not a run of this tool
+        (:func:`meanfield_pde.runs.runcheck.open_checked`; a damaged snapshot after the first:
+        the message ends with the ``--drop-damaged`` command that goes on from the intact
+        ones before it, :func:`meanfield_pde.runs.salvage.drop_hint`), not a run of this tool
         (no ``case`` attribute), completed without a larger t_end, stopped for
         a reason that would recur (:func:`recurring_stop`), no restart snapshot.
     """

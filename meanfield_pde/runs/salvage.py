@@ -24,11 +24,12 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, SnapshotsDroppedWarning
 from .checksums import RECORD_CHECKSUM, DamagedSnapshot
-from .runcheck import NETCDF3_MAGIC, NOT_A_RUN_FILE, is_run_file, read_attributes, require_file, verify_checksums
+from .runcheck import (NETCDF3_MAGIC, NOT_A_RUN_FILE, is_run_file, read_attributes, require_file,
+                       verify_checksums)
 
 FLAG = "--drop-damaged"
-CANNOT = (f"{FLAG} can drop only damaged snapshots after the first (with every later one); "
-          "it cannot cut around this")
+CANNOT = (f"{FLAG} drops only damaged snapshots after the first (and every later one): it cannot "
+          "cut around this")
 
 
 def dropped(damaged: DamagedSnapshot) -> str:
@@ -91,9 +92,12 @@ def drop_damaged(path: str | Path, where: str) -> str | None:
     except DamagedSnapshot as exc:
         damaged = exc
     except ConfigError as exc:
-        raise ConfigError(f"{exc} ({CANNOT})") from None
+        raise ConfigError(f"{exc}; {CANNOT}") from None
     if damaged.index == 0:
-        raise ConfigError(f"{damaged} ({CANNOT})")
+        raise ConfigError(f"{damaged}; {CANNOT}")
+    if magic[:4] != b"CDF\x02":  # the record count's place and size (drop_records): checked before any change
+        raise ConfigError(f"{damaged}; {FLAG} cuts only the 64-bit-offset netCDF-3 files that meanfield-pde "
+                          "writes (convert it with: nccopy -k '64-bit offset' IN OUT)")
     if not is_run_file(attrs):
         raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
     recurring = recurring_stop(attrs)
