@@ -1,5 +1,5 @@
 """A state machine over one output path (issue 13): random sequences of runs, SIGKILL, SIGTERM,
-resumes, overwrites, a concurrent writer, truncation and byte flips. After every step each file
+resumes (also with --drop-damaged), overwrites, a concurrent writer, truncation and byte flips. After every step each file
 on the path is readable with a strictly increasing time axis or refused with a one-line error
 (exit 2), no completed snapshot of an undamaged file is lost, and no process reports another's
 result. Tiny circle runs, few examples: about a minute.
@@ -148,6 +148,38 @@ class OnePath(RuleBasedStateMachine):
         assert code in (0, 3), err
         self.check_report(out)
         self.forget_replaced()
+        assert not list(self.dir.glob(".*.tmp"))
+
+    @rule(damage=st.booleans(), position=st.floats(0.6, 1.0), bit=st.integers(0, 7))
+    def resume_dropping_damaged(self, damage, position, bit):
+        """--drop-damaged (after a flip in the file's second part, mostly its snapshots, if
+        ``damage``): refused untouched (damage it cannot cut around), or the file, cut back to
+        its intact snapshots and continued, passes every check again."""
+        target = self.target()
+        if not target.exists():
+            return
+        if damage:
+            data = bytearray(target.read_bytes())
+            data[min(int(position * len(data)), len(data) - 1)] ^= 1 << bit
+            target.write_bytes(bytes(data))
+            self.damaged.add(target)
+        before = target.read_bytes()
+        code, out, err = run_cli("run", "--resume", target, "--drop-damaged", "-q")
+        assert "Traceback" not in err
+        if code == 2:
+            assert target.read_bytes() == before and len(err.strip().splitlines()) == 1, err
+            return
+        assert code in (0, 3), err
+        self.check_report(out)
+        self.forget_replaced()
+        dropped = "dropped snapshots" in err
+        for p in (self.path, self.partial):
+            if p.exists() and p in self.damaged and not p.read_bytes() == before:
+                t = times_or_refused(p)
+                assert t is not None, f"{p.name} cut and continued, yet refused"
+                self.damaged.discard(p)
+                if dropped:  # the dropped times are computed again (or the run stopped earlier)
+                    self.known[p] = t
         assert not list(self.dir.glob(".*.tmp"))
 
     @precondition(lambda self: not self.partial.exists())

@@ -35,6 +35,7 @@ SKIPPED = {
     "meanfield-pde run CASE [--output FILE.nc] [--overwrite] [--set key=value ...] [--threads N] "
     "[--no-plot] [--quiet] [--force]": "syntax summary (placeholders)",
     "meanfield-pde run --resume FILE.nc [--set time.t_end=T]": "syntax summary (placeholders)",
+    "meanfield-pde run --resume FILE.nc --drop-damaged": "syntax summary (placeholders)",
     "meanfield-pde plot FILE.nc [--output FIG.png|FIG.pdf|FIG.svg] [--overwrite] [--times=0,10,50]":
         "syntax summary (placeholders)",
     "meanfield-pde animate FILE.nc [--output MOVIE.gif|MOVIE.mp4] [--fps N] [--view rotate|follow] "

@@ -63,6 +63,9 @@ def _load_with_threads(args):
 
 def _cmd_run(args) -> int:
     from ..runs.io import check_output_path
+    if args.drop_damaged and not args.resume:
+        raise ConfigError("run --drop-damaged: only with --resume FILE.nc (it cuts a damaged run "
+                          "file back to its intact snapshots, then continues it)")
     if args.resume:
         return _resume(args)
     if args.case is None:
@@ -111,7 +114,8 @@ def _resume(args) -> int:
     _check_resumable(Path(args.resume))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
-        ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end)
+        ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end,
+                    drop_damaged=args.drop_damaged)
     args.overwrite = True  # a resumed run replaces its own figure
     return _report(str(ds.attrs.get("case_name", "run")), ds, Path(args.resume), args)
 
@@ -466,6 +470,10 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", metavar="FILE.nc",
                    help="continue an interrupted run from its file (no CASE; --set time.t_end=T "
                         "extends a completed run)")
+    r.add_argument("--drop-damaged", action="store_true",
+                   help="with --resume: if a snapshot fails its checksum, drop it and every later "
+                        "one (recorded in the file's history), then continue from the intact "
+                        "snapshots before it")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a case key, e.g. --set model.beta=5 (repeatable)")
     r.add_argument("--no-plot", action="store_true", help="do not write the figure next to the file")
@@ -552,7 +560,7 @@ def _warning_line(message, category, *args, **kwargs) -> None:
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
-    from ..core.errors import CaseKeyDeprecationWarning, DiskSpaceWarning
+    from ..core.errors import CaseKeyDeprecationWarning, DiskSpaceWarning, SnapshotsDroppedWarning
     from ..runs.outputs import OutputFull
     # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
     main_thread = threading.current_thread() is threading.main_thread()
@@ -561,6 +569,7 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DiskSpaceWarning)
             warnings.simplefilter("always", CaseKeyDeprecationWarning)  # the user's case file: say so
+            warnings.simplefilter("always", SnapshotsDroppedWarning)  # --drop-damaged: what it dropped
             warnings.showwarning = _warning_line
             return args.func(args)
     except ConfigError as exc:

@@ -44,6 +44,11 @@ class DiskSpaceWarning(UserWarning):
     """A planned run file would take more than half of the free disk space."""
 
 
+class SnapshotsDroppedWarning(UserWarning):
+    """Snapshots of a damaged run file were dropped before it was resumed
+    (``run --resume FILE --drop-damaged``, :func:`meanfield_pde.runs.salvage.drop_damaged`)."""
+
+
 def printable(text) -> str:
     """``text`` with control and format characters escaped as in ``repr`` (one safe line).
 

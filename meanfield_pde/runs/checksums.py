@@ -205,8 +205,11 @@ def verify_netcdf3(path: Path, where: str) -> None:
     Raises
     ------
     ConfigError
-        Naming the first snapshot (index and time) or the fixed variables whose bytes do not
-        match, and which snapshots before it are intact.
+        Naming the fixed variables or the global attributes whose bytes do not match, or a
+        header that cannot be read.
+    DamagedSnapshot
+        (a ConfigError) Naming the first snapshot (index and time) whose bytes do not match,
+        and which snapshots before it are intact; all else is intact.
     """
     from scipy.io import netcdf_file
     for wait in (*HEADER_EDIT_WAITS, None):
@@ -223,13 +226,32 @@ def verify_netcdf3(path: Path, where: str) -> None:
         if not attributes or wait is None:
             break
         time.sleep(wait)  # a run's own header edit under way? (see HEADER_EDIT_WAITS)
+    if isinstance(fault, DamagedSnapshot):
+        raise DamagedSnapshot(f"{where}: the file is damaged: {fault}", fault.index, fault.count, fault.times)
     if fault:
         raise ConfigError(f"{where}: the file is damaged: {fault}")
 
 
-def _netcdf3_fault(f) -> str | None:
+class DamagedSnapshot(ConfigError):
+    """A netCDF-3 run file whose snapshot ``index`` (0-based, of ``count``) is the first to fail
+    its ``record_checksum``, while its header, global attributes, fixed variables and the
+    snapshots before it are intact (raised by :func:`verify_netcdf3`). ``times``: the stored
+    times of all ``count`` snapshots (float list; the damaged ones as stored), or None if the
+    file has no ``time`` variable. ``run --resume FILE --drop-damaged`` cuts such a file back
+    to its first ``index`` snapshots (:mod:`meanfield_pde.runs.salvage`)."""
+
+    def __init__(self, message: str, index: int, count: int, times: list[float] | None):
+        super().__init__(message)
+        self.index, self.count, self.times = index, count, times
+
+    def __reduce__(self):  # picklable with its fields (a sweep's dask worker sends it back)
+        return type(self), (str(self), self.index, self.count, self.times)
+
+
+def _netcdf3_fault(f) -> str | DamagedSnapshot | None:
     """What fails its checksum in an open scipy ``netcdf_file`` but its global attributes (the
-    caller checks them first), or None."""
+    caller checks them first), or None; a failing snapshot as a :class:`DamagedSnapshot` (its
+    text the message without the file's name), so that its index reaches the caller."""
     variables = f.variables
     fault = _fixed_fault(f._attributes.get(FIXED_CHECKSUM), variables, lambda v: v.data)
     if fault or RECORD_CHECKSUM not in variables:
@@ -239,8 +261,9 @@ def _netcdf3_fault(f) -> str | None:
     data = {n: variables[n].data for n in names}
     for i in range(len(stored)):
         if record_crc({n: d[i:i + 1] for n, d in data.items()}) != as_crc(stored[i]):
-            return _record_message(i, len(stored), variables["time"].data if "time" in variables else None,
-                                   names)
+            # copied out of the memory map, which closes with the file
+            times = [float(t) for t in variables["time"].data] if "time" in variables else None
+            return DamagedSnapshot(_record_message(i, len(stored), times, names), i, len(stored), times)
     return None
 
 

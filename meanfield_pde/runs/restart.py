@@ -22,7 +22,8 @@ kind that continues it. A comparison writes a PDE file and a token file (each re
 such); a transformer study writes one finished Dataset, not resumable."""
 
 
-def resume(path: str | Path, progress: bool | None = None, t_end: float | None = None) -> xr.Dataset:
+def resume(path: str | Path, progress: bool | None = None, t_end: float | None = None,
+           drop_damaged: bool = False) -> xr.Dataset:
     """Continue the run stored in ``path`` (interrupted, killed or stopped) to its t_end.
 
     The run restarts from the last snapshot at a regular output time (the
@@ -38,14 +39,21 @@ def resume(path: str | Path, progress: bool | None = None, t_end: float | None =
         Progress bar of a PDE run; None shows it only on a terminal.
     t_end : float, optional
         A new final time (to extend a completed run); must exceed the file's.
+    drop_damaged : bool
+        (``--drop-damaged``) If a snapshot fails its checksum, first cut the file back to
+        the intact snapshots before it, dropping it and every later one, and record that in
+        ``history`` (:func:`meanfield_pde.runs.salvage.drop_damaged`; warns a
+        ``SnapshotsDroppedWarning``); then continue as without it. An intact file is
+        continued unchanged.
 
     Raises
     ------
     ConfigError
         Another process writes the file; a damaged file (refused untouched,
-        :func:`meanfield_pde.runs.runcheck.open_checked`); not a run file of this
+        :func:`meanfield_pde.runs.runcheck.open_checked`; with ``drop_damaged``, damage
+        other than a snapshot after the first); not a run file of this
         tool, a completed run without a larger t_end, a stop that would recur
         (:func:`meanfield_pde.runs.resume.recurring_stop`), no regular snapshot
         to restart from, or a file of a kind that cannot be resumed.
     """
-    return resume_file(path, RESUMABLE, t_end, progress)
+    return resume_file(path, RESUMABLE, t_end, progress, drop_damaged)

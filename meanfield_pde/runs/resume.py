@@ -20,6 +20,7 @@ import xarray as xr
 from .config import Config, from_dict, parse_toml, time_unit
 from ..core.errors import ConfigError
 from ..core.stops import stop_reason
+from .checksums import DamagedSnapshot
 from .runcheck import NOT_A_RUN_FILE, is_run_file, open_checked
 
 RESUMABLE_KEYS = ("time.t_end",)
@@ -71,19 +72,24 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
     ------
     ConfigError
         File missing, unreadable, damaged or read-only
-        (:func:`meanfield_pde.runs.runcheck.open_checked`), not a run of this tool
+        (:func:`meanfield_pde.runs.runcheck.open_checked`; a damaged snapshot after the first:
+        the message ends with the ``--drop-damaged`` command that goes on from the intact
+        ones before it, :func:`meanfield_pde.runs.salvage.drop_hint`), not a run of this tool
         (no ``case`` attribute), completed without a larger t_end, stopped for
         a reason that would recur (:func:`recurring_stop`), no restart snapshot.
     """
     path = Path(path)
     where = f"--resume {str(path)!r}"
-    ds = open_checked(path, where, netcdf4=False)  # damaged files are refused untouched
-    # the mode bits too: root may write anyway, but a file made read-only is meant to stay as it is
-    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK) \
-            or not path.stat().st_mode & stat.S_IWUSR:
+    try:
+        ds = open_checked(path, where, netcdf4=False)  # damaged files are refused untouched
+    except DamagedSnapshot as exc:  # the fix: go on from the intact snapshots before it
+        from .salvage import drop_hint
+        raise ConfigError(f"{exc}{drop_hint(path, exc)}") from None
+    try:
+        require_writable(path, where)
+    except BaseException:
         ds.close()
-        raise ConfigError(f"{where}: the file or its folder is read-only; a resumed run appends "
-                          "to the file (make it writable, or copy it and resume the copy)")
+        raise
     try:
         if not is_run_file(ds.attrs):
             raise ConfigError(f"--resume {str(path)!r}: {NOT_A_RUN_FILE}")
@@ -124,6 +130,16 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
     except BaseException:
         ds.close()
         raise
+
+
+def require_writable(path: Path, where: str) -> None:
+    """A run file to resume (or cut, ``--drop-damaged``) and its folder are writable, else a
+    ConfigError: a resumed run appends to the file. The mode bits too: root may write
+    anyway, but a file made read-only is meant to stay as it is."""
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK) \
+            or not path.stat().st_mode & stat.S_IWUSR:
+        raise ConfigError(f"{where}: the file or its folder is read-only; a resumed run appends "
+                          "to the file (make it writable, or copy it and resume the copy)")
 
 
 def unphysical_restart(monitor, mass: float, first_mass: float) -> str | None:

@@ -96,6 +96,27 @@ def _store(ds: xr.Dataset, path: Path, file_format: str, *, encoding: dict | Non
         nc.close()
 
 
+def running_note(target: Path, used: int = 0) -> str:
+    """The ``running_note`` of the run file ``target``, padded: the reserve that keeps later
+    header edits in place (module docstring), less the ``used`` bytes that the history of a
+    resumed run has taken from it."""
+    return _NOTE.format(path=target).ljust(NOTE_SIZE - used)
+
+
+def mark_running(nc: netCDF4.Dataset, target: Path, line: str | None = None) -> None:
+    """Set the open run file ``target`` (``nc``, mode "a") back to status running with one more
+    ``history`` line (``line``; by default this command's, :func:`meanfield_pde.runs.cf.history_line`),
+    whose bytes come from the note's reserve (module docstring); reseal and sync."""
+    previous = nc.__dict__.get("history")
+    history = append_history(previous, line)
+    grown = len(history.encode()) - len(str(previous or "").encode())
+    nc.setncatts({"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
+                  "running_note": running_note(target, grown), "history": history})
+    if ATTRIBUTE_CHECKSUM in nc.ncattrs():  # not in a file begun before it (RunFile._seal)
+        seal_attributes(nc)
+    nc.sync()
+
+
 class RunFile:
     """A run's netCDF file, appended and synced snapshot by snapshot.
 
@@ -183,13 +204,7 @@ class RunFile:
             # as the file was begun; a resumed run stays netCDF-3 (it may be resumed again)
             self.density, self.file_format = "density" in self.nc.variables, "netcdf3"
             self.last_time = float(self.nc.variables["time"][self.count - 1]) if self.count else -np.inf
-            history = append_history(self.attrs.get("history"))
-            # the new history line takes its bytes from the note's reserve (module docstring)
-            grown = len(history.encode()) - len(str(self.attrs.get("history", "")).encode())
-            self.nc.setncatts({"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
-                               "running_note": self._note(grown), "history": history})
-            self._seal()
-            self.nc.sync()
+            mark_running(self.nc, self.target)
             self.good_size = os.path.getsize(self.target)
         except BaseException:
             self.close()
@@ -203,9 +218,7 @@ class RunFile:
             seal_attributes(self.nc)
 
     def _note(self, used: int = 0) -> str:
-        # padded: the reserve that keeps later header edits in place (module docstring), less
-        # the ``used`` bytes that the history of a resumed run has taken from it
-        return _NOTE.format(path=self.target).ljust(NOTE_SIZE - used)
+        return running_note(self.target, used)
 
     def append(self, record: xr.Dataset) -> None:
         """Add one snapshot (a Dataset with time of length 1) and sync it to disk.
@@ -459,14 +472,49 @@ def _abandon(nc: netCDF4.Dataset) -> None:
 
 def _cut_records(path: Path, size: int, records: int) -> None:
     """Give a netCDF-3 (64-bit offset) file back exactly its first ``records`` records, ``size``
-    bytes, after a failed write: the record count is the big-endian int32 at byte 4 (CDF-2)."""
+    bytes, after a failed write: the record count is the big-endian int32 at byte 4 (CDF-2).
+
+    Crash-safe: the count is on disk before the file is cut (both synced), so an end at any
+    moment leaves either the old file or a valid one of ``records`` records (with the dropped
+    records' bytes after them, unread: readers take the count, and the next append overwrites
+    them); never a count larger than the file holds."""
     with open(path, "r+b") as f:
         if f.read(4) != b"CDF\x02":
             return
         f.write(records.to_bytes(4, "big"))
+        f.flush()
+        os.fsync(f.fileno())
         f.truncate(size)
         f.flush()
         os.fsync(f.fileno())
+
+
+def drop_records(path: Path, keep: int) -> None:
+    """Cut the netCDF-3 (64-bit offset) run file ``path`` back to its first ``keep`` records in
+    place (``1 <= keep`` <= its records), crash-safely (:func:`_cut_records`).
+
+    The file's size with ``keep`` records is the start of its record section plus ``keep``
+    record sizes (netCDF classic format specification: ``begin`` of the first record variable,
+    ``recsize`` the sum of the record variables' ``vsize``), read from the header by scipy's
+    reader, which knows both (its private ``_recsize``; the start from its memory map).
+
+    Raises
+    ------
+    ConfigError
+        Not a 64-bit-offset file, or ``keep`` out of range (nothing changed).
+    """
+    from scipy.io import netcdf_file
+    with open(path, "rb") as f:
+        if f.read(4) != b"CDF\x02":
+            raise ConfigError(f"{str(path)!r}: only a netCDF-3 64-bit-offset run file can be cut")
+    with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
+        count, recsize = int(f._recs), int(f._recsize)
+        first = next(v for v in f.variables.values() if v.isrec)  # header order: its data start
+        begin = first.data.ctypes.data - f._mm_buf.ctypes.data    # the record section
+        del first
+    if not 1 <= keep <= count or begin <= 0:
+        raise ConfigError(f"{str(path)!r}: cannot keep {keep} of its {count} snapshots")
+    _cut_records(path, begin + keep * recsize, keep)
 
 
 class MemoryRun:

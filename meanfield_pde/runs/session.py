@@ -222,18 +222,24 @@ def stored_kind(attrs: Mapping, config: Config) -> str:
 
 
 def resume_file(path: str | Path, kinds: Mapping[str, RunKind], t_end: float | None = None,
-                progress: bool | None = None) -> xr.Dataset:
+                progress: bool | None = None, drop_damaged: bool = False) -> xr.Dataset:
     """Continue the run stored in ``path`` through the kind that wrote it (``kinds[stored_kind]``),
     from its last regular snapshot (:func:`meanfield_pde.runs.resume.resume_point`), appending
-    to the same file.
+    to the same file; with ``drop_damaged``, first cut off a damaged snapshot and every later
+    one (:func:`meanfield_pde.runs.salvage.drop_damaged`).
 
     Raises
     ------
     ConfigError
-        As :func:`meanfield_pde.runs.resume.resume_point`; a file of a kind not in ``kinds``.
+        As :func:`meanfield_pde.runs.resume.resume_point` (and ``drop_damaged``); a file of a
+        kind not in ``kinds``.
     """
-    require_file(path, f"--resume {str(path)!r}")
+    where = f"--resume {str(path)!r}"
+    require_file(path, where)
     with hold(path):  # claimed before the checks: nobody changes the file between them and the run
+        if drop_damaged:
+            from .salvage import drop_damaged as drop
+            drop(path, where)
         config, ds, k = resume_point(path, t_end)
         try:
             name = stored_kind(ds.attrs, config)

@@ -1,0 +1,117 @@
+"""Continue a run from the intact part of a damaged run file (``run --resume FILE --drop-damaged``).
+
+A snapshot of a netCDF-3 run file that fails its ``record_checksum`` (a crash, a bad disk, a
+flipped byte: :mod:`meanfield_pde.runs.checksums`) makes ``--resume`` refuse the file. The
+snapshots before it are intact, and a run's snapshots are a prefix of its time axis, so the
+file can go on from the last of them: :func:`drop_damaged` cuts the file back to its first
+``i`` snapshots, ``i`` the first damaged one (every later snapshot goes too, intact or not),
+records what it dropped in ``history`` and sets the file's status back to running; the resume
+then continues it as from any interrupted run (:func:`meanfield_pde.runs.session.resume_file`).
+
+Crash-safe in two steps, each leaving a valid file: (1) the attributes (history line, status
+"running", sealed by ``attribute_checksum``), edited in place as a resume edits them; a crash
+after it leaves the damaged snapshot in the file, which is refused as before and cut by the
+same command again; (2) the cut (:func:`meanfield_pde.runs.runfile.drop_records`: the record
+count, synced, then the length). Damage it cannot cut around (the header, the global
+attributes, the variables without time, the first snapshot) is refused, the file untouched.
+"""
+
+from __future__ import annotations
+
+import shlex
+import warnings
+from pathlib import Path
+
+from ..core.errors import ConfigError, SnapshotsDroppedWarning
+from .checksums import RECORD_CHECKSUM, DamagedSnapshot
+from .runcheck import (NETCDF3_MAGIC, NOT_A_RUN_FILE, is_run_file, read_attributes, require_file,
+                       verify_checksums)
+
+FLAG = "--drop-damaged"
+CANNOT = (f"{FLAG} drops only damaged snapshots after the first (and every later one): it cannot "
+          "cut around this")
+
+
+def dropped(damaged: DamagedSnapshot) -> str:
+    """What cutting at ``damaged`` drops: "snapshots 3 to 4 (t = 0.75 to 1)" (times as stored)."""
+    i, last = damaged.index, damaged.count - 1
+    times = (f" (t = {damaged.times[i]:.6g} to {damaged.times[last]:.6g})"
+             if damaged.times is not None else "")
+    return f"snapshots {i} to {last}{times}"
+
+
+def drop_hint(path: Path, damaged: DamagedSnapshot) -> str:
+    """The end of ``--resume``'s message for a damaged snapshot: the command that goes on from
+    the intact snapshots before it and what it drops; "" if the first snapshot is damaged."""
+    if damaged.index == 0:
+        return ""
+    return (f"; to continue from snapshot {damaged.index - 1}, run: meanfield-pde run --resume "
+            f"{shlex.quote(str(path))} {FLAG} (drops {dropped(damaged)})")
+
+
+def drop_damaged(path: str | Path, where: str) -> str | None:
+    """Cut the run file ``path`` after its last intact snapshot before the first damaged one
+    (module docstring); the caller holds the file's claim and resumes it afterwards.
+
+    Parameters
+    ----------
+    path : a netCDF-3 run file of meanfield-pde
+    where : str
+        How messages name it, e.g. "--resume 'r.nc'".
+
+    Returns
+    -------
+    str or None
+        The ``history`` line recording what was dropped (also warned as a
+        :class:`SnapshotsDroppedWarning`); None if no snapshot fails its checksum (nothing is
+        changed: the resume's own checks apply), also for a netCDF-4 copy or a file without
+        record checksums.
+
+    Raises
+    ------
+    ConfigError
+        Damage it cannot cut around (header, length, global attributes, the variables without
+        time, the first snapshot); not a run file; a stop that would recur
+        (:func:`meanfield_pde.runs.resume.recurring_stop`); a read-only file or folder. The
+        file is untouched then.
+    """
+    import netCDF4
+
+    from .cf import now_iso
+    from .resume import recurring_stop, require_writable
+    from .runfile import drop_records, mark_running
+    path = require_file(path, where)
+    with open(path, "rb") as f:
+        magic = f.read(8)
+    try:
+        attrs = read_attributes(path, where)  # format and length
+        if magic[:4] not in NETCDF3_MAGIC:
+            return None  # a netCDF-4 copy: resume_point refuses it, saying why
+        verify_checksums(path, where, magic)
+        return None
+    except DamagedSnapshot as exc:
+        damaged = exc
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; {CANNOT}") from None
+    if damaged.index == 0:
+        raise ConfigError(f"{damaged}; {CANNOT}")
+    if magic[:4] != b"CDF\x02":  # the record count's place and size (drop_records): checked before any change
+        raise ConfigError(f"{damaged}; {FLAG} cuts only the 64-bit-offset netCDF-3 files that meanfield-pde "
+                          "writes (convert it with: nccopy -k '64-bit offset' IN OUT)")
+    if not is_run_file(attrs):
+        raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
+    recurring = recurring_stop(attrs)
+    if recurring:  # the status is replaced below: refuse as resume_point would, before any change
+        raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again. "
+                          "Run the case again with a larger domain.lmax (or more noise, "
+                          "hyperviscosity, a smaller time step) under a new output name")
+    require_writable(path, where)
+    what = (f"dropped {dropped(damaged)} of {damaged.count}: snapshot {damaged.index} failed its "
+            f"checksum ({RECORD_CHECKSUM}), the later ones follow it; snapshots 0 to "
+            f"{damaged.index - 1} are kept")
+    line = f"{now_iso()} meanfield-pde run {FLAG}: {what}"
+    with netCDF4.Dataset(path, "a") as nc:  # (1): a crash after it leaves the damage, refused
+        mark_running(nc, path, line)
+    drop_records(path, damaged.index)  # (2)
+    warnings.warn(f"{str(path)!r}: {what}", SnapshotsDroppedWarning, stacklevel=2)
+    return line
