@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import stat
 from pathlib import Path
 
@@ -36,6 +37,27 @@ def _regular(t: float, every: float, t_end: float) -> bool:
         return t == 0.0
     k = t / every
     return abs(k - round(k)) <= 1e-9 * max(1.0, k) or math.isclose(t, t_end, rel_tol=1e-12)
+
+
+FLAG = "--drop-damaged"  # run's flag that cuts a damaged file back (runs/salvage.py)
+
+
+def dropped(damaged: DamagedSnapshot) -> str:
+    """What cutting at ``damaged`` drops: "snapshots 3 to 4 (t = 0.75 to 1)" (times as stored)."""
+    i, last = damaged.index, damaged.count - 1
+    times = (f" (t = {damaged.times[i]:.6g} to {damaged.times[last]:.6g})"
+             if damaged.times is not None else "")
+    return f"snapshots {i} to {last}{times}"
+
+
+def drop_hint(path: Path, damaged: DamagedSnapshot) -> str:
+    """The end of ``--resume``'s message for a damaged snapshot: the command that goes on from
+    the intact snapshots before it (:mod:`meanfield_pde.runs.salvage`) and what it drops; ""
+    if the first snapshot is damaged."""
+    if damaged.index == 0:
+        return ""
+    return (f"; to continue from snapshot {damaged.index - 1}, run: meanfield-pde run --resume "
+            f"{shlex.quote(str(path))} {FLAG} (drops {dropped(damaged)})")
 
 
 def recurring_stop(attrs) -> str | None:
@@ -74,7 +96,7 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
         File missing, unreadable, damaged or read-only
         (:func:`meanfield_pde.runs.runcheck.open_checked`; a damaged snapshot after the first:
         the message ends with the ``--drop-damaged`` command that goes on from the intact
-        ones before it, :func:`meanfield_pde.runs.salvage.drop_hint`), not a run of this tool
+        ones before it, :func:`drop_hint`), not a run of this tool
         (no ``case`` attribute), completed without a larger t_end, stopped for
         a reason that would recur (:func:`recurring_stop`), no restart snapshot.
     """
@@ -83,7 +105,6 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
     try:
         ds = open_checked(path, where, netcdf4=False)  # damaged files are refused untouched
     except DamagedSnapshot as exc:  # the fix: go on from the intact snapshots before it
-        from .salvage import drop_hint
         raise ConfigError(f"{exc}{drop_hint(path, exc)}") from None
     try:
         require_writable(path, where)

@@ -18,35 +18,17 @@ attributes, the variables without time, the first snapshot) is refused, the file
 
 from __future__ import annotations
 
-import shlex
 import warnings
 from pathlib import Path
 
 from ..core.errors import ConfigError, SnapshotsDroppedWarning
 from .checksums import RECORD_CHECKSUM, DamagedSnapshot
+from .resume import FLAG, dropped, recurring_stop, require_writable
 from .runcheck import (NETCDF3_MAGIC, NOT_A_RUN_FILE, is_run_file, read_attributes, require_file,
                        verify_checksums)
 
-FLAG = "--drop-damaged"
 CANNOT = (f"{FLAG} drops only damaged snapshots after the first (and every later one): it cannot "
           "cut around this")
-
-
-def dropped(damaged: DamagedSnapshot) -> str:
-    """What cutting at ``damaged`` drops: "snapshots 3 to 4 (t = 0.75 to 1)" (times as stored)."""
-    i, last = damaged.index, damaged.count - 1
-    times = (f" (t = {damaged.times[i]:.6g} to {damaged.times[last]:.6g})"
-             if damaged.times is not None else "")
-    return f"snapshots {i} to {last}{times}"
-
-
-def drop_hint(path: Path, damaged: DamagedSnapshot) -> str:
-    """The end of ``--resume``'s message for a damaged snapshot: the command that goes on from
-    the intact snapshots before it and what it drops; "" if the first snapshot is damaged."""
-    if damaged.index == 0:
-        return ""
-    return (f"; to continue from snapshot {damaged.index - 1}, run: meanfield-pde run --resume "
-            f"{shlex.quote(str(path))} {FLAG} (drops {dropped(damaged)})")
 
 
 def drop_damaged(path: str | Path, where: str) -> str | None:
@@ -78,7 +60,6 @@ def drop_damaged(path: str | Path, where: str) -> str | None:
     import netCDF4
 
     from .cf import now_iso
-    from .resume import recurring_stop, require_writable
     from .runfile import drop_records, mark_running
     path = require_file(path, where)
     with open(path, "rb") as f:
