@@ -27,31 +27,37 @@ MIN_IMAGINARY_INTERVAL = 0.05
 
 
 def stability_function(a: np.ndarray, b: np.ndarray, z) -> np.ndarray:
-    """R(z) of the explicit Runge–Kutta pair (a, b), shapes (s, s) and (s,); ``z`` any shape."""
+    """R(z) of the explicit Runge–Kutta pair (a, b), shapes (s, s) and (s,); ``z`` any shape.
+
+    The systems (I − z A) x = 𝟙 of all the z are solved in one batched call (LAPACK's gesv on
+    each): no Python loop of ~20 µs per z, which made :func:`cfl_extent` cost 30-400 ms per
+    tableau in every process that ran (the extents are the same to the last bit)."""
     z = np.asarray(z, dtype=complex)
     s = len(b)
     flat = z.ravel()
-    out = np.array([1.0 + zz * (b @ np.linalg.solve(np.eye(s) - zz * a, np.ones(s))) for zz in flat])
+    x = np.linalg.solve(np.eye(s) - flat[:, None, None] * a, np.ones((flat.size, s, 1)))[..., 0]
+    out = 1.0 + flat * (x @ b)
     return out.reshape(z.shape)
 
 
 def _largest(stable, hi: float, grid: int = 2000) -> float:
-    """The largest r in [0, hi] with stable(x) for every x in (0, r] (grid, then bisection)."""
+    """The largest r in [0, hi] with stable(x) for every x in (0, r] (grid, then bisection);
+    ``stable`` maps an array of x to an array of bools."""
     xs = np.linspace(0.0, hi, grid + 1)[1:]
-    ok = np.array([stable(x) for x in xs])
+    ok = stable(xs)
     if ok.all():
         return hi
     k = int(np.argmin(ok))
     lo, up = (xs[k - 1] if k else 0.0), xs[k]
     for _ in range(50):
         mid = 0.5 * (lo + up)
-        lo, up = (mid, up) if stable(mid) else (lo, mid)
+        lo, up = (mid, up) if stable(np.array([mid]))[0] else (lo, mid)
     return lo
 
 
 def imaginary_interval(a: np.ndarray, b: np.ndarray, hi: float = 10.0) -> float:
     """r: |R(iy)| <= 1 for every |y| <= r (R real on real z, so y >= 0 suffices)."""
-    return _largest(lambda y: abs(stability_function(a, b, 1j * y)) <= 1.0 + _SLACK, hi)
+    return _largest(lambda y: np.abs(stability_function(a, b, 1j * y)) <= 1.0 + _SLACK, hi)
 
 
 def disc_radius(a: np.ndarray, b: np.ndarray, hi: float = 10.0) -> float:
@@ -59,8 +65,8 @@ def disc_radius(a: np.ndarray, b: np.ndarray, hi: float = 10.0) -> float:
     theta = np.linspace(0.0, np.pi, 129)  # R(z̄) = conj R(z): the upper half suffices
 
     def inside(rho):
-        return bool(np.all(np.abs(stability_function(a, b, rho * (np.exp(1j * theta) - 1.0)))
-                           <= 1.0 + _SLACK))
+        z = rho[:, None] * (np.exp(1j * theta) - 1.0)
+        return np.all(np.abs(stability_function(a, b, z)) <= 1.0 + _SLACK, axis=1)
     return _largest(inside, hi, grid=200)
 
 
