@@ -190,6 +190,34 @@ class RunFile:
         # the ``used`` bytes that the history of a resumed run has taken from it
         return _NOTE.format(path=self.target).ljust(NOTE_SIZE - used)
 
+    def record_attributes(self, attrs: dict) -> bool:
+        """Write global attributes during the run, synced, so that a run killed afterwards (even
+        by SIGKILL) keeps them: what a run knows part-way, e.g. a hand-off run's counters and
+        trigger at its hand-off. The end-of-run attributes of :meth:`finish` replace them;
+        :attr:`attrs` (what earlier sessions recorded) is left as it was.
+
+        The header may not grow (netCDF-3 would move all the data): the bytes the attributes add
+        are taken from the padding of ``running_note``. Returns False, writing nothing, when that
+        padding is too short (many resumes used it up), the file is not started or a write
+        failed; the attributes then come with :meth:`finish` only."""
+        if self.nc is None or self.failed:
+            return False
+        values = {k: netcdf_attr(v) for k, v in attrs.items()}
+        stored = self.nc.__dict__
+        grown = sum(_header_bytes(k, v) - (_header_bytes(k, stored[k]) if k in stored else 0)
+                    for k, v in values.items())
+        note = str(stored.get("running_note", ""))
+        take = max(0, -(-grown // 4) * 4)  # whole 4-byte units: the note's own padding stays put
+        if take > len(note) - len(note.rstrip(" ")):
+            return False
+        try:
+            self.nc.setncatts({**values, "running_note": note[:len(note) - take]})
+            self._seal()
+            self.nc.sync()
+        except (OSError, RuntimeError):  # a full disk: they come with finish, when possible
+            return False
+        return True
+
     def append(self, record: xr.Dataset) -> None:
         """Add one snapshot (a Dataset with time of length 1) and sync it to disk.
 
@@ -424,6 +452,15 @@ def _chunks(var: xr.Variable, target: int = 4 * 2**20) -> tuple[int, ...]:
     return tuple(steps if d == "time" else n for d, n in zip(var.dims, var.shape))
 
 
+def _header_bytes(name: str, value) -> int:
+    """Bytes of one global attribute in a netCDF-3 header: name (length and text padded to 4),
+    type, count, and the values padded to 4 (NetCDF Classic Format Specification, attr_list)."""
+    def pad(n: int) -> int:
+        return -(-n // 4) * 4
+    data = value.encode("utf-8") if isinstance(value, str) else np.asarray(value).tobytes()
+    return 4 + pad(len(name.encode("utf-8"))) + 4 + 4 + pad(len(data))
+
+
 def _end(status: str, reason: StopReason) -> dict:
     """The end-of-run attributes: the text for people, the reason for code."""
     return {"status": status, "stop_reason": StopReason(reason).value}
@@ -461,6 +498,10 @@ class MemoryRun:
 
     def append(self, record: xr.Dataset) -> None:
         self.records.append(record)
+
+    def record_attributes(self, attrs: dict) -> bool:
+        """As :meth:`RunFile.record_attributes`: nothing to keep for a run without a file."""
+        return False
 
     def finish(self, status: str, reason: StopReason, attrs: dict | None = None) -> xr.Dataset:
         ds = xr.concat(self.records, dim="time", data_vars="minimal", coords="minimal",
