@@ -30,8 +30,13 @@ Two schemes for the data, one per file format, and one for the global attributes
   attribute edits (:func:`seal_attributes`: a run file's creation, status and counters at each
   session end, history on ``--resume``, the compressed copy, every netCDF-4 output).
 
-Files written before the checksums existed have none of them and are read as before (a run
-file begun before ``attribute_checksum`` existed is continued without it).
+Every file given ``attribute_checksum`` when it is created also carries the global attribute
+``checksums`` (:data:`CHECKSUMS`: the names of its checksums), covered by it: a file with
+``checksums`` but without ``attribute_checksum`` is damaged (e.g. a flipped byte in that
+attribute's name) and refused. Files written before the checksums existed have none of them and
+are read as before (a run file begun before ``attribute_checksum`` existed is continued without
+it); so are files written with ``attribute_checksum`` before ``checksums`` existed, whose
+missing ``attribute_checksum`` cannot be told from an older file's.
 
 CRC-32: ITU-T V.42 / ISO 3309 (the zlib and PNG checksum); Fletcher-32: J. G. Fletcher,
 "An arithmetic checksum for serial transmissions", IEEE Trans. Commun. 30 (1982) 247-252,
@@ -53,6 +58,14 @@ from ..core.errors import ConfigError
 RECORD_CHECKSUM = "record_checksum"
 FIXED_CHECKSUM = "fixed_checksum"
 ATTRIBUTE_CHECKSUM = "attribute_checksum"
+# The mark of a file whose writer sealed its global attributes: written when the file is created,
+# covered by attribute_checksum. Without it, a file lacking attribute_checksum could be one
+# written before it existed or one whose attribute_checksum lost its name (a flipped byte), and
+# nothing else tells them apart: the first version with attribute_checksum wrote no other mark
+# (record_checksum and fixed_checksum are older).
+CHECKSUMS = "checksums"
+RUN_FILE_CHECKSUMS = "record_checksum fixed_checksum attribute_checksum"  # its value in run files
+NETCDF4_CHECKSUMS = "fletcher32 attribute_checksum"  # in netCDF-4 outputs written whole
 RECORD_CHECKSUM_ATTRS = {
     "long_name": "CRC-32 of this snapshot's bytes of the other time-dependent variables",
     "comment": ("zlib.crc32 over the big-endian bytes of every other variable with a time "
@@ -142,10 +155,19 @@ def seal_file_attributes(path) -> None:
 
 
 def _attribute_fault(attrs: Mapping) -> str | None:
-    """The message if ``attrs`` (a file's global attributes) fail ``attribute_checksum``, else None
-    (also when there is none: a file written before it existed)."""
+    """The message if ``attrs`` (a file's global attributes) fail ``attribute_checksum`` or lack
+    it where :data:`CHECKSUMS` says the file was written with it, else None (also when neither is
+    there: a file written before them)."""
+    # how to keep a deliberate hand edit: the seal goes, and with it the mark that asks for one
+    undo = (f"ncatted -a {ATTRIBUTE_CHECKSUM},global,d,," + (f" -a {CHECKSUMS},global,d,,"
+                                                             if CHECKSUMS in attrs else "") + " FILE")
     if ATTRIBUTE_CHECKSUM not in attrs:
-        return None
+        if CHECKSUMS not in attrs:
+            return None
+        return (f"its global attributes have no {ATTRIBUTE_CHECKSUM}, which the file was written "
+                f"with (attribute {CHECKSUMS}): its name or the attribute itself is damaged, so none "
+                f"of them can be trusted (if you deleted it yourself, delete {CHECKSUMS} too: "
+                f"ncatted -a {CHECKSUMS},global,d,, FILE)")
     stored = np.ravel(np.asarray(attrs[ATTRIBUTE_CHECKSUM]))
     try:
         good = (stored.size == 1 and stored.dtype.kind in "iu"
@@ -157,7 +179,7 @@ def _attribute_fault(attrs: Mapping) -> str | None:
     shown = [n for n in ("case", "status", "stop_reason", "steps", "history") if n in attrs]
     return (f"its global attributes ({', '.join(shown)}, ...: {len(attrs) - 1} in all) fail their "
             f"checksum (attribute {ATTRIBUTE_CHECKSUM}; if you edited them yourself, delete it: "
-            f"ncatted -a {ATTRIBUTE_CHECKSUM},global,d,, FILE)")
+            f"{undo})")
 
 
 def as_stored(crc: int) -> np.int32:
@@ -431,8 +453,9 @@ def without_fill_values(ds: xr.Dataset) -> xr.Dataset:
 
 def without_checksums(ds: xr.Dataset) -> xr.Dataset:
     """``ds`` without a file's checksums (``record_checksum``, ``fixed_checksum``,
-    ``attribute_checksum``): a reader has verified them, and a Dataset written again with
-    changed data or attributes must not carry stale ones."""
+    ``attribute_checksum`` and their mark ``checksums``): a reader has verified them, and a
+    Dataset written again with changed data or attributes must not carry stale ones (nor the
+    mark, which would make the readers refuse a file written without them)."""
     ds = ds.drop_vars(RECORD_CHECKSUM, errors="ignore")
-    ds.attrs = {k: v for k, v in ds.attrs.items() if k not in (FIXED_CHECKSUM, ATTRIBUTE_CHECKSUM)}
+    ds.attrs = {k: v for k, v in ds.attrs.items() if k not in (FIXED_CHECKSUM, ATTRIBUTE_CHECKSUM, CHECKSUMS)}
     return ds

@@ -15,7 +15,7 @@ from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
 from .cf import cf_encode, grid_units
-from .checksums import seal_file_attributes, with_fletcher32, without_fill_values
+from .checksums import CHECKSUMS, NETCDF4_CHECKSUMS, seal_file_attributes, with_fletcher32, without_fill_values
 from .outputs import check_output, write_file
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
@@ -172,7 +172,7 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     (claimed, written to a temporary file, renamed: an existing file is replaced only by a
     complete new one, and only with ``overwrite``). Every chunked variable carries HDF5's
     Fletcher-32 checksum, numbers no ``_FillValue`` and the global attributes their
-    ``attribute_checksum`` (:mod:`meanfield_pde.runs.checksums`).
+    ``attribute_checksum`` and its mark ``checksums`` (:mod:`meanfield_pde.runs.checksums`).
 
     Raises
     ------
@@ -184,6 +184,7 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     path = check_output_path(path, overwrite=overwrite, inputs=inputs)
     encoded = with_fletcher32(cf_encode(ds, title))  # netCDF-4: HDF5 checks every chunk on read
     encoded = without_fill_values(encoded)  # a lost chunk reads as the default fill, not NaN
+    encoded.attrs[CHECKSUMS] = NETCDF4_CHECKSUMS  # a missing attribute_checksum is then damage
 
     def write(tmp):
         encoded.to_netcdf(tmp)

@@ -44,8 +44,8 @@ import xarray as xr
 
 from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
-from .checksums import (ATTRIBUTE_CHECKSUM, FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS,
-                        as_stored, record_crc, seal_attributes, seal_file_attributes, seal_first_record,
+from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS,
+                        RUN_FILE_CHECKSUMS, as_stored, record_crc, seal_attributes, seal_file_attributes, seal_first_record,
                         without_checksums, without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
@@ -332,6 +332,7 @@ class RunFile:
         first[RECORD_CHECKSUM] = ("time", np.zeros(1, dtype=np.int32), RECORD_CHECKSUM_ATTRS)
         first.attrs[FIXED_CHECKSUM] = np.int32(0)
         first.attrs[ATTRIBUTE_CHECKSUM] = np.int32(0)
+        first.attrs[CHECKSUMS] = RUN_FILE_CHECKSUMS  # a missing attribute_checksum is then damage
         first.attrs = {k: netcdf_attr(v) for k, v in first.attrs.items()}
         header = 4096 + sum(len(str(v)) + 64 for v in first.attrs.values())
         first_size = header + sum(int(v.nbytes) + 8 for v in first.variables.values())
@@ -422,6 +423,8 @@ def compress(path: Path, claimed_as: Path | None = None) -> None:
         # no _FillValue on numbers (module checksums): a chunk lost through HDF5's chunk index
         # reads as netCDF's default fill, which the readers refuse
         without_fill_values(ds)
+        if CHECKSUMS in ds.attrs:  # the names of its checksums: HDF5's on every array now too
+            ds.attrs[CHECKSUMS] = f"{RUN_FILE_CHECKSUMS} fletcher32"
         for name, var in ds.variables.items():  # the encoding argument replaces the variables' own
             if name in ds.coords or "_FillValue" in var.encoding:
                 encoding[name]["_FillValue"] = None
