@@ -707,6 +707,39 @@ def test_a_chunk_lost_from_the_index_of_a_sweep_file_is_refused_not_read_as_a_fa
     assert lost >= 3, lost
 
 
+def test_a_lost_chunk_of_text_that_may_be_empty_is_refused_by_its_text_checksum(tmp_path):
+    """sweep.nc's `error` (empty for a point that did not fail) and `path`: a chunk lost through
+    HDF5's chunk index reads as NUL characters, i.e. empty text, which the empty-status check
+    cannot tell from a real empty `error`. On the original main such a loss passed; now every
+    lost chunk of the file is refused, a text variable's by text_checksum, naming it."""
+    from meanfield_pde.runs.io import write_netcdf
+    from meanfield_pde.runs.runcheck import verify_checksums
+    path = tmp_path / "sweep.nc"
+    n = 6
+    error = np.array([""] * (n - 1) + ["Traceback (most recent call last): ValueError"])
+    ds = xr.Dataset({"order_parameter": ("nu", np.linspace(0.1, 0.9, n)),
+                     "status": ("nu", np.array(["completed"] * (n - 1) + ["failed: ValueError"])),
+                     "stop_reason": ("nu", np.array(["completed"] * (n - 1) + ["failed"])),
+                     "error": ("nu", error),
+                     "path": ("nu", np.array([f"points/nu={i}.nc" for i in range(n)]))},
+                    coords={"nu": np.linspace(0.05, 0.6, n)}, attrs={"kind": "sweep"})
+    write_netcdf(ds, path)
+    verify_checksums(path, "check")
+    copies = lose_chunks(path)
+    named = set()
+    for data in copies:
+        path.write_bytes(data)
+        with netCDF4.Dataset(path) as nc:
+            texts = {k: nc[k][...].tolist() for k in ("error", "path")}
+        with pytest.raises(ConfigError, match="the file is damaged") as err:
+            verify_checksums(path, "check")
+        for name in ("error", "path"):
+            if texts[name] != ds[name].values.tolist():  # this one was lost: read as empty text
+                assert f"text variable {name!r} fails its checksum (attribute text_checksum)" in str(err.value)
+                named.add(name)
+    assert named == {"error", "path"}
+
+
 def test_a_chunk_lost_from_a_compressed_run_file_fails_its_record_checksums(tmp_path):
     """A compressed run file (output.format = "netcdf4-zlib") loses each chunk in turn through its
     index: every loss is refused. On the original main a lost chunk of energy or free_energy read

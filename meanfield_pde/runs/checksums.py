@@ -29,6 +29,11 @@ Two schemes for the data, one per file format, and one for the global attributes
   checksum either. The package recomputes it from the attributes as stored after each of its
   attribute edits (:func:`seal_attributes`: a run file's creation, status and counters at each
   session end, history on ``--resume``, the compressed copy, every netCDF-4 output).
+* **Text variables** of netCDF-4 outputs written whole (:func:`seal_text`): the int32 array
+  attribute ``text_checksum``, the :func:`crc32` of each character variable's stored bytes
+  (NUL padding included), in sorted order of their names. Fletcher-32 finds a damaged chunk,
+  but a chunk lost through HDF5's chunk index reads as NUL characters, i.e. as empty text, and
+  empty is a legitimate value of some (a sweep point's ``error``); the CRC tells them apart.
 
 Every file given ``attribute_checksum`` when it is created also carries the global attribute
 ``checksums`` (:data:`CHECKSUMS`: the names of its checksums), covered by it: a file with
@@ -65,7 +70,8 @@ ATTRIBUTE_CHECKSUM = "attribute_checksum"
 # (record_checksum and fixed_checksum are older).
 CHECKSUMS = "checksums"
 RUN_FILE_CHECKSUMS = "record_checksum fixed_checksum attribute_checksum"  # its value in run files
-NETCDF4_CHECKSUMS = "fletcher32 attribute_checksum"  # in netCDF-4 outputs written whole
+NETCDF4_CHECKSUMS = "fletcher32 attribute_checksum"  # in netCDF-4 outputs written whole ...
+TEXT_CHECKSUM = "text_checksum"  # ... and, in those with text variables, with this one too
 RECORD_CHECKSUM_ATTRS = {
     "long_name": "CRC-32 of this snapshot's bytes of the other time-dependent variables",
     "comment": ("zlib.crc32 over the big-endian bytes of every other variable with a time "
@@ -217,6 +223,45 @@ def seal_first_record(nc) -> None:
         seal_attributes(nc)  # last: it covers fixed_checksum
 
 
+def text_names(variables: Mapping) -> list[str]:
+    """The variables ``text_checksum`` covers: the character arrays (netCDF ``char``, as the
+    package stores text: :func:`meanfield_pde.runs.cf.cf_encode`), sorted by name."""
+    return sorted(n for n, v in variables.items() if getattr(v.dtype, "kind", None) == "S")
+
+
+def _text_crcs(nc) -> list[int]:
+    """:func:`crc32` of each of :func:`text_names` of an open ``netCDF4.Dataset``, as stored."""
+    nc.set_auto_maskandscale(False)
+    nc.set_auto_chartostring(False)  # the stored characters, NUL padding included
+    return [crc32([nc.variables[n][...]]) for n in text_names(nc.variables)]
+
+
+def seal_text(nc) -> bool:
+    """Set ``text_checksum`` of an open netCDF-4 ``netCDF4.Dataset`` (mode "a") from its text
+    variables as stored; False (nothing set) if it has none. Call before :func:`seal_attributes`,
+    which covers it."""
+    crcs = _text_crcs(nc)
+    if crcs:
+        nc.setncattr(TEXT_CHECKSUM, np.array([as_stored(c) for c in crcs], dtype=np.int32))
+    return bool(crcs)
+
+
+def _text_fault(nc, attrs: Mapping) -> str | None:
+    """The message if the text variables of an open netCDF-4 file fail ``text_checksum`` (None
+    for a file without it: written before it, or without text), else None."""
+    if TEXT_CHECKSUM not in attrs:
+        return None
+    stored, names = np.ravel(attrs[TEXT_CHECKSUM]), text_names(nc.variables)
+    if stored.size != len(names) or stored.dtype.kind not in "iu":
+        return (f"its text variables ({', '.join(names)}) do not match their checksums (attribute "
+                f"{TEXT_CHECKSUM}, {stored.size} values)")
+    for name, crc, kept in zip(names, _text_crcs(nc), stored):
+        if crc != as_crc(kept):
+            return (f"text variable {name!r} fails its checksum (attribute {TEXT_CHECKSUM}): a "
+                    "chunk of it is lost through HDF5's chunk index (it reads as empty text) or damaged")
+    return None
+
+
 def verify_netcdf3(path: Path, where: str) -> None:
     """Check a netCDF-3 file's ``attribute_checksum``, ``record_checksum`` and ``fixed_checksum``
     (module docstring), one pass over its bytes through a memory map; global attributes that
@@ -339,7 +384,7 @@ def verify_netcdf4(path: Path, where: str) -> None:
                     raise ConfigError(f"{where}: the file is damaged: variable {name!r} reads as "
                                       "never written (netCDF's default fill value; its chunk index "
                                       "is damaged)")
-        fault = _run_checksums_fault(nc, records, crcs) or _sweep_fault(nc, attrs)
+        fault = _run_checksums_fault(nc, records, crcs) or _sweep_fault(nc, attrs) or _text_fault(nc, attrs)
         if fault:
             raise ConfigError(f"{where}: the file is damaged: {fault}")
 
@@ -453,9 +498,10 @@ def without_fill_values(ds: xr.Dataset) -> xr.Dataset:
 
 def without_checksums(ds: xr.Dataset) -> xr.Dataset:
     """``ds`` without a file's checksums (``record_checksum``, ``fixed_checksum``,
-    ``attribute_checksum`` and their mark ``checksums``): a reader has verified them, and a
+    ``text_checksum``, ``attribute_checksum`` and their mark ``checksums``): a reader has verified them, and a
     Dataset written again with changed data or attributes must not carry stale ones (nor the
     mark, which would make the readers refuse a file written without them)."""
     ds = ds.drop_vars(RECORD_CHECKSUM, errors="ignore")
-    ds.attrs = {k: v for k, v in ds.attrs.items() if k not in (FIXED_CHECKSUM, ATTRIBUTE_CHECKSUM, CHECKSUMS)}
+    ds.attrs = {k: v for k, v in ds.attrs.items()
+                if k not in (FIXED_CHECKSUM, ATTRIBUTE_CHECKSUM, CHECKSUMS, TEXT_CHECKSUM)}
     return ds
