@@ -338,7 +338,8 @@ def verify_netcdf4(path: Path, where: str) -> None:
     Fletcher-32 checksum of every chunk that has one (a damaged chunk fails to read); check
     ``attribute_checksum`` and, in a run file's netCDF-4 copy (``output.format =
     "netcdf4-zlib"``, or converted by ``nccopy``), ``record_checksum`` and ``fixed_checksum``
-    as in a netCDF-3 run file (same bytes: the values as stored, big-endian), in the same pass.
+    as in a netCDF-3 run file (same bytes: the values as stored, big-endian), in the same pass;
+    then the text variables against ``text_checksum`` (:func:`seal_text`).
 
     Raises
     ------
@@ -384,7 +385,8 @@ def verify_netcdf4(path: Path, where: str) -> None:
                     raise ConfigError(f"{where}: the file is damaged: variable {name!r} reads as "
                                       "never written (netCDF's default fill value; its chunk index "
                                       "is damaged)")
-        fault = _run_checksums_fault(nc, records, crcs) or _sweep_fault(nc, attrs) or _text_fault(nc, attrs)
+        fault = (_run_checksums_fault(nc, records, crcs) or _sweep_fault(nc, attrs)
+                 or _text_fault(nc, attrs))
         if fault:
             raise ConfigError(f"{where}: the file is damaged: {fault}")
 
@@ -498,9 +500,9 @@ def without_fill_values(ds: xr.Dataset) -> xr.Dataset:
 
 def without_checksums(ds: xr.Dataset) -> xr.Dataset:
     """``ds`` without a file's checksums (``record_checksum``, ``fixed_checksum``,
-    ``text_checksum``, ``attribute_checksum`` and their mark ``checksums``): a reader has verified them, and a
-    Dataset written again with changed data or attributes must not carry stale ones (nor the
-    mark, which would make the readers refuse a file written without them)."""
+    ``text_checksum``, ``attribute_checksum`` and their mark ``checksums``): a reader has
+    verified them, and a Dataset written again with changed data or attributes must not carry
+    stale ones (nor the mark, which would make the readers refuse a file written without them)."""
     ds = ds.drop_vars(RECORD_CHECKSUM, errors="ignore")
     ds.attrs = {k: v for k, v in ds.attrs.items()
                 if k not in (FIXED_CHECKSUM, ATTRIBUTE_CHECKSUM, CHECKSUMS, TEXT_CHECKSUM)}

@@ -44,9 +44,9 @@ import xarray as xr
 
 from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
-from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS,
-                        RUN_FILE_CHECKSUMS, as_stored, record_crc, seal_attributes, seal_file_attributes, seal_first_record,
-                        without_checksums, without_fill_values)
+from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CHECKSUM,
+                        RECORD_CHECKSUM_ATTRS, RUN_FILE_CHECKSUMS, as_stored, record_crc, seal_attributes,
+                        seal_file_attributes, seal_first_record, without_checksums, without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
