@@ -22,6 +22,7 @@ import netCDF4
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import assume as hypothesis_assume
 from hypothesis import strategies as st
 import xarray as xr
 
@@ -174,7 +175,7 @@ def test_a_damaged_fixed_variable_is_refused(run_file):
 def test_files_without_checksums_still_load_and_resume(run_file):
     """Written before the checksums: read as before, and a resume appends without them."""
     ds = xr.load_dataset(run_file).drop_vars("record_checksum")
-    del ds.attrs["fixed_checksum"], ds.attrs["attribute_checksum"]
+    del ds.attrs["fixed_checksum"], ds.attrs["attribute_checksum"], ds.attrs["checksums"]
     ds.attrs["status"] = "stopped: interrupted (SIGTERM) at t = 1"
     ds.attrs["stop_reason"] = "interrupted"
     run_file.unlink()
@@ -528,11 +529,76 @@ def test_a_damaged_case_is_not_resumed_as_another_run(run_file):
         one_error(*run_cli(*command)[::2], "attribute_checksum")
 
 
+@pytest.fixture(scope="module")
+def netcdf4_output(tmp_path_factory) -> Path:
+    """A netCDF-4 output of the package (as sweep.nc, comparisons: write_netcdf)."""
+    from meanfield_pde.runs.io import write_netcdf
+    path = tmp_path_factory.mktemp("nc4") / "out.nc"
+    write_netcdf(xr.Dataset({"x": ("i", [1.0, np.nan])}, attrs={"kind": "sweep", "case": "[model]"}), path)
+    return path
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_a_flipped_byte_in_the_name_attribute_checksum_is_refused_not_read_as_an_older_file(
+        reference, netcdf4_output, monkeypatch, data):
+    """One bit of one byte of the name "attribute_checksum" flipped (in a run file and in a
+    netCDF-4 output): the file has no attribute of that name any more. On the original main it
+    read as a file from before attribute checksums, none of its attributes verified; its mark
+    `checksums` (written with it, covered by it) now says it was written with one: refused with
+    one line naming the file."""
+    from meanfield_pde.runs import checksums
+    from meanfield_pde.runs.runcheck import verify_checksums
+    monkeypatch.setattr(checksums, "HEADER_EDIT_WAITS", ())  # damage stays: no second reading (fast)
+    source = data.draw(st.sampled_from([reference, netcdf4_output]), label="file")
+    raw = source.read_bytes()
+    name = b"attribute_checksum"
+    # the attribute's name (after its binary length or HDF5 message header), not the word in the
+    # text of `checksums` or `history` (after a printable character there)
+    (at,) = [m.start() for m in re.finditer(name, raw) if not 0x20 <= raw[m.start() - 1] <= 0x7e]
+    byte = data.draw(st.integers(0, len(name) - 1), label="byte")
+    at += byte
+    bit = data.draw(st.integers(0, 7), label="bit")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "damaged.nc"
+        shutil.copy(source, path)
+        if source == reference:
+            flip(path, at, bit)
+        else:  # HDF5's own header checksum refuses a flipped byte: the name changed as HDF5 stores it
+            old = name.decode()
+            new = bytearray(name)
+            new[byte] ^= 1 << (bit % 6)
+            hypothesis_assume(new.decode().isidentifier())
+            with netCDF4.Dataset(path, "a") as nc:
+                nc.renameAttribute(old, new.decode())
+        with pytest.raises(ConfigError) as err:
+            verify_checksums(path, str(path))
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: ")
+    assert ("the file is damaged: its global attributes have no attribute_checksum, which the file "
+            "was written with (attribute checksums)" in msg or "header is corrupt" in msg), msg
+
+
+def test_a_hand_edit_without_its_seal_is_refused_until_the_mark_goes_too(run_file):
+    """attribute_checksum deleted alone (a hand edit, as the old hint said): the mark says it is
+    missing; the message gives the ncatted line that deletes the mark too, after which the file
+    reads as one from before attribute checksums."""
+    with netCDF4.Dataset(run_file, "a") as nc:
+        nc.delncattr("attribute_checksum")
+    with pytest.raises(ConfigError, match=r"have no attribute_checksum, which the file was written with "
+                                          r"\(attribute checksums\).*ncatted -a checksums,global,d,, FILE"):
+        open_checked(run_file, "check", netcdf4=False)
+    with netCDF4.Dataset(run_file, "a") as nc:
+        nc.delncattr("checksums")
+    open_checked(run_file, "check", netcdf4=False).close()
+
+
 def test_files_with_record_checksums_but_no_attribute_checksum_load_and_resume(run_file):
     """Written after the record checksums, before attribute_checksum: read as before; a resume
     keeps it without one (adding an attribute could outgrow the header and move the data)."""
     with netCDF4.Dataset(run_file, "a") as nc:
         nc.delncattr("attribute_checksum")
+        nc.delncattr("checksums")  # its mark, which came later still
         nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
         nc.setncattr("stop_reason", "interrupted")
     open_checked(run_file, "old", netcdf4=False).close()
@@ -639,6 +705,39 @@ def test_a_chunk_lost_from_the_index_of_a_sweep_file_is_refused_not_read_as_a_fa
         with pytest.raises(ConfigError, match=f"variable '{name}' reads as never written"):
             verify_checksums(path, "check")
     assert lost >= 3, lost
+
+
+def test_a_lost_chunk_of_text_that_may_be_empty_is_refused_by_its_text_checksum(tmp_path):
+    """sweep.nc's `error` (empty for a point that did not fail) and `path`: a chunk lost through
+    HDF5's chunk index reads as NUL characters, i.e. empty text, which the empty-status check
+    cannot tell from a real empty `error`. On the original main such a loss passed; now every
+    lost chunk of the file is refused, a text variable's by text_checksum, naming it."""
+    from meanfield_pde.runs.io import write_netcdf
+    from meanfield_pde.runs.runcheck import verify_checksums
+    path = tmp_path / "sweep.nc"
+    n = 6
+    error = np.array([""] * (n - 1) + ["Traceback (most recent call last): ValueError"])
+    ds = xr.Dataset({"order_parameter": ("nu", np.linspace(0.1, 0.9, n)),
+                     "status": ("nu", np.array(["completed"] * (n - 1) + ["failed: ValueError"])),
+                     "stop_reason": ("nu", np.array(["completed"] * (n - 1) + ["failed"])),
+                     "error": ("nu", error),
+                     "path": ("nu", np.array([f"points/nu={i}.nc" for i in range(n)]))},
+                    coords={"nu": np.linspace(0.05, 0.6, n)}, attrs={"kind": "sweep"})
+    write_netcdf(ds, path)
+    verify_checksums(path, "check")
+    copies = lose_chunks(path)
+    named = set()
+    for data in copies:
+        path.write_bytes(data)
+        with netCDF4.Dataset(path) as nc:
+            texts = {k: nc[k][...].tolist() for k in ("error", "path")}
+        with pytest.raises(ConfigError, match="the file is damaged") as err:
+            verify_checksums(path, "check")
+        for name in ("error", "path"):
+            if texts[name] != ds[name].values.tolist():  # this one was lost: read as empty text
+                assert f"text variable {name!r} fails its checksum (attribute text_checksum)" in str(err.value)
+                named.add(name)
+    assert named == {"error", "path"}
 
 
 def test_a_chunk_lost_from_a_compressed_run_file_fails_its_record_checksums(tmp_path):

@@ -171,6 +171,31 @@ def test_a_run_reports_its_own_file_even_if_the_name_was_replaced(tmp_path, refe
     assert ds.attrs["case_name"] == "mine"
 
 
+def test_attributes_recorded_during_a_run_take_their_bytes_from_the_note_and_survive_a_kill(
+        tmp_path, reference):
+    """RunFile.record_attributes (a hand-off run's counters and trigger at its hand-off): on disk
+    at once (read by another reader, the process never finishing), sealed, the records in place
+    (the file's size unchanged: the header did not grow); the note's padding spent, nothing
+    is written and it says so."""
+    from meanfield_pde.runs.runcheck import verify_checksums
+    out = tmp_path / "mid.nc"
+    sink = RunFile(out, attrs={"case_name": "mid", "steps": 0})
+    ref = xr.load_dataset(reference)
+    for i in range(2):
+        sink.append(ref.isel(time=[i]))
+    size, data = out.stat().st_size, out.read_bytes()[-4096:]
+    assert sink.record_attributes({"steps": 11, "handoff_trigger": "resolution lost " * 20})
+    assert out.stat().st_size == size and out.read_bytes()[-4096:] == data
+    with xr.open_dataset(out) as disk:  # as a killed run leaves it
+        assert disk.attrs["steps"] == 11 and disk.attrs["handoff_trigger"] == "resolution lost " * 20
+        assert disk.attrs["status"] == "running" and sink.attrs["steps"] == 0
+    verify_checksums(out, "mid-run")
+    before = out.read_bytes()
+    assert not sink.record_attributes({"handoff_trigger": "x" * 4000})  # more than the note holds
+    assert out.read_bytes() == before
+    sink.close()
+
+
 # -- 3. damaged files -----------------------------------------------------------------------------
 
 def _edit_case(path: Path, old: str, new: str, attrs: dict | None = None) -> None:

@@ -621,6 +621,69 @@ def test_a_hand_off_run_killed_after_a_merge_keeps_the_merge_in_its_file(tmp_pat
         assert ds.cluster_id.values[-1, 0] == child and ds.n_clusters.values[-1] == 1
 
 
+KILLED_AFTER_THE_HAND_OFF = """
+import os, signal, sys
+from meanfield_pde.cli.commands import main
+from meanfield_pde.runs import runfile
+
+append = runfile.RunFile.append
+if sys.argv[3] == "older":  # a version that recorded nothing at the hand-off
+    runfile.RunFile.record_attributes = lambda self, attrs: False
+
+def append_then_kill(self, record):
+    append(self, record)  # written and synced
+    if int(record["phase"].values[0]) == 1:  # the hand-off is in the file: killed as by the OOM killer
+        os.kill(os.getpid(), signal.SIGKILL)
+
+runfile.RunFile.append = append_then_kill
+main(["run", sys.argv[1], "--output", sys.argv[2], "-q", "--no-plot"])
+"""
+
+
+@pytest.fixture(scope="module")
+def two_near_uninterrupted(tmp_path_factory):
+    return run(from_dict(TWO_NEAR, name="two"), tmp_path_factory.mktemp("two") / "two.nc", progress=False)
+
+
+@pytest.mark.parametrize("version", ["this", "older"])
+def test_a_hand_off_run_killed_after_its_hand_off_resumes_to_the_uninterrupted_counters_and_trigger(
+        tmp_path, two_near_uninterrupted, version):
+    """`meanfield-pde run CASE --output F` killed by SIGKILL once its first snapshot after the
+    hand-off is on disk, then `meanfield-pde run --resume F`: the resumed run starts from the
+    hand-off snapshot and repeats no PDE step, so `steps` and `rejected_steps` (the PDE's) and
+    `handoff_trigger` must come from the file. Found: steps = 0, rejected_steps = 0 and
+    handoff_trigger "resumed after the hand-off" (they were written only at the end of a run);
+    now written at the hand-off. A file of an older version (nothing recorded at the hand-off)
+    keeps the counters it holds (the placeholder 0) and says the trigger is unknown."""
+    from meanfield_pde.runs.handoff_run import UNKNOWN_TRIGGER
+    full = two_near_uninterrupted
+    toml, path = tmp_path / "two.toml", tmp_path / "two.nc"
+    toml.write_text(from_dict(TWO_NEAR, name="two").to_toml())
+    killed = subprocess.run([sys.executable, "-c", KILLED_AFTER_THE_HAND_OFF, str(toml), str(path), version],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    with xr.open_dataset(path) as disk:
+        assert disk.attrs["status"] == "running" and int(np.sum(disk.phase.values == 1)) == 1
+    resumed = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", "--resume", str(path), "-q"],
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    with xr.open_dataset(path) as done:
+        assert done.attrs["status"] == "completed"
+        assert np.array_equal(done.time.values, full.time.values)
+        assert np.array_equal(done.energy.values, full.energy.values)
+        for name in ("handoff_time", "handoff_nodes", "particle_steps", "particle_nfev", "final_nodes"):
+            assert done.attrs[name] == full.attrs[name], name
+        if version == "this":
+            assert full.attrs["steps"] > 0 and full.attrs["rejected_steps"] > 0
+            for name in ("steps", "rejected_steps", "handoff_trigger"):
+                assert done.attrs[name] == full.attrs[name], name
+        else:  # not invented: the file's placeholders, and the trigger unknown
+            assert done.attrs["steps"] == 0 and done.attrs["rejected_steps"] == 0
+            assert done.attrs["handoff_trigger"] == UNKNOWN_TRIGGER
+    from meanfield_pde.runs.runcheck import verify_checksums
+    verify_checksums(path, "resumed hand-off run")
+
+
 def test_a_file_with_merges_as_attributes_is_read_and_resumed_in_its_own_layout(tmp_path, monkeypatch):
     """A file begun before the per-snapshot merge variables (merges as global attributes at the
     end) is resumed without them (its records have no room for them) and gets its merges as

@@ -152,6 +152,7 @@ def _as_old_file(path: Path, status: str | None = None) -> None:
     with netCDF4.Dataset(path, "a") as nc:
         nc.delncattr("stop_reason")
         nc.delncattr("attribute_checksum")  # which came later still
+        nc.delncattr("checksums")  # (and its mark)
         if status is not None:
             nc.setncattr("status", status)
 

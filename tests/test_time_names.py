@@ -70,6 +70,7 @@ def test_a_limit_file_of_the_earlier_layout_is_not_resumed_into_a_mix(tmp_path):
         nc.renameVariable("record_checksum", "checksum_old")
         nc.delncattr("fixed_checksum")
         nc.delncattr("attribute_checksum")
+        nc.delncattr("checksums")
         nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 0.02")
         nc.setncattr("stop_reason", "interrupted")
     with pytest.raises(ConfigError, match="earlier version .* run its case again"):

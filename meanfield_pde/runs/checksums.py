@@ -29,9 +29,19 @@ Two schemes for the data, one per file format, and one for the global attributes
   checksum either. The package recomputes it from the attributes as stored after each of its
   attribute edits (:func:`seal_attributes`: a run file's creation, status and counters at each
   session end, history on ``--resume``, the compressed copy, every netCDF-4 output).
+* **Text variables** of netCDF-4 outputs written whole (:func:`seal_text`): the int32 array
+  attribute ``text_checksum``, the :func:`crc32` of each character variable's stored bytes
+  (NUL padding included), in sorted order of their names. Fletcher-32 finds a damaged chunk,
+  but a chunk lost through HDF5's chunk index reads as NUL characters, i.e. as empty text, and
+  empty is a legitimate value of some (a sweep point's ``error``); the CRC tells them apart.
 
-Files written before the checksums existed have none of them and are read as before (a run
-file begun before ``attribute_checksum`` existed is continued without it).
+Every file given ``attribute_checksum`` when it is created also carries the global attribute
+``checksums`` (:data:`CHECKSUMS`: the names of its checksums), covered by it: a file with
+``checksums`` but without ``attribute_checksum`` is damaged (e.g. a flipped byte in that
+attribute's name) and refused. Files written before the checksums existed have none of them and
+are read as before (a run file begun before ``attribute_checksum`` existed is continued without
+it); so are files written with ``attribute_checksum`` before ``checksums`` existed, whose
+missing ``attribute_checksum`` cannot be told from an older file's.
 
 CRC-32: ITU-T V.42 / ISO 3309 (the zlib and PNG checksum); Fletcher-32: J. G. Fletcher,
 "An arithmetic checksum for serial transmissions", IEEE Trans. Commun. 30 (1982) 247-252,
@@ -53,6 +63,15 @@ from ..core.errors import ConfigError
 RECORD_CHECKSUM = "record_checksum"
 FIXED_CHECKSUM = "fixed_checksum"
 ATTRIBUTE_CHECKSUM = "attribute_checksum"
+# The mark of a file whose writer sealed its global attributes: written when the file is created,
+# covered by attribute_checksum. Without it, a file lacking attribute_checksum could be one
+# written before it existed or one whose attribute_checksum lost its name (a flipped byte), and
+# nothing else tells them apart: the first version with attribute_checksum wrote no other mark
+# (record_checksum and fixed_checksum are older).
+CHECKSUMS = "checksums"
+RUN_FILE_CHECKSUMS = "record_checksum fixed_checksum attribute_checksum"  # its value in run files
+NETCDF4_CHECKSUMS = "fletcher32 attribute_checksum"  # in netCDF-4 outputs written whole ...
+TEXT_CHECKSUM = "text_checksum"  # ... and, in those with text variables, with this one too
 RECORD_CHECKSUM_ATTRS = {
     "long_name": "CRC-32 of this snapshot's bytes of the other time-dependent variables",
     "comment": ("zlib.crc32 over the big-endian bytes of every other variable with a time "
@@ -142,10 +161,19 @@ def seal_file_attributes(path) -> None:
 
 
 def _attribute_fault(attrs: Mapping) -> str | None:
-    """The message if ``attrs`` (a file's global attributes) fail ``attribute_checksum``, else None
-    (also when there is none: a file written before it existed)."""
+    """The message if ``attrs`` (a file's global attributes) fail ``attribute_checksum`` or lack
+    it where :data:`CHECKSUMS` says the file was written with it, else None (also when neither is
+    there: a file written before them)."""
+    # how to keep a deliberate hand edit: the seal goes, and with it the mark that asks for one
+    undo = (f"ncatted -a {ATTRIBUTE_CHECKSUM},global,d,," + (f" -a {CHECKSUMS},global,d,,"
+                                                             if CHECKSUMS in attrs else "") + " FILE")
     if ATTRIBUTE_CHECKSUM not in attrs:
-        return None
+        if CHECKSUMS not in attrs:
+            return None
+        return (f"its global attributes have no {ATTRIBUTE_CHECKSUM}, which the file was written "
+                f"with (attribute {CHECKSUMS}): its name or the attribute itself is damaged, so none "
+                f"of them can be trusted (if you deleted it yourself, delete {CHECKSUMS} too: "
+                f"ncatted -a {CHECKSUMS},global,d,, FILE)")
     stored = np.ravel(np.asarray(attrs[ATTRIBUTE_CHECKSUM]))
     try:
         good = (stored.size == 1 and stored.dtype.kind in "iu"
@@ -157,7 +185,7 @@ def _attribute_fault(attrs: Mapping) -> str | None:
     shown = [n for n in ("case", "status", "stop_reason", "steps", "history") if n in attrs]
     return (f"its global attributes ({', '.join(shown)}, ...: {len(attrs) - 1} in all) fail their "
             f"checksum (attribute {ATTRIBUTE_CHECKSUM}; if you edited them yourself, delete it: "
-            f"ncatted -a {ATTRIBUTE_CHECKSUM},global,d,, FILE)")
+            f"{undo})")
 
 
 def as_stored(crc: int) -> np.int32:
@@ -193,6 +221,45 @@ def seal_first_record(nc) -> None:
     nc.setncattr(FIXED_CHECKSUM, as_stored(crc32(variables[n][...] for n in fixed_names(variables))))
     if ATTRIBUTE_CHECKSUM in nc.ncattrs():
         seal_attributes(nc)  # last: it covers fixed_checksum
+
+
+def text_names(variables: Mapping) -> list[str]:
+    """The variables ``text_checksum`` covers: the character arrays (netCDF ``char``, as the
+    package stores text: :func:`meanfield_pde.runs.cf.cf_encode`), sorted by name."""
+    return sorted(n for n, v in variables.items() if getattr(v.dtype, "kind", None) == "S")
+
+
+def _text_crcs(nc) -> list[int]:
+    """:func:`crc32` of each of :func:`text_names` of an open ``netCDF4.Dataset``, as stored."""
+    nc.set_auto_maskandscale(False)
+    nc.set_auto_chartostring(False)  # the stored characters, NUL padding included
+    return [crc32([nc.variables[n][...]]) for n in text_names(nc.variables)]
+
+
+def seal_text(nc) -> bool:
+    """Set ``text_checksum`` of an open netCDF-4 ``netCDF4.Dataset`` (mode "a") from its text
+    variables as stored; False (nothing set) if it has none. Call before :func:`seal_attributes`,
+    which covers it."""
+    crcs = _text_crcs(nc)
+    if crcs:
+        nc.setncattr(TEXT_CHECKSUM, np.array([as_stored(c) for c in crcs], dtype=np.int32))
+    return bool(crcs)
+
+
+def _text_fault(nc, attrs: Mapping) -> str | None:
+    """The message if the text variables of an open netCDF-4 file fail ``text_checksum`` (None
+    for a file without it: written before it, or without text), else None."""
+    if TEXT_CHECKSUM not in attrs:
+        return None
+    stored, names = np.ravel(attrs[TEXT_CHECKSUM]), text_names(nc.variables)
+    if stored.size != len(names) or stored.dtype.kind not in "iu":
+        return (f"its text variables ({', '.join(names)}) do not match their checksums (attribute "
+                f"{TEXT_CHECKSUM}, {stored.size} values)")
+    for name, crc, kept in zip(names, _text_crcs(nc), stored):
+        if crc != as_crc(kept):
+            return (f"text variable {name!r} fails its checksum (attribute {TEXT_CHECKSUM}): a "
+                    "chunk of it is lost through HDF5's chunk index (it reads as empty text) or damaged")
+    return None
 
 
 def verify_netcdf3(path: Path, where: str) -> None:
@@ -294,7 +361,8 @@ def verify_netcdf4(path: Path, where: str) -> None:
     Fletcher-32 checksum of every chunk that has one (a damaged chunk fails to read); check
     ``attribute_checksum`` and, in a run file's netCDF-4 copy (``output.format =
     "netcdf4-zlib"``, or converted by ``nccopy``), ``record_checksum`` and ``fixed_checksum``
-    as in a netCDF-3 run file (same bytes: the values as stored, big-endian), in the same pass.
+    as in a netCDF-3 run file (same bytes: the values as stored, big-endian), in the same pass;
+    then the text variables against ``text_checksum`` (:func:`seal_text`).
 
     Raises
     ------
@@ -340,7 +408,8 @@ def verify_netcdf4(path: Path, where: str) -> None:
                     raise ConfigError(f"{where}: the file is damaged: variable {name!r} reads as "
                                       "never written (netCDF's default fill value; its chunk index "
                                       "is damaged)")
-        fault = _run_checksums_fault(nc, records, crcs) or _sweep_fault(nc, attrs)
+        fault = (_run_checksums_fault(nc, records, crcs) or _sweep_fault(nc, attrs)
+                 or _text_fault(nc, attrs))
         if fault:
             raise ConfigError(f"{where}: the file is damaged: {fault}")
 
@@ -454,8 +523,10 @@ def without_fill_values(ds: xr.Dataset) -> xr.Dataset:
 
 def without_checksums(ds: xr.Dataset) -> xr.Dataset:
     """``ds`` without a file's checksums (``record_checksum``, ``fixed_checksum``,
-    ``attribute_checksum``): a reader has verified them, and a Dataset written again with
-    changed data or attributes must not carry stale ones."""
+    ``text_checksum``, ``attribute_checksum`` and their mark ``checksums``): a reader has
+    verified them, and a Dataset written again with changed data or attributes must not carry
+    stale ones (nor the mark, which would make the readers refuse a file written without them)."""
     ds = ds.drop_vars(RECORD_CHECKSUM, errors="ignore")
-    ds.attrs = {k: v for k, v in ds.attrs.items() if k not in (FIXED_CHECKSUM, ATTRIBUTE_CHECKSUM)}
+    ds.attrs = {k: v for k, v in ds.attrs.items()
+                if k not in (FIXED_CHECKSUM, ATTRIBUTE_CHECKSUM, CHECKSUMS, TEXT_CHECKSUM)}
     return ds

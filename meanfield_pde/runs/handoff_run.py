@@ -41,6 +41,11 @@ Resume: a run stopped before its hand-off continues from its last regular snapsh
 run; one stopped after it re-derives the nodes from the hand-off snapshot (the last spectral
 one: deterministic) and follows them again from t_h, the run file skipping the snapshots it
 already holds (the adaptive steps repeat, so the new snapshots are those of an uninterrupted run).
+The PDE's counters (``steps``, ``rejected_steps``, summed over sessions) and ``handoff_trigger``
+are written to the file at the hand-off (:meth:`~meanfield_pde.runs.runfile.RunFile.record_attributes`),
+so that a run killed after it (SIGKILL) ends, once resumed, with the uninterrupted run's values.
+A file written before that and killed after its hand-off keeps the counters it holds (the
+placeholder 0: the PDE's steps are unknown) and gets ``handoff_trigger`` :data:`UNKNOWN_TRIGGER`.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ from .config import Config
 from .config.handoff import handoff_time_limit
 from .io import snapshots_to_dataset
 from .simulation import Simulation, build, run_attributes
-from .session import Outcome, RunKind
+from .session import Outcome, RunKind, summed_counters
 
 PHASE_SPECTRAL, PHASE_PARTICLES = 0, 1
 COMPONENTS = ("x", "y", "z")
@@ -75,6 +80,8 @@ _PHASE_ATTRS = dict(long_name="phase of the run: 0 spectral (PDE), 1 weighted pa
                     flag_values=np.array([0, 1], dtype=np.int32),
                     flag_meanings="spectral particles")
 _NAN_BEFORE = " (NaN / −1 before the hand-off: no particles)"
+UNKNOWN_TRIGGER = ("unknown (the run was killed after its hand-off, and the version that wrote its "
+                   "file recorded the trigger only at the end of a run)")
 
 
 def node_geometry(geometry):
@@ -272,8 +279,10 @@ class HandoffRun(RunKind):
         if handed:  # from the hand-off state: the last spectral snapshot
             index = int(np.flatnonzero(phase == PHASE_SPECTRAL)[-1])
         u0 = sim.geometry.from_table(ds.coef_real.values[index] + 1j * ds.coef_imag.values[index])
+        # the trigger as the file recorded it at the hand-off (or at the end of a stopped run);
+        # a run killed after its hand-off by a version that recorded it only at the end has none
         return HandoffState(sim, u0, float(ds.time.values[index]), handed,
-                            str(ds.attrs.get("handoff_trigger", "resumed after the hand-off")),
+                            str(ds.attrs.get("handoff_trigger", UNKNOWN_TRIGGER)),
                             merges="merge_count" in ds.variables)
 
     def advance(self, config: Config, state: HandoffState, sink, progress: bool | None) -> Outcome:
@@ -282,6 +291,11 @@ class HandoffRun(RunKind):
             stop = self._spectral(config, state, sink, progress, counters)
             if stop is not None:
                 return stop
+            # recorded now, not only at the end: a run killed after its hand-off (SIGKILL, out of
+            # memory) and resumed from the hand-off snapshot repeats no PDE step, so its file
+            # must already hold the PDE's counters and the trigger
+            sink.record_attributes({**summed_counters(sink.attrs, counters),
+                                    "handoff_trigger": state.trigger})
         return self._particles(config, state, sink, counters, progress)
 
     def _spectral(self, config, state, sink, progress, counters) -> Outcome | None:

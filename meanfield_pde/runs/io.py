@@ -15,7 +15,8 @@ from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
 from .cf import cf_encode, grid_units
-from .checksums import seal_file_attributes, with_fletcher32, without_fill_values
+from .checksums import (CHECKSUMS, NETCDF4_CHECKSUMS, TEXT_CHECKSUM, seal_attributes, seal_text,
+                        with_fletcher32, without_fill_values)
 from .outputs import check_output, write_file
 
 COEF_CONVENTION = ("shtns orthonormal spherical harmonics with Condon-Shortley phase, "
@@ -171,8 +172,9 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     Dataset has none) and the default netCDF4 engine through :func:`meanfield_pde.runs.outputs.write_file`
     (claimed, written to a temporary file, renamed: an existing file is replaced only by a
     complete new one, and only with ``overwrite``). Every chunked variable carries HDF5's
-    Fletcher-32 checksum, numbers no ``_FillValue`` and the global attributes their
-    ``attribute_checksum`` (:mod:`meanfield_pde.runs.checksums`).
+    Fletcher-32 checksum, numbers no ``_FillValue``, the text variables their ``text_checksum``
+    and the global attributes their ``attribute_checksum`` and its mark ``checksums``
+    (:mod:`meanfield_pde.runs.checksums`).
 
     Raises
     ------
@@ -187,6 +189,11 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
 
     def write(tmp):
         encoded.to_netcdf(tmp)
-        seal_file_attributes(tmp)  # from the attributes as stored
+        import netCDF4
+        with netCDF4.Dataset(tmp, "a") as nc:  # from the text and the attributes as stored
+            texts = seal_text(nc)
+            # the mark: a missing attribute_checksum (or text_checksum) is then damage
+            nc.setncattr(CHECKSUMS, NETCDF4_CHECKSUMS + (f" {TEXT_CHECKSUM}" if texts else ""))
+            seal_attributes(nc)
 
     return write_file(path, write, overwrite=overwrite, inputs=inputs)

@@ -44,9 +44,9 @@ import xarray as xr
 
 from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
-from .checksums import (ATTRIBUTE_CHECKSUM, FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS,
-                        as_stored, record_crc, seal_attributes, seal_file_attributes, seal_first_record,
-                        without_checksums, without_fill_values)
+from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CHECKSUM,
+                        RECORD_CHECKSUM_ATTRS, RUN_FILE_CHECKSUMS, as_stored, record_crc, seal_attributes,
+                        seal_file_attributes, seal_first_record, without_checksums, without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
@@ -220,6 +220,34 @@ class RunFile:
     def _note(self, used: int = 0) -> str:
         return running_note(self.target, used)
 
+    def record_attributes(self, attrs: dict) -> bool:
+        """Write global attributes during the run, synced, so that a run killed afterwards (even
+        by SIGKILL) keeps them: what a run knows part-way, e.g. a hand-off run's counters and
+        trigger at its hand-off. The end-of-run attributes of :meth:`finish` replace them;
+        :attr:`attrs` (what earlier sessions recorded) is left as it was.
+
+        The header may not grow (netCDF-3 would move all the data): the bytes the attributes add
+        are taken from the padding of ``running_note``. Returns False, writing nothing, when that
+        padding is too short (many resumes used it up), the file is not started or a write
+        failed; the attributes then come with :meth:`finish` only."""
+        if self.nc is None or self.failed:
+            return False
+        values = {k: netcdf_attr(v) for k, v in attrs.items()}
+        stored = self.nc.__dict__
+        grown = sum(_header_bytes(k, v) - (_header_bytes(k, stored[k]) if k in stored else 0)
+                    for k, v in values.items())
+        note = str(stored.get("running_note", ""))
+        take = max(0, -(-grown // 4) * 4)  # whole 4-byte units: the note's own padding stays put
+        if take > len(note) - len(note.rstrip(" ")):
+            return False
+        try:
+            self.nc.setncatts({**values, "running_note": note[:len(note) - take]})
+            self._seal()
+            self.nc.sync()
+        except (OSError, RuntimeError):  # a full disk: they come with finish, when possible
+            return False
+        return True
+
     def append(self, record: xr.Dataset) -> None:
         """Add one snapshot (a Dataset with time of length 1) and sync it to disk.
 
@@ -334,6 +362,7 @@ class RunFile:
         first[RECORD_CHECKSUM] = ("time", np.zeros(1, dtype=np.int32), RECORD_CHECKSUM_ATTRS)
         first.attrs[FIXED_CHECKSUM] = np.int32(0)
         first.attrs[ATTRIBUTE_CHECKSUM] = np.int32(0)
+        first.attrs[CHECKSUMS] = RUN_FILE_CHECKSUMS  # a missing attribute_checksum is then damage
         first.attrs = {k: netcdf_attr(v) for k, v in first.attrs.items()}
         header = 4096 + sum(len(str(v)) + 64 for v in first.attrs.values())
         first_size = header + sum(int(v.nbytes) + 8 for v in first.variables.values())
@@ -424,6 +453,8 @@ def compress(path: Path, claimed_as: Path | None = None) -> None:
         # no _FillValue on numbers (module checksums): a chunk lost through HDF5's chunk index
         # reads as netCDF's default fill, which the readers refuse
         without_fill_values(ds)
+        if CHECKSUMS in ds.attrs:  # the names of its checksums: HDF5's on every array now too
+            ds.attrs[CHECKSUMS] = f"{RUN_FILE_CHECKSUMS} fletcher32"
         for name, var in ds.variables.items():  # the encoding argument replaces the variables' own
             if name in ds.coords or "_FillValue" in var.encoding:
                 encoding[name]["_FillValue"] = None
@@ -452,6 +483,15 @@ def _chunks(var: xr.Variable, target: int = 4 * 2**20) -> tuple[int, ...]:
     per_snapshot = max(1, var.nbytes // max(1, var.sizes["time"]))
     steps = int(min(var.sizes["time"], max(1, target // per_snapshot)))
     return tuple(steps if d == "time" else n for d, n in zip(var.dims, var.shape))
+
+
+def _header_bytes(name: str, value) -> int:
+    """Bytes of one global attribute in a netCDF-3 header: name (length and text padded to 4),
+    type, count, and the values padded to 4 (NetCDF Classic Format Specification, attr_list)."""
+    def pad(n: int) -> int:
+        return -(-n // 4) * 4
+    data = value.encode("utf-8") if isinstance(value, str) else np.asarray(value).tobytes()
+    return 4 + pad(len(name.encode("utf-8"))) + 4 + 4 + pad(len(data))
 
 
 def _end(status: str, reason: StopReason) -> dict:
@@ -526,6 +566,10 @@ class MemoryRun:
 
     def append(self, record: xr.Dataset) -> None:
         self.records.append(record)
+
+    def record_attributes(self, attrs: dict) -> bool:
+        """As :meth:`RunFile.record_attributes`: nothing to keep for a run without a file."""
+        return False
 
     def finish(self, status: str, reason: StopReason, attrs: dict | None = None) -> xr.Dataset:
         ds = xr.concat(self.records, dim="time", data_vars="minimal", coords="minimal",

@@ -168,10 +168,17 @@ class Session:
         sessions, the wall time, and the kind's own end-of-run attributes."""
         before = self.sink.attrs  # counters of earlier sessions of a resumed run
         end = {"case": self.config.to_toml()}
-        end.update({k: int(before.get(k, 0)) + int(v) for k, v in outcome.counters.items()})
+        end.update(summed_counters(before, outcome.counters))
         end["wall_time_s"] = float(before.get("wall_time_s", 0.0)) + _time.perf_counter() - begin
         end.update(outcome.attrs)
         return end
+
+
+def summed_counters(before: Mapping, counters: Mapping) -> dict[str, int]:
+    """The counters of a run over its sessions: this session's ``counters`` (e.g. {"steps": 120})
+    plus those that earlier sessions recorded in the file (``before``: its global attributes as
+    the session began; 0 where absent)."""
+    return {k: int(before.get(k, 0)) + int(v) for k, v in counters.items()}
 
 
 def _caller_level() -> int:
