@@ -125,9 +125,9 @@ def test_damage_it_cannot_cut_around_is_refused_and_the_file_untouched(spoil, fr
     damage(run_file, 3)  # a snapshot it could drop, besides
     spoil(run_file)
     before = run_file.read_bytes()
-    line = one_error(*run_cli("run", "--resume", run_file, "--drop-damaged", "-q")[::2], fragment,
-                     "; --drop-damaged drops only damaged snapshots after the first (and every later "
-                     "one): it cannot cut around this")
+    one_error(*run_cli("run", "--resume", run_file, "--drop-damaged", "-q")[::2], fragment,
+               "; --drop-damaged drops only damaged snapshots after the first (and every later "
+               "one): it cannot cut around this")
     assert run_file.read_bytes() == before
     assert sorted(p.name for p in run_file.parent.iterdir()) == ["run.nc"]
 
