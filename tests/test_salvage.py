@@ -271,3 +271,32 @@ def test_readme_and_help_name_the_flag():
     run = next(a for a in make_parser()._subparsers._group_actions[0].choices["run"]._actions
                if "--drop-damaged" in a.option_strings)
     assert "drop it and every later one" in run.help
+
+
+@pytest.mark.parametrize("flags", [["--drop-damaged"], []])
+def test_a_resume_through_a_symbolic_link_is_refused_while_a_run_writes_its_target(
+        run_file, tmp_path, flags):
+    """A resume appends to (or cuts) the file a link points to: a process writing that file
+    under its own name (a live run claims only that name) keeps the resume out, the file
+    untouched. (Before: claimed under the link's name only, it cut and appended beside the live
+    run, which left a snapshot failing its checksum.)"""
+    import subprocess
+    import sys
+    interrupted(run_file)
+    damage(run_file, 3)
+    link = tmp_path / "link.nc"
+    link.symlink_to(run_file.name)
+    live = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from meanfield_pde.runs.outputs import acquire; "
+         "acquire(sys.argv[1]); print('held', flush=True); time.sleep(60)", str(run_file)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout.readline().strip() == "held"
+        before = run_file.read_bytes()
+        one_error(*run_cli("run", "--resume", link, *flags, "-q")[::2],
+                  f"output {str(run_file)!r} is being written by a running meanfield-pde process")
+        assert run_file.read_bytes() == before
+    finally:
+        live.kill()
+        live.wait()
+    assert run_cli("run", "--resume", link, "--drop-damaged", "-q")[0] == 0
