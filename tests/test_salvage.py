@@ -300,3 +300,23 @@ def test_a_resume_through_a_symbolic_link_is_refused_while_a_run_writes_its_targ
         live.kill()
         live.wait()
     assert run_cli("run", "--resume", link, "--drop-damaged", "-q")[0] == 0
+
+
+def test_the_hints_command_line_runs_as_pasted_for_names_a_shell_or_argparse_would_misread(
+        reference, tmp_path, monkeypatch):
+    """The command at the end of the error, split as a shell splits it, is the command that
+    cuts and continues the file: a name with a space and quotes, and one starting with "-"
+    (given relative to the folder, as a user in it types it)."""
+    import shlex
+    import shutil
+    monkeypatch.chdir(tmp_path)
+    for name in ("it's a \"run\".nc", "-r.nc"):
+        shutil.copy(reference, tmp_path / name)
+        interrupted(tmp_path / name)
+        damage(tmp_path / name, 3)
+        code, _, err = run_cli("run", f"--resume={name}")
+        line = one_error(code, err, "snapshot 3 (t = 0.75) of 5 fails its checksum")
+        command = shlex.split(line.split("; to continue from snapshot 2, run: ")[1].split(" (drops ")[0])
+        assert command[:3] == ["meanfield-pde", "run", "--resume"] and command[-1] == "--drop-damaged"
+        assert run_cli(*command[1:], "-q")[0] == 0, command
+        assert "dropped snapshots 3 to 4" in history(tmp_path / name)[-2]

@@ -56,8 +56,11 @@ def drop_hint(path: Path, damaged: DamagedSnapshot) -> str:
     if the first snapshot is damaged."""
     if damaged.index == 0:
         return ""
+    name = str(path)
+    if name.startswith("-"):  # else the shell passes it on as an option: "--resume -r.nc" fails
+        name = os.path.join(".", name)
     return (f"; to continue from snapshot {damaged.index - 1}, run: meanfield-pde run --resume "
-            f"{shlex.quote(str(path))} {FLAG} (drops {dropped(damaged)})")
+            f"{shlex.quote(name)} {FLAG} (drops {dropped(damaged)})")
 
 
 def recurring_stop(attrs) -> str | None:
