@@ -93,7 +93,33 @@ def _store(ds: xr.Dataset, path: Path, file_format: str, *, encoding: dict | Non
         ds.dump_to_store(xr.backends.NetCDF4DataStore(nc, mode="w"), encoding=encoding or {},
                          unlimited_dims=unlimited_dims)
     finally:
-        nc.close()
+        try:
+            nc.close()  # the data reach the disk here: a full disk fails here
+        except BaseException:
+            _abandon(nc)  # else a segfault when it is collected, instead of the error
+            raise
+
+
+def _require_whole(path: Path, names) -> None:
+    """Raise OSError unless the new netCDF-3 file ``path`` holds every variable in ``names`` and
+    all the bytes its header describes.
+
+    netCDF-C does not always report a write that the disk or the file-size limit cut short:
+    a file whose header outgrew its first layout is rewritten when its last variable is
+    defined, and a cut rewrite was measured to leave the old header (the last variable
+    missing) and no error (then a KeyError when sealed; with a short record, a checksum
+    sealed over the fill values read past the end)."""
+    from scipy.io import netcdf_file
+    from .outputs import file_size_limit
+    try:
+        with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
+            whole = set(names) <= set(f.variables)  # mapping each variable: a short file fails
+    except (ValueError, TypeError, OSError, IndexError, KeyError, MemoryError):
+        whole = False
+    if not whole:
+        limit, size = file_size_limit(), os.path.getsize(path)
+        code = errno.EFBIG if limit is not None and size >= limit else errno.ENOSPC
+        raise OSError(code, f"{os.strerror(code)} (the file came out incomplete, {size} bytes)")
 
 
 def running_note(target: Path, used: int = 0) -> str:
@@ -346,6 +372,7 @@ class RunFile:
         try:
             check_room(tmp, first_size)
             _store(first, tmp, FORMAT, unlimited_dims={"time"})
+            _require_whole(tmp, first.variables)
             with netCDF4.Dataset(tmp, "a") as nc:
                 seal_first_record(nc)
             publish(tmp, self.target)
