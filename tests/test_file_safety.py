@@ -399,6 +399,21 @@ def test_a_first_snapshot_cut_short_by_the_library_stops_with_one_line_and_leave
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("flags", [["--set", "time.t_end=2"], ["--drop-damaged"]])
+def test_a_resume_over_the_file_size_limit_is_refused_untouched(flags, run_file, tmp_path):
+    """A file not below ``ulimit -f``: every write to it fails, the first the header's new
+    status. (Before: a RuntimeError traceback, and the file, its attributes rewritten without
+    their checksum, refused as damaged from then on.)"""
+    if "--drop-damaged" in flags:
+        from test_salvage import damage
+        damage(run_file, 3)
+    before = run_file.read_bytes()
+    proc = limited(len(before) - 1000, "checked", "run", "--resume", run_file, *flags, "-q",
+                   cwd=tmp_path)
+    assert_user_error(proc, "not below the file-size limit (ulimit -f)", "raise the limit")
+    assert run_file.read_bytes() == before
+
+
 def test_a_figure_that_does_not_fit_stops_with_one_line(run_file, tmp_path):
     proc = limited(20000, "checked", "plot", run_file, "-o", "f.png", cwd=tmp_path)
     assert proc.returncode == 3 and "File too large" in proc.stderr, proc.stderr
