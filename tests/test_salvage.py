@@ -320,3 +320,25 @@ def test_the_hints_command_line_runs_as_pasted_for_names_a_shell_or_argparse_wou
         assert command[:3] == ["meanfield-pde", "run", "--resume"] and command[-1] == "--drop-damaged"
         assert run_cli(*command[1:], "-q")[0] == 0, command
         assert "dropped snapshots 3 to 4" in history(tmp_path / name)[-2]
+
+
+def test_on_a_full_disk_the_cut_and_the_resume_go_on_as_far_as_the_disk_lets_them(
+        run_file, reference, monkeypatch):
+    """A full disk: the claim's lock file cannot take its holder's details (they are only for
+    the message of a refused writer), the cut frees space and the run continues. (Before: an
+    OSError traceback from writing the lock file, for every command that writes a file.)"""
+    import errno
+    import meanfield_pde.runs.outputs as outputs
+    real = os.write
+
+    def write(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".lock"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    damage(run_file, 3)
+    monkeypatch.setattr(outputs.os, "write", write)
+    code, _, err = run_cli("run", "--resume", run_file, "--drop-damaged", "-q")
+    assert code == 0, err
+    assert_same_numbers(reference, run_file)
+    assert sorted(p.name for p in run_file.parent.iterdir()) == ["run.nc"]

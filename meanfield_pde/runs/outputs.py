@@ -139,8 +139,11 @@ def acquire(path: str | os.PathLike) -> Path:
             raise ConfigError(f"output {str(final_name(path))!r} is being written by a running "
                               f"meanfield-pde process ({holder}); wait for it to end (or stop it) "
                               "before writing or resuming it, or choose another name")
-        os.ftruncate(fd, 0)
-        os.write(fd, (_holder_text() + "\n").encode())
+        try:  # who holds it, for a refused writer's message; the claim is the flock
+            os.ftruncate(fd, 0)
+            os.write(fd, (_holder_text() + "\n").encode())
+        except OSError:  # a full disk: the claim holds without it (read as "details not yet written")
+            pass
         _held[key] = [fd, 1]
     clean_stale_temporaries(lock.parent)
     return lock
