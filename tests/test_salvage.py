@@ -342,3 +342,49 @@ def test_on_a_full_disk_the_cut_and_the_resume_go_on_as_far_as_the_disk_lets_the
     assert code == 0, err
     assert_same_numbers(reference, run_file)
     assert sorted(p.name for p in run_file.parent.iterdir()) == ["run.nc"]
+
+
+def test_a_cut_killed_just_after_the_status_edit_leaves_attributes_that_match_their_checksum(
+        run_file, reference, monkeypatch):
+    """Killed right after the header write of step (1): the attributes on disk and their
+    checksum are written together, so the file is still the damaged-snapshot file that the
+    same command cuts. (Before: the checksum was written by a second edit; killed between the
+    two, the attributes failed their checksum, and --drop-damaged cannot cut around that.)"""
+    damage(run_file, 3)
+
+    real = netCDF4.Dataset
+
+    class KilledAfterTheEdit:
+        """An open file that ends the process after its first attribute edit."""
+        __slots__ = ("nc",)
+
+        def __init__(self, *args, **kwargs):
+            self.nc = real(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.nc, name)
+
+        @property
+        def __dict__(self):  # the file's attributes, as netCDF4 gives them
+            return self.nc.__dict__
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.nc.close()
+
+        def setncatts(self, attrs):
+            self.nc.setncatts(attrs)
+            raise KeyboardInterrupt  # the process ends here: the header as written stays
+
+    with monkeypatch.context() as m:
+        m.setattr(netCDF4, "Dataset", KilledAfterTheEdit)
+        with pytest.raises(KeyboardInterrupt):
+            from meanfield_pde.runs.restart import resume
+            resume(run_file, progress=False, drop_damaged=True)
+    with pytest.raises(DamagedSnapshot, match="snapshot 3 "):
+        open_checked(run_file, "check", netcdf4=False)
+    code, _, err = run_cli("run", "--resume", run_file, "--drop-damaged", "-q")
+    assert code == 0, err
+    assert_same_numbers(reference, run_file)

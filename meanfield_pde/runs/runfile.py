@@ -46,7 +46,7 @@ from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
 from .checksums import (ATTRIBUTE_CHECKSUM, FIXED_CHECKSUM, RECORD_CHECKSUM, RECORD_CHECKSUM_ATTRS,
                         as_stored, record_crc, seal_attributes, seal_file_attributes, seal_first_record,
-                        without_checksums, without_fill_values)
+                        set_sealed, without_checksums, without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
                       temporary)
@@ -132,14 +132,13 @@ def running_note(target: Path, used: int = 0) -> str:
 def mark_running(nc: netCDF4.Dataset, target: Path, line: str | None = None) -> None:
     """Set the open run file ``target`` (``nc``, mode "a") back to status running with one more
     ``history`` line (``line``; by default this command's, :func:`meanfield_pde.runs.cf.history_line`),
-    whose bytes come from the note's reserve (module docstring); reseal and sync."""
+    whose bytes come from the note's reserve (module docstring), sealed in the same header
+    write (:func:`meanfield_pde.runs.checksums.set_sealed`: a kill leaves either version); sync."""
     previous = nc.__dict__.get("history")
     history = append_history(previous, line)
     grown = len(history.encode()) - len(str(previous or "").encode())
-    nc.setncatts({"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
-                  "running_note": running_note(target, grown), "history": history})
-    if ATTRIBUTE_CHECKSUM in nc.ncattrs():  # not in a file begun before it (RunFile._seal)
-        seal_attributes(nc)
+    set_sealed(nc, {"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
+                    "running_note": running_note(target, grown), "history": history})
     nc.sync()
 
 
