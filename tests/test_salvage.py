@@ -388,3 +388,15 @@ def test_a_cut_killed_just_after_the_status_edit_leaves_attributes_that_match_th
     code, _, err = run_cli("run", "--resume", run_file, "--drop-damaged", "-q")
     assert code == 0, err
     assert_same_numbers(reference, run_file)
+
+
+@pytest.mark.parametrize("name", ["-r.nc", "my runs/it's.nc"])
+def test_the_running_notes_command_reads_the_file_name_as_the_shell_splits_it(name):
+    """The note a run file carries while running ends with the command that continues it: split
+    as a shell splits it, its last word is the file (quoted; a name starting with "-" as ./NAME)."""
+    import shlex
+    from meanfield_pde.runs.runfile import running_note
+    command = shlex.split(running_note(Path(name)).split("Continue the run with: ")[1])
+    assert command[:3] == ["meanfield-pde", "run", "--resume"] and len(command) == 4, command
+    assert os.path.normpath(command[3]) == os.path.normpath(name)
+    assert not command[3].startswith("-")

@@ -34,6 +34,7 @@ import fcntl
 import glob
 import os
 import resource
+import shlex
 import shutil
 import sys
 import tempfile
@@ -52,6 +53,14 @@ LEGACY_AGE = 3600.0  # seconds
 
 class OutputFull(OSError):
     """The disk, the quota or the file-size limit cannot take a write (the CLI exits with 3)."""
+
+
+def shell_word(path: str | os.PathLike) -> str:
+    """``path`` as one shell word that the command line reads as a file name (for the commands
+    that messages and notes tell the user to run): quoted where the shell needs it, and a
+    relative name starting with "-" as ./NAME (else argparse reads it as an option)."""
+    name = os.fspath(path)
+    return shlex.quote(os.path.join(".", name) if name.startswith("-") else name)
 
 
 # -- claims ---------------------------------------------------------------------------------------

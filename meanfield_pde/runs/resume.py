@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 import stat
 from pathlib import Path
 
@@ -56,11 +55,9 @@ def drop_hint(path: Path, damaged: DamagedSnapshot) -> str:
     if the first snapshot is damaged."""
     if damaged.index == 0:
         return ""
-    name = str(path)
-    if name.startswith("-"):  # else the shell passes it on as an option: "--resume -r.nc" fails
-        name = os.path.join(".", name)
+    from .outputs import shell_word
     return (f"; to continue from snapshot {damaged.index - 1}, run: meanfield-pde run --resume "
-            f"{shlex.quote(name)} {FLAG} (drops {dropped(damaged)})")
+            f"{shell_word(path)} {FLAG} (drops {dropped(damaged)})")
 
 
 def recurring_stop(attrs) -> str | None:

@@ -49,7 +49,7 @@ from .checksums import (ATTRIBUTE_CHECKSUM, FIXED_CHECKSUM, RECORD_CHECKSUM, REC
                         set_sealed, without_checksums, without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
-                      temporary)
+                      shell_word, temporary)
 from ..core.signals import WriteFailed
 from ..core.stops import StopReason
 
@@ -126,7 +126,7 @@ def running_note(target: Path, used: int = 0) -> str:
     """The ``running_note`` of the run file ``target``, padded: the reserve that keeps later
     header edits in place (module docstring), less the ``used`` bytes that the history of a
     resumed run has taken from it."""
-    return _NOTE.format(path=target).ljust(NOTE_SIZE - used)
+    return _NOTE.format(path=shell_word(target)).ljust(NOTE_SIZE - used)
 
 
 def mark_running(nc: netCDF4.Dataset, target: Path, line: str | None = None) -> None:
