@@ -405,6 +405,40 @@ def test_a_first_snapshot_that_does_not_fit_stops_with_one_line_and_leaves_nothi
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("limit, mode, case, sets", [
+    # the data reach the disk when the new file is closed, and its close fails: netCDF-C frees
+    # the file then, and netCDF4's second close at exit was a segfault (exit -11, not 3)
+    (30000, "unchecked", "sa_backward_heat", ["domain.lmax=40", "time.t_end=0.01",
+                                              "output.every=0.005", "output.plot=false"]),
+    # within the estimate, but the library pads the file to 16 KiB: the cut rewrite of its
+    # header was not reported (a KeyError traceback, exit 1)
+    (16000, "checked", CASE, SETS),
+])
+def test_a_first_snapshot_cut_short_by_the_library_stops_with_one_line_and_leaves_nothing(
+        limit, mode, case, sets, tmp_path):
+    proc = limited(limit, mode, "run", case, "-o", "x.nc", "--force", *set_args(sets), cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("meanfield-pde: error: cannot write the first "
+                                                   "snapshot of 'x.nc': File too large"), proc.stderr
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("flags", [["--set", "time.t_end=2"], ["--drop-damaged"]])
+def test_a_resume_over_the_file_size_limit_is_refused_untouched(flags, run_file, tmp_path):
+    """A file not below ``ulimit -f``: every write to it fails, the first the header's new
+    status. (Before: a RuntimeError traceback, and the file, its attributes rewritten without
+    their checksum, refused as damaged from then on.)"""
+    if "--drop-damaged" in flags:
+        from test_salvage import damage
+        damage(run_file, 3)
+    before = run_file.read_bytes()
+    proc = limited(len(before) - 1000, "checked", "run", "--resume", run_file, *flags, "-q",
+                   cwd=tmp_path)
+    assert_user_error(proc, "not below the file-size limit (ulimit -f)", "raise the limit")
+    assert run_file.read_bytes() == before
+
+
 def test_a_figure_that_does_not_fit_stops_with_one_line(run_file, tmp_path):
     proc = limited(20000, "checked", "plot", run_file, "-o", "f.png", cwd=tmp_path)
     assert proc.returncode == 3 and "File too large" in proc.stderr, proc.stderr

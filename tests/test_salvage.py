@@ -271,3 +271,132 @@ def test_readme_and_help_name_the_flag():
     run = next(a for a in make_parser()._subparsers._group_actions[0].choices["run"]._actions
                if "--drop-damaged" in a.option_strings)
     assert "drop it and every later one" in run.help
+
+
+@pytest.mark.parametrize("flags", [["--drop-damaged"], []])
+def test_a_resume_through_a_symbolic_link_is_refused_while_a_run_writes_its_target(
+        run_file, tmp_path, flags):
+    """A resume appends to (or cuts) the file a link points to: a process writing that file
+    under its own name (a live run claims only that name) keeps the resume out, the file
+    untouched. (Before: claimed under the link's name only, it cut and appended beside the live
+    run, which left a snapshot failing its checksum.)"""
+    import subprocess
+    import sys
+    interrupted(run_file)
+    damage(run_file, 3)
+    link = tmp_path / "link.nc"
+    link.symlink_to(run_file.name)
+    live = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from meanfield_pde.runs.outputs import acquire; "
+         "acquire(sys.argv[1]); print('held', flush=True); time.sleep(60)", str(run_file)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout.readline().strip() == "held"
+        before = run_file.read_bytes()
+        one_error(*run_cli("run", "--resume", link, *flags, "-q")[::2],
+                  f"output {str(run_file)!r} is being written by a running meanfield-pde process")
+        assert run_file.read_bytes() == before
+    finally:
+        live.kill()
+        live.wait()
+    assert run_cli("run", "--resume", link, "--drop-damaged", "-q")[0] == 0
+
+
+def test_the_hints_command_line_runs_as_pasted_for_names_a_shell_or_argparse_would_misread(
+        reference, tmp_path, monkeypatch):
+    """The command at the end of the error, split as a shell splits it, is the command that
+    cuts and continues the file: a name with a space and quotes, and one starting with "-"
+    (given relative to the folder, as a user in it types it)."""
+    import shlex
+    import shutil
+    monkeypatch.chdir(tmp_path)
+    for name in ("it's a \"run\".nc", "-r.nc"):
+        shutil.copy(reference, tmp_path / name)
+        interrupted(tmp_path / name)
+        damage(tmp_path / name, 3)
+        code, _, err = run_cli("run", f"--resume={name}")
+        line = one_error(code, err, "snapshot 3 (t = 0.75) of 5 fails its checksum")
+        command = shlex.split(line.split("; to continue from snapshot 2, run: ")[1].split(" (drops ")[0])
+        assert command[:3] == ["meanfield-pde", "run", "--resume"] and command[-1] == "--drop-damaged"
+        assert run_cli(*command[1:], "-q")[0] == 0, command
+        assert "dropped snapshots 3 to 4" in history(tmp_path / name)[-2]
+
+
+def test_on_a_full_disk_the_cut_and_the_resume_go_on_as_far_as_the_disk_lets_them(
+        run_file, reference, monkeypatch):
+    """A full disk: the claim's lock file cannot take its holder's details (they are only for
+    the message of a refused writer), the cut frees space and the run continues. (Before: an
+    OSError traceback from writing the lock file, for every command that writes a file.)"""
+    import errno
+    import meanfield_pde.runs.outputs as outputs
+    real = os.write
+
+    def write(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".lock"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    damage(run_file, 3)
+    monkeypatch.setattr(outputs.os, "write", write)
+    code, _, err = run_cli("run", "--resume", run_file, "--drop-damaged", "-q")
+    assert code == 0, err
+    assert_same_numbers(reference, run_file)
+    assert sorted(p.name for p in run_file.parent.iterdir()) == ["run.nc"]
+
+
+def test_a_cut_killed_just_after_the_status_edit_leaves_attributes_that_match_their_checksum(
+        run_file, reference, monkeypatch):
+    """Killed right after the header write of step (1): the attributes on disk and their
+    checksum are written together, so the file is still the damaged-snapshot file that the
+    same command cuts. (Before: the checksum was written by a second edit; killed between the
+    two, the attributes failed their checksum, and --drop-damaged cannot cut around that.)"""
+    damage(run_file, 3)
+
+    real = netCDF4.Dataset
+
+    class KilledAfterTheEdit:
+        """An open file that ends the process after its first attribute edit."""
+        __slots__ = ("nc",)
+
+        def __init__(self, *args, **kwargs):
+            self.nc = real(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.nc, name)
+
+        @property
+        def __dict__(self):  # the file's attributes, as netCDF4 gives them
+            return self.nc.__dict__
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.nc.close()
+
+        def setncatts(self, attrs):
+            self.nc.setncatts(attrs)
+            raise KeyboardInterrupt  # the process ends here: the header as written stays
+
+    with monkeypatch.context() as m:
+        m.setattr(netCDF4, "Dataset", KilledAfterTheEdit)
+        with pytest.raises(KeyboardInterrupt):
+            from meanfield_pde.runs.restart import resume
+            resume(run_file, progress=False, drop_damaged=True)
+    with pytest.raises(DamagedSnapshot, match="snapshot 3 "):
+        open_checked(run_file, "check", netcdf4=False)
+    code, _, err = run_cli("run", "--resume", run_file, "--drop-damaged", "-q")
+    assert code == 0, err
+    assert_same_numbers(reference, run_file)
+
+
+@pytest.mark.parametrize("name", ["-r.nc", "my runs/it's.nc"])
+def test_the_running_notes_command_reads_the_file_name_as_the_shell_splits_it(name):
+    """The note a run file carries while running ends with the command that continues it: split
+    as a shell splits it, its last word is the file (quoted; a name starting with "-" as ./NAME)."""
+    import shlex
+    from meanfield_pde.runs.runfile import running_note
+    command = shlex.split(running_note(Path(name)).split("Continue the run with: ")[1])
+    assert command[:3] == ["meanfield-pde", "run", "--resume"] and len(command) == 4, command
+    assert os.path.normpath(command[3]) == os.path.normpath(name)
+    assert not command[3].startswith("-")

@@ -153,6 +153,22 @@ def seal_attributes(nc) -> None:
     nc.setncattr(ATTRIBUTE_CHECKSUM, as_stored(attribute_crc(nc.__dict__)))
 
 
+def set_sealed(nc, values: Mapping) -> None:
+    """Set the global attributes ``values`` of an open netCDF-3 ``netCDF4.Dataset`` (mode "a")
+    together with the ``attribute_checksum`` they give, in one edit: one header write, so that
+    a process killed during it leaves the old attributes or the new ones, each matching its
+    checksum (an edit, then :func:`seal_attributes`, writes the header twice: killed between
+    them, the file's attributes fail their checksum). A file without the checksum (begun
+    before it existed) gets the values only. The checksum is computed from the values as the
+    file will return them; a value stored differently is sealed again as stored."""
+    if ATTRIBUTE_CHECKSUM not in nc.ncattrs():
+        nc.setncatts(dict(values))
+        return
+    nc.setncatts({**values, ATTRIBUTE_CHECKSUM: as_stored(attribute_crc({**nc.__dict__, **values}))})
+    if as_crc(nc.getncattr(ATTRIBUTE_CHECKSUM)) != attribute_crc(nc.__dict__):
+        seal_attributes(nc)
+
+
 def seal_file_attributes(path) -> None:
     """:func:`seal_attributes` of the netCDF file at ``path`` (opened to append, then closed)."""
     import netCDF4

@@ -34,6 +34,7 @@ import fcntl
 import glob
 import os
 import resource
+import shlex
 import shutil
 import sys
 import tempfile
@@ -52,6 +53,14 @@ LEGACY_AGE = 3600.0  # seconds
 
 class OutputFull(OSError):
     """The disk, the quota or the file-size limit cannot take a write (the CLI exits with 3)."""
+
+
+def shell_word(path: str | os.PathLike) -> str:
+    """``path`` as one shell word that the command line reads as a file name (for the commands
+    that messages and notes tell the user to run): quoted where the shell needs it, and a
+    relative name starting with "-" as ./NAME (else argparse reads it as an option)."""
+    name = os.fspath(path)
+    return shlex.quote(os.path.join(".", name) if name.startswith("-") else name)
 
 
 # -- claims ---------------------------------------------------------------------------------------
@@ -139,8 +148,11 @@ def acquire(path: str | os.PathLike) -> Path:
             raise ConfigError(f"output {str(final_name(path))!r} is being written by a running "
                               f"meanfield-pde process ({holder}); wait for it to end (or stop it) "
                               "before writing or resuming it, or choose another name")
-        os.ftruncate(fd, 0)
-        os.write(fd, (_holder_text() + "\n").encode())
+        try:  # who holds it, for a refused writer's message; the claim is the flock
+            os.ftruncate(fd, 0)
+            os.write(fd, (_holder_text() + "\n").encode())
+        except OSError:  # a full disk: the claim holds without it (read as "details not yet written")
+            pass
         _held[key] = [fd, 1]
     clean_stale_temporaries(lock.parent)
     return lock

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 import stat
 from pathlib import Path
 
@@ -56,8 +55,9 @@ def drop_hint(path: Path, damaged: DamagedSnapshot) -> str:
     if the first snapshot is damaged."""
     if damaged.index == 0:
         return ""
+    from .outputs import shell_word
     return (f"; to continue from snapshot {damaged.index - 1}, run: meanfield-pde run --resume "
-            f"{shlex.quote(str(path))} {FLAG} (drops {dropped(damaged)})")
+            f"{shell_word(path)} {FLAG} (drops {dropped(damaged)})")
 
 
 def recurring_stop(attrs) -> str | None:
@@ -154,13 +154,21 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
 
 
 def require_writable(path: Path, where: str) -> None:
-    """A run file to resume (or cut, ``--drop-damaged``) and its folder are writable, else a
-    ConfigError: a resumed run appends to the file. The mode bits too: root may write
-    anyway, but a file made read-only is meant to stay as it is."""
+    """A run file to resume (or cut, ``--drop-damaged``) and its folder are writable, and the
+    file is below the process's file-size limit (``ulimit -f``), else a ConfigError: a resumed
+    run appends to the file. The mode bits too: root may write anyway, but a file made
+    read-only is meant to stay as it is."""
     if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK) \
             or not path.stat().st_mode & stat.S_IWUSR:
         raise ConfigError(f"{where}: the file or its folder is read-only; a resumed run appends "
                           "to the file (make it writable, or copy it and resume the copy)")
+    from .outputs import file_size_limit
+    limit, size = file_size_limit(), path.stat().st_size
+    if limit is not None and size >= limit:
+        # every write would fail: the first, the header's new status, was measured to land
+        # cut short, its attributes without their checksum (the file then refused as damaged)
+        raise ConfigError(f"{where}: the file ({size} bytes) is not below the file-size limit "
+                          f"(ulimit -f) of {limit} bytes; a resumed run writes to it: raise the limit")
 
 
 def unphysical_restart(monitor, mass: float, first_mass: float) -> str | None:

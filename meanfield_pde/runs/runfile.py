@@ -46,10 +46,11 @@ from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
 from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CHECKSUM,
                         RECORD_CHECKSUM_ATTRS, RUN_FILE_CHECKSUMS, as_stored, record_crc, seal_attributes,
-                        seal_file_attributes, seal_first_record, without_checksums, without_fill_values)
+                        seal_file_attributes, seal_first_record, set_sealed, without_checksums,
+                        without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
-                      temporary)
+                      shell_word, temporary)
 from ..core.signals import WriteFailed
 from ..core.stops import StopReason
 
@@ -93,27 +94,52 @@ def _store(ds: xr.Dataset, path: Path, file_format: str, *, encoding: dict | Non
         ds.dump_to_store(xr.backends.NetCDF4DataStore(nc, mode="w"), encoding=encoding or {},
                          unlimited_dims=unlimited_dims)
     finally:
-        nc.close()
+        try:
+            nc.close()  # the data reach the disk here: a full disk fails here
+        except BaseException:
+            _abandon(nc)  # else a segfault when it is collected, instead of the error
+            raise
+
+
+def _require_whole(path: Path, names) -> None:
+    """Raise OSError unless the new netCDF-3 file ``path`` holds every variable in ``names`` and
+    all the bytes its header describes.
+
+    netCDF-C does not always report a write that the disk or the file-size limit cut short:
+    a file whose header outgrew its first layout is rewritten when its last variable is
+    defined, and a cut rewrite was measured to leave the old header (the last variable
+    missing) and no error (then a KeyError when sealed; with a short record, a checksum
+    sealed over the fill values read past the end)."""
+    from scipy.io import netcdf_file
+    from .outputs import file_size_limit
+    try:
+        with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
+            whole = set(names) <= set(f.variables)  # mapping each variable: a short file fails
+    except (ValueError, TypeError, OSError, IndexError, KeyError, MemoryError):
+        whole = False
+    if not whole:
+        limit, size = file_size_limit(), os.path.getsize(path)
+        code = errno.EFBIG if limit is not None and size >= limit else errno.ENOSPC
+        raise OSError(code, f"{os.strerror(code)} (the file came out incomplete, {size} bytes)")
 
 
 def running_note(target: Path, used: int = 0) -> str:
     """The ``running_note`` of the run file ``target``, padded: the reserve that keeps later
     header edits in place (module docstring), less the ``used`` bytes that the history of a
     resumed run has taken from it."""
-    return _NOTE.format(path=target).ljust(NOTE_SIZE - used)
+    return _NOTE.format(path=shell_word(target)).ljust(NOTE_SIZE - used)
 
 
 def mark_running(nc: netCDF4.Dataset, target: Path, line: str | None = None) -> None:
     """Set the open run file ``target`` (``nc``, mode "a") back to status running with one more
     ``history`` line (``line``; by default this command's, :func:`meanfield_pde.runs.cf.history_line`),
-    whose bytes come from the note's reserve (module docstring); reseal and sync."""
+    whose bytes come from the note's reserve (module docstring), sealed in the same header
+    write (:func:`meanfield_pde.runs.checksums.set_sealed`: a kill leaves either version); sync."""
     previous = nc.__dict__.get("history")
     history = append_history(previous, line)
     grown = len(history.encode()) - len(str(previous or "").encode())
-    nc.setncatts({"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
-                  "running_note": running_note(target, grown), "history": history})
-    if ATTRIBUTE_CHECKSUM in nc.ncattrs():  # not in a file begun before it (RunFile._seal)
-        seal_attributes(nc)
+    set_sealed(nc, {"status": RUNNING, "stop_reason": StopReason.RUNNING.value,
+                    "running_note": running_note(target, grown), "history": history})
     nc.sync()
 
 
@@ -241,8 +267,8 @@ class RunFile:
         if take > len(note) - len(note.rstrip(" ")):
             return False
         try:
-            self.nc.setncatts({**values, "running_note": note[:len(note) - take]})
-            self._seal()
+            # one header write with their checksum (set_sealed): a kill leaves either version
+            set_sealed(self.nc, {**values, "running_note": note[:len(note) - take]})
             self.nc.sync()
         except (OSError, RuntimeError):  # a full disk: they come with finish, when possible
             return False
@@ -375,6 +401,7 @@ class RunFile:
         try:
             check_room(tmp, first_size)
             _store(first, tmp, FORMAT, unlimited_dims={"time"})
+            _require_whole(tmp, first.variables)
             with netCDF4.Dataset(tmp, "a") as nc:
                 seal_first_record(nc)
             publish(tmp, self.target)

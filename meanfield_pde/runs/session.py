@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import os
 import sys
 import time as _time
 import warnings
@@ -243,7 +244,10 @@ def resume_file(path: str | Path, kinds: Mapping[str, RunKind], t_end: float | N
     """
     where = f"--resume {str(path)!r}"
     require_file(path, where)
-    with hold(path):  # claimed before the checks: nobody changes the file between them and the run
+    # claimed before the checks: nobody changes the file between them and the run; under the
+    # name given and the file it links to, which a resume writes in place (a run writing the
+    # target claims only the target's name)
+    with hold(path, os.path.realpath(path)):
         if drop_damaged:
             from .salvage import drop_damaged as drop
             drop(path, where)
