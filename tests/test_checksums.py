@@ -611,13 +611,12 @@ def test_files_with_record_checksums_but_no_attribute_checksum_load_and_resume(r
 
 
 def test_a_reader_beside_a_run_editing_its_header_does_not_call_the_file_damaged(run_file, monkeypatch):
-    """A run edits its global attributes in place at its end (status, counters), then reseals
-    attribute_checksum: separate header writes (its start's edit, --resume: status, history, is
-    one write with its checksum). A reader
-    in another process between them (plot of a running run) found the checksum stale and refused
-    the file as damaged (on the original main: at once, at both edits). Here the writer is held
-    50 ms between its edit and the seal, on disk, while a reader thread checks the file: it reads
-    the header again and passes."""
+    """A resumed run edits its global attributes in place at its start (status, history) and its
+    end (status, counters). A reader in another process (plot of a running run) that read the
+    header between an edit and its seal found the checksum stale and refused the file as damaged
+    (the main of stop 25: at once, at both edits). Each edit is now one header write with its
+    checksum (checksums.set_sealed; the end deletes the unsealed running_note first): here the
+    writer is held 50 ms before each of them, on disk, while a reader thread checks the file."""
     import threading
     import time
     import meanfield_pde.runs.runfile as runfile
@@ -625,7 +624,7 @@ def test_a_reader_beside_a_run_editing_its_header_does_not_call_the_file_damaged
     with netCDF4.Dataset(run_file, "a") as nc:  # an interrupted run, as the package records it
         nc.setncatts({"status": "stopped: interrupted (SIGTERM) at t = 1", "stop_reason": "interrupted"})
         seal_attributes(nc)
-    seal, results = runfile.seal_attributes, []
+    sealed, results = runfile.set_sealed, []
 
     def check():
         try:
@@ -634,22 +633,58 @@ def test_a_reader_beside_a_run_editing_its_header_does_not_call_the_file_damaged
         except ConfigError as exc:
             results.append(str(exc))
 
-    def slow_seal(nc):
-        nc.sync()  # the edit on disk, its seal not yet
+    def slow(nc, values):
+        nc.sync()  # what precedes the edit on disk (at the end: the note deleted)
         reader = threading.Thread(target=check)
         reader.start()
         time.sleep(0.05)
-        seal(nc)
+        sealed(nc, values)
         nc.sync()
         reader.join()
 
-    monkeypatch.setattr(runfile, "seal_attributes", slow_seal)
+    monkeypatch.setattr(runfile, "set_sealed", slow)
     code, _, err = run_cli("run", "--resume", run_file, "--set", "time.t_end=1.5", "-q")
     assert code == 0, err
-    # at the resume's end: its start's edit is sealed in the same header write (set_sealed,
-    # test_salvage.py::test_a_cut_killed_just_after_the_status_edit_...), no window to read in
-    assert results == ["ok"], results
+    assert results == ["ok", "ok"], results  # before the start's edit and the end's
     verify_checksums(run_file, "after")
+
+
+def test_a_run_killed_as_it_deletes_its_running_note_keeps_attributes_that_match_their_checksum(
+        run_file):
+    """A run's end deletes running_note (a header write of its own, netCDF4 has no other way),
+    then writes its end attributes. The note was covered by attribute_checksum: a run killed
+    between the two left a file whose attributes fail their checksum (refused, and
+    --drop-damaged cannot cut around that). The note is now left out of the checksum
+    (checksums.UNSEALED): the file verifies and --resume finishes it."""
+    from meanfield_pde.runs.runcheck import verify_checksums
+    with netCDF4.Dataset(run_file, "a") as nc:  # a run that is being written, as sealed
+        nc.setncatts({"status": "running", "stop_reason": "running",
+                      "running_note": "This file is being written ...".ljust(600)})
+        seal_attributes(nc)
+    verify_checksums(run_file, "running")
+    with netCDF4.Dataset(run_file, "a") as nc:  # its end's first header write, then killed
+        nc.delncattr("running_note")
+    verify_checksums(run_file, "killed")  # (on the original main: its attributes fail their checksum)
+    code, _, err = run_cli("run", "--resume", run_file, "--set", "time.t_end=1.5", "-q")
+    assert code == 0, err
+    verify_checksums(run_file, "finished")
+    with netCDF4.Dataset(run_file) as nc:
+        assert nc.status == "completed" and "running_note" not in nc.ncattrs()
+
+
+def test_files_sealed_with_their_running_note_still_verify(run_file):
+    """Files written before the note was left out (an unfinished run: its note covered by the
+    checksum) verify; an edit of the note there, or of anything else, is still refused."""
+    from meanfield_pde.runs.checksums import ATTRIBUTE_CHECKSUM, as_stored, attribute_crc
+    from meanfield_pde.runs.runcheck import verify_checksums
+    with netCDF4.Dataset(run_file, "a") as nc:
+        nc.setncatts({"status": "running", "stop_reason": "running", "running_note": "note ".ljust(300)})
+        nc.setncattr(ATTRIBUTE_CHECKSUM, as_stored(attribute_crc(nc.__dict__, ())))  # the old rule
+    verify_checksums(run_file, "old rule")
+    with netCDF4.Dataset(run_file, "a") as nc:
+        nc.setncattr("status", "completed")  # the same length: in place
+    with pytest.raises(ConfigError, match="fail their checksum"):
+        verify_checksums(run_file, "edited")
 
 
 # -- a chunk lost through HDF5's chunk index ------------------------------------------------------

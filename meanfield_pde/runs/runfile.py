@@ -45,7 +45,7 @@ import xarray as xr
 from ..core.errors import ConfigError, DiskSpaceWarning
 from .cf import append_history, cf_encode
 from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CHECKSUM,
-                        RECORD_CHECKSUM_ATTRS, RUN_FILE_CHECKSUMS, as_stored, record_crc, seal_attributes,
+                        RECORD_CHECKSUM_ATTRS, RUN_FILE_CHECKSUMS, as_stored, record_crc,
                         seal_file_attributes, seal_first_record, set_sealed, without_checksums,
                         without_fill_values)
 from .io import check_output_path
@@ -237,12 +237,6 @@ class RunFile:
             raise
         return self
 
-    def _seal(self) -> None:
-        """Recompute ``attribute_checksum`` after an edit of the attributes (not in a file begun
-        before it existed: adding it could outgrow the header, which moves all the data)."""
-        if ATTRIBUTE_CHECKSUM in self.nc.ncattrs():
-            seal_attributes(self.nc)
-
     def _note(self, used: int = 0) -> str:
         return running_note(self.target, used)
 
@@ -427,10 +421,12 @@ class RunFile:
         if self.nc is None:
             raise RuntimeError("RunFile.finish before any snapshot was appended")
         try:
+            # the note first (it frees the reserved header space; attribute_checksum leaves it
+            # out, checksums.UNSEALED), then the end attributes with their checksum in one header
+            # write (set_sealed): a kill at any moment leaves attributes that match it
             if "running_note" in self.nc.ncattrs():
-                self.nc.delncattr("running_note")  # frees the reserved header space first
-            self.nc.setncatts({k: netcdf_attr(v) for k, v in {**(attrs or {}), **_end(status, reason)}.items()})
-            self._seal()
+                self.nc.delncattr("running_note")
+            set_sealed(self.nc, {k: netcdf_attr(v) for k, v in {**(attrs or {}), **_end(status, reason)}.items()})
             self.nc.sync()
         except (OSError, RuntimeError):  # a full disk: the status is stored when possible
             pass
