@@ -108,10 +108,6 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
         raise ConfigError(f"{exc}{drop_hint(path, exc)}") from None
     try:
         require_writable(path, where)
-    except BaseException:
-        ds.close()
-        raise
-    try:
         if not is_run_file(ds.attrs):
             raise ConfigError(f"--resume {str(path)!r}: {NOT_A_RUN_FILE}")
         data = parse_toml(str(ds.attrs["case"]), f"{path} (attribute 'case')")
@@ -134,11 +130,7 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
         if t_end is not None and not t_end > times[-1]:
             raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
                               "to extend a run")
-        recurring = recurring_stop(ds.attrs)
-        if recurring:  # its restart point precedes the stop: the same steps would reach it again
-            raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again. "
-                              "Run the case again with a larger domain.lmax (or more noise, "
-                              "hyperviscosity, a smaller time step) under a new output name")
+        refuse_recurring(ds.attrs, where)
         if stop_reason(ds.attrs).completed and t_end is None:
             raise ConfigError(f"--resume {str(path)!r}: the run is completed (t_end = {times[-1]:g}); "
                               "to extend it give a larger time.t_end, e.g. --set time.t_end="
@@ -151,6 +143,16 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
     except BaseException:
         ds.close()
         raise
+
+
+def refuse_recurring(attrs, where: str) -> None:
+    """ConfigError if the stored run would stop at the same point again when resumed
+    (:func:`recurring_stop`: its restart point precedes the stop, the same steps reach it)."""
+    recurring = recurring_stop(attrs)
+    if recurring:
+        raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again. "
+                          "Run the case again with a larger domain.lmax (or more noise, "
+                          "hyperviscosity, a smaller time step) under a new output name")
 
 
 def require_writable(path: Path, where: str) -> None:

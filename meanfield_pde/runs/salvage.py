@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, SnapshotsDroppedWarning
 from .checksums import RECORD_CHECKSUM, DamagedSnapshot
-from .resume import FLAG, dropped, recurring_stop, require_writable
+from .resume import FLAG, dropped, refuse_recurring, require_writable
 from .runcheck import (NETCDF3_MAGIC, NOT_A_RUN_FILE, is_run_file, read_attributes, require_file,
                        verify_checksums)
 
@@ -81,11 +81,7 @@ def drop_damaged(path: str | Path, where: str) -> str | None:
                           "writes (convert it with: nccopy -k '64-bit offset' IN OUT)")
     if not is_run_file(attrs):
         raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
-    recurring = recurring_stop(attrs)
-    if recurring:  # the status is replaced below: refuse as resume_point would, before any change
-        raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again. "
-                          "Run the case again with a larger domain.lmax (or more noise, "
-                          "hyperviscosity, a smaller time step) under a new output name")
+    refuse_recurring(attrs, where)  # the status is replaced below: refused as resume_point would, first
     require_writable(path, where)
     what = (f"dropped {dropped(damaged)} of {damaged.count}: snapshot {damaged.index} failed its "
             f"checksum ({RECORD_CHECKSUM}), the later ones follow it; snapshots 0 to "
