@@ -180,9 +180,12 @@ def set_sealed(nc, values: Mapping) -> None:
 
 
 def seal_file_attributes(path) -> None:
-    """:func:`seal_attributes` of the netCDF file at ``path`` (opened to append, then closed)."""
+    """:func:`seal_attributes` of the netCDF file at ``path`` (opened to append, then closed),
+    claimed for it (:func:`meanfield_pde.runs.outputs.hold_file`: a write in place)."""
     import netCDF4
-    with netCDF4.Dataset(path, "a") as nc:
+
+    from .outputs import hold_file
+    with hold_file(path), netCDF4.Dataset(path, "a") as nc:
         seal_attributes(nc)
 
 

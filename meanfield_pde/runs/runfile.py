@@ -49,8 +49,8 @@ from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CH
                         seal_file_attributes, seal_first_record, set_sealed, without_checksums,
                         without_fill_values)
 from .io import check_output_path
-from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
-                      shell_word, temporary)
+from .outputs import (OutputFull, acquire, acquire_file, check_room, disk_estimate, final_name,
+                      publish, release, release_file, shell_word, temporary)
 from ..core.signals import WriteFailed
 from ..core.stops import StopReason
 
@@ -149,7 +149,10 @@ class RunFile:
     The output name is claimed (:func:`meanfield_pde.runs.outputs.acquire`) from
     construction until :meth:`close`, so no second process can create,
     replace or resume it meanwhile; a replacement ``X.partial.nc`` is
-    claimed as ``X.nc``. Snapshot times are kept strictly increasing: a
+    claimed as ``X.nc``. The file itself is claimed too
+    (:func:`meanfield_pde.runs.outputs.acquire_file`) from before its name
+    shows it (or from :meth:`reopen`) until :meth:`close`: no second writer
+    through another name of it (a hard link). Snapshot times are kept strictly increasing: a
     record not later than the last one stored is not written.
 
     Parameters
@@ -185,7 +188,7 @@ class RunFile:
                  snapshots: int | None = None, density: bool = True, file_format: str = "netcdf3"):
         check_output_path(path, overwrite=True, inputs=())  # a usable name, before claiming it
         acquire(path)  # then the existence checks below are race-free
-        self.lock = Path(path)
+        self.lock, self.file_claim = Path(path), None
         try:
             self.path = check_output_path(path, overwrite=overwrite)
             self.target = partial_path(self.path) if self.path.exists() else self.path
@@ -221,9 +224,10 @@ class RunFile:
         self.target = Path(path)
         self.path = final_name(self.target)
         acquire(self.target)
-        self.lock = self.target
+        self.lock, self.file_claim, self.nc = self.target, None, None
         self.failed, self.snapshots, self._records = None, snapshots, ()
         try:
+            self.file_claim = acquire_file(self.target)  # under any other name of it too
             self.nc = netCDF4.Dataset(self.target, "a")
             self.attrs = self.nc.__dict__.copy()
             self.count = len(self.nc.dimensions["time"])
@@ -398,8 +402,12 @@ class RunFile:
             _require_whole(tmp, first.variables)
             with netCDF4.Dataset(tmp, "a") as nc:
                 seal_first_record(nc)
+            # claimed before its name shows it: nobody reaches the file unclaimed (a hard link)
+            self.file_claim = acquire_file(tmp)
             publish(tmp, self.target)
         except (OSError, RuntimeError) as exc:
+            release_file(self.file_claim)
+            self.file_claim = None
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise OutputFull(getattr(exc, "errno", None) or errno.EIO,
                              f"cannot write the first snapshot of {str(self.target)!r}: {reason}") from None
@@ -451,6 +459,8 @@ class RunFile:
             with contextlib.suppress(Exception):
                 self.nc.close()
             self.nc = None
+        release_file(getattr(self, "file_claim", None))  # after the last write, the netCDF close
+        self.file_claim = None
         if getattr(self, "lock", None) is not None:
             release(self.lock)
             self.lock = None
