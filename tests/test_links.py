@@ -224,3 +224,29 @@ class FileClaims(RuleBasedStateMachine):
 
 TestFileClaims = FileClaims.TestCase
 TestFileClaims.settings = settings(max_examples=30, stateful_step_count=20, deadline=None)
+
+
+def test_the_cut_of_drop_damaged_is_refused_through_a_hard_link(run_file, tmp_path):
+    """drop_records (the cut of --drop-damaged) writes a file in place: called through a hard
+    link of a file a live run writes, it changes nothing."""
+    from meanfield_pde.core.errors import ConfigError
+    from meanfield_pde.runs.runfile import drop_records
+    interrupted(run_file)
+    link = hard_link(run_file, tmp_path / "other")
+    with live_resume(run_file):
+        before = run_file.read_bytes()
+        with pytest.raises(ConfigError, match="being written by a running meanfield-pde process"):
+            drop_records(link, 2)
+        assert run_file.read_bytes() == before
+
+
+@pytest.mark.parametrize("flags", [[], ["--drop-damaged"]])
+def test_a_netcdf4_copy_is_still_refused_for_what_it_is(run_file, tmp_path, flags):
+    """HDF5 flocks the files it opens: a claim of a netCDF-4 file would make the resume's own
+    reading of it fail ("not a readable netCDF file"); it is counted, not locked, and the
+    refusal says what the file is. (A mistake of this change, caught here.)"""
+    copy = tmp_path / "c4.nc"
+    xr.load_dataset(run_file).to_netcdf(copy, format="NETCDF4")
+    one_error(*run_cli("run", "--resume", copy, *flags, "-q")[::2], "a netCDF-4 (HDF5) copy")
+    with hold_file(copy), xr.open_dataset(copy, engine="netcdf4") as ds:  # HDF5 opens it
+        assert ds.sizes["time"] == 5

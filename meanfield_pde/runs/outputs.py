@@ -60,6 +60,7 @@ from ..core.errors import ConfigError
 TMP_MARK = ".meanfield-tmp-"  # between the output's name and mkstemp's random part
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 RETRIES = 3
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # the first bytes of a netCDF-4 file (see acquire_file)
 LEGACY_AGE = 3600.0  # seconds
 
 
@@ -283,6 +284,9 @@ def acquire_file(path: str | os.PathLike, what: str | None = None) -> tuple[int,
     (st_dev, st_ino)
         The file's key, for :func:`release_file` (valid after a rename of the file).
 
+    A netCDF-4 (HDF5) file is counted but not locked: HDF5 locks the files it opens itself
+    (the package never writes one in place; a resume refuses it).
+
     Raises
     ------
     ConfigError
@@ -304,7 +308,12 @@ def acquire_file(path: str | os.PathLike, what: str | None = None) -> tuple[int,
         try:
             if not stat.S_ISREG(info.st_mode):
                 raise ConfigError(f"{what}: not a regular file")
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # not a netCDF-4 (HDF5) file: HDF5 flocks the files it opens, so a claim would make
+            # every HDF5 open of it fail, this process's own ones too (a resume's refusal of a
+            # netCDF-4 copy read "not a readable netCDF file"); the package writes only
+            # netCDF-3 files in place, and HDF5's lock keeps HDF5 writers apart
+            if os.pread(fd, len(HDF5_MAGIC), 0) != HDF5_MAGIC:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise ConfigError(f"{what}: the file is being written by a running meanfield-pde "

@@ -50,7 +50,7 @@ from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CH
                         without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, acquire_file, check_room, disk_estimate, final_name,
-                      publish, release, release_file, shell_word, temporary)
+                      hold_file, publish, release, release_file, shell_word, temporary)
 from ..core.signals import WriteFailed
 from ..core.stops import StopReason
 
@@ -564,7 +564,8 @@ def _cut_records(path: Path, size: int, records: int) -> None:
 
 def drop_records(path: Path, keep: int) -> None:
     """Cut the netCDF-3 (64-bit offset) run file ``path`` back to its first ``keep`` records in
-    place (``1 <= keep`` <= its records), crash-safely (:func:`_cut_records`).
+    place (``1 <= keep`` <= its records), crash-safely (:func:`_cut_records`), with the file
+    claimed (:func:`meanfield_pde.runs.outputs.hold_file`).
 
     The file's size with ``keep`` records is the start of its record section plus ``keep``
     record sizes (netCDF classic format specification: ``begin`` of the first record variable,
@@ -574,20 +575,22 @@ def drop_records(path: Path, keep: int) -> None:
     Raises
     ------
     ConfigError
-        Not a 64-bit-offset file, or ``keep`` out of range (nothing changed).
+        Not a 64-bit-offset file, or ``keep`` out of range, or another process writes the
+        file (nothing changed).
     """
     from scipy.io import netcdf_file
-    with open(path, "rb") as f:
-        if f.read(4) != b"CDF\x02":
-            raise ConfigError(f"{str(path)!r}: only a netCDF-3 64-bit-offset run file can be cut")
-    with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
-        count, recsize = int(f._recs), int(f._recsize)
-        first = next(v for v in f.variables.values() if v.isrec)  # header order: its data start
-        begin = first.data.ctypes.data - f._mm_buf.ctypes.data    # the record section
-        del first
-    if not 1 <= keep <= count or begin <= 0:
-        raise ConfigError(f"{str(path)!r}: cannot keep {keep} of its {count} snapshots")
-    _cut_records(path, begin + keep * recsize, keep)
+    with hold_file(path):  # before reading the layout the cut relies on (the caller may hold it)
+        with open(path, "rb") as f:
+            if f.read(4) != b"CDF\x02":
+                raise ConfigError(f"{str(path)!r}: only a netCDF-3 64-bit-offset run file can be cut")
+        with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
+            count, recsize = int(f._recs), int(f._recsize)
+            first = next(v for v in f.variables.values() if v.isrec)  # header order: its data start
+            begin = first.data.ctypes.data - f._mm_buf.ctypes.data    # the record section
+            del first
+        if not 1 <= keep <= count or begin <= 0:
+            raise ConfigError(f"{str(path)!r}: cannot keep {keep} of its {count} snapshots")
+        _cut_records(path, begin + keep * recsize, keep)
 
 
 class MemoryRun:
