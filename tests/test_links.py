@@ -31,7 +31,6 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.outputs import acquire_file, hold_file, release_file
-from meanfield_pde.runs.runcheck import open_checked
 from meanfield_pde.runs.runfile import RunFile
 
 from test_file_safety import ENV, one_error, reference, run_cli, run_file  # noqa: F401
@@ -100,11 +99,15 @@ def test_a_resume_through_a_hard_link_is_refused_while_a_run_writes_the_file(
 
 
 def test_a_new_run_claims_its_file_from_its_first_snapshot_until_it_ends(reference, tmp_path):
-    """A run that has written its first snapshot: another process resuming the file through a
-    hard link is refused (exit 2, naming this process), nothing written; the run goes on and
-    ends with a file that verifies, and its claim ends with it."""
+    """A run (the reference run's first snapshots, as its loop appends them) that has written
+    its first snapshot: another process resuming the file through a hard link is refused
+    (exit 2, naming this process), nothing written; the run goes on and ends (interrupted at
+    t = 0.25), and its claim ends with it: resumed through the hard link, it ends with the
+    uninterrupted run's numbers."""
     out, ref = tmp_path / "new.nc", xr.load_dataset(reference)
-    sink = RunFile(out, attrs={"case_name": "new"})
+    attrs = {k: v for k, v in ref.attrs.items() if k in ("case", "case_name", "model", "manifold",
+                                                           "lmax", "beta", "nu", "equation")}
+    sink = RunFile(out, attrs=attrs)
     try:
         sink.append(ref.isel(time=[0]))
         link = hard_link(out, tmp_path / "other")
@@ -114,12 +117,13 @@ def test_a_new_run_claims_its_file_from_its_first_snapshot_until_it_ends(referen
         one_error(other.returncode, other.stderr, f"pid {os.getpid()}", "being written")
         assert out.read_bytes() == before
         sink.append(ref.isel(time=[1]))
-        sink.finish("completed", StopReason.COMPLETED)
+        sink.finish("stopped: interrupted (SIGTERM) at t = 0.25", StopReason.INTERRUPTED)
     finally:
         sink.close()
     assert not claimed(out)
-    with open_checked(link, "check", netcdf4=False) as ds:
-        assert ds.sizes["time"] == 2 and ds.attrs["stop_reason"] == "completed"
+    code, _, err = run_cli("run", "--resume", link, "-q")
+    assert code == 0, err
+    assert_same_numbers(reference, out)
 
 
 def test_readers_of_a_file_being_written_are_not_blocked(run_file, tmp_path):
