@@ -272,7 +272,9 @@ def acquire_file(path: str | os.PathLike, what: str | None = None) -> tuple[int,
 
     An exclusive ``fcntl.flock`` on a descriptor of the file, held until the last release
     (module docstring): a claim by name (:func:`acquire`) does not see the other names of a
-    file, and two processes appending to one file through two names ruin it.
+    file, and two processes appending to one file through two names ruin it. A netCDF-4
+    (HDF5) file is counted but not locked: HDF5 locks the files it opens itself (the package
+    never writes one in place; a resume refuses it).
 
     Parameters
     ----------
@@ -283,9 +285,6 @@ def acquire_file(path: str | os.PathLike, what: str | None = None) -> tuple[int,
     -------
     (st_dev, st_ino)
         The file's key, for :func:`release_file` (valid after a rename of the file).
-
-    A netCDF-4 (HDF5) file is counted but not locked: HDF5 locks the files it opens itself
-    (the package never writes one in place; a resume refuses it).
 
     Raises
     ------
@@ -353,9 +352,9 @@ def hold_file(path: str | os.PathLike, what: str | None = None):
 
 
 def _file_holder(info: os.stat_result) -> str:
-    """"pid N, command: ..." of the process holding the flock of the file ``info`` describes,
-    from the kernel's table of locks (Linux /proc/locks: "1: FLOCK ADVISORY WRITE pid
-    MAJ:MIN:INODE 0 EOF"), else why it is not known."""
+    """The pid and command ("pid N, command: ...") of the process holding the flock of the file
+    ``info`` describes, from the kernel's table of locks (Linux /proc/locks: "1: FLOCK
+    ADVISORY WRITE pid MAJ:MIN:INODE 0 EOF"), else why it is not known."""
     try:
         lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
