@@ -254,3 +254,38 @@ def test_a_netcdf4_copy_is_still_refused_for_what_it_is(run_file, tmp_path, flag
     one_error(*run_cli("run", "--resume", copy, *flags, "-q")[::2], "a netCDF-4 (HDF5) copy")
     with hold_file(copy), xr.open_dataset(copy, engine="netcdf4") as ds:  # HDF5 opens it
         assert ds.sizes["time"] == 5
+
+
+def test_where_flock_needs_a_writable_descriptor_a_read_only_file_is_left_to_the_writers_checks(
+        run_file, monkeypatch):
+    """An NFS client emulates flock by a POSIX lock, which a descriptor opened read-only cannot
+    take (EBADF, flock(2)): the claim opens the file for writing; a file this process may not
+    write (opened read-only) is counted unlocked, for the writers' own checks to refuse (it is
+    never written); a writable one that cannot be locked is refused."""
+    import errno
+
+    from meanfield_pde.core.errors import ConfigError
+    from meanfield_pde.runs import outputs
+    real_open, real_flock, modes = os.open, fcntl.flock, []
+
+    def nfs_flock(fd, op):
+        if op & fcntl.LOCK_EX and not os.get_blocking(fd) and modes[-1] == "r":
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        return real_flock(fd, op)
+
+    def no_write_open(path, flags, *args):
+        if flags & os.O_NOCTTY:  # the claim's opens
+            if flags & os.O_RDWR:
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+            modes.append("r")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(outputs.fcntl, "flock", nfs_flock)
+    monkeypatch.setattr(outputs.os, "open", no_write_open)
+    release_file(acquire_file(run_file))
+    assert modes == ["r"]
+    modes.append("r")  # a writable descriptor that cannot be locked either
+    monkeypatch.setattr(outputs.os, "open", real_open)
+    with pytest.raises(ConfigError, match=r"cannot lock the file \(Bad file descriptor\)"):
+        acquire_file(run_file)
+    assert not outputs._files

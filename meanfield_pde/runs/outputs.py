@@ -293,10 +293,14 @@ def acquire_file(path: str | os.PathLike, what: str | None = None) -> tuple[int,
         system lists flock holders in /proc/locks), or the file cannot be opened or locked.
     """
     what = what or f"output {str(path)!r}"
-    try:  # O_NONBLOCK: a FIFO put in its place does not hang the open
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError as exc:
-        raise ConfigError(f"{what}: cannot read the file ({exc.strerror})") from None
+    flags = os.O_NONBLOCK | os.O_NOCTTY  # O_NONBLOCK: a FIFO put in its place does not hang the open
+    try:  # for writing: an NFS client emulates flock by a POSIX lock, which needs it (flock(2))
+        fd, writable = os.open(path, os.O_RDWR | flags), True
+    except OSError:
+        try:
+            fd, writable = os.open(path, os.O_RDONLY | flags), False
+        except OSError as exc:
+            raise ConfigError(f"{what}: cannot read the file ({exc.strerror})") from None
     info = os.fstat(fd)
     key = (info.st_dev, info.st_ino)
     with _guard:
@@ -320,6 +324,9 @@ def acquire_file(path: str | os.PathLike, what: str | None = None) -> tuple[int,
                               "link or a bind-mounted path) or this one; wait for it to end (or "
                               "stop it) before writing or resuming it") from None
         except OSError as exc:
+            if not writable:  # read-only to this process: it writes nothing there, and the
+                _files[key] = [fd, 1]  # writers' own checks say so (resume.require_writable)
+                return key
             os.close(fd)
             raise ConfigError(f"{what}: cannot lock the file ({exc.strerror})") from None
         except BaseException:
