@@ -180,7 +180,10 @@ def set_sealed(nc, values: Mapping) -> None:
 
 
 def seal_file_attributes(path) -> None:
-    """:func:`seal_attributes` of the netCDF file at ``path`` (opened to append, then closed)."""
+    """:func:`seal_attributes` of the netCDF file at ``path`` (opened to append, then closed):
+    a file its caller is making (a temporary file, not yet published), so not claimed
+    (:func:`meanfield_pde.runs.outputs.hold_file`): HDF5 takes its own flock of a netCDF-4
+    file it opens, which a claim held by this very process refuses ("NetCDF: HDF error")."""
     import netCDF4
     with netCDF4.Dataset(path, "a") as nc:
         seal_attributes(nc)

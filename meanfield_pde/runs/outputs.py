@@ -11,6 +11,17 @@ limit studies, sweeps) goes through this module:
   A run's partial replacement ``X.partial.nc`` is claimed under its final
   name ``X.nc``. The lock is re-entrant within a process (one flock per
   name, counted), and is released when the process ends, however it ends.
+* **Claim of the file itself** (:func:`hold_file`): a name is not the file. A
+  process that writes a file in place (a run from its first snapshot on,
+  ``--resume``, ``--drop-damaged``) also holds an exclusive ``fcntl.flock``
+  on a descriptor of the data file, i.e. on its inode, so that a second
+  writer through another name of it (a hard link, a bind-mounted path) is
+  refused too. flock belongs to the open file description: the netCDF
+  library opening and closing its own descriptors of the file does not
+  release it (POSIX ``fcntl``/``lockf`` locks would be), nor does renaming
+  the file; readers are not blocked (flock is advisory and netCDF-C and
+  xarray take none on a netCDF-3 file). It is not passed on to a forked
+  child (released there at the fork; the parent keeps it).
 * **Check** (:func:`check_output`): an existing output is refused unless
   ``overwrite``; an output that is one of the command's inputs is always
   refused; special files and folders are refused.
@@ -36,6 +47,7 @@ import os
 import resource
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -48,6 +60,7 @@ from ..core.errors import ConfigError
 TMP_MARK = ".meanfield-tmp-"  # between the output's name and mkstemp's random part
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 RETRIES = 3
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # the first bytes of a netCDF-4 file (see acquire_file)
 LEGACY_AGE = 3600.0  # seconds
 
 
@@ -246,6 +259,148 @@ def _with_free_claim(lock: Path, action: Callable[[], object]) -> bool:
         finally:
             _release(lock, fd)
     return True
+
+
+# -- claims of a file itself (writers in place) ---------------------------------------------------
+
+_files: dict[tuple[int, int], list] = {}  # (st_dev, st_ino) -> [descriptor, count]
+
+
+def acquire_file(path: str | os.PathLike, what: str | None = None) -> tuple[int, int]:
+    """Claim the existing file ``path`` itself (its inode, whatever name reaches it) for writing
+    it in place; re-entrant within a process; pair with :func:`release_file`.
+
+    An exclusive ``fcntl.flock`` on a descriptor of the file, held until the last release
+    (module docstring): a claim by name (:func:`acquire`) does not see the other names of a
+    file, and two processes appending to one file through two names ruin it. A netCDF-4
+    (HDF5) file is counted but not locked: HDF5 locks the files it opens itself (the package
+    never writes one in place; a resume refuses it).
+
+    Parameters
+    ----------
+    path : an existing regular file
+    what : how messages name it (default "output 'PATH'")
+
+    Returns
+    -------
+    (st_dev, st_ino)
+        The file's key, for :func:`release_file` (valid after a rename of the file).
+
+    Raises
+    ------
+    ConfigError
+        Another process holds the claim (the message names it, pid and command, where the
+        system lists flock holders in /proc/locks), or the file cannot be opened or locked.
+    """
+    what = what or f"output {str(path)!r}"
+    flags = os.O_NONBLOCK | os.O_NOCTTY  # O_NONBLOCK: a FIFO put in its place does not hang the open
+    try:  # for writing: an NFS client emulates flock by a POSIX lock, which needs it (flock(2))
+        fd, writable = os.open(path, os.O_RDWR | flags), True
+    except OSError:
+        try:
+            fd, writable = os.open(path, os.O_RDONLY | flags), False
+        except OSError as exc:
+            raise ConfigError(f"{what}: cannot read the file ({exc.strerror})") from None
+    info = os.fstat(fd)
+    key = (info.st_dev, info.st_ino)
+    with _guard:
+        if key in _files:
+            os.close(fd)
+            _files[key][1] += 1
+            return key
+        try:
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"{what}: not a regular file")
+            # not a netCDF-4 (HDF5) file: HDF5 flocks the files it opens, so a claim would make
+            # every HDF5 open of it fail, this process's own ones too (a resume's refusal of a
+            # netCDF-4 copy read "not a readable netCDF file"); the package writes only
+            # netCDF-3 files in place, and HDF5's lock keeps HDF5 writers apart
+            if os.pread(fd, len(HDF5_MAGIC), 0) != HDF5_MAGIC:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ConfigError(f"{what}: the file is being written by a running meanfield-pde "
+                              f"process ({_file_holder(info)}) under another of its names (a hard "
+                              "link or a bind-mounted path) or this one; wait for it to end (or "
+                              "stop it) before writing or resuming it") from None
+        except OSError as exc:
+            if not writable:  # read-only to this process: it writes nothing there, and the
+                _files[key] = [fd, 1]  # writers' own checks say so (resume.require_writable)
+                return key
+            os.close(fd)
+            raise ConfigError(f"{what}: cannot lock the file ({exc.strerror})") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        _files[key] = [fd, 1]
+    return key
+
+
+def release_file(key: tuple[int, int] | None) -> None:
+    """Undo one :func:`acquire_file` (``key`` as it returned; None: nothing); the last one unlocks."""
+    with _guard:
+        entry = _files.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _files[key]
+            os.close(entry[0])  # the flock ends with the last descriptor of its open file
+
+
+@contextlib.contextmanager
+def hold_file(path: str | os.PathLike, what: str | None = None):
+    """Claim the file ``path`` itself for the duration (:func:`acquire_file`)."""
+    key = acquire_file(path, what)
+    try:
+        yield key
+    finally:
+        release_file(key)
+
+
+def _file_holder(info: os.stat_result) -> str:
+    """The pid and command ("pid N, command: ...") of the process holding the flock of the file
+    ``info`` describes, from the kernel's table of locks (Linux /proc/locks: "1: FLOCK
+    ADVISORY WRITE pid MAJ:MIN:INODE 0 EOF"), else why it is not known."""
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return "its pid is not known on this system"
+    device = (os.major(info.st_dev), os.minor(info.st_dev))
+    found = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "FLOCK" or fields[3] != "WRITE":
+            continue  # a waiter ("->"), a POSIX or read lock
+        try:
+            major, minor, inode = fields[5].split(":")
+            if int(inode) == info.st_ino:  # overlay file systems list the lower device
+                found.append(((int(major, 16), int(minor, 16)) != device, int(fields[4])))
+        except ValueError:
+            continue
+    if not found:
+        return "its pid is not known"
+    pid = min(found)[1]
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        command = " ".join(a.decode(errors="replace") for a in argv if a)
+    except OSError:
+        return f"pid {pid}"
+    command = "".join(c if c.isprintable() else repr(c)[1:-1] for c in command)[:300]
+    return f"pid {pid}, command: {command}"
+
+
+def _forget_files_in_child() -> None:
+    """After a fork, the child closes its copies of the claimed files' descriptors: the
+    parent's claims go on (the lock is the open file's, which the parent keeps open), but a
+    child living on after its parent would otherwise keep the file claimed."""
+    for fd, _ in _files.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _files.clear()
+
+
+os.register_at_fork(after_in_child=_forget_files_in_child)
 
 
 # -- checks ---------------------------------------------------------------------------------------

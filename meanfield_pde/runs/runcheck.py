@@ -36,9 +36,9 @@ import numpy as np
 import xarray as xr
 
 from ..core.errors import ConfigError, NotARunError
+from .outputs import HDF5_MAGIC  # defined with the claims, which need it too
 
 NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
-HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 RUN_VARIABLES = ("coef_real", "coef_imag")  # and density, unless written with output.density = false
 DIAGNOSTICS = ("mass", "order_parameter", "min_density", "spectral_tail")
 

@@ -49,8 +49,8 @@ from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CH
                         seal_file_attributes, seal_first_record, set_sealed, without_checksums,
                         without_fill_values)
 from .io import check_output_path
-from .outputs import (OutputFull, acquire, check_room, disk_estimate, final_name, publish, release,
-                      shell_word, temporary)
+from .outputs import (OutputFull, acquire, acquire_file, check_room, disk_estimate, final_name,
+                      hold_file, publish, release, release_file, shell_word, temporary)
 from ..core.signals import WriteFailed
 from ..core.stops import StopReason
 
@@ -149,7 +149,10 @@ class RunFile:
     The output name is claimed (:func:`meanfield_pde.runs.outputs.acquire`) from
     construction until :meth:`close`, so no second process can create,
     replace or resume it meanwhile; a replacement ``X.partial.nc`` is
-    claimed as ``X.nc``. Snapshot times are kept strictly increasing: a
+    claimed as ``X.nc``. The file itself is claimed too
+    (:func:`meanfield_pde.runs.outputs.acquire_file`) from before its name
+    shows it (or from :meth:`reopen`) until :meth:`close`: no second writer
+    through another name of it (a hard link). Snapshot times are kept strictly increasing: a
     record not later than the last one stored is not written.
 
     Parameters
@@ -185,7 +188,7 @@ class RunFile:
                  snapshots: int | None = None, density: bool = True, file_format: str = "netcdf3"):
         check_output_path(path, overwrite=True, inputs=())  # a usable name, before claiming it
         acquire(path)  # then the existence checks below are race-free
-        self.lock = Path(path)
+        self.lock, self.file_claim = Path(path), None
         try:
             self.path = check_output_path(path, overwrite=overwrite)
             self.target = partial_path(self.path) if self.path.exists() else self.path
@@ -221,9 +224,10 @@ class RunFile:
         self.target = Path(path)
         self.path = final_name(self.target)
         acquire(self.target)
-        self.lock = self.target
+        self.lock, self.file_claim, self.nc = self.target, None, None
         self.failed, self.snapshots, self._records = None, snapshots, ()
         try:
+            self.file_claim = acquire_file(self.target)  # under any other name of it too
             self.nc = netCDF4.Dataset(self.target, "a")
             self.attrs = self.nc.__dict__.copy()
             self.count = len(self.nc.dimensions["time"])
@@ -398,8 +402,12 @@ class RunFile:
             _require_whole(tmp, first.variables)
             with netCDF4.Dataset(tmp, "a") as nc:
                 seal_first_record(nc)
+            # claimed before its name shows it: nobody reaches the file unclaimed (a hard link)
+            self.file_claim = acquire_file(tmp)
             publish(tmp, self.target)
         except (OSError, RuntimeError) as exc:
+            release_file(self.file_claim)
+            self.file_claim = None
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise OutputFull(getattr(exc, "errno", None) or errno.EIO,
                              f"cannot write the first snapshot of {str(self.target)!r}: {reason}") from None
@@ -451,6 +459,8 @@ class RunFile:
             with contextlib.suppress(Exception):
                 self.nc.close()
             self.nc = None
+        release_file(getattr(self, "file_claim", None))  # after the last write, the netCDF close
+        self.file_claim = None
         if getattr(self, "lock", None) is not None:
             release(self.lock)
             self.lock = None
@@ -554,7 +564,8 @@ def _cut_records(path: Path, size: int, records: int) -> None:
 
 def drop_records(path: Path, keep: int) -> None:
     """Cut the netCDF-3 (64-bit offset) run file ``path`` back to its first ``keep`` records in
-    place (``1 <= keep`` <= its records), crash-safely (:func:`_cut_records`).
+    place (``1 <= keep`` <= its records), crash-safely (:func:`_cut_records`), with the file
+    claimed (:func:`meanfield_pde.runs.outputs.hold_file`).
 
     The file's size with ``keep`` records is the start of its record section plus ``keep``
     record sizes (netCDF classic format specification: ``begin`` of the first record variable,
@@ -564,20 +575,22 @@ def drop_records(path: Path, keep: int) -> None:
     Raises
     ------
     ConfigError
-        Not a 64-bit-offset file, or ``keep`` out of range (nothing changed).
+        Not a 64-bit-offset file, or ``keep`` out of range, or another process writes the
+        file (nothing changed).
     """
     from scipy.io import netcdf_file
-    with open(path, "rb") as f:
-        if f.read(4) != b"CDF\x02":
-            raise ConfigError(f"{str(path)!r}: only a netCDF-3 64-bit-offset run file can be cut")
-    with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
-        count, recsize = int(f._recs), int(f._recsize)
-        first = next(v for v in f.variables.values() if v.isrec)  # header order: its data start
-        begin = first.data.ctypes.data - f._mm_buf.ctypes.data    # the record section
-        del first
-    if not 1 <= keep <= count or begin <= 0:
-        raise ConfigError(f"{str(path)!r}: cannot keep {keep} of its {count} snapshots")
-    _cut_records(path, begin + keep * recsize, keep)
+    with hold_file(path):  # before reading the layout the cut relies on (the caller may hold it)
+        with open(path, "rb") as f:
+            if f.read(4) != b"CDF\x02":
+                raise ConfigError(f"{str(path)!r}: only a netCDF-3 64-bit-offset run file can be cut")
+        with netcdf_file(path, "r", mmap=True, maskandscale=False) as f:
+            count, recsize = int(f._recs), int(f._recsize)
+            first = next(v for v in f.variables.values() if v.isrec)  # header order: its data start
+            begin = first.data.ctypes.data - f._mm_buf.ctypes.data    # the record section
+            del first
+        if not 1 <= keep <= count or begin <= 0:
+            raise ConfigError(f"{str(path)!r}: cannot keep {keep} of its {count} snapshots")
+        _cut_records(path, begin + keep * recsize, keep)
 
 
 class MemoryRun:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, SnapshotsDroppedWarning
 from .checksums import RECORD_CHECKSUM, DamagedSnapshot
+from .outputs import hold_file
 from .resume import FLAG, dropped, refuse_recurring, require_writable
 from .runcheck import (NETCDF3_MAGIC, NOT_A_RUN_FILE, is_run_file, read_attributes, require_file,
                        verify_checksums)
@@ -33,7 +34,8 @@ CANNOT = (f"{FLAG} drops only damaged snapshots after the first (and every later
 
 def drop_damaged(path: str | Path, where: str) -> str | None:
     """Cut the run file ``path`` after its last intact snapshot before the first damaged one
-    (module docstring); the caller holds the file's claim and resumes it afterwards.
+    (module docstring); the caller holds the file's name claim and resumes it afterwards; the
+    file itself is claimed here (:func:`meanfield_pde.runs.outputs.hold_file`).
 
     Parameters
     ----------
@@ -57,11 +59,17 @@ def drop_damaged(path: str | Path, where: str) -> str | None:
         (:func:`meanfield_pde.runs.resume.recurring_stop`); a read-only file or folder. The
         file is untouched then.
     """
+    path = require_file(path, where)
+    with hold_file(path, where):  # before the checks that the cut relies on (re-entrant)
+        return _drop_damaged(path, where)
+
+
+def _drop_damaged(path: Path, where: str) -> str | None:
+    """:func:`drop_damaged` of a file this process claims."""
     import netCDF4
 
     from .cf import now_iso
     from .runfile import drop_records, mark_running
-    path = require_file(path, where)
     with open(path, "rb") as f:
         magic = f.read(8)
     try:
@@ -90,5 +98,5 @@ def drop_damaged(path: str | Path, where: str) -> str | None:
     with netCDF4.Dataset(path, "a") as nc:  # (1): a crash after it leaves the damage, refused
         mark_running(nc, path, line)
     drop_records(path, damaged.index)  # (2)
-    warnings.warn(f"{str(path)!r}: {what}", SnapshotsDroppedWarning, stacklevel=2)
+    warnings.warn(f"{str(path)!r}: {what}", SnapshotsDroppedWarning, stacklevel=3)  # drop_damaged's caller
     return line

@@ -42,7 +42,7 @@ from ..core.signals import stop_on_signals
 from ..core.stops import StopReason
 from .budget import check_run_arguments
 from .config import Config
-from .outputs import hold
+from .outputs import hold, hold_file
 from .resume import resume_point
 from .runcheck import require_file
 from .runfile import MemoryRun, RunFile
@@ -246,8 +246,9 @@ def resume_file(path: str | Path, kinds: Mapping[str, RunKind], t_end: float | N
     require_file(path, where)
     # claimed before the checks: nobody changes the file between them and the run; under the
     # name given and the file it links to, which a resume writes in place (a run writing the
-    # target claims only the target's name)
-    with hold(path, os.path.realpath(path)):
+    # target claims only the target's name), and the file itself, which its other names (hard
+    # links) reach too
+    with hold(path, os.path.realpath(path)), hold_file(path, where):
         if drop_damaged:
             from .salvage import drop_damaged as drop
             drop(path, where)
