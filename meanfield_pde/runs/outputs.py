@@ -174,14 +174,20 @@ def acquire(path: str | os.PathLike) -> Path:
 def release(path: str | os.PathLike) -> None:
     """Undo one :func:`acquire` of ``path``; the last one unlocks."""
     key = str(lock_path(path))
+    _release_counted(_held, key, lambda fd: _release(Path(key), fd))
+
+
+def _release_counted(table: dict, key, unlock: Callable[[int], None]) -> None:
+    """One release of the counted claim ``table[key]`` = [descriptor, count] (absent: nothing);
+    the last one removes it and calls ``unlock`` with its descriptor."""
     with _guard:
-        entry = _held.get(key)
+        entry = table.get(key)
         if entry is None:
             return
         entry[1] -= 1
         if entry[1] == 0:
-            del _held[key]
-            _release(Path(key), entry[0])
+            del table[key]
+            unlock(entry[0])
 
 
 @contextlib.contextmanager
@@ -338,14 +344,7 @@ def acquire_file(path: str | os.PathLike, what: str | None = None) -> tuple[int,
 
 def release_file(key: tuple[int, int] | None) -> None:
     """Undo one :func:`acquire_file` (``key`` as it returned; None: nothing); the last one unlocks."""
-    with _guard:
-        entry = _files.get(key)
-        if entry is None:
-            return
-        entry[1] -= 1
-        if entry[1] == 0:
-            del _files[key]
-            os.close(entry[0])  # the flock ends with the last descriptor of its open file
+    _release_counted(_files, key, os.close)  # the flock ends with the last descriptor of its open file
 
 
 @contextlib.contextmanager
