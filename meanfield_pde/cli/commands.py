@@ -182,7 +182,8 @@ def _run_comparison(config, path: Path, args) -> int:
     paths = comparison_paths(path)
     status = out["pde"].attrs["status"]
     c = out["compare"]
-    print(f"{config.name}: PDE {status}; {config.particles.n} particles")
+    print(f"{config.name}: PDE {status}; {config.particles.n} particles "
+          f"{out['particles'].attrs['status']}")
     for name in ("pde", "particles", "compare"):
         print(f"wrote {paths[name]}")
     d = c.l2_distance.values
@@ -197,7 +198,8 @@ def _run_comparison(config, path: Path, args) -> int:
             save_comparison_figure = None
         if save_comparison_figure is not None:
             print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'], overwrite=args.overwrite)}")
-    return stop_reason(out["pde"].attrs).exit_code
+    # 3 if either run stopped early (a token run stopped by Ctrl-C is not a completed study)
+    return max(stop_reason(out[name].attrs).exit_code for name in ("pde", "particles"))
 
 
 RUN_COMMANDS = {"pde": _run_one, "limit": _run_one, "particles": _run_one,
