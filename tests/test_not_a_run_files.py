@@ -45,3 +45,10 @@ def test_another_programs_file_is_not_drawn(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "not a run file of meanfield-pde" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.nc"]
+
+
+def test_animate_of_a_folder_says_it_is_a_folder(tmp_path, capsys):
+    """`animate DIR` said "file 'DIR' does not exist" (plot says it is not a regular file)."""
+    assert main(["animate", str(tmp_path), "-o", str(tmp_path / "x.gif")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a regular file" in err and "does not exist" not in err, err

@@ -294,7 +294,8 @@ def _cmd_animate(args) -> int:
     output = Path(args.output) if args.output else path.with_suffix(".gif")
     check_arguments(output, args.fps, args.view)  # before any file is touched
     if not path.is_file():
-        raise ConfigError(f"animate: file {str(path)!r} does not exist")
+        raise ConfigError(f"animate: file {str(path)!r} " + ("is not a regular file" if path.exists()
+                                                           else "does not exist"))
     with claim([output], overwrite=args.overwrite, inputs=[path]):
         with open_checked(path, f"animate: {str(path)!r}") as ds:
             out = animate_run(ds, output, fps=args.fps, view=args.view, overwrite=args.overwrite,
