@@ -52,3 +52,16 @@ def test_animate_of_a_folder_says_it_is_a_folder(tmp_path, capsys):
     assert main(["animate", str(tmp_path), "-o", str(tmp_path / "x.gif")]) == 2
     err = capsys.readouterr().err
     assert "is not a regular file" in err and "does not exist" not in err, err
+
+
+def test_animate_of_a_zonal_run_says_what_draws_it(tmp_path, capsys):
+    """`animate` of a zonal run said "'density' has dimensions ('time', 't'); expected (time, lat,
+    lon) or (time, theta)": now that a zonal run has no map, and that `plot` draws it."""
+    out = tmp_path / "z.nc"
+    assert main(["run", "zonal_vmf_collapse_d3", "-o", str(out), "--no-plot", "-q",
+                 "--set", "time.t_end=0.05", "--set", "output.every=0.05"]) == 0
+    capsys.readouterr()
+    assert main(["animate", str(out), "-o", str(tmp_path / "z.gif")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "zonal run" in err and "plot" in err, err
+    assert not (tmp_path / "z.gif").exists()
