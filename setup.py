@@ -12,4 +12,8 @@ setup(
     packages=find_namespace_packages(include=["meanfield_pde*"]) + ["meanfield_pde.case_files"],
     package_dir={"meanfield_pde.case_files": "cases"},
     package_data={"meanfield_pde.case_files": ["*.toml"]},
+    # only the package data above: with the default (True) every file git tracks under cases/
+    # was installed too (the 18 figures, 2.4 MB) and setuptools warned that
+    # 'meanfield_pde.case_files.figures' is absent from the packages
+    include_package_data=False,
 )

@@ -169,7 +169,7 @@ def test_plot_adds_what_it_draws_by_the_errors_type_not_its_text(tmp_path, monke
 
     assert issubclass(NotARunError, ConfigError) and issubclass(NotARunError, ValueError)
     path = tmp_path / "run.nc"
-    _sphere_ds().drop_attrs().to_netcdf(path)
+    _sphere_ds().to_netcdf(path)  # with its attributes: a file without any is not a run
 
     def fails(*args, **kwargs):
         raise raised(errors)

@@ -182,7 +182,8 @@ def _run_comparison(config, path: Path, args) -> int:
     paths = comparison_paths(path)
     status = out["pde"].attrs["status"]
     c = out["compare"]
-    print(f"{config.name}: PDE {status}; {config.particles.n} particles")
+    print(f"{config.name}: PDE {status}; {config.particles.n} particles "
+          f"{out['particles'].attrs['status']}")
     for name in ("pde", "particles", "compare"):
         print(f"wrote {paths[name]}")
     d = c.l2_distance.values
@@ -197,7 +198,8 @@ def _run_comparison(config, path: Path, args) -> int:
             save_comparison_figure = None
         if save_comparison_figure is not None:
             print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'], overwrite=args.overwrite)}")
-    return stop_reason(out["pde"].attrs).exit_code
+    # 3 if either run stopped early (a token run stopped by Ctrl-C is not a completed study)
+    return max(stop_reason(out[name].attrs).exit_code for name in ("pde", "particles"))
 
 
 RUN_COMMANDS = {"pde": _run_one, "limit": _run_one, "particles": _run_one,
@@ -292,7 +294,8 @@ def _cmd_animate(args) -> int:
     output = Path(args.output) if args.output else path.with_suffix(".gif")
     check_arguments(output, args.fps, args.view)  # before any file is touched
     if not path.is_file():
-        raise ConfigError(f"animate: file {str(path)!r} does not exist")
+        raise ConfigError(f"animate: file {str(path)!r} " + ("is not a regular file" if path.exists()
+                                                           else "does not exist"))
     with claim([output], overwrite=args.overwrite, inputs=[path]):
         with open_checked(path, f"animate: {str(path)!r}") as ds:
             out = animate_run(ds, output, fps=args.fps, view=args.view, overwrite=args.overwrite,
@@ -455,6 +458,14 @@ def _count(flag: str):
     return parse
 
 
+def _name(text: str) -> str:
+    """An argparse type for --output: not empty (``-o "$OUT"`` with OUT unset wrote to the
+    default name instead of saying so)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty name: give a file (or folder) name")
+    return text
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
@@ -463,7 +474,7 @@ def make_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a case and write a netCDF file")
     r.add_argument("case", nargs="?", help="a named case (see `meanfield-pde cases`) or a .toml file")
-    r.add_argument("--output", "-o", help="netCDF file (default: output.path or ./<case>.nc), "
+    r.add_argument("--output", "-o", type=_name, help="netCDF file (default: output.path or ./<case>.nc), "
                                           "written snapshot by snapshot")
     r.add_argument("--overwrite", action="store_true",
                    help="replace an existing output file (only once the new run has ended)")
@@ -487,7 +498,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp = sub.add_parser("compare", help="distances between two runs at their common times")
     cmp.add_argument("a", help="first run (.nc)")
     cmp.add_argument("b", help="second run (.nc)")
-    cmp.add_argument("--output", "-o", required=True, help="netCDF file for the comparison")
+    cmp.add_argument("--output", "-o", type=_name, required=True, help="netCDF file for the comparison")
     cmp.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     cmp.add_argument("--degrees", type=int, help="compare degrees l <= DEGREES only")
     cmp.add_argument("--smoothing", type=float, help="heat-kernel time s applied to both runs first")
@@ -498,14 +509,14 @@ def make_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(func=_cmd_compare)
     pl = sub.add_parser("plot", help="figure of a run (density maps, diagnostics, spectrum) or of a sweep")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`, or a sweep's DIR/sweep.nc")
-    pl.add_argument("--output", "-o", help="figure file .png, .pdf or .svg (default: FILE with .png)")
+    pl.add_argument("--output", "-o", type=_name, help="figure file .png, .pdf or .svg (default: FILE with .png)")
     pl.add_argument("--overwrite", action="store_true", help="replace an existing figure")
     pl.add_argument("--times", help="comma-separated times to show (nearest snapshots), e.g. --times=0,5")
     pl.set_defaults(func=_cmd_plot)
     an = sub.add_parser("animate", help="animation of a run: the density on the sphere (or circle) "
                                         "with its diagnostics (GIF, or MP4 with ffmpeg)")
     an.add_argument("file", help="a .nc file written by `meanfield-pde run`")
-    an.add_argument("--output", "-o", help="animation .gif or .mp4 (default: FILE with .gif)")
+    an.add_argument("--output", "-o", type=_name, help="animation .gif or .mp4 (default: FILE with .gif)")
     an.add_argument("--fps", type=_count("--fps"), default=10, help="frames (snapshots) per second, 1 to 60")
     an.add_argument("--view", choices=("rotate", "follow"), default="rotate",
                     help="rotate about the polar axis, or follow the heaviest cluster")
@@ -515,7 +526,7 @@ def make_parser() -> argparse.ArgumentParser:
     li = sub.add_parser("limits", help="PDE versus its large-beta limits: distance against beta "
                                        "and its fitted slope ([limit] section of the case)")
     li.add_argument("case", help="a named case (e.g. sa_backward_heat) or a .toml file")
-    li.add_argument("--output", "-o", help="netCDF file (default: ./<case>_limits.nc); "
+    li.add_argument("--output", "-o", type=_name, help="netCDF file (default: ./<case>_limits.nc); "
                                            "a figure .png is written next to it")
     li.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a case key, e.g. --set limit.betas=[25,100] (repeatable)")
@@ -545,7 +556,8 @@ def make_parser() -> argparse.ArgumentParser:
     sw.add_argument("--memory", help="with --jobqueue: memory per job, e.g. 16GB")
     sw.add_argument("--walltime", help="with --jobqueue: time limit per job, e.g. 02:00:00 (LSF: 02:00)")
     sw.add_argument("--queue", help="with --jobqueue: the queue (SLURM partition)")
-    sw.add_argument("--output", "-o", help="folder (default: ./<case>_sweep): points/*.nc, sweep.nc, sweep.png")
+    sw.add_argument("--output", "-o", type=_name,
+                    help="folder (default: ./<case>_sweep): points/*.nc, sweep.nc, sweep.png")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a case key (repeatable)")
     sw.add_argument("--no-plot", action="store_true", help="do not write the figure")
     sw.add_argument("--quiet", "-q", action="store_true", help="no progress bar or per-point lines")

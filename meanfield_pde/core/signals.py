@@ -16,6 +16,7 @@ import signal
 import threading
 
 _requested: list[str] = []  # names of the signals received inside stop_on_signals
+_depth = [0]  # nesting of stop_on_signals: a request lasts until the outermost one ends
 
 
 class Interrupted(KeyboardInterrupt):
@@ -50,14 +51,23 @@ def _request(signum, frame):
 
 @contextlib.contextmanager
 def stop_on_signals():
-    """SIGINT and SIGTERM become stop requests for the duration (main thread only, else a no-op)."""
+    """SIGINT and SIGTERM become stop requests for the duration (main thread only, else a no-op).
+
+    Nested (a command of several runs, e.g. ``run.kind = "compare"`` or ``limits``, holds one
+    around them all and each run its own): a request stays until the outermost one ends, so
+    the runs after the interrupted one stop at their first step instead of running to their
+    end (a Ctrl-C stops the command, not only the run it fell in).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {s: signal.signal(s, _request) for s in (signal.SIGINT, signal.SIGTERM)}
+    _depth[0] += 1
     try:
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        _requested.clear()
+        _depth[0] -= 1
+        if _depth[0] == 0:
+            _requested.clear()

@@ -118,6 +118,11 @@ class _Frames:
             self.circle = True
             self.dens = np.asarray(ds["density"].transpose("time", "theta").values, float)
             self.theta = np.asarray(ds["theta"], float)
+        elif ds.attrs.get("manifold") == "sphere_zonal":  # f(t) alone: no map to turn or follow
+            raise ConfigError("animate: a zonal run (domain.manifold = 'sphere_zonal', d = "
+                              f"{ds.attrs.get('dimension', '?')}) has no map to animate; animate draws "
+                              "sphere and circle runs, `meanfield-pde plot` draws a zonal run's density "
+                              "against the polar angle")
         else:
             raise ConfigError(f"animate: 'density' has dimensions {ds['density'].dims}; expected "
                               "(time, lat, lon) or (time, theta)")

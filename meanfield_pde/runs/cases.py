@@ -26,6 +26,9 @@ def cases_dir() -> Path:
     """The folder of named cases."""
     env = os.environ.get("MEANFIELD_PDE_CASES")
     if env:
+        if not Path(env).is_dir():
+            raise ConfigError(f"MEANFIELD_PDE_CASES = {env!r}: not a folder (it names the folder of "
+                              "named cases, *.toml); unset it for the cases of the package")
         return Path(env)
     # The top-level package's folder, wherever this module sits inside it.
     package = Path(importlib.import_module("meanfield_pde").__file__).resolve().parent
@@ -43,9 +46,36 @@ def describe_cases() -> list[tuple[str, str]]:
     """(name, one-line description) of every named case."""
     out = []
     for name in case_names():
-        data = parse_toml((cases_dir() / f"{name}.toml").read_text(), name)
+        try:  # one broken file (not UTF-8, not TOML) is listed as such, not a traceback
+            data = parse_toml(read_case_text(cases_dir() / f"{name}.toml"), name)
+        except ConfigError as exc:
+            out.append((name, f"(cannot be read: {exc})"))
+            continue
         out.append((name, str(data.get("description", ""))))
     return out
+
+
+def read_case_text(path: Path) -> str:
+    """The text of a case file.
+
+    Raises
+    ------
+    ConfigError
+        If it cannot be read, is larger than MAX_CASE_BYTES or is not UTF-8 text.
+    """
+    try:  # a case is a page of TOML; a huge file is a mistake, refused before it is read
+        nbytes = path.stat().st_size
+    except OSError as exc:
+        raise ConfigError(f"case file {str(path)!r}: cannot read it ({exc.strerror})") from None
+    if nbytes > MAX_CASE_BYTES:
+        raise ConfigError(f"case file {str(path)!r}: {nbytes} bytes; a case must be at most "
+                          f"{MAX_CASE_BYTES} bytes")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"case file {str(path)!r}: not a UTF-8 text file (TOML)") from None
+    except OSError as exc:
+        raise ConfigError(f"case file {str(path)!r}: cannot read it ({exc.strerror})") from None
 
 
 def case_path(case: str | os.PathLike) -> Path:
@@ -91,16 +121,5 @@ def load_case(case: str | os.PathLike, overrides=()) -> Config:
     """
     from .config import apply_overrides, from_dict  # here: listing the cases needs neither
     path = case_path(case)
-    try:  # a case is a page of TOML; a huge file is a mistake, refused before it is read
-        nbytes = path.stat().st_size
-    except OSError as exc:
-        raise ConfigError(f"case file {str(path)!r}: cannot read it ({exc.strerror})") from None
-    if nbytes > MAX_CASE_BYTES:
-        raise ConfigError(f"case file {str(path)!r}: {nbytes} bytes; a case must be at most "
-                          f"{MAX_CASE_BYTES} bytes")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"case file {str(path)!r}: not a UTF-8 text file (TOML)") from None
-    data = parse_toml(text, str(path))
+    data = parse_toml(read_case_text(path), str(path))
     return from_dict(apply_overrides(data, overrides), name=path.stem)

@@ -41,6 +41,8 @@ from .outputs import HDF5_MAGIC  # defined with the claims, which need it too
 NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 RUN_VARIABLES = ("coef_real", "coef_imag")  # and density, unless written with output.density = false
 DIAGNOSTICS = ("mass", "order_parameter", "min_density", "spectral_tail")
+RUN_ATTRIBUTES = {"case", "status", "model"}  # a run file has all three; a Dataset made in code
+# and written (e.g. for plot) at least its model
 
 
 def _check_length(path: Path, where: str) -> None:
@@ -95,6 +97,13 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
         i = int(np.argmin(np.diff(t) > 0))
         raise ConfigError(f"{where}: 'time' is not strictly increasing (t[{i}] = {t[i]:.6g}, "
                           f"t[{i + 1}] = {t[i + 1]:.6g}); the file is damaged")
+    if "study" in ds.attrs:  # run.kind = "transformer": a study's tables, not a run (not damaged)
+        raise NotARunError(f"{where}: not a run of meanfield-pde but a transformer study (study = "
+                           f"{str(ds.attrs['study'])[:40]!r}); `run` writes its figure")
+    if not RUN_ATTRIBUTES & set(ds.attrs):  # a comparison, or another program's file with a time
+        raise NotARunError(f"{where}: " + ("not a run of meanfield-pde but a comparison of two runs "
+                                           "(`compare` writes its figure)" if "case_a" in ds.attrs
+                                           else NOT_A_RUN_FILE))
     check_conventions(ds, where)
     if "case" in ds.attrs:
         _check_case(ds, where, strict)

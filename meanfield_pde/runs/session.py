@@ -175,6 +175,15 @@ class Session:
         return end
 
 
+def runs_stop_together():
+    """A context for a command made of several sessions (the PDE and the tokens of a
+    comparison, the runs of a limit study): a SIGINT/SIGTERM received in one of them stays a
+    stop request for every later one, which then stops at its first step, so a Ctrl-C stops
+    the command, not only the run it fell in (each session's own handling nests inside it,
+    :func:`meanfield_pde.core.signals.stop_on_signals`)."""
+    return stop_on_signals()
+
+
 def summed_counters(before: Mapping, counters: Mapping) -> dict[str, int]:
     """The counters of a run over its sessions: this session's ``counters`` (e.g. {"steps": 120})
     plus those that earlier sessions recorded in the file (``before``: its global attributes as

@@ -15,6 +15,7 @@ from ..runs.io import check_output_path, write_netcdf
 from ..runs.outputs import hold
 from ..runs.particle_runner import run_particles
 from ..runs.runner import run
+from ..runs.session import runs_stop_together
 
 
 def comparison_paths(output: Path) -> dict[str, Path]:
@@ -47,7 +48,9 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
     check_case(config, Path(output), force=force)  # the three pieces together, then each is cleared
     paths = comparison_paths(Path(output))
     files = (paths["pde"], paths["particles"], paths["compare"])
-    with hold(*files):  # all three claimed for the whole comparison
+    # all three claimed for the whole comparison; a Ctrl-C stops both runs, not only the one it
+    # fell in (the token run after an interrupted PDE stops at its first step)
+    with hold(*files), runs_stop_together():
         for path in files:
             check_output_path(path, overwrite=overwrite)
         pde_config = dataclasses.replace(config, run=dataclasses.replace(config.run, kind="pde"))

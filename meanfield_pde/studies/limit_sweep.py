@@ -41,6 +41,7 @@ from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.stops import StopReason, stop_reason
 from ..numerics.limits import LIMIT_NAMES, PDE_TIME_UNITS, make_limit_model
 from ..numerics.models import MeanFieldModel
+from ..runs.session import runs_stop_together
 
 SWEEP_RTOL, SWEEP_ATOL = 1e-10, 1e-16
 EXPECTED_SLOPES = {0: -1.0, 1: -2.0}
@@ -175,12 +176,13 @@ def limit_sweep(config: Config, log: Callable[[str], None] | None = None) -> xr.
                               for a in (amplification_factors(config, b) for b in betas)])
     per_run: dict[str, list] = {"status": [], "stop_reason": [], "steps": [], "wall_time": []}
     per_order: dict[str, list] = {"distance": [], "relative_distance": [], "pde_norm": []}
-    for beta in betas:
-        results, rows = _run_one_beta(plan[beta], runs, beta, log)
-        for name, row in rows.items():
-            per_run[name].append(row)
-        for name, value in zip(per_order, _distances(results, orders, config.limit.degrees)):
-            per_order[name].append(value)
+    with runs_stop_together():  # a Ctrl-C stops every later run at its first step, not only one
+        for beta in betas:
+            results, rows = _run_one_beta(plan[beta], runs, beta, log)
+            for name, row in rows.items():
+                per_run[name].append(row)
+            for name, value in zip(per_order, _distances(results, orders, config.limit.degrees)):
+                per_order[name].append(value)
     tables = {"distance": np.array(per_order["distance"]),
               "relative_distance": np.array(per_order["relative_distance"]),
               "pde_norm": np.array(per_order["pde_norm"], dtype=float),

@@ -65,6 +65,9 @@ def parse_values(raw: Any, where: str) -> list:
             if integers and np.all(values == np.round(values)):
                 return [int(v) for v in values]  # "0:9:10" -> seeds 0..9
             return [float(v) for v in values]
+        if ":" in raw and re.fullmatch(r"[-+0-9.eE:\s]*", raw):  # "0.3:0.4", "1:2:3:4", "0.1:0.5:2.5"
+            raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
+                              "start, stop and an integer count, e.g. 0.1:0.5:9")
     values = raw if isinstance(raw, list) else [raw]
     if not values:
         raise ConfigError(f"{where}: no values")

@@ -1,0 +1,55 @@
+"""README's table of named cases gives the parameters of each case: they are the case file's.
+
+The row of `zonal_usa_noisy_d32` said ν = 0.05 (the case runs ν = 0.07) and a "clustered
+stationary state" (the case ends at t = 20, while the degree-1 mode still grows).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from meanfield_pde import load_case
+from meanfield_pde.runs.cases import describe_cases
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+NAMED = {name for name, _ in describe_cases()}
+
+
+def _rows():
+    """(case, text of its row) for the rows of the named-case table that name one run's case."""
+    table = README.read_text().split("### Named cases")[1].split("\n\n")[1]
+    rows = []
+    for line in table.splitlines():
+        m = re.match(r"\| `([a-z0-9_]+)`[^|]*\| (.*) \|$", line)
+        # sweeps and limit studies vary β or ν over the grid: their case's own value is not the row's
+        if m and m.group(1) in NAMED and not m.group(2).startswith(("`sweep`", "`limits`")):
+            rows.append((m.group(1), m.group(2)))
+    return rows
+
+
+def _first_value(symbol: str, text: str) -> float | None:
+    """The first plain number given as 'symbol = x' (not x√d or x β*(d): those are formulas)."""
+    m = re.search(rf"(?<![\w_]){symbol} = (\d+(?:\.\d+)?(?:e-?\d+)?)(?![\d.]*\s*[√β(])", text)
+    return float(m.group(1)) if m else None
+
+
+def test_the_table_has_the_named_cases():
+    assert len(_rows()) >= 20
+
+
+@pytest.mark.parametrize("name,row", _rows(), ids=[name for name, _ in _rows()])
+def test_readme_row_gives_the_cases_beta_and_nu(name, row):
+    config = load_case(name)
+    nu, beta = _first_value("ν", row), _first_value("β", row)
+    if nu is not None:
+        assert nu == pytest.approx(config.model.nu, rel=1e-2), (name, row)
+    if beta is not None:
+        assert beta == pytest.approx(config.model.beta, rel=1e-2), (name, row)
+
+
+def test_zonal_usa_noisy_d32_claims_what_it_shows():
+    row = dict(_rows())["zonal_usa_noisy_d32"]
+    assert "stationary" not in row  # the run ends at t = 20, before any stationary state
