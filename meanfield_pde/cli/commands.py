@@ -62,7 +62,6 @@ def _load_with_threads(args):
 
 
 def _cmd_run(args) -> int:
-    from ..runs.io import check_output_path
     if args.drop_damaged and not args.resume:
         raise ConfigError("run --drop-damaged: only with --resume FILE.nc (it cuts a damaged run "
                           "file back to its intact snapshots, then continues it)")
@@ -71,6 +70,7 @@ def _cmd_run(args) -> int:
     if args.case is None:
         raise ConfigError("run: give a CASE (a named case or a .toml file), or --resume FILE.nc")
     config = _load_with_threads(args)
+    from ..runs.io import check_output_path  # after the case is checked: xarray costs ~0.3 s
     path = check_output_path(_output_path(args, config), overwrite=args.overwrite)
     with claim(_run_outputs(config, path, args), overwrite=args.overwrite):  # for the whole run
         return _run_claimed(config, path, args)

@@ -20,7 +20,7 @@ Modules, one job each (this package re-exports their public names):
 """
 
 from ...core.errors import ConfigError
-from ...core.kernels import BETA_MAX
+from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special (~0.2 s)
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
 from .kinds import OLD_KIND_KEYS, RUN_KINDS, CaseKeyDeprecationWarning, run_kind_of_old_keys
 from .overrides import (GRID_RANGE, apply_overrides, parse_grid_item, parse_override, parse_toml,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.checks import DIMENSION_MAX, check_domain_dimension
-from ...core.kernels import BETA_MAX
+from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special (~0.2 s)
 from ...core.threads import MAX_THREADS
 from ...numerics.steppers.select import SCHEMES
 from ...numerics.steppers.tableaus import DEFAULT_SCHEME

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.errors import ConfigError
-from ...core.kernels import BETA_MAX
+from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special (~0.2 s)
 from ...particles.integrators import INTEGRATORS
 from ...particles.normalisation.schemes import NORMALISATIONS
 from .overrides import parse_grid_item
