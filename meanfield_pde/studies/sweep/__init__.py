@@ -56,7 +56,8 @@ from ...runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict, 
 from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY,  # noqa: F401
                       SCHEDULER_ADDRESS, WALLTIME, WORKERS_PER_CORE, JobQueue, check_scheduler,
                       check_workers,
-                      collect_records, dask_client, jobqueue_cluster, lost_record)
+                      collect_records, dask_client, interrupted_record, jobqueue_cluster,
+                      lost_record)
 from .combine import combine
 from .plan import (SWEEP_KINDS, Plan, Point, check_initial_states, dim_names, fmt_value,  # noqa: F401
                    grid_of, plan_sweep)
