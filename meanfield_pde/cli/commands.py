@@ -438,8 +438,9 @@ def _cmd_sweep(args) -> int:
         except ConfigError as exc:  # after every point (e.g. `plot DIR/sweep.nc` drawing it now): sweep.nc stands
             print(f"no figure: {exc}; draw it with: meanfield-pde plot {out / 'sweep.nc'}", file=sys.stderr)
         else:
-            print(f"wrote {figure}" if figure else "no figure: no point finished (see status in sweep.nc)"
-                  if interrupted else "no figure: every point failed (see error in sweep.nc)")
+            none = ("no point finished (see status in sweep.nc)" if interrupted
+                    else "every point failed (see error in sweep.nc)")
+            print(f"wrote {figure}" if figure else f"no figure: {none}")
     return EXIT_STOPPED if ds.attrs["failed"] or interrupted else 0
 
 
