@@ -426,6 +426,11 @@ def _cmd_sweep(args) -> int:
     print(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
           f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
     print(f"wrote {out / 'sweep.nc'}")
+    interrupted = ds.attrs.get("interrupted", 0)
+    if interrupted:  # Ctrl-C: the finished points are kept, like a run stopped part-way (exit 3)
+        print(f"meanfield-pde: sweep interrupted: {interrupted} of {ds.attrs['points']} points not "
+              f"finished (stop_reason 'interrupted' in {out / 'sweep.nc'}); run the same command "
+              "again to compute them", file=sys.stderr)
     if not args.no_plot:
         from ..plotting.phase import save_sweep_figure
         try:
@@ -433,8 +438,10 @@ def _cmd_sweep(args) -> int:
         except ConfigError as exc:  # after every point (e.g. `plot DIR/sweep.nc` drawing it now): sweep.nc stands
             print(f"no figure: {exc}; draw it with: meanfield-pde plot {out / 'sweep.nc'}", file=sys.stderr)
         else:
-            print(f"wrote {figure}" if figure else "no figure: every point failed (see error in sweep.nc)")
-    return EXIT_STOPPED if ds.attrs["failed"] else 0
+            none = ("no point finished (see status in sweep.nc)" if interrupted
+                    else "every point failed (see error in sweep.nc)")
+            print(f"wrote {figure}" if figure else f"no figure: {none}")
+    return EXIT_STOPPED if ds.attrs["failed"] or interrupted else 0
 
 
 class _Parser(argparse.ArgumentParser):

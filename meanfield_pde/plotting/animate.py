@@ -24,7 +24,7 @@ from matplotlib import animation  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 
 from ..core.errors import ConfigError, NotARunError  # noqa: E402
-from .labels import equation_title, time_label, time_symbol  # noqa: E402
+from .labels import equation_title, time_axis, time_symbol  # noqa: E402
 from .plot import token_directions, draw_orthographic, view_centre  # noqa: E402
 
 __all__ = ["animate_run", "check_arguments", "movie_writer", "VIEWS", "FPS_RANGE", "ROTATION_LAT"]
@@ -135,11 +135,12 @@ class _Frames:
         self.series_axes, self.markers = [], []
         names = [(n, lab) for n, lab in (("order_parameter", "order parameter"),
                                          ("energy", "(E − E₀)/|E₀|")) if n in ds]
+        self.t_scale, xlabel = time_axis(t, ds.attrs)  # t / 10^k where matplotlib cannot draw t
         for row, (name, label) in enumerate(names):
             ax = self.fig.add_subplot(gs[row, 1])
-            ax.plot(t, _series(ds, name), "-", lw=1.2)
-            ax.set(ylabel=label, xlabel=time_label(ds.attrs) if row == len(names) - 1 else "")
-            self.markers.append(ax.axvline(t[self.index[0]], color="C3", lw=1.5))
+            ax.plot(t / self.t_scale, _series(ds, name), "-", lw=1.2)
+            ax.set(ylabel=label, xlabel=xlabel if row == len(names) - 1 else "")
+            self.markers.append(ax.axvline(t[self.index[0]] / self.t_scale, color="C3", lw=1.5))
             self.series_axes.append(ax)
         if not self.circle:
             self.mappable = plt.cm.ScalarMappable(norm=self.norm, cmap="viridis")
@@ -175,7 +176,7 @@ class _Frames:
             ax.set_title(f"{tsym} = {self.t[i]:.4g}   (view centre {lat0:.0f}°N, {lon0:.0f}°E)",
                          fontsize="medium")
         for marker in self.markers:
-            marker.set_xdata([self.t[i], self.t[i]])
+            marker.set_xdata([self.t[i] / self.t_scale] * 2)
 
 
 def animate_run(ds, output, *, fps: int = 10, view: str = "rotate", overwrite: bool = False,

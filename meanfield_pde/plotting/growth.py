@@ -49,7 +49,8 @@ def _growth_window_end(t, amp) -> float:
     return float(min(t[-1], t[0] + 2.0 * (min(reach) - t[0])))
 
 
-def draw_growth(ax, t, power, attrs, circle: bool, t_symbol: str = "t", t_label: str = "time t"):
+def draw_growth(ax, t, power, attrs, circle: bool, t_symbol: str = "t", t_label: str = "time t",
+                t_scale: float = 1.0):
     """Measured A_l(t) = √C_l (solid, log axis) of the N_MODES fastest degrees and the linear
     prediction A_l(t₀) e^{σ_l (t − t₀)} (dashed, same colour) over the same times; the time
     axis ends at twice the time the growth takes to saturate.
@@ -65,6 +66,9 @@ def draw_growth(ax, t, power, attrs, circle: bool, t_symbol: str = "t", t_label:
         The run's attributes (model, beta, nu, equation, time_unit).
     circle : bool
         Wavenumbers k on S¹ (σ_k with k²) instead of degrees l on S².
+    t_symbol, t_label, t_scale :
+        The time's symbol, and the axis (:func:`.labels.time_axis`): it shows ``t / t_scale``
+        labelled ``t_label`` (the prediction is computed in the run's own time).
 
     Returns
     -------
@@ -97,16 +101,16 @@ def draw_growth(ax, t, power, attrs, circle: bool, t_symbol: str = "t", t_label:
         sigma, why = None, "start far from uniform: no linear prediction"
     top = np.nanmax(np.where(amp[:, degrees] > 0, amp[:, degrees], np.nan))
     for l in degrees:
-        (line,) = ax.plot(t, np.where(amp[:, l] > 0, amp[:, l], np.nan), "-", lw=1.5,
+        (line,) = ax.plot(t / t_scale, np.where(amp[:, l] > 0, amp[:, l], np.nan), "-", lw=1.5,
                           label=f"{name} = {l}" + (f", σ = {sigma[l]:.3g}" if sigma is not None else ""))
         if sigma is not None and amp[0, l] > 0:
             pred = amp[0, l] * np.exp(sigma[l] * (t - t[0]))
             # the prediction is for the small-amplitude phase: stop it once it is far above the data
             keep = pred <= 10.0 * top
-            ax.plot(t[keep], pred[keep], "--", color=line.get_color(), lw=1.2)
+            ax.plot(t[keep] / t_scale, pred[keep], "--", color=line.get_color(), lw=1.2)
     if np.isfinite(top):
         ax.set_yscale("log")
-        ax.set_xlim(t[0], _growth_window_end(t, amp[:, degrees]))
+        ax.set_xlim(t[0] / t_scale, _growth_window_end(t, amp[:, degrees]) / t_scale)
     if why:
         ax.text(0.02, 0.02, why, transform=ax.transAxes, fontsize="x-small", color="gray")
     ax.legend(fontsize="x-small", loc="lower right")

@@ -9,11 +9,15 @@ USA → porous medium), read from the run's attributes ``model``, ``equation``, 
 
 from __future__ import annotations
 
+import math
 import textwrap
+
+import numpy as np
 
 from ..core.errors import printable
 
-__all__ = ["time_symbol", "time_label", "equation_title", "status_lines", "STATUS_WIDTH"]
+__all__ = ["time_symbol", "time_label", "time_axis", "equation_title", "status_lines",
+           "STATUS_WIDTH", "TIME_SCALE_RANGE"]
 
 STATUS_WIDTH = 110  # characters per line of a run's status under the title
 
@@ -43,6 +47,33 @@ def time_label(attrs) -> str:
     """Axis label of the time coordinate, e.g. 'time t' or 'τ = t/β'."""
     unit = str(attrs.get("time_unit", "natural"))
     return _TIME[unit][1] if unit in _TIME else f"time ({printable(unit)})"
+
+
+# Largest |time| drawn as it is. Outside it a time axis shows t / 10^k: matplotlib cannot draw a
+# linear axis of tiny values (below ~1e-287 its autoscaling, transforms.nonsingular, takes the
+# data for one point and shows -0.05..0.05: USA at β = 700 stops at t ~ 1e-299) and its pixel
+# transforms overflow near 1e308. 30 decades keeps far from both, and far from the times of
+# any ordinary run, whose figures are unchanged.
+TIME_SCALE_RANGE = (1e-30, 1e30)
+
+
+def time_axis(t, attrs) -> tuple[float, str]:
+    """How a figure draws the times ``t`` (array_like, any shape; NaN ignored) of a run with
+    attributes ``attrs``: ``(scale, label)``, the axis showing ``t / scale``.
+
+    ``scale`` is 1 and ``label`` is :func:`time_label` when the largest finite |t| lies in
+    :data:`TIME_SCALE_RANGE` (or there is none, or it is 0); otherwise ``scale`` = 10^k with
+    k = floor(log10 max|t|) and the label says so, e.g. 'time t (in units of 1e-300)'.
+    Every time axis of the figures uses it.
+    """
+    t = np.abs(np.asarray(t, float))
+    t = t[np.isfinite(t)]
+    top = float(t.max()) if t.size else 0.0
+    label = time_label(attrs)
+    if top == 0.0 or TIME_SCALE_RANGE[0] <= top <= TIME_SCALE_RANGE[1]:
+        return 1.0, label
+    k = math.floor(math.log10(top))
+    return 10.0 ** k, f"{label} (in units of 1e{k})"
 
 
 def equation_title(attrs, manifold: str | None = None) -> str:

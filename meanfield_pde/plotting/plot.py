@@ -25,7 +25,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from ..core.errors import NotARunError  # noqa: E402
 from .events import departure, event_indices  # noqa: E402
 from .growth import draw_growth  # noqa: E402
-from .labels import equation_title, time_label, time_symbol  # noqa: E402
+from .labels import equation_title, time_axis, time_symbol  # noqa: E402
 
 __all__ = ["plot_run", "cell_edges", "orthographic", "select_times", "view_centre",
            "degree_power", "token_directions", "lat_lon", "draw_orthographic"]
@@ -361,10 +361,10 @@ def _draw_zonal_lines(subfig, ds, idx, t):
     axes[0].legend(fontsize="small")
 
 
-def _draw_diagnostics(axes, ds, t):
-    """The linear-axis time series (one per axis); unused axes are hidden."""
+def _draw_diagnostics(axes, ds, t, xlabel):
+    """The linear-axis time series (one per axis) against ``t`` (as drawn: :func:`time_axis`)
+    labelled ``xlabel``; unused axes are hidden."""
     names = [d for d in _DIAGNOSTICS if d[0] in ds]
-    xlabel = time_label(ds.attrs)
     for ax, (name, label) in zip(axes, names):
         y = np.asarray(ds[name].values, float)
         if name == "energy":
@@ -376,13 +376,21 @@ def _draw_diagnostics(axes, ds, t):
                     va="center", transform=ax.transAxes, color="gray")
         ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
         ax.set(xlabel=xlabel, ylabel=label)
+        _time_ticks(ax)
     for ax in axes[len(names):]:
         ax.set_visible(False)
 
 
-def _draw_checks(ax, ds, t):
-    """Spectral tail and mass drift on one log axis; a series that is exactly 0 throughout is
-    named in a note instead of drawn (a log axis cannot show it and a flat 0 line says nothing)."""
+def _time_ticks(ax) -> None:
+    """At most 4 time ticks on steps 1, 2, 5: the default's steps of 2.5 (0.00025 for a run to
+    t = 1e-3) gave labels that ran into each other on these narrow panels."""
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 5, 10]))
+
+
+def _draw_checks(ax, ds, t, xlabel):
+    """Spectral tail and mass drift on one log axis against ``t`` (as drawn), over the run's
+    times; a series that is exactly 0 throughout is named in a note instead of drawn (a log
+    axis cannot show it and a flat 0 line says nothing)."""
     notes, drawn = [], False
     for name, label in _CHECKS:
         if name not in ds:
@@ -404,7 +412,13 @@ def _draw_checks(ax, ds, t):
         return
     ax.set_yscale("log")
     ax.legend(fontsize="x-small")
-    ax.set(xlabel=time_label(ds.attrs), ylabel="numerical checks")
+    ax.set(xlabel=xlabel, ylabel="numerical checks")
+    # the run's times with matplotlib's 5 % margins, as the other panels: the check is often 0
+    # (not drawn) at t = 0, and one point alone got an axis of its own around it
+    lo, hi = np.nanmin(t, initial=np.inf), np.nanmax(t, initial=-np.inf)
+    if hi > lo:
+        ax.set_xlim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+    _time_ticks(ax)
     ax.set_title("\n".join(["resolution and mass"] + notes), fontsize="small")
 
 
@@ -506,8 +520,9 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     # checks and, two columns wide, the growth of the fastest modes beside linear theory.
     gs = bottom.add_gridspec(2, 4, width_ratios=[1, 1, 1, 1.3])
     diag_axes = [bottom.add_subplot(gs[0, c]) for c in range(3)] + [bottom.add_subplot(gs[1, 0])]
-    _draw_diagnostics(diag_axes, ds, t)
-    _draw_checks(bottom.add_subplot(gs[1, 1]), ds, t)
+    scale, xlabel = time_axis(t, ds.attrs)  # t / 10^k where matplotlib cannot draw t itself
+    _draw_diagnostics(diag_axes, ds, t / scale, xlabel)
+    _draw_checks(bottom.add_subplot(gs[1, 1]), ds, t / scale, xlabel)
     _draw_spectrum(bottom.add_subplot(gs[0, 3]), ds, idx, t, circle and not zonal)
     growth_ax = bottom.add_subplot(gs[1, 2:])
     _, power = degree_power(ds)
@@ -515,7 +530,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
         growth_ax.set_visible(False)
     else:
         draw_growth(growth_ax, t, power, ds.attrs, circle and not zonal, time_symbol(ds.attrs),
-                    time_label(ds.attrs))
+                    xlabel, scale)
 
     # the attributes come from a file: equation_title escapes control characters
     where = "circle" if circle and not zonal else None

@@ -25,7 +25,7 @@ from ..runs.outputs import save_png  # noqa: E402
 from ..analysis.compare import (comparison_geometry, complex_coefficients,  # noqa: E402
                                 is_particle_run, on_common_time_axis, snapshot_positions)
 from .events import departure, event_indices  # noqa: E402
-from .labels import time_label, time_symbol  # noqa: E402
+from .labels import time_axis, time_symbol  # noqa: E402
 from .plot import (lat_lon, degree_power, token_directions, cell_edges, draw_orthographic,  # noqa: E402
                    orthographic, positive_only, select_times, view_centre)
 
@@ -191,8 +191,11 @@ def _plot_series(ax, t, y, label, log=False, **kw):
     ax.plot(t, positive_only(y) if log else y, ".-", ms=3, lw=1, label=label, **kw)
 
 
-def _draw_distances(axes, comparison, xlabel="time t"):
+def _draw_distances(axes, comparison, attrs):
+    """The distances over time; ``attrs`` name the time axis (:func:`.labels.time_axis`)."""
     t = np.asarray(comparison["time"].values, float)
+    scale, xlabel = time_axis(t, attrs)  # t / 10^k where matplotlib cannot draw t itself
+    t = t / scale
     ax = axes[0]
     _plot_series(ax, t, comparison["l2_distance"], "‖a − b‖ (L²)", log=True)
     if "expected_statistical_l2" in comparison:
@@ -289,7 +292,7 @@ def plot_comparison(ds_a, ds_b, comparison, times=None, n_times=4) -> Figure:
         _draw_circle_rows(top, (ds_a, ds_b), comparison, times)
     else:
         _draw_sphere_rows(top, (ds_a, ds_b), comparison, times)
-    _draw_distances(bottom.subplots(1, 4), comparison, time_label(_time_attrs((ds_a, ds_b))))
+    _draw_distances(bottom.subplots(1, 4), comparison, _time_attrs((ds_a, ds_b)))
     fig.suptitle(f"{_run_label(ds_a, comparison, 'a')}   vs   {_run_label(ds_b, comparison, 'b')}",
                  fontsize="medium")
     return fig

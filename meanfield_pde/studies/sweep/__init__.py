@@ -23,7 +23,9 @@ case recomputes them. File names hold the exact grid values (``repr``); a
 plan whose points would share a name is refused. A point that raises is
 recorded (``status`` = "failed: <error>", ``stop_reason`` = "failed", ``error``) and does not stop the
 others; it is retried on the next run. So is a point whose worker process
-dies (distributed's KilledWorker, after :data:`ALLOWED_FAILURES` retries).
+dies (distributed's KilledWorker, after :data:`ALLOWED_FAILURES` retries). A Ctrl-C while the
+points run writes sweep.nc with the finished ones and the others as ``interrupted`` (attribute
+``interrupted`` counts them); the workers of the LocalCluster ignore it (:mod:`.worker_setup`).
 
 Continuation (``[sweep] continuation = "model.nu"``): along that key the
 points run in order, each from the previous point's final state, upward
@@ -41,6 +43,7 @@ Modules, one job each (this package re-exports their public names):
     plan     the grid → validated points and continuation chains (plan_sweep, Plan, Point)
     points   one point on a worker: run or load it, summarise it (run_point, summarise)
     cluster  dask.distributed: the client, the submission in chains, lost workers (dask_client)
+    worker_setup  preloaded into the LocalCluster's workers: Ctrl-C is the sweep's, not theirs
     combine  the points' records → the combined Dataset (combine)
 """
 
@@ -56,7 +59,8 @@ from ...runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict, 
 from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY,  # noqa: F401
                       SCHEDULER_ADDRESS, WALLTIME, WORKERS_PER_CORE, JobQueue, check_scheduler,
                       check_workers,
-                      collect_records, dask_client, jobqueue_cluster, lost_record)
+                      collect_records, dask_client, interrupted_record, jobqueue_cluster,
+                      lost_record)
 from .combine import combine
 from .plan import (SWEEP_KINDS, Plan, Point, check_initial_states, dim_names, fmt_value,  # noqa: F401
                    grid_of, plan_sweep)
@@ -124,7 +128,8 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     Returns
     -------
     xarray.Dataset
-        The combined Dataset (:func:`combine`).
+        The combined Dataset (:func:`combine`); after a Ctrl-C while the points ran, with the
+        unfinished points as ``stop_reason = "interrupted"`` and ``attrs["interrupted"] > 0``.
     """
     check_workers(workers, force)
     plan = plan_sweep(config, extra_grid, continuation, force=force)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ...core.errors import ConfigError
 from ...core.extras import require
+from ...core.signals import Interrupted
 from ...core.stops import StopReason
 from .points import run_point
 
@@ -191,6 +192,8 @@ def dask_client(workers: int | None = None, scheduler: str | None = None,
             LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
                          host="127.0.0.1", security=security, dashboard_address=None,
                          worker_dashboard_address=None, silence_logs=logging.CRITICAL,
+                         # workers ignore Ctrl-C: this process stops them (worker_setup)
+                         preload=["meanfield_pde.studies.sweep.worker_setup"],
                          # its HTTP server on a free port of 127.0.0.1, stopped below
                          scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
             Client(cluster, security=security) as client:
@@ -211,8 +214,21 @@ def lost_record(exc: BaseException) -> dict:
             "stop_reason": StopReason.FAILED.value,
             "finals": {}, "series": {}, "skipped": 0, "wall_time": math.nan}
 
+def interrupted_record(signal_name: str = "SIGINT") -> dict:
+    """The record of a point that had not finished when the sweep was interrupted (Ctrl-C):
+    computed again when the same sweep is run again (stop_reason ``interrupted``)."""
+    return {"status": f"stopped: interrupted ({signal_name}) before the point finished; run the "
+                      "same sweep again to compute it",
+            "stop_reason": StopReason.INTERRUPTED.value,
+            "finals": {}, "series": {}, "skipped": 0, "wall_time": math.nan}
+
+
 def collect_records(client, config, plan, specs, progress, log) -> list[dict]:
-    """Submit every point (continuation chains in order) and gather their records as they finish."""
+    """Submit every point (continuation chains in order) and gather their records as they finish.
+
+    A Ctrl-C (KeyboardInterrupt) while waiting stops the gathering: the points not finished
+    get :func:`interrupted_record`, so the sweep's file keeps every finished point (a Ctrl-C
+    before any point was submitted still ends the command: nothing has run)."""
     from distributed import as_completed
     from tqdm.auto import tqdm
     records: list[dict | None] = [None] * len(specs)
@@ -226,16 +242,22 @@ def collect_records(client, config, plan, specs, progress, log) -> list[dict]:
     index = {f.key: i for i, f in enumerate(futures)}
     bar = tqdm(total=len(specs), desc=f"sweep {config.name}", unit="point",
                disable=None if progress is None else not progress)
-    for fut in as_completed(futures):
-        i = index[fut.key]
-        try:
-            r = fut.result()
-        except Exception as exc:  # noqa: BLE001 - run_point never raises: the worker was lost
-            r = dict(lost_record(exc), label=plan.points[i].label)
-        records[i] = r
-        bar.update(1)
-        if log is not None:
-            log(f"{plan.points[i].label}: {'skipped (done) ' if r.get('skipped') else ''}"
-                f"{r['status'].splitlines()[0]} ({r['wall_time']:.2f} s)")
-    bar.close()
+    try:
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            try:
+                r = fut.result()
+            except Exception as exc:  # noqa: BLE001 - run_point never raises: the worker was lost
+                r = dict(lost_record(exc), label=plan.points[i].label)
+            records[i] = r
+            bar.update(1)
+            if log is not None:
+                log(f"{plan.points[i].label}: {'skipped (done) ' if r.get('skipped') else ''}"
+                    f"{r['status'].splitlines()[0]} ({r['wall_time']:.2f} s)")
+    except KeyboardInterrupt as exc:  # Ctrl-C: keep what finished (the workers ignore it)
+        name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
+        records = [dict(interrupted_record(name), label=p.label) if r is None else r
+                   for p, r in zip(plan.points, records)]
+    finally:
+        bar.close()
     return records

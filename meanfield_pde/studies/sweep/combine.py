@@ -75,13 +75,16 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     ds = xr.Dataset(data, coords=coords)
     c = plan.config
     failed = int(sum(r["stop_reason"] == StopReason.FAILED.value for r in records))
+    interrupted = int(sum(r["stop_reason"] == StopReason.INTERRUPTED.value for r in records))
     ds.attrs.update({
         "title": f"sweep of {c.name} over {', '.join(keys)}", "kind": "sweep",  # `plot` redraws it
         "case": c.to_toml(), "case_name": c.name,
         "description": c.description, "model": c.model.kind, "manifold": c.domain.manifold,
         "grid": "; ".join(f"{k}={[fmt_value(v) for v in vals]}" for k, vals in plan.grid),
         "continuation": plan.continuation, "task": c.sweep.task, "figure": c.sweep.figure,
-        "points": len(records), "failed": failed, "skipped": int(sum(r.get("skipped", 0) for r in records)),
+        "points": len(records), "failed": failed,
+        "interrupted": interrupted,  # points a Ctrl-C stopped or kept from running
+        "skipped": int(sum(r.get("skipped", 0) for r in records)),
         "n_tokens": c.particles.n,
     })
     if c.domain.manifold == "sphere_zonal" and "domain.dimension" not in keys:

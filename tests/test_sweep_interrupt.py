@@ -1,0 +1,65 @@
+"""A Ctrl-C on the terminal (SIGINT to the whole process group: the sweep and its workers)
+stops a sweep part-way like a run: exit status 3, sweep.nc with the finished points and the
+others recorded as interrupted, and nothing else on stderr (no traceback from a worker, no
+multiprocessing "leaked semaphore objects" warning from workers killed mid-point)."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import xarray as xr
+
+CASE = """\
+description = "one quick point, one that runs until it is interrupted"
+[model]
+kind = "USA"
+beta = 0.0
+nu = 0.3
+[domain]
+manifold = "circle"
+lmax = 12
+[initial]
+type = "von_mises_fisher"
+centres = [[1.0, 0.0]]
+concentrations = [1.0]
+[time]
+adaptive = false
+t_end = 0.2
+dt = 0.05
+[output]
+every = 0.1
+plot = false
+[sweep]
+grid = ["time.dt=[0.05, 1e-7]"]
+"""
+
+
+def test_ctrl_c_keeps_the_finished_points_exits_3_and_leaves_no_warnings(tmp_path):
+    # the second point takes 2e6 fixed steps: still running when the first (4 steps) is done
+    (tmp_path / "case.toml").write_text(CASE)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "meanfield_pde", "sweep", str(tmp_path / "case.toml"),
+           "-o", str(out), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # its own group: the Ctrl-C reaches only it
+    timer = threading.Timer(120, os.killpg, (proc.pid, signal.SIGKILL))  # a hang fails, not blocks
+    timer.start()
+    try:
+        lines = []
+        for line in proc.stdout:  # wait for the quick point, then press "Ctrl-C"
+            lines.append(line)
+            if "time.dt=0.05" in line:
+                os.killpg(proc.pid, signal.SIGINT)  # as the terminal does: to every process
+                break
+        rest, err = proc.communicate()
+    finally:
+        timer.cancel()
+    assert proc.returncode == 3, (proc.returncode, "".join(lines) + rest, err)
+    assert "leaked semaphore" not in err and "Traceback" not in err, err
+    assert "sweep interrupted: 1 of 2 points not finished" in err, err
+    with xr.open_dataset(out / "sweep.nc") as ds:
+        reasons = dict(zip(ds.dt.values.tolist(), ds.stop_reason.values.tolist()))
+        assert reasons == {0.05: "completed", 1e-7: "interrupted"}, reasons
+        assert ds.attrs["interrupted"] == 1 and ds.attrs["failed"] == 0
