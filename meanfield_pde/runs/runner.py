@@ -63,7 +63,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     Raises
     ------
     ConfigError
-        Bad output path, an existing output without ``overwrite``, an
+        A case whose ``run.kind`` is not "pde" or "limit" (the message names the function
+        that runs it); bad output path, an existing output without ``overwrite``, an
         unresolved initial density, an ``initial`` run that does not fit the case or has no
         snapshot at ``time``, or (without ``force``) a resource estimate
         beyond the machine or the caps; raised before anything is written.
@@ -71,6 +72,9 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     if not isinstance(config, Config):  # refused before its sections are read below
         from .budget import check_run_arguments
         check_run_arguments(config, overwrite)
+    if config.kind not in RUN_FUNCTIONS:  # else a PDE ran silently under the case's other kind
+        raise ConfigError(f"run.kind = {config.kind!r}: run() integrates the PDE (run.kind 'pde' "
+                          f"or 'limit'); run this case with {OTHER_KINDS[config.kind]}")
     if initial is not None and not isinstance(initial, np.ndarray):
         from .dataset import initial_coefficients
         initial = initial_coefficients(config, initial, time, exact)
@@ -81,6 +85,15 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         from .handoff_run import HANDOFF as kind
     return start_run(kind, config, output, overwrite=overwrite, force=force, progress=progress,
                      initial=initial)
+
+
+RUN_FUNCTIONS = ("pde", "limit")
+# the function that runs each other run.kind (the command `meanfield-pde run` dispatches alike)
+OTHER_KINDS = {
+    "particles": "meanfield_pde.runs.particle_runner.run_particles(config, output)",
+    "compare": "meanfield_pde.studies.compare_particles.run_comparison(config, output)",
+    "transformer": "meanfield_pde.studies.transformer_study.run_study(config)",
+}
 
 
 def planned_snapshots(config: Config) -> int:
