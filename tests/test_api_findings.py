@@ -27,3 +27,27 @@ def test_run_refuses_a_transformer_case():
     # a transformer case has no [model]: mf.run ran an SA PDE at beta = 0, nu = 0
     with pytest.raises(ConfigError, match=r"run\.kind = 'transformer'.*run_study"):
         mf.run(mf.load_case("normalisation_schemes"))
+
+
+# -- analysis on loaded outputs ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def circle_run():
+    """A short circle run (seconds): 3 snapshots."""
+    return mf.run(mf.load_case("circle_usa_beta5", {"time.t_end": 0.1, "output.every": 0.05}),
+                  progress=False)
+
+
+def test_compare_with_a_run_without_snapshots_names_it(circle_run):
+    # was ValueError "zero-size array to reduction operation maximum which has no identity"
+    from meanfield_pde.analysis.compare import compare
+    with pytest.raises(ConfigError, match="run B has no snapshot"):
+        compare(circle_run, circle_run.isel(time=slice(0, 0)))
+    with pytest.raises(ConfigError, match="run A has no snapshot"):
+        compare(circle_run.isel(time=slice(0, 0)), circle_run)
+
+
+def test_compare_gives_its_numbers_units(circle_run):
+    from meanfield_pde.analysis.compare import compare
+    out = compare(circle_run, circle_run)
+    assert {n: out[n].attrs.get("units") for n in out.data_vars} == {n: "1" for n in out.data_vars}
+    assert float(out.l2_distance.max()) == 0.0  # a run against itself
