@@ -51,3 +51,14 @@ def test_compare_gives_its_numbers_units(circle_run):
     out = compare(circle_run, circle_run)
     assert {n: out[n].attrs.get("units") for n in out.data_vars} == {n: "1" for n in out.data_vars}
     assert float(out.l2_distance.max()) == 0.0  # a run against itself
+
+
+def test_resume_of_a_run_to_t_end_0_suggests_a_later_time(tmp_path):
+    # a run to t_end = 0 (one snapshot) refused to resume with "e.g. --set time.t_end=0",
+    # the time it already has; mf.resume takes t_end=, which the message now names too
+    out = tmp_path / "zero.nc"
+    mf.run(mf.load_case("circle_usa_beta5", {"time.t_end": 0.0}), output=out, progress=False)
+    with pytest.raises(ConfigError, match=r"completed \(t_end = 0\).*time\.t_end=1 \(Python: t_end=1\)"):
+        mf.resume(out)
+    ds = mf.resume(out, t_end=0.05)  # what it suggests (shorter) works
+    assert ds.attrs["status"] == "completed" and float(ds.time[-1]) == 0.05
