@@ -62,3 +62,22 @@ def test_resume_of_a_run_to_t_end_0_suggests_a_later_time(tmp_path):
         mf.resume(out)
     ds = mf.resume(out, t_end=0.05)  # what it suggests (shorter) works
     assert ds.attrs["status"] == "completed" and float(ds.time[-1]) == 0.05
+
+
+def test_run_from_given_coefficients_checks_them(circle_run):
+    config = mf.load_case("circle_usa_beta5", {"time.t_end": 0.05})
+    c = (circle_run.coef_real.values[-1] + 1j * circle_run.coef_imag.values[-1])
+    # the zero state (no mass) "completed" a run of nothing
+    with pytest.raises(ConfigError, match=r"initial: .*mass coefficient 0j.*positive mass"):
+        mf.run(config, initial=np.zeros_like(c), progress=False)
+    # a (1, ncoef) array was refused as "has 257 coefficients, ... needs 257"
+    with pytest.raises(ConfigError, match=r"shape \(1, 257\).*needs \(257,\)"):
+        mf.run(config, initial=c[None], progress=False)
+    # a list was taken for a path: TypeError "expected str, bytes or os.PathLike object, not list"
+    from_list = mf.run(config, initial=list(c), progress=False)
+    from_array = mf.run(config, initial=c, progress=False)
+    np.testing.assert_array_equal(from_list.coef_real.values, from_array.coef_real.values)
+    # the autonomous equation: the run from the last snapshot of a run over [0, 0.05] to 0.05
+    # is that run continued, here from its mass (conserved: 1) onward
+    assert float(from_array.mass[-1]) == pytest.approx(1.0, abs=1e-12)
+

@@ -39,8 +39,9 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         Progress bar; None shows it only on a terminal.
     overwrite : bool, keyword-only
         Replace an existing ``output`` (only once the new run has ended).
-    initial : ndarray (ncoef,), Dataset or path of a run file, optional, keyword-only
-        Start from these coefficients, or from a stored snapshot of a PDE or limit run
+    initial : ndarray (ncoef,) (or a list), Dataset or path of a run file, optional, keyword-only
+        Start from these coefficients (degree 0 positive: a mass), or from a stored snapshot
+        of a PDE or limit run
         (:func:`meanfield_pde.runs.dataset.initial_coefficients`: same manifold and lmax,
         the package's coefficient conventions), instead of the case's [initial] section.
         The new run's time starts at 0 (the equation is autonomous: its state at time t is
@@ -75,6 +76,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     if config.kind not in RUN_FUNCTIONS:  # else a PDE ran silently under the case's other kind
         raise ConfigError(f"run.kind = {config.kind!r}: run() integrates the PDE (run.kind 'pde' "
                           f"or 'limit'); run this case with {OTHER_KINDS[config.kind]}")
+    if isinstance(initial, (list, tuple)):  # array_like coefficients, not a path
+        initial = np.asarray(initial)
     if initial is not None and not isinstance(initial, np.ndarray):
         from .dataset import initial_coefficients
         initial = initial_coefficients(config, initial, time, exact)
