@@ -81,3 +81,33 @@ def test_run_from_given_coefficients_checks_them(circle_run):
     # is that run continued, here from its mass (conserved: 1) onward
     assert float(from_array.mass[-1]) == pytest.approx(1.0, abs=1e-12)
 
+
+def test_cluster_counts_refuse_what_is_not_one_snapshot(circle_run):
+    from meanfield_pde.analysis.clusters import (clustered_pair_fraction, count_clusters,
+                                                 count_peaks)
+    f, w = circle_run.density.values, circle_run.weights.values
+    area = 2 * np.pi
+    theta = circle_run.theta.values
+    three = (1 + 0.5 * np.cos(3 * theta)) / area  # three regions above 1/2π, each of mass
+    assert count_clusters(three, w, area) == 3    # (π/3 + 1/3)/2π = 0.22 > min_mass
+    # the whole run (time, theta): was "The truth value of an array ... is ambiguous"
+    with pytest.raises(ConfigError, match=r"density: shape \(3, \d+\): must be one snapshot"):
+        count_clusters(f, w, area)
+    with pytest.raises(ConfigError, match=r"weights: shape \(10,\)"):
+        count_clusters(f[-1], w[:10], area)
+    with pytest.raises(ConfigError, match=r"area = 0.0"):  # was ZeroDivisionError
+        count_clusters(f[-1], w, 0.0)
+    points = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+    assert count_peaks(points, three, area) == 3
+    with pytest.raises(ConfigError, match=r"points: shape \(3, 2\)"):  # was IndexError
+        count_peaks(points[:3], f[-1], area)
+    # one token has no pair: the fraction was NaN (numpy's "mean of empty slice")
+    x = np.array([[[1.0, 0.0, 0.0]]])
+    with pytest.raises(ConfigError, match=r"n >= 2 tokens"):
+        clustered_pair_fraction(x)
+    with pytest.raises(ConfigError, match=r"n >= 2 tokens"):  # was IndexError
+        clustered_pair_fraction(np.array([1.0, 0.0, 0.0]))
+    # two tokens: the fraction is that of their one pair
+    pair = np.array([[1.0, 0.0, 0.0], [np.cos(0.01), np.sin(0.01), 0.0]])
+    assert clustered_pair_fraction(pair) == 1.0  # cos 0.01 = 0.99995 > 0.999
+    assert clustered_pair_fraction(pair, level=0.99999) == 0.0
