@@ -130,3 +130,14 @@ def test_equiangular_edges():
     # the transition time is where ρ(t) reaches the level
     t_star = equiangular_transition_time("SA", 5.0, 32, 0.0, 0.999)
     assert solve_equiangular("SA", 1e-12, 5.0, 32, [t_star])[0] == pytest.approx(0.999, abs=1e-6)
+
+
+def test_a_sphere_beyond_shtns_limit_is_an_error_not_an_exit():
+    # shtns ended the whole Python process ("*** [SHTns] Run-time error : lmax too large")
+    import subprocess
+    import sys
+    code = ("from meanfield_pde.core.geometry import Sphere\n"
+            "try:\n    Sphere(10**6)\nexcept ValueError as e:\n    print('refused:', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: domain.lmax = 1000000: must be in [2, 65535] on the sphere" in proc.stdout
