@@ -141,3 +141,35 @@ def test_a_sphere_beyond_shtns_limit_is_an_error_not_an_exit():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "refused: domain.lmax = 1000000: must be in [2, 65535] on the sphere" in proc.stdout
+
+
+def test_zonal_collapse_laws_check_their_arguments():
+    from meanfield_pde.analysis import zonal_collapse as zc
+    # A_3(κ) = coth κ − 1/κ (the vMF mean on S²), and nothing for a NaN κ (was NaN)
+    for kappa in (0.5, 5.0, 50.0):
+        assert zc.vmf_mean(kappa, 3) == pytest.approx(1 / np.tanh(kappa) - 1 / kappa, rel=1e-14)
+    with pytest.raises(ConfigError, match="kappa = nan"):
+        zc.vmf_mean(float("nan"), 3)
+    with pytest.raises(ConfigError, match="dimension = 1"):  # was a ZeroDivisionError
+        zc.near_gaussian_gap_closed_form([0.0, 1.0], 0.1, 2.0, 1)
+    with pytest.raises(ConfigError, match="dimension = 1"):  # was 0.0 and a RuntimeWarning
+        zc.near_gaussian_rate(0.1, 2.0, 1)
+    with pytest.raises(ConfigError, match="u0 = 0.0"):  # was "math domain error"
+        zc.near_gaussian_gap([0.0, 1.0], 0.0, 2.0, 3)
+    with pytest.raises(ConfigError, match="ascending"):  # integrated backwards: u grew
+        zc.near_gaussian_gap([2.0, 1.0, 0.0], 0.1, 2.0, 3)
+    assert zc.near_gaussian_gap([], 0.1, 2.0, 3).shape == (0,)  # was IndexError
+    # at β = 0 the law is u' = −2u exactly
+    assert zc.near_gaussian_gap([0.0, 1.0], 0.1, 0.0, 3)[1] == pytest.approx(0.1 * np.exp(-2), rel=1e-9)
+    with pytest.raises(ConfigError, match="lmax = 0"):  # degree 0 has no tail: it returned 1e-6
+        zc.vmf_resolved_gap(0, 3)
+
+
+def test_critical_noise_fit_needs_one_m_per_nu():
+    from meanfield_pde.analysis.phase import critical_noise_fit
+    with pytest.raises(ValueError, match=r"nu \(shape \(2,\)\) and m \(shape \(1,\)\)"):
+        critical_noise_fit([0.3, 0.31], [0.5])  # was IndexError
+    # |m|² = a (ν_c − ν) exactly: the fit returns ν_c and a
+    nu = np.array([0.30, 0.31, 0.32, 0.33, 0.34])
+    m = np.sqrt(np.clip(12.0 * (0.335 - nu), 0, None))
+    assert critical_noise_fit(nu, m) == pytest.approx((0.335, 12.0), rel=1e-9)
