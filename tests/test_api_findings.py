@@ -173,3 +173,26 @@ def test_critical_noise_fit_needs_one_m_per_nu():
     nu = np.array([0.30, 0.31, 0.32, 0.33, 0.34])
     m = np.sqrt(np.clip(12.0 * (0.335 - nu), 0, None))
     assert critical_noise_fit(nu, m) == pytest.approx((0.335, 12.0), rel=1e-9)
+
+
+# -- particles ---------------------------------------------------------------------------------------
+def test_token_inputs_are_real_arrays_of_the_right_shapes():
+    from meanfield_pde.particles import simulate
+    from meanfield_pde.particles.sampling import uniform_sphere, von_mises_fisher_mixture
+    x0 = uniform_sphere(8, 3, seed=0)
+    with pytest.raises(ConfigError, match="x0: complex"):  # the imaginary parts were dropped
+        simulate(x0.astype(complex), "SA", 1.0, 0.0, 1.0, 0.1, 0.5)
+    with pytest.raises(ConfigError, match=r"centres: shape \(1, 1, 3\)"):  # "too many values to unpack"
+        von_mises_fisher_mixture(10, np.ones((1, 1, 3)), [1.0])
+    with pytest.raises(ConfigError, match=r"concentrations: shape \(2,\)"):  # a broadcast error
+        von_mises_fisher_mixture(10, [[0, 0, 1]], [1.0, 2.0])
+    with pytest.raises(ConfigError, match="concentrations = \\['a'\\]"):
+        von_mises_fisher_mixture(10, [[0, 0, 1]], ["a"])
+    with pytest.raises(ConfigError, match="centres: complex"):
+        von_mises_fisher_mixture(10, [[0, 0, 1j]], [1.0])
+    # the order parameter of a vMF(κ) sample on S² is A_3(κ) = coth κ − 1/κ, within sampling
+    # error (the variance of one token's component along the centre is below 1)
+    n = 20000
+    for kappa in (0.5, 5.0):
+        m = np.linalg.norm(von_mises_fisher_mixture(n, [[0, 0, 1]], [kappa], seed=1).mean(axis=0))
+        assert abs(m - (1 / np.tanh(kappa) - 1 / kappa)) < 4 / np.sqrt(n)

@@ -108,6 +108,8 @@ def _check_positive(name: str, value, allow_zero: bool) -> float:
 
 
 def _check_positions(x0) -> np.ndarray:
+    if np.iscomplexobj(x0):  # float() of it dropped the imaginary parts with only a ComplexWarning
+        raise ConfigError("x0: complex positions: tokens are real unit vectors (n, d)")
     x = np.array(x0, dtype=float)  # a copy: the caller's array is never touched
     if x.ndim != 2:
         raise ConfigError(f"x0: shape {x.shape}: must be (n, d) with n >= 2, d >= 2")
@@ -212,7 +214,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     Raises
     ------
     ConfigError (a ValueError)
-        Any argument out of range, checked before any work: x0 shape or
+        Any argument out of range, checked before any work: x0 shape, complex or
         non-unit rows, kind, beta outside [0, 700], nu < 0, t_end < 0,
         dt <= 0, every <= 0, unknown scheme, a deterministic scheme with
         nu > 0, seed not an integer >= 0, chunk_rows.
