@@ -196,3 +196,25 @@ def test_token_inputs_are_real_arrays_of_the_right_shapes():
     for kappa in (0.5, 5.0):
         m = np.linalg.norm(von_mises_fisher_mixture(n, [[0, 0, 1]], [kappa], seed=1).mean(axis=0))
         assert abs(m - (1 / np.tanh(kappa) - 1 / kappa)) < 4 / np.sqrt(n)
+
+
+def test_zonal_token_measures_refuse_no_tokens():
+    from meanfield_pde.analysis import zonal_tokens as zt
+    from meanfield_pde.core.geometry import ZonalSphere
+    g = ZonalSphere(8, 16)
+    coef = np.zeros(9)
+    coef[0] = 1.0  # the uniform law of t = <x, e> on S^15
+    law = zt.ZonalLaw(g, coef)
+    with pytest.raises(ConfigError, match="samples_t"):  # was NaN with a RuntimeWarning
+        zt.smoothed_l2([], g, coef, 0.01)
+    with pytest.raises(ConfigError, match="samples_t"):  # scipy's "Distribution can't be empty"
+        zt.wasserstein_t([], law)
+    with pytest.raises(ConfigError, match="n = 0"):  # was inf (division by zero)
+        zt.smoothed_l2_level(g, coef, 0.01, 0)
+    with pytest.raises(ConfigError, match="smoothing = -1.0"):  # backward heat: was inf
+        zt.smoothed_l2([0.5], g, coef, -1.0)
+    with pytest.raises(ConfigError, match=r"x: shape \(0, 3\)"):  # was NaN
+        zt.transverse_mean(np.zeros((0, 3)))
+    # the level of the uniform law: Var p_l = 1 (orthonormal, mean 0), so with s = 0 the expected
+    # squared distance of n samples on degrees 1..L is L/n
+    assert zt.smoothed_l2_level(g, coef, 0.0, 100) == pytest.approx(np.sqrt(8 / 100), rel=1e-9)
