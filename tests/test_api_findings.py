@@ -218,3 +218,15 @@ def test_zonal_token_measures_refuse_no_tokens():
     # the level of the uniform law: Var p_l = 1 (orthonormal, mean 0), so with s = 0 the expected
     # squared distance of n samples on degrees 1..L is L/n
     assert zt.smoothed_l2_level(g, coef, 0.0, 100) == pytest.approx(np.sqrt(8 / 100), rel=1e-9)
+
+
+def test_predicted_cluster_positions_takes_a_coefficient_from_a_run():
+    from meanfield_pde.theory.linear import predicted_cluster_positions
+    # f = 1/2π + ε cos(3θ + φ): μ̂_3 = π ε e^{iφ}, maxima at θ_j = (2πj − φ)/3
+    phi = 0.3
+    expected = np.sort(np.mod((2 * np.pi * np.arange(3) - phi) / 3, 2 * np.pi))
+    for c in (np.exp(1j * phi), np.array([np.exp(1j * phi)]), np.array(np.exp(1j * phi))):
+        np.testing.assert_allclose(predicted_cluster_positions(c, 3), expected, rtol=1e-14)
+    for bad in (np.array([1j, 2j]), "abc", None):  # a 1-d array was a TypeError
+        with pytest.raises(ValueError, match="coef_k_star"):
+            predicted_cluster_positions(bad, 3)
