@@ -230,3 +230,13 @@ def test_predicted_cluster_positions_takes_a_coefficient_from_a_run():
     for bad in (np.array([1j, 2j]), "abc", None):  # a 1-d array was a TypeError
         with pytest.raises(ValueError, match="coef_k_star"):
             predicted_cluster_positions(bad, 3)
+
+
+def test_velocity_of_non_finite_tokens_is_refused():
+    from meanfield_pde.particles import velocity
+    x = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [np.nan, 0.0, 0.0]])
+    with pytest.raises(ConfigError, match="x: positions must be finite"):  # was all NaN
+        velocity(x, "SA", 1.0)
+    # two tokens at β = 0: v_1 = P⊥_{x_1} m, m = (x_1 + x_2)/2, so v_1 = x_2/2 for x_1 ⊥ x_2
+    v = velocity(x[:2], "USA", 0.0)
+    np.testing.assert_allclose(v, [[0.0, 0.5, 0.0], [0.5, 0.0, 0.0]], atol=1e-16)

@@ -21,7 +21,7 @@ from ..core.errors import ConfigError
 from ..core.signals import check as check_stop_request, interruption
 from ..core.stops import StopReason, interrupt_reason
 from ..core.threads import resolve_threads, single_threaded_blas
-from .dynamics import check_beta, check_chunk, check_kind, energy, order_parameter, velocity
+from .dynamics import check_beta, check_chunk, check_kind, energy, field_velocity, order_parameter
 from .integrators import INTEGRATORS
 
 UNIT_TOL = 1e-10
@@ -233,7 +233,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         raise ConfigError(f"seed = {seed!r}: must be an integer >= 0")
 
     threads = resolve_threads(threads)
-    field = partial(velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
+    field = partial(field_velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
     grid = snapshot_times(t_end, every)
     if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start < grid.size:
         raise ConfigError(f"start = {start!r}: must be a snapshot index in [0, {grid.size - 1}]")
