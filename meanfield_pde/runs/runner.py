@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from .config import Config, time_unit
+from .config.kinds import RUN_FUNCTIONS
 from ..core.errors import ConfigError
 from .io import snapshot_values, snapshots_to_dataset
 from ..numerics.observers import ProgressBar, SnapshotRecorder
@@ -73,9 +74,9 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     if not isinstance(config, Config):  # refused before its sections are read below
         from .budget import check_run_arguments
         check_run_arguments(config, overwrite)
-    if config.kind not in RUN_FUNCTIONS:  # else a PDE ran silently under the case's other kind
+    if config.kind not in ("pde", "limit"):  # else a PDE ran silently under the case's other kind
         raise ConfigError(f"run.kind = {config.kind!r}: run() integrates the PDE (run.kind 'pde' "
-                          f"or 'limit'); run this case with {OTHER_KINDS[config.kind]}")
+                          f"or 'limit'); run this case with {RUN_FUNCTIONS[config.kind]}")
     if isinstance(initial, (list, tuple)):  # array_like coefficients, not a path
         initial = np.asarray(initial)
     if initial is not None and not isinstance(initial, np.ndarray):
@@ -88,15 +89,6 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         from .handoff_run import HANDOFF as kind
     return start_run(kind, config, output, overwrite=overwrite, force=force, progress=progress,
                      initial=initial)
-
-
-RUN_FUNCTIONS = ("pde", "limit")
-# the function that runs each other run.kind (the command `meanfield-pde run` dispatches alike)
-OTHER_KINDS = {
-    "particles": "meanfield_pde.runs.particle_runner.run_particles(config, output)",
-    "compare": "meanfield_pde.studies.compare_particles.run_comparison(config, output)",
-    "transformer": "meanfield_pde.studies.transformer_study.run_study(config)",
-}
 
 
 def planned_snapshots(config: Config) -> int:
