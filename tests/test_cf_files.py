@@ -164,3 +164,20 @@ def test_text_coordinates_are_labels_and_come_back_as_an_index(tmp_path):
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-n", "0", "-q"]))
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_every_number_has_units(written, name):
+    """README: `units` and `long_name` on every variable. A comparison had none on its distances
+    and differences, sweep.nc none on min_density, t_final, stationary_time, wall_time, ...
+    (cfchecker does not ask for them). Checksums are bit patterns and text has no unit."""
+    with xr.open_dataset(written / name, decode_times=False) as ds:
+        names = [n for n, v in ds.variables.items() if v.dtype.kind in "iuf"
+                 and n != "record_checksum"]
+        assert [n for n in names if "units" not in ds[n].attrs] == []
+        assert [n for n in ds.variables if "long_name" not in ds[n].attrs
+                and "standard_name" not in ds[n].attrs] == []
+        if "min_density" in ds and "density" in ds:
+            assert ds.min_density.attrs["units"] == ds.density.attrs["units"]
+        if name == "sweep/sweep.nc":
+            assert ds.min_density.attrs["units"] == "m-2" and ds.wall_time.attrs["units"] == "s"

@@ -363,7 +363,7 @@ def test_simulate_rejects_bad_input_before_any_work(monkeypatch, change, match):
     def no_work(*args, **kwargs):
         raise AssertionError("work started before validation")
 
-    for name in ("velocity", "energy", "order_parameter"):
+    for name in ("field_velocity", "energy", "order_parameter"):
         monkeypatch.setattr(simulate_module, name, no_work)
     args = {**GOOD, **change}
     with pytest.raises(ValueError, match=match) as info:

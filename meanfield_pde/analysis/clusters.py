@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
+from ..core.checks import check_number
+from ..core.errors import ConfigError
 from ..particles.clusters import (ClusterTracker, Clusters, MergeEvent,  # noqa: F401 (re-exported)
                                   track_clusters, weighted_clusters)
 
@@ -51,6 +53,19 @@ def _merge(labels: np.ndarray, n: int, pairs) -> np.ndarray:
     return np.array([find(a) for a in range(n + 1)])
 
 
+def _grid_density(density, weights, area) -> tuple[np.ndarray, np.ndarray, float]:
+    """(density, weights, area) checked: one snapshot (N,) or (nlat, nlon), weights of its shape,
+    area > 0; else ConfigError naming the argument (a run's whole density(time, lat, lon) gave
+    numpy's "truth value of an array is ambiguous", area = 0 a ZeroDivisionError)."""
+    f, w = np.asarray(density, dtype=float), np.asarray(weights, dtype=float)
+    if f.ndim not in (1, 2) or w.shape == f.shape[1:]:  # the latter: a time axis in front
+        raise ConfigError(f"density: shape {f.shape}: must be one snapshot, (N,) on the circle or "
+                          "(nlat, nlon) on the sphere (select a time: ds.density.isel(time=-1))")
+    if w.shape != f.shape:
+        raise ConfigError(f"weights: shape {w.shape}: must be the density's {f.shape}")
+    return f, w, check_number("area", area, 1e-300, np.inf)
+
+
 def cluster_masses(density: np.ndarray, weights: np.ndarray, area: float,
                    threshold: float = THRESHOLD) -> np.ndarray:
     """Masses of the connected regions where f > threshold/|S|, largest first.
@@ -60,7 +75,13 @@ def cluster_masses(density: np.ndarray, weights: np.ndarray, area: float,
     density : ndarray, (N,) on the circle (periodic) or (nlat, nlon) on the sphere
     weights : ndarray, same shape, quadrature weights (Σ weights = |S|)
     area : float, |S| (2π or 4π)
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        density not one snapshot of those shapes, weights of another shape, area not > 0.
     """
+    density, weights, area = _grid_density(density, weights, area)
     mask = density > threshold / area
     labels, n = ndimage.label(mask)
     if n == 0:
@@ -79,9 +100,9 @@ def cluster_masses(density: np.ndarray, weights: np.ndarray, area: float,
 
 def count_clusters(density, weights, area, threshold: float = THRESHOLD,
                    min_mass: float = MIN_MASS) -> int:
-    """Number of regions above threshold/|S| holding at least ``min_mass`` (see module doc)."""
-    return int(np.sum(cluster_masses(np.asarray(density), np.asarray(weights), area,
-                                     threshold) >= min_mass))
+    """Number of regions above threshold/|S| holding at least ``min_mass`` (see module doc);
+    arguments and errors as :func:`cluster_masses`."""
+    return int(np.sum(cluster_masses(density, weights, area, threshold) >= min_mass))
 
 
 PEAK_RADIUS = 0.2
@@ -95,10 +116,18 @@ def count_peaks(points: np.ndarray, density: np.ndarray, area: float, radius: fl
     points : (..., dim) unit vectors of the grid; density : (...) values of f there;
     radius : geodesic radius (radians) of the neighbourhood; area : |S|.
     Equal values on a plateau count once (the first point in grid order).
+
+    Raises ConfigError (a ValueError) if points and density do not match (one point per value),
+    area is not > 0 or radius not >= 0.
     """
     from scipy.spatial import cKDTree
     x = np.asarray(points, float).reshape(-1, np.shape(points)[-1])
     f = np.asarray(density, float).ravel()
+    if np.shape(points)[:-1] != np.shape(density):  # was an IndexError from the tree's indices
+        raise ConfigError(f"points: shape {np.shape(points)}: must be the density's "
+                          f"{np.shape(density)} plus one axis of coordinates")
+    area = check_number("area", area, 1e-300, np.inf)
+    radius = check_number("radius", radius, 0.0, np.pi)
     tree = cKDTree(x)
     chord = 2.0 * np.sin(radius / 2.0)
     count = 0
@@ -113,9 +142,12 @@ def count_peaks(points: np.ndarray, density: np.ndarray, area: float, radius: fl
 def clustered_pair_fraction(positions: np.ndarray, level: float = PAIR_LEVEL) -> np.ndarray:
     """Fraction of token pairs i < j with ⟨x_i, x_j⟩ > level, per snapshot.
 
-    positions : (..., n, d) unit rows; returns shape (...).
+    positions : (..., n, d) unit rows, n >= 2; returns shape (...).
+    Raises ConfigError (a ValueError) for fewer than 2 tokens (no pair: the fraction was NaN).
     """
     x = np.asarray(positions)
+    if x.ndim < 2 or x.shape[-2] < 2:
+        raise ConfigError(f"positions: shape {x.shape}: must be (..., n, d) with n >= 2 tokens")
     n = x.shape[-2]
     gram = x @ np.swapaxes(x, -1, -2)
     iu = np.triu_indices(n, 1)

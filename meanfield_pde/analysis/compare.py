@@ -71,9 +71,12 @@ def common_times(ds_a: xr.Dataset, ds_b: xr.Dataset) -> tuple[np.ndarray, np.nda
     Raises
     ------
     ConfigError
-        If the runs share no snapshot time.
+        If the runs share no snapshot time (or one has none).
     """
     ta, tb = ds_a.time.values, ds_b.time.values
+    for label, t in (("A", ta), ("B", tb)):  # e.g. ds.isel(time=slice(0, 0)), or a filtered run
+        if t.size == 0:
+            raise ConfigError(f"compare: run {label} has no snapshot (its time axis is empty)")
     scale = max(np.max(np.abs(ta)), np.max(np.abs(tb)), 1e-300)
     ib = np.searchsorted(tb, ta).clip(0, len(tb) - 1)
     ib = np.where(np.abs(tb[np.maximum(ib - 1, 0)] - ta) < np.abs(tb[ib] - ta), np.maximum(ib - 1, 0), ib)
@@ -393,7 +396,9 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     if is_particle_run(ds_a) or is_particle_run(ds_b):
         _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, geo,
                              n_projections, seed)
-    return out
+    for var in out.data_vars.values():  # README: units on every variable. The coefficients and
+        var.attrs.setdefault("units", "1")  # every quantity from them are pure numbers (the run
+    return out                               # files' "1"); the Wasserstein ones carry radian
 
 
 def same_energy(ds_a: xr.Dataset, ds_b: xr.Dataset) -> bool:

@@ -52,9 +52,13 @@ def critical_noise_fit(nu, m, window: float = 0.02) -> tuple[float, float]:
     Raises
     ------
     ValueError
-        Fewer than two points to fit (e.g. no stationary point: a short run).
+        nu and m not 1-d of one length; fewer than two points to fit (e.g. no stationary point:
+        a short run).
     """
     nu, m = np.asarray(nu, float), np.asarray(m, float)
+    if nu.ndim != 1 or m.shape != nu.shape:  # was an IndexError from the sorting below
+        raise ValueError(f"critical_noise_fit: nu (shape {nu.shape}) and m (shape {m.shape}) must "
+                         "be two 1-d arrays of the same length (one |m| per nu)")
     order = np.argsort(nu)
     nu, m2 = nu[order], m[order] ** 2
     zero = np.flatnonzero(m2 < 1e-6)

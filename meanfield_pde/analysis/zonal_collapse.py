@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from ..core.errors import ConfigError
 from ..core.geometry import ZonalSphere
 
 
@@ -83,17 +84,34 @@ def moment_rate(model, coef: np.ndarray, oversample: int = 4) -> float:
     return float(fine.integrate(-fine.sin_theta * v_theta * fine.synthesis(c)))
 
 
+def _check_law(u0, beta, dimension, name: str = "u0") -> tuple[float, float, int]:
+    """(u0, β, d) of the near-Gaussian law: u0 > 0 finite, β in [0, 700], d in [2, 4096], else
+    ConfigError naming the argument (d = 1 divided by zero, u0 = 0 took log 0)."""
+    from ..core.checks import check_beta, check_dimension, check_number
+    return (check_number(name, u0, 1e-300, math.inf), check_beta(beta),
+            check_dimension(dimension, "dimension"))
+
+
 def near_gaussian_rate(u, beta: float, dimension: int):
-    """−d log u/dt = 2/(1 + 2βu/(d − 1)) of the near-Gaussian law (module docstring)."""
+    """−d log u/dt = 2/(1 + 2βu/(d − 1)) of the near-Gaussian law (module docstring).
+    Raises ConfigError for β outside [0, 700] or d outside [2, 4096]."""
+    _check_law(1.0, beta, dimension)
     return 2.0 / (1.0 + 2.0 * beta * np.asarray(u, float) / (dimension - 1))
 
 
 def near_gaussian_gap(times, u0: float, beta: float, dimension: int, t0: float | None = None):
     """u(t) of u̇ = −2u/(1 + 2βu/(d − 1)) from u(t0) = u0 (t0 = times[0] by default), at
     ``times`` (ascending, >= t0), by scipy.integrate.solve_ivp (DOP853, rtol 1e-11) in log u;
-    shape of ``times``. u0 > 0, β >= 0, d >= 2 (the law of the module docstring)."""
+    shape of ``times``. u0 > 0, β >= 0, d >= 2 (the law of the module docstring); ConfigError
+    otherwise, or for times not ascending from t0."""
     from scipy.integrate import solve_ivp
+    u0, beta, dimension = _check_law(u0, beta, dimension)
     times = np.asarray(times, float)
+    if times.size == 0:  # was an IndexError (times[0])
+        return np.empty(times.shape)
+    if not (np.all(np.isfinite(times)) and np.all(np.diff(times) >= 0)
+            and (t0 is None or times[0] >= t0)):  # [2, 1, 0] integrated backwards: u grew
+        raise ConfigError(f"times: must be finite and ascending from t0 (got {times[:5].tolist()}...)")
     t0 = float(times[0]) if t0 is None else float(t0)
     c = 2.0 * beta / (dimension - 1)
     sol = solve_ivp(lambda t, y: -2.0 / (1.0 + c * np.exp(y)), (t0, float(times[-1])),
@@ -106,8 +124,13 @@ def near_gaussian_gap_closed_form(times, u0: float, beta: float, dimension: int,
     u = W(c u0 e^{c u0 − 2(t − t0)})/c = ω(log(c u0) + c u0 − 2(t − t0))/c, W the principal
     Lambert W and ω(z) = W(e^z) the Wright omega function (scipy.special.wrightomega; Corless &
     Jeffrey, "The Wright ω function", LNCS 2385 (2002) 76): taken in the exponent, so no
-    e^{c u0} overflows (c u0 up to 1400 at β = 700, d = 2). Shape of ``times``."""
+    e^{c u0} overflows (c u0 up to 1400 at β = 700, d = 2). Shape of ``times``.
+    Raises ConfigError as :func:`near_gaussian_gap` (u0 = 0 is allowed here: u stays 0)."""
     from scipy.special import wrightomega
+    if u0 != 0:
+        u0, beta, dimension = _check_law(u0, beta, dimension)
+    else:
+        _check_law(1.0, beta, dimension)
     c = 2.0 * beta / (dimension - 1)
     elapsed = np.asarray(times, float) - t0
     if c * u0 < 1e-100:  # β = 0: u̇ = −2u; and where c u stays below the float precision of 1
@@ -123,9 +146,11 @@ def near_gaussian_gap_closed_form(times, u0: float, beta: float, dimension: int,
 
 def vmf_mean(kappa: float, dimension: int) -> float:
     """⟨t⟩ = A_d(κ) = I_{d/2}(κ)/I_{d/2−1}(κ) of vMF(e, κ) on S^{d−1} (Mardia & Jupp §9.3.2), by
-    scipy.special.ive; where both underflow (κ ≪ d), its small-κ form κ/d (DLMF 10.25.2)."""
+    scipy.special.ive; where both underflow (κ ≪ d), its small-κ form κ/d (DLMF 10.25.2).
+    Raises ConfigError for κ not a finite number >= 0 (NaN gave NaN) or d outside [2, 4096]."""
     from scipy.special import ive
-    d = dimension
+    from ..core.checks import check_dimension, check_nonnegative
+    kappa, d = check_nonnegative("kappa", kappa), check_dimension(dimension, "dimension")
     with np.errstate(invalid="ignore", divide="ignore"):
         a = ive(d / 2, kappa) / ive(d / 2 - 1, kappa)
     return float(a) if np.isfinite(a) and a > 0 else kappa / d
@@ -141,8 +166,11 @@ def vmf_resolved_gap(lmax: int, dimension: int, max_spectral_tail: float = 1e-6)
     1.1–1.3 in d = 128 and 1.0–1.05 in d = 512 (README §Any dimension). In d = 3 it falls like
     L^{−2} (an angle √(2u) resolved by ~π/L); in high d more slowly while L < d, since the
     spectrum carries dim H_l = p_l(1)², which grows like d^l/l!. Returns nan if even κ = 1e-2
-    fails.
+    fails. Raises ConfigError for lmax < 2 (lmax 0 has no tail: every κ "passed") or d outside
+    [2, 4096].
     """
+    from ..core.checks import check_dimension, check_int
+    lmax, dimension = check_int("lmax", lmax, 2), check_dimension(dimension, "dimension")
     from scipy.optimize import brentq
     from ..core.kernels import vmf_zonal_coefficients
     cut = int(np.floor(2.0 * lmax / 3.0))

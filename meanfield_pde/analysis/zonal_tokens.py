@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from ..core.checks import check_int, check_nonnegative
 from ..core.errors import ConfigError
 from ..core.geometry import ZonalSphere
 from ..core.geometry.zonal import gegenbauer_normalised
@@ -106,9 +107,21 @@ def reflect_transverse(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x, mirror])
 
 
+def _samples(name: str, values, ndim: int = 1) -> np.ndarray:
+    """Token data as a float array of ``ndim`` dims holding at least one token, all finite, else
+    ConfigError naming ``name``: no tokens gave NaN (a mean of nothing) or scipy's "Distribution
+    can't be empty" without the argument's name."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != ndim or x.shape[0] < 1 or not np.all(np.isfinite(x)):
+        raise ConfigError(f"{name}: shape {x.shape}: must be {ndim}-d with at least one token, "
+                          "all finite")
+    return x
+
+
 def transverse_mean(x: np.ndarray) -> float:
-    """|P⊥ mean(x)|: the norm of the tokens' mean (n, d) → float orthogonal to e (last axis)."""
-    return float(np.linalg.norm(np.asarray(x, dtype=float)[:, :-1].mean(axis=0)))
+    """|P⊥ mean(x)|: the norm of the tokens' mean (n, d) → float orthogonal to e (last axis).
+    Raises ConfigError for no tokens."""
+    return float(np.linalg.norm(_samples("x", x, 2)[:, :-1].mean(axis=0)))
 
 
 class ZonalLaw:
@@ -162,13 +175,15 @@ class ZonalLaw:
 
 
 def wasserstein_t(samples_t: np.ndarray, law: ZonalLaw) -> float:
-    """W₁ between the empirical law of ``samples_t`` and the PDE law of t."""
+    """W₁ between the empirical law of ``samples_t`` (n >= 1 values) and the PDE law of t."""
     from scipy.stats import wasserstein_distance
-    return float(wasserstein_distance(np.asarray(samples_t, float), law.atoms()))
+    return float(wasserstein_distance(_samples("samples_t", samples_t), law.atoms()))
 
 
 def wasserstein_level(law: ZonalLaw, n: int, repeats: int = 20, seed: int = 0) -> tuple[float, float]:
-    """(mean, standard deviation) of W₁ between n i.i.d. draws from the law and the law."""
+    """(mean, standard deviation) of W₁ between n i.i.d. draws from the law and the law
+    (n, repeats >= 1, else ConfigError)."""
+    n, repeats = check_int("n", n, 1), check_int("repeats", repeats, 1)
     rng = make_rng(seed)
     atoms = law.atoms()
     from scipy.stats import wasserstein_distance
@@ -177,14 +192,16 @@ def wasserstein_level(law: ZonalLaw, n: int, repeats: int = 20, seed: int = 0) -
 
 
 def heat_factors(geometry: ZonalSphere, smoothing: float) -> np.ndarray:
-    """e^{−s l(l + d − 2)} per degree, the heat semigroup e^{sΔ} (shape (L+1,))."""
-    return np.exp(smoothing * geometry.laplacian)
+    """e^{−s l(l + d − 2)} per degree, the heat semigroup e^{sΔ} (shape (L+1,)); s >= 0 finite,
+    else ConfigError (s < 0 is the backward heat equation: it overflowed to inf)."""
+    return np.exp(check_nonnegative("smoothing", smoothing) * geometry.laplacian)
 
 
 def smoothed_l2(samples_t: np.ndarray, geometry: ZonalSphere, coef: np.ndarray,
                 smoothing: float) -> float:
-    """‖e^{sΔ}(μ_n − f̄)‖ in L²(σ̄) on degrees 1..L (Parseval in the orthonormal p_l)."""
-    emp = gegenbauer_normalised(np.asarray(samples_t, float), geometry.lmax,
+    """‖e^{sΔ}(μ_n − f̄)‖ in L²(σ̄) on degrees 1..L (Parseval in the orthonormal p_l); ConfigError
+    for no samples or smoothing < 0."""
+    emp = gegenbauer_normalised(_samples("samples_t", samples_t), geometry.lmax,
                                 geometry.dimension).mean(axis=0)
     diff = heat_factors(geometry, smoothing) * (emp - np.asarray(coef).real)
     return float(np.sqrt(np.sum(diff[1:] ** 2)))
@@ -193,7 +210,8 @@ def smoothed_l2(samples_t: np.ndarray, geometry: ZonalSphere, coef: np.ndarray,
 def smoothed_l2_level(geometry: ZonalSphere, coef: np.ndarray, smoothing: float, n: int) -> float:
     """sqrt(E‖e^{sΔ}(μ_n − f̄)‖²) for n i.i.d. draws of f̄: (1/n) Σ_{l>=1} e^{−2sλ_l} Var p_l(t),
     Var p_l = ∫ p_l² f̄ dσ̄ − f_l², the integral exact by a Gauss–Jacobi rule of 2L + 1 nodes
-    (degree 3L)."""
+    (degree 3L). ConfigError for n < 1 (was a division by zero) or smoothing < 0."""
+    n = check_int("n", n, 1)
     fine = ZonalSphere(geometry.lmax, geometry.dimension, npoints=2 * geometry.lmax + 1)
     f = fine.synthesis(coef)
     second = fine.weights @ (fine._p ** 2 * f[:, None])

@@ -358,7 +358,7 @@ def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None 
     ------
     ConfigError (a ValueError)
         kind not SA/USA; beta outside [0, 700] or NaN; x not of shape (n, d)
-        with d >= 2; chunk_rows not a positive integer; weights not n finite
+        with d >= 2 or not finite; chunk_rows not a positive integer; weights not n finite
         values >= 0 with a positive sum.
 
     Notes
@@ -368,6 +368,17 @@ def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None 
     Source: Geshkovski et al., arXiv:2312.10794 (SA eq. (1.2)-(1.3) family,
     USA the unnormalised variant); README §Model.
     """
+    x = _as_points(x)
+    if not np.all(np.isfinite(x)):  # a NaN token made every velocity NaN, silently
+        raise ConfigError("x: positions must be finite")
+    return field_velocity(x, kind, beta, weights=weights, chunk_rows=chunk_rows, threads=threads)
+
+
+def field_velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None = None,
+                   threads: int | None = None) -> np.ndarray:
+    """:func:`velocity` without its check of finite positions: the field an integrator evaluates
+    at its stages, where a non-finite stage must reach the integrator's own check (a stopped
+    run, "non-finite positions ... reduce dt"), not raise."""
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
     if beta == 0.0 and weights is None:  # fast path, all weights 1: v_i = m − ⟨x_i, m⟩ x_i

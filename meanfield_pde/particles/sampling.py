@@ -26,6 +26,16 @@ def make_rng(seed) -> np.random.Generator:
     return np.random.default_rng(int(seed))
 
 
+def _real_array(name: str, values) -> np.ndarray:
+    """``values`` as a float array, else ConfigError naming ``name`` (text, complex numbers)."""
+    if np.iscomplexobj(values):
+        raise ConfigError(f"{name}: complex values: must be real numbers")
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):  # e.g. ["a"], or ragged lists
+        raise ConfigError(f"{name} = {values!r}: must be real numbers") from None
+
+
 def uniform_sphere(n: int, d: int, seed=0) -> np.ndarray:
     """n i.i.d. points uniform on S^{d−1}: normalised standard Gaussians.
 
@@ -74,18 +84,22 @@ def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed
     Raises
     ------
     ConfigError (ValueError)
-        shapes inconsistent, a zero centre, κ < 0 or not finite, weights
+        shapes inconsistent, text or complex values, a zero centre, κ < 0 or not finite, weights
         negative or summing to 0, n < 1, bad seed.
     """
     n = check_int("n", n, 1)
-    centres = np.atleast_2d(np.asarray(centres, dtype=float))
-    k, d = centres.shape
-    if d < 2 or k < 1:
+    centres, kappas = _real_array("centres", centres), _real_array("concentrations", concentrations)
+    centres = np.atleast_2d(centres)
+    if centres.ndim != 2 or centres.shape[0] < 1 or centres.shape[1] < 2:
         raise ConfigError(f"centres: shape {centres.shape}: must be (K, d) with K >= 1, d >= 2")
+    k, d = centres.shape
     if not np.all(np.isfinite(centres)) or np.any(np.all(centres == 0, axis=1)):
         raise ConfigError("centres: must be finite and non-zero")
     centres = unit_rows(centres)
-    kappas = np.broadcast_to(np.asarray(concentrations, dtype=float), (k,))
+    if kappas.shape not in ((), (1,), (k,)):  # was numpy's broadcast error
+        raise ConfigError(f"concentrations: shape {kappas.shape}: must be one number or {k}, one "
+                          "per centre")
+    kappas = np.broadcast_to(kappas, (k,))
     if not np.all(np.isfinite(kappas)) or np.any(kappas < 0):
         raise ConfigError(f"concentrations = {kappas.tolist()}: must be finite and >= 0")
     if weights is None:

@@ -21,7 +21,7 @@ from ..core.errors import ConfigError
 from ..core.signals import check as check_stop_request, interruption
 from ..core.stops import StopReason, interrupt_reason
 from ..core.threads import resolve_threads, single_threaded_blas
-from .dynamics import check_beta, check_chunk, check_kind, energy, order_parameter, velocity
+from .dynamics import check_beta, check_chunk, check_kind, energy, field_velocity, order_parameter
 from .integrators import INTEGRATORS
 
 UNIT_TOL = 1e-10
@@ -108,6 +108,8 @@ def _check_positive(name: str, value, allow_zero: bool) -> float:
 
 
 def _check_positions(x0) -> np.ndarray:
+    if np.iscomplexobj(x0):  # float() of it dropped the imaginary parts with only a ComplexWarning
+        raise ConfigError("x0: complex positions: tokens are real unit vectors (n, d)")
     x = np.array(x0, dtype=float)  # a copy: the caller's array is never touched
     if x.ndim != 2:
         raise ConfigError(f"x0: shape {x.shape}: must be (n, d) with n >= 2, d >= 2")
@@ -212,7 +214,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     Raises
     ------
     ConfigError (a ValueError)
-        Any argument out of range, checked before any work: x0 shape or
+        Any argument out of range, checked before any work: x0 shape, complex or
         non-unit rows, kind, beta outside [0, 700], nu < 0, t_end < 0,
         dt <= 0, every <= 0, unknown scheme, a deterministic scheme with
         nu > 0, seed not an integer >= 0, chunk_rows.
@@ -231,7 +233,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         raise ConfigError(f"seed = {seed!r}: must be an integer >= 0")
 
     threads = resolve_threads(threads)
-    field = partial(velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
+    field = partial(field_velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
     grid = snapshot_times(t_end, every)
     if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start < grid.size:
         raise ConfigError(f"start = {start!r}: must be a snapshot index in [0, {grid.size - 1}]")

@@ -114,7 +114,8 @@ def cf_encode(ds: xr.Dataset, title: str | None = None) -> xr.Dataset:
     package), ``history`` (the Dataset's, plus one line for this command), ``source``
     (:func:`package_source`), ``date_created``. Variables: the tables above (an attribute
     already set is kept); coordinates get no ``_FillValue``; a variable without a long_name is named by its name, a
-    numeric coordinate without units (a swept parameter) gets "1"; strings are stored as
+    numeric coordinate or variable without units (a swept parameter, a count, a distance of
+    coefficients) gets "1" (checksums excepted); strings are stored as
     fixed-width char arrays (UTF-8). 64-bit integers are stored as int32 where they fit (all but a
     swept seed beyond 2**31, kept in the netCDF-4 files that hold one) and booleans as int8.
     """
@@ -134,6 +135,12 @@ def cf_encode(ds: xr.Dataset, title: str | None = None) -> xr.Dataset:
         # the package's coordinates without a table entry are parameters of the model (beta,
         # nu, order, seed, ...): pure numbers
         if name in out.dims and var.dtype.kind in "iuf" and "units" not in var.attrs:
+            var.attrs["units"] = "1"
+        # README promises units on every variable: a number without its own (a count, an id, a
+        # distance of coefficients, a fitted rate) is a pure number of the non-dimensional model,
+        # as its times, masses and coefficients are; a dimensional one (a density, wall time in
+        # s, an angle in radian) is given its units where it is made. Checksums are bit patterns.
+        elif var.dtype.kind in "iuf" and "units" not in var.attrs and not name.endswith("_checksum"):
             var.attrs["units"] = "1"
     for name, var in list(out.variables.items()):
         if var.dtype.kind == "b":

@@ -132,9 +132,10 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
                               "to extend a run")
         refuse_recurring(ds.attrs, where)
         if stop_reason(ds.attrs).completed and t_end is None:
+            longer = 2 * times[-1] if times[-1] > 0 else 1.0  # a run to t_end = 0: 2 t_end is 0
             raise ConfigError(f"--resume {str(path)!r}: the run is completed (t_end = {times[-1]:g}); "
                               "to extend it give a larger time.t_end, e.g. --set time.t_end="
-                              f"{2 * times[-1]:g}")
+                              f"{longer:g} (Python: t_end={longer:g})")
         every = config.snapshot_interval
         regular = [i for i, t in enumerate(times) if _regular(float(t), every, stored.time.t_end)]
         if not regular:

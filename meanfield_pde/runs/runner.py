@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from .config import Config, time_unit
+from .config.kinds import RUN_FUNCTIONS
 from ..core.errors import ConfigError
 from .io import snapshot_values, snapshots_to_dataset
 from ..numerics.observers import ProgressBar, SnapshotRecorder
@@ -39,8 +40,9 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
         Progress bar; None shows it only on a terminal.
     overwrite : bool, keyword-only
         Replace an existing ``output`` (only once the new run has ended).
-    initial : ndarray (ncoef,), Dataset or path of a run file, optional, keyword-only
-        Start from these coefficients, or from a stored snapshot of a PDE or limit run
+    initial : ndarray (ncoef,) (or a list), Dataset or path of a run file, optional, keyword-only
+        Start from these coefficients (degree 0 positive: a mass), or from a stored snapshot
+        of a PDE or limit run
         (:func:`meanfield_pde.runs.dataset.initial_coefficients`: same manifold and lmax,
         the package's coefficient conventions), instead of the case's [initial] section.
         The new run's time starts at 0 (the equation is autonomous: its state at time t is
@@ -63,7 +65,8 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     Raises
     ------
     ConfigError
-        Bad output path, an existing output without ``overwrite``, an
+        A case whose ``run.kind`` is not "pde" or "limit" (the message names the function
+        that runs it); bad output path, an existing output without ``overwrite``, an
         unresolved initial density, an ``initial`` run that does not fit the case or has no
         snapshot at ``time``, or (without ``force``) a resource estimate
         beyond the machine or the caps; raised before anything is written.
@@ -71,6 +74,11 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     if not isinstance(config, Config):  # refused before its sections are read below
         from .budget import check_run_arguments
         check_run_arguments(config, overwrite)
+    if config.kind not in ("pde", "limit"):  # else a PDE ran silently under the case's other kind
+        raise ConfigError(f"run.kind = {config.kind!r}: run() integrates the PDE (run.kind 'pde' "
+                          f"or 'limit'); run this case with {RUN_FUNCTIONS[config.kind]}")
+    if isinstance(initial, (list, tuple)):  # array_like coefficients, not a path
+        initial = np.asarray(initial)
     if initial is not None and not isinstance(initial, np.ndarray):
         from .dataset import initial_coefficients
         initial = initial_coefficients(config, initial, time, exact)

@@ -76,8 +76,14 @@ def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | Li
     u0 = (initial_density(geometry, config.initial, mon.max_spectral_tail, mon.negative_density)
           if initial is None else np.array(initial, complex))
     if u0.shape != geometry.zeros_coef().shape:
-        raise ConfigError(f"initial: the given state has {u0.size} coefficients, domain.lmax = "
-                          f"{config.domain.lmax} needs {geometry.ncoef}")
+        raise ConfigError(f"initial: the given state has shape {u0.shape}, domain.lmax = "
+                          f"{config.domain.lmax} needs {geometry.zeros_coef().shape} (one vector "
+                          "of coefficients)")
+    if initial is not None and not u0[0].real > 0:  # entry 0: degree 0, the mass up to |S|^{1/2}
+        # the zero state passed every check below (nothing negative, nothing unresolved) and
+        # "completed" a run of no mass; a negative or NaN mass is no density either
+        raise ConfigError(f"initial: the given state has mass coefficient {complex(u0[0])!r} (degree 0): "
+                          "a density needs a positive mass")
     if config.kind == "limit":
         check_initial_density(model or make_limit_model(geometry, config.model.kind, config.model.beta,
                                                         config.limit.order), u0)

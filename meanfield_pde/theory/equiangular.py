@@ -69,6 +69,18 @@ def rho_rate(kind: str, rho, beta: float, n: int):
     return (2.0 / n) * np.exp(beta * rho) * core
 
 
+def _check_rho(name: str, rho, n: int) -> float:
+    """``rho`` as a float in the open interval (−1/(n−1), 1) of equiangular Gram matrices whose
+    flow moves (both ends are equilibria), else ValueError naming ``name``."""
+    try:
+        rho = float(rho)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} = {rho!r}: must be a number in (-1/(n-1), 1)") from None
+    if not -1.0 / (n - 1) < rho < 1.0:
+        raise ValueError(f"{name} = {rho}: must be in (-1/(n-1), 1) = ({-1.0 / (n - 1):.6g}, 1)")
+    return rho
+
+
 def _log_r0(rho0: float, n: int) -> float:
     """log R0, R0 = (1+(n−1)ρ0) / ((n−1)(1−ρ0)) (finite for ρ0 in the open range)."""
     return float(np.log1p((n - 1) * rho0) - np.log(n - 1) - np.log1p(-rho0))
@@ -130,12 +142,13 @@ def solve_equiangular(kind: str, rho0: float, beta: float, n: int, t, *,
     hence ρ as a function of s, stays exact).
     """
     kind, beta, n = check_kind(kind), check_beta(beta), _check_n(n)
-    rho0 = float(rho0)
-    if not -1.0 / (n - 1) < rho0 < 1.0:
-        raise ValueError(f"rho0 = {rho0}: must be in (-1/(n-1), 1) = ({-1.0 / (n - 1):.6g}, 1)")
+    rho0 = _check_rho("rho0", rho0, n)
     t = np.asarray(t, dtype=float)
     if not np.all(np.isfinite(t)) or np.any(t < 0):
         raise ValueError("t: times must be finite and >= 0")
+    if t.size == 0:  # no times, no values (was numpy's "need at least one array to concatenate")
+        return np.empty(t.shape)
+    n = float(n)  # n beyond int64 (10**20 tokens) made numpy's log of an int object fail
 
     log_h0 = _log_speed(kind, beta, n, 1.0 - rho0)
 
@@ -199,10 +212,19 @@ def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.
     h_USA = (2/n) e^{βρ}. In the clock s with ds = h dt, ρ is logistic
     (:func:`solve_equiangular`): 1 − ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),
     R0 = (1+(n−1)ρ0)/((n−1)(1−ρ0)), so ρ = level at
-    s* = log(((n/(n−1))/(1−level) − 1)/R0)/n and t* = ∫_0^{s*} ds/h(ρ(s)) (quad).
+    s* = log(((n/(n−1))/(1−level) − 1)/R0)/n and t* = ∫_0^{s*} ds/h(ρ(s)) (quad); 0 if
+    level <= ρ0.
+
+    Raises
+    ------
+    ValueError
+        kind, beta, n as :func:`rho_rate`; rho0 or level outside (−1/(n−1), 1).
     """
     from scipy.integrate import quad
     rho_rate(kind, rho0, beta, n)  # checks kind, beta, n
+    # ρ = 1 is an equilibrium that the flow only approaches: a level >= 1 is never reached (it
+    # returned 0.0 for 1.5, and ρ0 = 1 ended in ZeroDivisionError)
+    rho0, level = _check_rho("rho0", rho0, n), _check_rho("level", level, n)
     r0 = (1 + (n - 1) * rho0) / ((n - 1) * (1 - rho0))
     s_star = np.log(((n / (n - 1)) / (1 - level) - 1) / r0) / n
     if s_star <= 0:

@@ -251,10 +251,16 @@ def predicted_cluster_positions(coef_k_star: complex, k_star: int) -> np.ndarray
     Raises
     ------
     ValueError
-        k_star not an integer >= 1; coef_k_star zero or not finite (no phase).
+        k_star not an integer >= 1; coef_k_star not one number, zero or not finite (no phase).
     """
     k = check_int("k_star", k_star, 1)
-    c = complex(coef_k_star)
+    a = np.asarray(coef_k_star)
+    try:  # one number, also as a size-1 array (coefficients sliced from a run: complex() of a
+        c = complex(a.reshape(-1)[0]) if a.size == 1 else None  # 1-d array is a TypeError)
+    except (TypeError, ValueError):
+        c = None
+    if c is None:
+        raise ValueError(f"coef_k_star = {coef_k_star!r}: must be one complex number")
     if not (c != 0 and np.isfinite(c.real) and np.isfinite(c.imag)):
         raise ValueError(f"coef_k_star = {coef_k_star!r}: must be finite and nonzero "
                          "(its phase sets the positions)")

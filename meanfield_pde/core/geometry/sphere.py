@@ -127,6 +127,11 @@ def _transform(lmax: int, nlat: int, nphi: int, threads: int):
     return sh
 
 
+# shtns keeps lmax in an unsigned short and ends the process (exit, no exception) beyond it:
+# "*** [SHTns] Run-time error : lmax too large" killed a Python session that asked for Sphere(10**6)
+SHTNS_MAX_LMAX = 65535
+
+
 class Sphere(Geometry):
     """S² with spherical-harmonic degree cut-off ``lmax`` on a Gauss grid.
 
@@ -144,7 +149,8 @@ class Sphere(Geometry):
     Raises
     ------
     ValueError
-        lmax < 2; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
+        lmax outside [2, SHTNS_MAX_LMAX = 65535] (shtns's own limit; a case allows up to 1023);
+        nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
     RuntimeError
         In a process forked (os.fork, multiprocessing's "fork") from one that had made
         transforms whose OpenMP threads would hang this one's (see ``_check_not_forked``);
@@ -191,8 +197,8 @@ class Sphere(Geometry):
         return (Sphere, (self.lmax, *self._grid_args, self.threads))
 
     def __init__(self, lmax: int, nlat: int = 0, nphi: int = 0, threads: int = 0):
-        if lmax < 2:
-            raise ValueError(f"domain.lmax = {lmax}: must be >= 2 on the sphere")
+        if not 2 <= lmax <= SHTNS_MAX_LMAX:
+            raise ValueError(f"domain.lmax = {lmax}: must be in [2, {SHTNS_MAX_LMAX}] on the sphere")
         self.lmax = int(lmax)
         if nlat and not nlat >= max(self.lmax + 1, SHTNS_MIN_NLAT):
             raise ValueError(f"nlat = {nlat}: must be 0 (automatic) or >= "

@@ -9,6 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ...core.stops import StopReason
+from ...runs.cf import grid_units
 from .plan import Plan, dim_names, fmt_value
 from .points import MEASURES
 
@@ -55,12 +56,16 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
             num[k][p.index] = r.get(k, np.nan)
         for k in ints:
             ints[k][p.index] = r.get(k, 0)
-    data = {n: (dims, a, {"long_name": f"final {n}"}) for n, a in finals.items()}
+    # units (README: on every variable): pure numbers as in the run files, but min_density is a
+    # density (grid_units of the manifold) and wall_time seconds; text has none
+    units = {"min_density": grid_units(plan.config.domain.manifold)[0], "wall_time": "s"}
+    data = {n: (dims, a, {"long_name": f"final {n}", "units": units.get(n, "1")})
+            for n, a in finals.items()}
     if "clusters" in data:
         data["clusters"][2]["long_name"] = MEASURES["clusters"]
     data.update({k: (dims, a.astype(str)) for k, a in text.items()})
-    data.update({k: (dims, a) for k, a in num.items()})
-    data.update({k: (dims, a) for k, a in ints.items()})
+    data.update({k: (dims, a, {"units": units.get(k, "1")}) for k, a in num.items()})
+    data.update({k: (dims, a, {"units": "1"}) for k, a in ints.items()})
     good = [r for r in records if r["stop_reason"] != StopReason.FAILED.value and "times" in r]
     for name in sorted({n for r in good for n in r["series"]}):
         times = good[0]["times"]
@@ -70,7 +75,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
         for p, r in zip(plan.points, records):
             if name in r["series"]:
                 arr[p.index] = r["series"][name]
-        data[name] = (dims + ["time"], arr, {"long_name": MEASURES.get(name, name)})
+        data[name] = (dims + ["time"], arr, {"long_name": MEASURES.get(name, name), "units": "1"})
         coords["time"] = ("time", np.asarray(times, float), {"long_name": "time"})
     ds = xr.Dataset(data, coords=coords)
     c = plan.config
