@@ -22,7 +22,8 @@ Modules, one job each (this package re-exports their public names):
 from ...core.errors import ConfigError
 from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special (~0.2 s)
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
-from .kinds import OLD_KIND_KEYS, RUN_KINDS, CaseKeyDeprecationWarning, run_kind_of_old_keys
+from .kinds import (OLD_KIND_KEYS, RUN_FUNCTIONS, RUN_KINDS, CaseKeyDeprecationWarning,
+                    run_kind_of_old_keys)
 from .overrides import (GRID_RANGE, apply_overrides, parse_grid_item, parse_override, parse_toml,
                         parse_values)
 from .schema import MAX_NESTING, build_section, check_scalar, check_value, field_spec, nearest_hint
@@ -37,7 +38,7 @@ from .validation import MAX_DESCRIPTION, from_dict
 
 __all__ = [
     "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_DESCRIPTION", "MAX_NESTING",
-    "MAX_SNAPSHOTS", "OLD_KIND_KEYS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_KINDS", "SECTIONS",
+    "MAX_SNAPSHOTS", "OLD_KIND_KEYS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_FUNCTIONS", "RUN_KINDS", "SECTIONS",
     "STUDIES", "SWEEP_MEASURES", "CaseKeyDeprecationWarning", "Config", "ConfigError",
     "DomainConfig", "HandoffConfig", "LimitConfig", "ModelConfig", "MonitorConfig", "OutputConfig",
     "ParticlesConfig", "PerturbedUniform", "RegularisationConfig", "RunConfig",

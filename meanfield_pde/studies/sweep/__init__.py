@@ -67,6 +67,8 @@ from .plan import (SWEEP_KINDS, Plan, Point, check_initial_states, dim_names, fm
 from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
                      summarise)
 
+from .worker_setup import dask_setup  # noqa: F401 - the workers' preload hook (dask calls it by this name)
+
 _fmt = fmt_value  # its name before the split (tests/test_input_safety.py imports it)
 
 
