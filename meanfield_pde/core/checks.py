@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -19,6 +20,26 @@ from .errors import ConfigError
 
 BETA_MAX = 700.0  # e^β must stay finite in float64 (overflow at β ≈ 709.8)
 KINDS = ("SA", "USA")  # the attention kinds: softmax (SA) and unnormalised (USA)
+
+
+def machine_memory() -> float:
+    """Physical memory of the machine in bytes (inf where the OS does not say)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+def check_array_memory(what: str, shape: tuple, copies: int = 1) -> None:
+    """ConfigError unless ``copies`` float64 arrays of ``shape`` fit in the machine's physical
+    memory (:func:`machine_memory`): an absurd size is refused with its size, before numpy
+    allocates it (with Linux's overcommit the allocation may succeed and the process be killed
+    when it is filled). ``what`` names the arguments that set the shape, e.g. "n = 2, d = 10**9"."""
+    need = 8.0 * copies * math.prod(float(s) for s in shape)
+    have = machine_memory()
+    if need > have:
+        raise ConfigError(f"{what}: {copies} array(s) of shape {tuple(shape)} need {need / 1e9:.3g} GB, "
+                          f"more than this machine's memory ({have / 1e9:.3g} GB)")
 
 
 def _range(lo, hi) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.checks import check_int
+from ..core.checks import check_array_memory, check_int
 from ..core.errors import ConfigError
 from ..core.geometry import unit_rows
 from .integrators import normalise
@@ -50,9 +50,10 @@ def uniform_sphere(n: int, d: int, seed=0) -> np.ndarray:
     Raises
     ------
     ConfigError (ValueError)
-        n < 1, d < 2, bad seed.
+        n < 1, d < 2, bad seed, or n × d points that do not fit in the machine's memory.
     """
     n, d = check_int("n", n, 1), check_int("d", d, 2)
+    check_array_memory(f"n = {n}, d = {d}", (n, d), copies=3)  # the sample, its squares, the result
     return normalise(make_rng(seed).standard_normal((n, d)))
 
 
@@ -93,6 +94,7 @@ def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed
     if centres.ndim != 2 or centres.shape[0] < 1 or centres.shape[1] < 2:
         raise ConfigError(f"centres: shape {centres.shape}: must be (K, d) with K >= 1, d >= 2")
     k, d = centres.shape
+    check_array_memory(f"n = {n}, d = {d}", (n, d), copies=3)  # the sample and two work arrays
     if not np.all(np.isfinite(centres)) or np.any(np.all(centres == 0, axis=1)):
         raise ConfigError("centres: must be finite and non-zero")
     centres = unit_rows(centres)

@@ -28,11 +28,11 @@ factors; they are meant to tell a typo (``output.every = 1e-6``,
 from __future__ import annotations
 
 import math
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.checks import machine_memory  # noqa: F401 - used below and public here before
 from ..core.errors import ConfigError
 
 MAX_HOURS = 24.0            # estimated wall time above which a run needs --force
@@ -83,14 +83,6 @@ def duration(s: float) -> str:
         if s >= length:
             return f"{s / length:.3g} {unit}"
     return f"{s:.3g} s"
-
-
-def machine_memory() -> float:
-    """Physical memory of the machine in bytes (inf where the OS does not say)."""
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return math.inf
 
 
 def disk_free(path) -> float:
