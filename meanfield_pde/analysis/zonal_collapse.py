@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from ..core.checks import check_beta, check_dimension, check_int, check_nonnegative, check_number
 from ..core.errors import ConfigError
 from ..core.geometry import ZonalSphere
 
@@ -87,7 +88,6 @@ def moment_rate(model, coef: np.ndarray, oversample: int = 4) -> float:
 def _check_law(u0, beta, dimension, name: str = "u0") -> tuple[float, float, int]:
     """(u0, β, d) of the near-Gaussian law: u0 > 0 finite, β in [0, 700], d in [2, 4096], else
     ConfigError naming the argument (d = 1 divided by zero, u0 = 0 took log 0)."""
-    from ..core.checks import check_beta, check_dimension, check_number
     return (check_number(name, u0, 1e-300, math.inf), check_beta(beta),
             check_dimension(dimension, "dimension"))
 
@@ -149,7 +149,6 @@ def vmf_mean(kappa: float, dimension: int) -> float:
     scipy.special.ive; where both underflow (κ ≪ d), its small-κ form κ/d (DLMF 10.25.2).
     Raises ConfigError for κ not a finite number >= 0 (NaN gave NaN) or d outside [2, 4096]."""
     from scipy.special import ive
-    from ..core.checks import check_dimension, check_nonnegative
     kappa, d = check_nonnegative("kappa", kappa), check_dimension(dimension, "dimension")
     with np.errstate(invalid="ignore", divide="ignore"):
         a = ive(d / 2, kappa) / ive(d / 2 - 1, kappa)
@@ -169,7 +168,6 @@ def vmf_resolved_gap(lmax: int, dimension: int, max_spectral_tail: float = 1e-6)
     fails. Raises ConfigError for lmax < 2 (lmax 0 has no tail: every κ "passed") or d outside
     [2, 4096].
     """
-    from ..core.checks import check_dimension, check_int
     lmax, dimension = check_int("lmax", lmax, 2), check_dimension(dimension, "dimension")
     from scipy.optimize import brentq
     from ..core.kernels import vmf_zonal_coefficients

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.checks import DIMENSION_MAX, check_domain_dimension
-from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special (~0.2 s)
+from ...core.checks import BETA_MAX, DIMENSION_MAX, check_domain_dimension  # not core.kernels (scipy.special, ~0.2 s)
 from ...core.threads import MAX_THREADS
 from ...numerics.steppers.select import SCHEMES
 from ...numerics.steppers.tableaus import DEFAULT_SCHEME
