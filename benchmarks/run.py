@@ -35,7 +35,9 @@ Rows (issues 6 and 18):
 7. Whole run of sa_beta10_noisy (shortened; with its run file, diagnostics and
    snapshots) / (right-hand side evaluations × right-hand side time), L = 63,
    127, 255, 1 and N threads.
-T. 1 versus 2 threads for the right-hand side and the particle velocity.
+T. 1 versus 2 threads for the right-hand side and the particle velocity; the same with
+   the OpenMP threads spinning between transforms (GOMP_SPINCOUNT), and what each setting
+   costs two 2-thread runs side by side.
 S. The start of the command line (issue 18): CPU time of ``meanfield-pde cases``
    and ``--help`` in new processes (median and spread of interleaved repeats),
    and their ratio to ``python -c pass``.
@@ -47,6 +49,7 @@ import argparse
 import contextlib
 import datetime
 import functools
+import json
 import math
 import os
 import platform
@@ -417,25 +420,96 @@ def particle_rows(table: Table, cfg: dict) -> dict:
     return times
 
 
+def sa_rhs(L: int, threads: int):
+    """A right-hand side call (SA, β = 10) at degree L on ``threads`` threads."""
+    g = Sphere(L, threads=threads)
+    u = perturbed_uniform(g, 0.1, 1, min(L, 20), seed=0)
+    model, out = MeanFieldModel(g, "SA", 10.0, 0.01), g.zeros_coef()
+    return lambda: model.transport(u, out)
+
+
+def thread_ratios(L: int, rounds: int) -> dict:
+    """Times (s) of the SA right-hand side at degree L on 1 and on 2 threads, interleaved."""
+    t = repetitions({f"rhs {th}": sa_rhs(L, th) for th in (1, 2)}, rounds)
+    return {k: [float(x) for x in v] for k, v in t.items()}
+
+
 def thread_rows(table: Table, cfg: dict) -> None:
     L = cfg["lmax"][-1]
-    res = {}
-    for th in (1, 2):
-        g = Sphere(L, threads=th)
-        u = perturbed_uniform(g, 0.1, 1, min(L, 20), seed=0)
-        model, out = MeanFieldModel(g, "SA", 10.0, 0.01), g.zeros_coef()
-        res[th] = (lambda m, o, uu: lambda: m.transport(uu, o))(model, out, u)
-    t = {k: np.array(v) for k, v in repetitions({f"rhs {k}": f for k, f in res.items()},
-                                                  cfg["rounds"]).items()}
+    t = {k: np.array(v) for k, v in thread_ratios(L, cfg["rounds"]).items()}
     table.add("T", f"PDE RHS, L = {L}, SA: time 1 thread / 2 threads (wall clock; "
                    f"{np.median(t['rhs 1']) * 1e3:.3g} / {np.median(t['rhs 2']) * 1e3:.3g} ms)",
               show(t["rhs 1"] / t["rhs 2"]), ">= 1.6", spread(t["rhs 1"] / t["rhs 2"])[0] >= 1.6)
+    spin_rows(table, cfg, L)
     n = cfg["n_threads"]
     x = uniform_sphere(n, 3, seed=1)
     t = interleaved({th: (lambda k: lambda: dynamics.velocity(x, "SA", 4.0, threads=k))(th)
                      for th in (1, 2)}, max(2, cfg["rounds"] // 2), min_time=0.0)
     table.add("T", f"particle velocity, n = {n}: time 1 thread / 2 threads "
                    f"({t[1]:.3g} / {t[2]:.3g} s)", f"{t[1] / t[2]:.2f}", "(ideal 2)")
+
+
+# OpenMP waiting (row T): the package lets the transforms' idle threads sleep
+# (OMP_WAIT_POLICY=PASSIVE, meanfield_pde/__init__.py), and each of the transforms' parallel
+# regions then wakes them. GOMP_SPINCOUNT (libgomp's own variable, read when it loads; it
+# takes precedence over the policy) keeps them spinning instead: faster on cores of one's own,
+# slower for everyone when the cores are shared. These rows measure both sides, each setting in
+# new processes (libgomp reads it once).
+SPIN_COUNT = "100000"  # ~1 ms of spinning (libgomp's estimate: 100000 spins a millisecond)
+
+
+def _child(args: list[str], spin: str | None) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("GOMP_SPINCOUNT", None)
+    if spin is not None:
+        env["GOMP_SPINCOUNT"] = spin
+    return subprocess.Popen([sys.executable, __file__, *args], env=env, stdout=subprocess.PIPE,
+                            text=True)
+
+
+def _results(children: list[subprocess.Popen]) -> list:
+    out = []
+    for c in children:
+        text, _ = c.communicate()
+        if c.returncode:
+            raise RuntimeError(f"row T: a measuring process failed (exit {c.returncode})")
+        out.append(json.loads(text.strip().splitlines()[-1]))
+    return out
+
+
+def spin_rows(table: Table, cfg: dict, L: int) -> None:
+    """Row T with the threads spinning (GOMP_SPINCOUNT = SPIN_COUNT): the 1/2-thread ratio on
+    idle cores, and what it costs two runs side by side (each process a 2-thread right-hand
+    side in a loop for a few seconds, alone and then two at once; right-hand sides a second)."""
+    seconds = 4.0 if cfg is FULL else 0.5
+    [t] = _results([_child(["--child", f"ratios {L} {cfg['rounds']}"], SPIN_COUNT)])
+    r = np.array(t["rhs 1"]) / np.array(t["rhs 2"])
+    table.add("T", f"the same, GOMP_SPINCOUNT={SPIN_COUNT} (threads spin between transforms; "
+                   f"{np.median(t['rhs 1']) * 1e3:.3g} / {np.median(t['rhs 2']) * 1e3:.3g} ms)",
+              show(r), ">= 1.6", spread(r)[0] >= 1.6)
+    for spin in (None, SPIN_COUNT):
+        [alone] = _results([_child(["--child", f"rate {L} {seconds}"], spin)])
+        pair = _results([_child(["--child", f"rate {L} {seconds}"], spin) for _ in range(2)])
+        setting = "threads sleep (default)" if spin is None else f"GOMP_SPINCOUNT={spin}"
+        table.add("T", f"2-thread runs, L = {L}, {setting}: RHS/s of one run beside another / "
+                       f"alone ({alone:.0f} RHS/s alone)",
+                  " ".join(f"{p / alone:.2f}" for p in pair), "(1 = no cost)")
+
+
+def child(task: str) -> None:
+    """A measurement of :func:`spin_rows` in this (new) process: prints its result as JSON."""
+    kind, L, arg = task.split()
+    if kind == "ratios":
+        with single_threaded_blas():
+            print(json.dumps(thread_ratios(int(L), int(arg))))
+    else:  # "rate": right-hand sides a second, 2 threads, for arg seconds
+        rhs = sa_rhs(int(L), 2)
+        rhs()
+        count, start = 0, time.perf_counter()
+        while time.perf_counter() - start < float(arg):
+            rhs()
+            count += 1
+        print(json.dumps(count / (time.perf_counter() - start)))
 
 
 # -- row S ----------------------------------------------------------------------------------
@@ -555,7 +629,11 @@ def main(argv=None) -> int:
     p.add_argument("--output", "-o", default=None,
                    help="Markdown file for the table (default: benchmarks/results.md; "
                         "with --smoke none unless given)")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)  # spin_rows' processes
     args = p.parse_args(argv)
+    if args.child:
+        child(args.child)
+        return 0
     cfg = SMOKE if args.smoke else FULL
     threads = resolve_threads(args.threads or None)
     start, load0 = time.perf_counter(), os.getloadavg()

@@ -30,6 +30,9 @@ def test_benchmark_smoke(tmp_path):
     for scheme in ("ARS222", "ARS443", "ARK324"):
         assert scheme in table
     assert "extrapolated" in table or "measured" in table  # row 5 says which
+    # row T with the threads spinning, and both settings side by side (new processes each)
+    assert "| T | the same, GOMP_SPINCOUNT=100000" in table
+    assert table.count("beside another / alone") == 2
     assert "target" in proc.stdout
 
 
