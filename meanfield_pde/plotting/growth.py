@@ -104,10 +104,11 @@ def draw_growth(ax, t, power, attrs, circle: bool, t_symbol: str = "t", t_label:
         (line,) = ax.plot(t / t_scale, np.where(amp[:, l] > 0, amp[:, l], np.nan), "-", lw=1.5,
                           label=f"{name} = {l}" + (f", σ = {sigma[l]:.3g}" if sigma is not None else ""))
         if sigma is not None and amp[0, l] > 0:
-            pred = amp[0, l] * np.exp(sigma[l] * (t - t[0]))
-            # the prediction is for the small-amplitude phase: stop it once it is far above the data
-            keep = pred <= 10.0 * top
-            ax.plot(t[keep] / t_scale, pred[keep], "--", color=line.get_color(), lw=1.2)
+            # the prediction is for the small-amplitude phase: stop it once it is far above the
+            # data; compared in logarithms (σ t reaches 800 in a run to t = 2000: e^800 overflows)
+            log_pred = np.log(amp[0, l]) + sigma[l] * (t - t[0])
+            keep = log_pred <= np.log(10.0 * top)
+            ax.plot(t[keep] / t_scale, np.exp(log_pred[keep]), "--", color=line.get_color(), lw=1.2)
     if np.isfinite(top):
         ax.set_yscale("log")
         ax.set_xlim(t[0] / t_scale, _growth_window_end(t, amp[:, degrees]) / t_scale)
