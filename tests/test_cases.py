@@ -131,6 +131,26 @@ def check_sa_beta10_noisy(tmp_path):
     assert count_clusters(ds.density.values[-1], 3 * F_BAR) >= 3
 
 
+def check_sa_beta10_noisy_long(tmp_path):
+    """To t = 260 (the first merge): "auto" agrees with the explicit default ARK324 on the order
+    parameter and the energy to 1e-4 (issue 18's accuracy), in far fewer steps."""
+    short = ("time.t_end=260", "output.every=20")
+    auto = run_case(tmp_path, "sa_beta10_noisy_long", *short)
+    ark = run_case(tmp_path / "ark", "sa_beta10_noisy_long", *short, "time.scheme='ARK324'")
+    for ds in (auto, ark):
+        assert ds.attrs["status"] == "completed"
+        assert ds.spectral_tail.max() < 1e-15 and ds.min_density.min() > -1e-6 * F_BAR
+    assert auto.attrs["scheme"] == "auto" and ark.attrs["scheme"] == "ARK324"
+    for name in ("order_parameter", "energy"):
+        a, b = auto[name].sel(time=[200.0, 260.0]).values, ark[name].sel(time=[200.0, 260.0]).values
+        np.testing.assert_allclose(a, b, rtol=1e-4, err_msg=name)
+    e = auto.energy
+    assert float(e.sel(time=240.0) - e.sel(time=180.0)) > 50.0  # the first merge: a step
+    clusters = [count_clusters(auto.density.sel(time=t).values, 3 * F_BAR) for t in (180.0, 260.0)]
+    assert clusters == [4, 3]
+    assert auto.attrs["steps"] < ark.attrs["steps"] / 3
+
+
 def check_vmf_merge(tmp_path):
     ds = run_case(tmp_path, "vmf_two_clusters_merge")
     kappa = 10.0
@@ -173,6 +193,7 @@ CHECKS = {
     "sa_beta5_uniform": lambda p: check_beta5(p, "sa_beta5_uniform", "SA", 1.0, 6.0),
     "usa_beta5_uniform": lambda p: check_beta5(p, "usa_beta5_uniform", "USA", 0.05, 0.4),
     "sa_beta10_noisy": check_sa_beta10_noisy,
+    "sa_beta10_noisy_long": check_sa_beta10_noisy_long,
     "vmf_two_clusters_merge": check_vmf_merge,
     "usa_beta1_below_nu1": check_below_nu1,
     "usa_beta1_above_nu1": check_above_nu1,
