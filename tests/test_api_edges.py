@@ -1,0 +1,94 @@
+"""Faults at the edges of the Python API found by new users' reviews: each test failed before
+its fix (a RuntimeError or TypeError from deep inside, a silent wrong answer, a message worded
+for another audience)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from meanfield_pde.core.geometry import Sphere
+
+
+@pytest.fixture(scope="module")
+def sphere():
+    return Sphere(15, threads=1)
+
+
+def _grid(s, shape=None, dtype=np.float64):
+    return np.zeros(shape or (s.nlat, s.nphi), dtype=dtype)
+
+
+# (call, the argument named, the shape/dtype given, the expected shape or dtype in the message)
+SPHERE_CASES = {
+    "synthesis complex64": (lambda s: s.synthesis(s.zeros_coef().astype(np.complex64)),
+                            "coef", "complex64", "complex128"),
+    "synthesis short": (lambda s: s.synthesis(s.zeros_coef()[:-1]), "coef", "(135,)", "(136,)"),
+    "synthesis float": (lambda s: s.synthesis(s.zeros_coef().real.copy()), "coef", "float64", "complex128"),
+    "synthesis list": (lambda s: s.synthesis(list(s.zeros_coef())), "coef", "list", "(136,)"),
+    "synthesis grid for coef": (lambda s: s.synthesis(_grid(s)), "coef", "(32, 48)", "(136,)"),
+    "synthesis strided": (lambda s: s.synthesis(np.zeros(2 * s.ncoef, complex)[::2]), "coef",
+                          "not C-contiguous", "(136,)"),
+    "synthesis out transposed": (lambda s: s.synthesis(s.zeros_coef(), _grid(s, (48, 32))),
+                                 "out", "(48, 32)", "(32, 48)"),
+    "synthesis out float32": (lambda s: s.synthesis(s.zeros_coef(), _grid(s, dtype=np.float32)),
+                              "out", "float32", "float64"),
+    "analysis transposed": (lambda s: s.analysis(_grid(s, (48, 32))), "grid", "(48, 32)", "(32, 48)"),
+    "analysis wrong size": (lambda s: s.analysis(_grid(s, (33, 48))), "grid", "(33, 48)", "(32, 48)"),
+    "analysis complex": (lambda s: s.analysis(_grid(s, dtype=complex)), "grid", "complex128", "real"),
+    "analysis out complex64": (lambda s: s.analysis(_grid(s), np.zeros(136, np.complex64)),
+                               "out", "complex64", "complex128"),
+    "gradient complex64": (lambda s: s.gradient(s.zeros_coef().astype(np.complex64)),
+                           "coef", "complex64", "complex128"),
+    "gradient out single": (lambda s: s.gradient(s.zeros_coef(), (_grid(s),)), "out", "1 item", "pair"),
+    "fused scalar short": (lambda s: s.synthesis_and_gradient(s.zeros_coef()[:-1], s.zeros_coef()),
+                           "scalar", "(135,)", "(136,)"),
+    "fused potential complex64": (lambda s: s.synthesis_and_gradient(
+        s.zeros_coef(), s.zeros_coef().astype(np.complex64)), "potential", "complex64", "complex128"),
+    "fused out transposed": (lambda s: s.synthesis_and_gradient(
+        s.zeros_coef(), s.zeros_coef(), (_grid(s), (_grid(s), _grid(s, (48, 32))))),
+        "out[1][1]", "(48, 32)", "(32, 48)"),
+    "divergence wrong shape": (lambda s: s.divergence((_grid(s), _grid(s, (32, 49)))),
+                               "components[1]", "(32, 49)", "(32, 48)"),
+    "divergence float32": (lambda s: s.divergence((_grid(s, dtype=np.float32), _grid(s))),
+                           "components[0]", "float32", "float64"),
+    "divergence one component": (lambda s: s.divergence((_grid(s),)), "components", "1 item", "pair"),
+    "divergence three components": (lambda s: s.divergence((_grid(s),) * 3), "components", "3 item", "pair"),
+    "divergence out complex64": (lambda s: s.divergence((_grid(s), _grid(s)), np.zeros(136, np.complex64)),
+                                 "out", "complex64", "complex128"),
+}
+
+
+@pytest.mark.parametrize("case", list(SPHERE_CASES))
+def test_sphere_transforms_refuse_wrong_arrays_naming_them(sphere, case):
+    """Sphere's public transforms given an array of the wrong size, shape, dtype or layout raised
+    shtns's RuntimeError/TypeError ("arg #1 : spectral array has wrong size"), an IndexError, or
+    (a transposed grid to analysis, a transposed out) nothing at all: now a ValueError naming the
+    method, the argument, what was given and what it must be."""
+    call, name, given, expected = SPHERE_CASES[case]
+    with pytest.raises(ValueError) as info:
+        call(sphere)
+    message = str(info.value)
+    method = case.split()[0].replace("fused", "synthesis_and_gradient")
+    assert message.startswith(f"Sphere.{method}: {name} "), message
+    assert given in message and expected in message, message
+
+
+def test_sphere_transforms_still_take_good_arrays(sphere):
+    """The checks refuse nothing the transforms took before: real lists and ints for analysis,
+    given out arrays, non-contiguous grid components for divergence; same numbers."""
+    c = sphere.zeros_coef()
+    c[sphere.index(2, 1)] = 0.3 - 0.2j
+    c[0] = 1.0
+    f = sphere.synthesis(c)
+    np.testing.assert_allclose(sphere.analysis(f.tolist()), c, atol=1e-13)
+    out = sphere.zeros_coef()
+    assert sphere.analysis(f, out) is out
+    grid, (vt, vp) = sphere.synthesis_and_gradient(c, c)
+    np.testing.assert_allclose(grid, f, atol=1e-14)
+    wide = np.zeros((sphere.nlat, 2 * sphere.nphi))
+    wide[:, ::2] = vt
+    np.testing.assert_array_equal(sphere.divergence((wide[:, ::2], vp)), sphere.divergence((vt, vp)))
+    assert sphere.analysis(np.ones((sphere.nlat, sphere.nphi), dtype=int))[0].real > 0
