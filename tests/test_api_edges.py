@@ -92,3 +92,39 @@ def test_sphere_transforms_still_take_good_arrays(sphere):
     wide[:, ::2] = vt
     np.testing.assert_array_equal(sphere.divergence((wide[:, ::2], vp)), sphere.divergence((vt, vp)))
     assert sphere.analysis(np.ones((sphere.nlat, sphere.nphi), dtype=int))[0].real > 0
+
+
+# -- 2. a float (or bool) lmax ------------------------------------------------------------------
+def _geometries():
+    from meanfield_pde.core.geometry import Circle, ZonalSphere
+    return {"sphere": lambda lmax: Sphere(lmax, threads=1), "circle": Circle,
+            "zonal": lambda lmax: ZonalSphere(lmax, 5)}
+
+
+@pytest.mark.parametrize("manifold", ["sphere", "circle", "zonal"])
+@pytest.mark.parametrize("lmax", [2.0, 15.0, 7.5, True, np.float64(15.0), "15", None])
+def test_geometries_refuse_a_non_integer_lmax(manifold, lmax):
+    """Sphere(2.0) and Circle(7.5) were taken (lmax rounded down by int()), ZonalSphere(15.0)
+    too, and a string or None raised a TypeError from a comparison: now a ValueError
+    (ConfigError) naming domain.lmax, the value and the allowed range."""
+    from meanfield_pde import ConfigError
+    with pytest.raises(ConfigError, match=re.escape(f"domain.lmax = {lmax!r}: must be an integer")):
+        _geometries()[manifold](lmax)
+
+
+@pytest.mark.parametrize("manifold", ["sphere", "circle", "zonal"])
+def test_geometries_take_numpy_integers(manifold):
+    g = _geometries()[manifold](np.int64(15))
+    assert g.lmax == 15 and type(g.lmax) is int
+
+
+def test_grid_sizes_must_be_integers():
+    from meanfield_pde import ConfigError
+    from meanfield_pde.core.geometry import Circle, ZonalSphere
+    with pytest.raises(ConfigError, match=re.escape("nlat = 40.0: must be an integer")):
+        Sphere(15, 40.0, 0, threads=1)
+    with pytest.raises(ConfigError, match=re.escape("npoints = 64.0: must be an integer")):
+        Circle(15, 64.0)
+    with pytest.raises(ConfigError, match=re.escape("npoints = 40.0: must be an integer")):
+        ZonalSphere(15, 5, 40.0)
+    assert Sphere(15, np.int64(40), np.int64(80), threads=1).nlat == 40

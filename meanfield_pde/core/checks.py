@@ -76,12 +76,17 @@ def check_nonnegative(name: str, value) -> float:
     return check_number(name, value, 0.0, math.inf)
 
 
+def is_integer(value) -> bool:
+    """True for Python and numpy integers; False for bools, floats (even 3.0) and anything else."""
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
     """``value`` as an int in [minimum, maximum] (no upper bound if None), else ConfigError.
 
     Python and numpy integers only: bools and floats (even 3.0) are refused.
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+    if not is_integer(value):
         raise ConfigError(f"{name} = {value!r}: must be an integer {_range(minimum, maximum)}")
     if value < minimum or (maximum is not None and value > maximum):
         raise ConfigError(f"{name} = {value!r}: must be an integer {_range(minimum, maximum)}")

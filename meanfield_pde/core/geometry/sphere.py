@@ -19,6 +19,8 @@ import weakref
 
 import numpy as np
 
+from ..checks import is_integer
+from ..errors import ConfigError
 from ..threads import resolve_threads, transform_threads
 from .base import Geometry
 
@@ -158,8 +160,9 @@ class Sphere(Geometry):
     Raises
     ------
     ValueError
-        lmax outside [2, SHTNS_MAX_LMAX = 65535] (shtns's own limit; a case allows up to 1023);
-        nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
+        (ConfigError) lmax not an integer (a float, even 3.0, or a bool; numpy integers are
+        taken) or outside [2, SHTNS_MAX_LMAX = 65535] (shtns's own limit; a case allows up to
+        1023); nlat or nphi not an integer; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
     RuntimeError
         In a process forked (os.fork, multiprocessing's "fork") from one that had made
         transforms whose OpenMP threads would hang this one's (see ``_check_not_forked``);
@@ -206,9 +209,15 @@ class Sphere(Geometry):
         return (Sphere, (self.lmax, *self._grid_args, self.threads))
 
     def __init__(self, lmax: int, nlat: int = 0, nphi: int = 0, threads: int = 0):
+        if not is_integer(lmax):  # 2.0 or True is a mistake upstream, not a degree to round
+            raise ConfigError(f"domain.lmax = {lmax!r}: must be an integer in [2, {SHTNS_MAX_LMAX}] "
+                              "on the sphere (a float, even 3.0, or a bool is refused)")
         if not 2 <= lmax <= SHTNS_MAX_LMAX:
-            raise ValueError(f"domain.lmax = {lmax}: must be in [2, {SHTNS_MAX_LMAX}] on the sphere")
+            raise ConfigError(f"domain.lmax = {lmax}: must be in [2, {SHTNS_MAX_LMAX}] on the sphere")
         self.lmax = int(lmax)
+        for name, value in (("nlat", nlat), ("nphi", nphi)):
+            if not is_integer(value):
+                raise ConfigError(f"{name} = {value!r}: must be an integer (0: automatic)")
         if nlat and not nlat >= max(self.lmax + 1, SHTNS_MIN_NLAT):
             raise ValueError(f"nlat = {nlat}: must be 0 (automatic) or >= "
                              f"{max(self.lmax + 1, SHTNS_MIN_NLAT)} (> lmax = {self.lmax}, and "
@@ -222,7 +231,7 @@ class Sphere(Geometry):
         points = nlat * nphi if nlat and nphi else 4.5 * (self.lmax + 1) ** 2
         self.transform_threads = transform_threads(self.threads, points)
         _check_not_forked(self.transform_threads)  # before the plan cache (the parent's plans)
-        self.sh = _transform(self.lmax, nlat, nphi, self.transform_threads)
+        self.sh = _transform(self.lmax, int(nlat), int(nphi), self.transform_threads)  # numpy ints: SWIG takes int
         if self.transform_threads > 1:
             _threaded_spheres.add(self)  # made stale in a forked child (_after_fork_in_child)
         sh = self.sh
