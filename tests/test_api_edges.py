@@ -128,3 +128,43 @@ def test_grid_sizes_must_be_integers():
     with pytest.raises(ConfigError, match=re.escape("npoints = 40.0: must be an integer")):
         ZonalSphere(15, 5, 40.0)
     assert Sphere(15, np.int64(40), np.int64(80), threads=1).nlat == 40
+
+
+# -- 3. the public entry points given None or a wrong type -----------------------------------------
+ENTRY_CASES = [
+    (lambda mf: mf.load_case(None), "case = None: must be a case name"),
+    (lambda mf: mf.load_case(123), "case = 123: must be a case name"),
+    (lambda mf: mf.load_case(b"sa_beta5_uniform"), "case = b'sa_beta5_uniform': must be a case name"),
+    (lambda mf: mf.load_case("sa_beta5_uniform", 5), "overrides = 5: must be a dict"),
+    (lambda mf: mf.load_case("sa_beta5_uniform", "model.beta=3"),
+     "overrides = 'model.beta=3': a single string; must be a dict"),
+    (lambda mf: mf.load_case("sa_beta5_uniform", [5]), "overrides: item 5 is not a string"),
+    (lambda mf: mf.load_case("sa_beta5_uniform", {5: 1}), "overrides: key 5 is not a string"),
+    (lambda mf: mf.from_dict(None), "data = None: a case must be a TOML table, given as a dict"),
+    (lambda mf: mf.from_dict([1, 2]), "data = [1, 2]: a case must be a TOML table"),
+    (lambda mf: mf.from_dict({}, name=None), "name = None: must be a str"),
+    (lambda mf: mf.build(None), "config = NoneType: must be a Config"),
+    (lambda mf: mf.coefficients(None), "coefficients: source = None: must be an xarray.Dataset or the path"),
+    (lambda mf: mf.positions(123), "positions: source = 123: must be an xarray.Dataset or the path"),
+    (lambda mf: mf.density(None), "density: source = None: must be an xarray.Dataset or the path"),
+    (lambda mf: mf.resume(None), "resume: path = None: must be the path of a run file"),
+    (lambda mf: mf.resume(123), "resume: path = 123: must be the path of a run file"),
+]
+
+
+@pytest.mark.parametrize("call, message", ENTRY_CASES, ids=[m for _, m in ENTRY_CASES])
+def test_entry_points_name_a_wrong_argument(call, message):
+    """mf.load_case(None), mf.load_case(123), mf.resume(None), mf.coefficients(None), ... raised
+    os.fspath's TypeError ("expected str, bytes or os.PathLike object, not NoneType"), a string
+    of overrides was read one character at a time ("--set 'm': must be of the form ..."),
+    mf.build(None) an AttributeError: now a ConfigError naming the argument and what it takes."""
+    import meanfield_pde as mf
+    with pytest.raises(mf.ConfigError) as info:
+        call(mf)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_load_case_takes_none_as_no_overrides():
+    import meanfield_pde as mf
+    assert mf.load_case("sa_beta5_uniform", None) == mf.load_case("sa_beta5_uniform")
+

@@ -135,10 +135,21 @@ def check_counts(name: str, values, minimum: int = 2) -> np.ndarray:
     return arr
 
 
-def _short(value, limit: int = 120) -> str:
+def short_repr(value, limit: int = 120) -> str:
     """repr of a value cut to ``limit`` characters (an error message stays one short line)."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+_short = short_repr
+
+
+def check_path(name: str, value, what: str = "the path of a file") -> None:
+    """ConfigError unless ``value`` is a path (a str or os.PathLike): None, a number or bytes
+    given for a file are refused with ``name`` and ``what`` it must be, before any work (they
+    raised os.fspath's TypeError from deep inside)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ConfigError(f"{name} = {_short(value)}: must be {what} (a str or os.PathLike)")
 
 
 def check_choice(name: str, value, choices) -> str:

@@ -42,8 +42,12 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
         If the initial density is not resolved at domain.lmax (spectral tail
         or negativity beyond the [monitor] limits), or a large-beta limit
         (run.kind = "limit") is asked with noise, with a
-        time.unit other than "natural" (its time is tau) or hyperviscosity.
+        time.unit other than "natural" (its time is tau) or hyperviscosity; ``config`` not a
+        Config.
     """
+    if not isinstance(config, Config):
+        raise ConfigError(f"config = {type(config).__name__}: must be a Config from "
+                          "meanfield_pde.load_case or meanfield_pde.from_dict")
     m, reg = config.model, config.regularisation
     check_limit_config(config)  # run.kind = "limit": time in tau, no noise (from_dict checks it too)
     geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
