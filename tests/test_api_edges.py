@@ -168,3 +168,60 @@ def test_load_case_takes_none_as_no_overrides():
     import meanfield_pde as mf
     assert mf.load_case("sa_beta5_uniform", None) == mf.load_case("sa_beta5_uniform")
 
+
+# -- 4. mf.resume's messages name its Python arguments, the command line keeps its flags ----------
+from test_file_safety import reference, run_file  # noqa: E402,F401  (a completed tiny circle run)
+from test_salvage import damage, interrupted  # noqa: E402
+
+
+def _resume_error(*args, **kwargs) -> str:
+    import meanfield_pde as mf
+    with pytest.raises(mf.ConfigError) as info:
+        mf.resume(*args, progress=False, **kwargs)
+    return str(info.value)
+
+
+def test_resume_of_a_completed_run_names_t_end(run_file):
+    """mf.resume of a completed run said "--resume '...': ... e.g. --set time.t_end=2 (Python:
+    t_end=2)", a too small t_end "time.t_end = 0.5: ...": now worded with resume's arguments."""
+    message = _resume_error(run_file)
+    assert message == (f"resume: path = {str(run_file)!r}: the run is completed (t_end = 1); to "
+                       f"extend it give a larger t_end, e.g. meanfield_pde.resume({str(run_file)!r}, "
+                       "t_end=2)"), message
+    message = _resume_error(run_file, t_end=0.5)
+    assert message.startswith("resume: t_end = 0.5: must exceed the last stored time 1"), message
+
+
+def test_resume_of_a_damaged_snapshot_names_drop_damaged(run_file):
+    """A damaged snapshot after the first: the error ended with the command line
+    "run: meanfield-pde run --resume FILE --drop-damaged"; from Python it names the call."""
+    interrupted(run_file)
+    damage(run_file, 3)
+    message = _resume_error(run_file)
+    assert message.startswith(f"resume: path = {str(run_file)!r}: the file is damaged: snapshot 3 (t = 0.75) of 5 fails its "
+                              "checksum"), message
+    assert message.endswith(f"; to continue from snapshot 2, call: meanfield_pde.resume({str(run_file)!r}, "
+                            "drop_damaged=True) (drops snapshots 3 to 4 (t = 0.75 to 1))"), message
+    assert "--" not in message
+
+
+def test_resume_with_drop_damaged_of_damage_it_cannot_cut_names_the_argument(run_file):
+    interrupted(run_file)
+    damage(run_file, 0)
+    message = _resume_error(run_file, drop_damaged=True)
+    assert message.endswith("; drop_damaged=True drops only damaged snapshots after the first (and every "
+                            "later one): it cannot cut around this"), message
+    assert "--" not in message
+
+
+def test_the_command_line_keeps_its_wording(run_file):
+    """The same faults through ``meanfield-pde run --resume``: the flags, as before."""
+    from test_file_safety import run_cli
+    code, _, err = run_cli("run", "--resume", run_file)
+    assert code == 2 and f"--resume {str(run_file)!r}: the run is completed (t_end = 1)" in err, err
+    assert "e.g. --set time.t_end=2" in err, err
+    interrupted(run_file)
+    damage(run_file, 3)
+    code, _, err = run_cli("run", "--resume", run_file)
+    assert code == 2 and f"run: meanfield-pde run --resume {run_file} --drop-damaged" in err, err
+

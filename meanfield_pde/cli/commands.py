@@ -105,8 +105,9 @@ def _run_one(config, path: Path, args) -> int:
 
 
 def _resume(args) -> int:
-    from ..runs.restart import resume
+    from ..runs.restart import RESUMABLE
     from ..runs.resume import resume_overrides
+    from ..runs.session import resume_file
     if args.case is not None or args.output or args.overwrite or args.threads is not None:
         raise ConfigError("run --resume FILE.nc: takes no CASE, --output, --overwrite or --threads "
                           "(the case is stored in the file, which is continued in place)")
@@ -114,8 +115,10 @@ def _resume(args) -> int:
     _check_resumable(Path(args.resume))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
-        ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end,
-                    drop_damaged=args.drop_damaged)
+        # meanfield_pde.resume with the messages worded for the command line (--resume FILE,
+        # --set time.t_end=, --drop-damaged)
+        ds = resume_file(args.resume, RESUMABLE, t_end, None if not args.quiet else False,
+                         args.drop_damaged, cli=True)
     args.overwrite = True  # a resumed run replaces its own figure
     return _report(str(ds.attrs.get("case_name", "run")), ds, Path(args.resume), args)
 
