@@ -225,3 +225,32 @@ def test_the_command_line_keeps_its_wording(run_file):
     code, _, err = run_cli("run", "--resume", run_file)
     assert code == 2 and f"run: meanfield-pde run --resume {run_file} --drop-damaged" in err, err
 
+
+# -- 5. complex token positions ------------------------------------------------------------------
+@pytest.mark.parametrize("function", ["velocity", "field_velocity", "attention", "energy"])
+def test_particle_functions_refuse_complex_positions(function):
+    """particles.velocity of complex positions dropped the imaginary parts with only numpy's
+    ComplexWarning (and went on with other tokens than given): refused as simulate refuses a
+    complex x0. NaN positions stay field_velocity's integrators' business (a stopped run)."""
+    import warnings
+    from meanfield_pde import ConfigError
+    from meanfield_pde.particles import dynamics
+    x = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=complex)
+    x[0, 1] = 0.5j
+    call = {"energy": lambda y: dynamics.energy(y, 1.0)}.get(
+        function, lambda y: getattr(dynamics, function)(y, "SA", 1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ConfigError, match=re.escape("x: complex values: token positions (n, d) must be real")):
+            call(x)
+        with pytest.raises(ConfigError, match=re.escape("x: not an array of real numbers")):
+            call([["a", "b"], ["c", "d"]])
+    assert np.all(np.isfinite(call(x.real)))
+
+
+def test_kuramoto_velocity_refuses_complex_angles():
+    from meanfield_pde import ConfigError
+    from meanfield_pde.particles import kuramoto_velocity
+    with pytest.raises(ConfigError, match=re.escape("theta: complex values: angles (n,) must be real")):
+        kuramoto_velocity(np.array([0.0, 1.0 + 1j]), "SA", 1.0)
+
