@@ -254,3 +254,27 @@ def test_kuramoto_velocity_refuses_complex_angles():
     with pytest.raises(ConfigError, match=re.escape("theta: complex values: angles (n,) must be real")):
         kuramoto_velocity(np.array([0.0, 1.0 + 1j]), "SA", 1.0)
 
+
+# -- 6. save_figure of a sweep ------------------------------------------------------------------
+def test_save_figure_of_a_sweep_names_the_function_that_draws_it(tmp_path):
+    """save_figure(sweep Dataset) said "dataset has no 'density' variable (a PDE run is
+    needed ...)", of DIR/sweep.nc "not a run of meanfield-pde": neither said what draws a
+    sweep's figure. Now both name meanfield_pde.plotting.phase.save_sweep_figure (and nothing
+    is written)."""
+    from meanfield_pde import NotARunError
+    from meanfield_pde.plotting.figure_file import save_figure
+    from meanfield_pde.runs.io import write_netcdf
+    from test_user_findings import _noise_dataset
+    ds = _noise_dataset(stationary=True)
+    ds.attrs["kind"] = "sweep"
+    path = write_netcdf(ds, tmp_path / "sweep.nc")
+    for source, what in ((ds, "the Dataset"), (path, repr(str(path)))):
+        with pytest.raises(NotARunError) as info:
+            save_figure(source, tmp_path / "fig.png")
+        message = str(info.value)
+        assert message.startswith(f"save_figure: {what} is a sweep's combined file"), message
+        assert "meanfield_pde.plotting.phase.save_sweep_figure(ds, output)" in message, message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.nc"]
+    from meanfield_pde.plotting.phase import save_sweep_figure
+    assert save_sweep_figure(ds, tmp_path / "fig.png").is_file()  # what it names draws it
+
