@@ -278,3 +278,26 @@ def test_save_figure_of_a_sweep_names_the_function_that_draws_it(tmp_path):
     from meanfield_pde.plotting.phase import save_sweep_figure
     assert save_sweep_figure(ds, tmp_path / "fig.png").is_file()  # what it names draws it
 
+
+# -- 7. a killed run's running_note without its header padding --------------------------------------
+def test_a_killed_runs_note_is_returned_without_its_padding(run_file):
+    """A killed run's running_note ends in ~1500 spaces in the file (the header room later edits
+    take in place): the Datasets the package returns (mf.coefficients' source, open_checked,
+    read_attributes, what plot and resume read) showed them all. Now the note ends with its
+    command; the file keeps its padding."""
+    import netCDF4
+
+    from meanfield_pde.runs.dataset import as_dataset
+    from meanfield_pde.runs.runcheck import open_checked, read_attributes
+    from meanfield_pde.runs.runfile import mark_running
+    with netCDF4.Dataset(run_file, "a") as nc:  # as a resumed run's file is marked, then killed
+        mark_running(nc, run_file)
+    with netCDF4.Dataset(run_file) as nc:
+        stored = nc.getncattr("running_note")
+    assert len(stored) - len(stored.rstrip(" ")) > 1000  # the padding stays in the file
+    note = stored.rstrip(" ")
+    assert note.endswith(f"meanfield-pde run --resume {run_file}")
+    with open_checked(run_file, "check") as ds:
+        assert ds.attrs["running_note"] == note
+    assert as_dataset(run_file).attrs["running_note"] == note
+    assert read_attributes(run_file, "check")["running_note"] == note
