@@ -164,6 +164,28 @@ def test_entry_points_name_a_wrong_argument(call, message):
     assert str(info.value).startswith(message), str(info.value)
 
 
+RUN_CASES = [
+    (lambda mf, c: mf.run(c, output=123), "output = 123: must be None or the path"),
+    (lambda mf, c: mf.run(c, output=b"x.nc"), "output = b'x.nc': must be None or the path"),
+    (lambda mf, c: mf.run(c, progress="yes"), "progress = 'yes': must be True, False or None"),
+    (lambda mf, c: mf.build(c, initial="x.nc"), "initial = 'x.nc': must be the coefficients (257,)"),
+]
+
+
+@pytest.mark.parametrize("call, message", RUN_CASES, ids=[m for _, m in RUN_CASES])
+def test_run_and_build_name_a_wrong_argument(call, message, tmp_path, monkeypatch):
+    """mf.run(config, output=123) raised os.fspath's TypeError, progress="yes" was taken,
+    mf.build(config, initial="x.nc") raised numpy's "complex() arg is a malformed string": now a
+    ConfigError naming the argument and what it takes, before anything runs or is written."""
+    import meanfield_pde as mf
+    monkeypatch.chdir(tmp_path)
+    config = mf.load_case("circle_usa_beta5", {"time.t_end": 0.01})
+    with pytest.raises(mf.ConfigError) as info:
+        call(mf, config)
+    assert str(info.value).startswith(message), str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_load_case_takes_none_as_no_overrides():
     import meanfield_pde as mf
     assert mf.load_case("sa_beta5_uniform", None) == mf.load_case("sa_beta5_uniform")

@@ -221,7 +221,7 @@ def start_run(kind: RunKind, config: Config, output: str | Path | None = None, *
         From :func:`meanfield_pde.runs.budget.check_run_arguments`, the sink, or the
         kind's :meth:`RunKind.start`; before anything is written.
     """
-    check_run_arguments(config, overwrite, force, output)
+    check_run_arguments(config, overwrite, force, output, progress=progress)
     sink = open_sink(kind, config, output, overwrite)
     try:
         state = kind.start(config, initial)
