@@ -56,6 +56,9 @@ SPHERE_CASES = {
                            "components[0]", "float32", "float64"),
     "divergence one component": (lambda s: s.divergence((_grid(s),)), "components", "1 item", "pair"),
     "divergence three components": (lambda s: s.divergence((_grid(s),) * 3), "components", "3 item", "pair"),
+    "divergence stacked three": (lambda s: s.divergence(np.zeros((3, s.nlat, s.nphi))), "components",
+                                 "(3, 32, 48)", "pair"),
+    "divergence number": (lambda s: s.divergence(5), "components", "5 (of type int)", "pair"),
     "divergence out complex64": (lambda s: s.divergence((_grid(s), _grid(s)), np.zeros(136, np.complex64)),
                                  "out", "complex64", "complex128"),
 }
@@ -91,6 +94,7 @@ def test_sphere_transforms_still_take_good_arrays(sphere):
     wide = np.zeros((sphere.nlat, 2 * sphere.nphi))
     wide[:, ::2] = vt
     np.testing.assert_array_equal(sphere.divergence((wide[:, ::2], vp)), sphere.divergence((vt, vp)))
+    np.testing.assert_array_equal(sphere.divergence(np.stack([vt, vp])), sphere.divergence((vt, vp)))
     assert sphere.analysis(np.ones((sphere.nlat, sphere.nphi), dtype=int))[0].real > 0
 
 

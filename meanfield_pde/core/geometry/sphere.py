@@ -135,7 +135,8 @@ def _describe(value) -> str:
         return f"an array of shape {value.shape}"
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)} item(s)"
-    return f"a {type(value).__name__}"
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:60] + '...'} (of type {type(value).__name__})"
 
 
 # shtns keeps lmax in an unsigned short and ends the process (exit, no exception) beyond it:
@@ -440,7 +441,7 @@ class Sphere(Geometry):
                 shape, dtype = self._grid_shape, np.dtype(np.float64)
                 what = "(nlat, nphi), the grid"
             if not isinstance(value, np.ndarray):
-                given = f"is a {type(value).__name__}, not a numpy array"
+                given = f"is of type {type(value).__name__}, not a numpy array"
             elif value.shape != shape or (value.dtype.kind not in "biuf" if real else value.dtype != dtype):
                 given = f"has shape {value.shape} and dtype {value.dtype}"
             elif not real and not value.flags.c_contiguous:
@@ -455,8 +456,11 @@ class Sphere(Geometry):
     def _refuse_pair(method: str, name: str, value, exc: Exception, nested: bool = False) -> None:
         """ValueError unless ``value`` is a pair (``nested``: a pair whose second item is a pair),
         as ``out`` of the vector transforms and ``components`` of :meth:`divergence` are."""
-        def pair(v) -> bool:
-            return isinstance(v, (tuple, list)) and len(v) == 2
+        def pair(v) -> bool:  # a tuple, list or array of two items
+            try:
+                return len(v) == 2
+            except TypeError:
+                return False
         if pair(value) and (not nested or pair(value[1])):
             if isinstance(exc, ValueError):
                 raise exc  # _refuse's own
