@@ -327,3 +327,21 @@ def test_a_killed_runs_note_is_returned_without_its_padding(run_file):
         assert ds.attrs["running_note"] == note
     assert as_dataset(run_file).attrs["running_note"] == note
     assert read_attributes(run_file, "check")["running_note"] == note
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["m"], "overrides 'm': must be of the form section.key=value"),
+    (["a.b.c=1"], "overrides 'a.b.c=1': the key must be section.key"),
+    ({"a.b.c": 1}, "overrides 'a.b.c': the key must be section.key"),
+    (["description.x=1"], "overrides description.x: description is not a section"),
+])
+def test_load_case_names_its_overrides_argument_not_the_command_lines_flag(overrides, message):
+    """mf.load_case(CASE, ["m"]) said "--set 'm': must be of the form ...", a flag the Python
+    caller never typed; the command line keeps "--set" (its items go through runs.cases.read_case)."""
+    import meanfield_pde as mf
+    with pytest.raises(mf.ConfigError) as info:
+        mf.load_case("sa_beta5_uniform", overrides)
+    assert str(info.value).startswith(message), str(info.value)
+    from meanfield_pde.runs.cases import read_case
+    with pytest.raises(mf.ConfigError, match="^--set "):
+        read_case("sa_beta5_uniform", overrides, "--set")

@@ -146,9 +146,21 @@ def load_case(case: str | os.PathLike, overrides=()) -> Config:
         For an unknown case, invalid TOML or any invalid value; ``case`` not a str or
         os.PathLike; ``overrides`` not a dict with str keys or a list of str (None: none).
     """
+    return read_case(case, overrides, "overrides")
+
+
+def read_case(case: str | os.PathLike, overrides=(), where: str = "--set") -> Config:
+    """:func:`load_case` with the overrides named ``where`` in messages: the command line's
+    "--set" (its items), :func:`load_case`'s "overrides" (its argument).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`load_case`.
+    """
     from .config import apply_overrides, from_dict  # here: listing the cases needs neither
     check_path("case", case, "a case name (meanfield_pde.case_names()) or the path of a .toml file")
     overrides = check_overrides(overrides)
     path = case_path(case)
     data = parse_toml(read_case_text(path), str(path))
-    return from_dict(apply_overrides(data, overrides), name=path.stem)
+    return from_dict(apply_overrides(data, overrides, where), name=path.stem)
