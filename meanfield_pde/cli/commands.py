@@ -51,9 +51,9 @@ def _load_with_threads(args):
     resolved here so that a bad $MEANFIELD_PDE_THREADS fails before any work."""
     import dataclasses
 
-    from ..runs.cases import load_case
+    from ..runs.cases import read_case
     from ..core.threads import check_threads, resolve_threads
-    config = load_case(args.case, list(args.set or []))
+    config = read_case(args.case, list(args.set or []), "--set")
     if args.threads is not None:  # set on the built case: a --set would create a [domain]
         threads = check_threads(args.threads, "--threads")  # section a transformer study lacks
         config = dataclasses.replace(config, domain=dataclasses.replace(config.domain, threads=threads))
@@ -105,8 +105,9 @@ def _run_one(config, path: Path, args) -> int:
 
 
 def _resume(args) -> int:
-    from ..runs.restart import resume
+    from ..runs.restart import RESUMABLE
     from ..runs.resume import resume_overrides
+    from ..runs.session import resume_file
     if args.case is not None or args.output or args.overwrite or args.threads is not None:
         raise ConfigError("run --resume FILE.nc: takes no CASE, --output, --overwrite or --threads "
                           "(the case is stored in the file, which is continued in place)")
@@ -114,8 +115,10 @@ def _resume(args) -> int:
     _check_resumable(Path(args.resume))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
-        ds = resume(args.resume, progress=None if not args.quiet else False, t_end=t_end,
-                    drop_damaged=args.drop_damaged)
+        # meanfield_pde.resume with the messages worded for the command line (--resume FILE,
+        # --set time.t_end=, --drop-damaged)
+        ds = resume_file(args.resume, RESUMABLE, t_end, None if not args.quiet else False,
+                         args.drop_damaged, cli=True)
     args.overwrite = True  # a resumed run replaces its own figure
     return _report(str(ds.attrs.get("case_name", "run")), ds, Path(args.resume), args)
 
@@ -399,7 +402,7 @@ def _cmd_sweep(args) -> int:
     require("distributed", "meanfield-pde sweep")  # before the case is read: nothing runs without it
     if args.scheduler is None:  # its own cluster: TLS credentials made for this sweep
         require("cryptography", "meanfield-pde sweep (the TLS credentials of its cluster)")
-    from ..runs.cases import load_case
+    from ..runs.cases import read_case
     from ..studies.sweep import JobQueue, check_workers, run_sweep
     if sum(x is not None for x in (args.workers, args.scheduler, args.jobqueue)) > 1:
         raise ConfigError("sweep: give one of --workers (a LocalCluster), --scheduler or --jobqueue")
@@ -414,7 +417,7 @@ def _cmd_sweep(args) -> int:
         require("dask_jobqueue", f"sweep --jobqueue {args.jobqueue}")
         jobqueue = JobQueue(args.jobqueue, jobs=1 if args.jobs is None else args.jobs, cores=args.cores,
                             memory=args.memory, walltime=args.walltime, queue=args.queue)
-    config = load_case(args.case, args.set or [])
+    config = read_case(args.case, args.set or [], "--set")
     out = Path(args.output) if args.output else Path.cwd() / f"{config.name}_sweep"
     if not args.no_plot and (out / "sweep.png").exists():  # e.g. a folder: refused after the work
         from ..runs.outputs import check_output

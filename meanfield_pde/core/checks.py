@@ -76,12 +76,17 @@ def check_nonnegative(name: str, value) -> float:
     return check_number(name, value, 0.0, math.inf)
 
 
+def is_integer(value) -> bool:
+    """True for Python and numpy integers; False for bools, floats (even 3.0) and anything else."""
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
     """``value`` as an int in [minimum, maximum] (no upper bound if None), else ConfigError.
 
     Python and numpy integers only: bools and floats (even 3.0) are refused.
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+    if not is_integer(value):
         raise ConfigError(f"{name} = {value!r}: must be an integer {_range(minimum, maximum)}")
     if value < minimum or (maximum is not None and value > maximum):
         raise ConfigError(f"{name} = {value!r}: must be an integer {_range(minimum, maximum)}")
@@ -130,10 +135,21 @@ def check_counts(name: str, values, minimum: int = 2) -> np.ndarray:
     return arr
 
 
-def _short(value, limit: int = 120) -> str:
+def short_repr(value, limit: int = 120) -> str:
     """repr of a value cut to ``limit`` characters (an error message stays one short line)."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+_short = short_repr
+
+
+def check_path(name: str, value, what: str = "the path of a file") -> None:
+    """ConfigError unless ``value`` is a path (a str or os.PathLike): None, a number or bytes
+    given for a file are refused with ``name`` and ``what`` it must be, before any work (they
+    raised os.fspath's TypeError from deep inside)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ConfigError(f"{name} = {_short(value)}: must be {what} (a str or os.PathLike)")
 
 
 def check_choice(name: str, value, choices) -> str:

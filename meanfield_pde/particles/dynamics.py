@@ -105,8 +105,20 @@ def _mean(x: np.ndarray) -> np.ndarray:
     return (np.ones(x.shape[0]) @ x) / x.shape[0]
 
 
+def _real(name: str, values, what: str) -> np.ndarray:
+    """``values`` as a float array, else ConfigError naming ``name``: complex values (numpy's
+    cast dropped their imaginary parts with only a ComplexWarning) and text are refused, as
+    :func:`meanfield_pde.particles.simulate.simulate` refuses complex x0."""
+    if np.iscomplexobj(values):
+        raise ConfigError(f"{name}: complex values: {what} must be real")
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}: not an array of real numbers: {what} must be real") from None
+
+
 def _as_points(x) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
+    x = _real("x", x, "token positions (n, d)")
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 2:
         raise ConfigError(f"x: shape {x.shape}: must be (n, d) with n >= 1, d >= 2")
     return x
@@ -358,8 +370,8 @@ def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None 
     ------
     ConfigError (a ValueError)
         kind not SA/USA; beta outside [0, 700] or NaN; x not of shape (n, d)
-        with d >= 2 or not finite; chunk_rows not a positive integer; weights not n finite
-        values >= 0 with a positive sum.
+        with d >= 2, not finite, complex or not numbers; chunk_rows not a positive integer;
+        weights not n finite values >= 0 with a positive sum.
 
     Notes
     -----
@@ -419,7 +431,7 @@ def energy(x, beta: float, *, weights=None, chunk_rows: int | None = None) -> fl
     Raises
     ------
     ConfigError (a ValueError)
-        beta out of range; x not (n, d) with d >= 2; bad chunk_rows or weights.
+        beta out of range; x not (n, d) with d >= 2, complex or not numbers; bad chunk_rows or weights.
     """
     beta, chunk_rows = check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
@@ -504,7 +516,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
     Raises
     ------
     ConfigError (a ValueError)
-        kind, beta, chunk_rows invalid; theta not one-dimensional.
+        kind, beta, chunk_rows invalid; theta not one-dimensional, complex or not numbers.
 
     Notes
     -----
@@ -512,7 +524,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
     arXiv:2312.10794 (the circle case).
     """
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
-    theta = np.asarray(theta, dtype=float)
+    theta = _real("theta", theta, "angles (n,)")
     if theta.ndim != 1:
         raise ConfigError(f"theta: shape {theta.shape}: must be (n,)")
     n = theta.size

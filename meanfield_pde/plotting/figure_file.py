@@ -8,11 +8,22 @@ import pathlib
 
 import xarray as xr
 
+from ..core.checks import check_path
+from ..core.errors import NotARunError
 from ..runs.outputs import save_png
 from .handoff_plot import plot_handoff
+from .phase import is_sweep
 from .plot import plot_run
 
 __all__ = ["save_figure"]
+
+
+def _refuse_sweep(attrs, what: str) -> None:
+    """NotARunError naming the function that draws a sweep's figure, for a sweep's attributes."""
+    if is_sweep(attrs):
+        raise NotARunError(f"save_figure: {what} is a sweep's combined file (DIR/sweep.nc), not a run; "
+                           "its figure is drawn by meanfield_pde.plotting.phase.save_sweep_figure"
+                           "(ds, output) (or on the command line: meanfield-pde plot DIR/sweep.nc)")
 
 
 def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False) -> pathlib.Path:
@@ -43,15 +54,23 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
     ConfigError
         The output's suffix is not .png, .pdf or .svg; it exists without ``overwrite``, is the input, or is claimed by
         another process; a damaged input file
-        (:func:`meanfield_pde.runs.runcheck.open_checked`).
+        (:func:`meanfield_pde.runs.runcheck.open_checked`); ``ds_or_path`` neither a Dataset
+        nor a path.
+    NotARunError (a ConfigError)
+        Not a run: a sweep's combined file (DIR/sweep.nc) or its Dataset, whose figure
+        :func:`meanfield_pde.plotting.phase.save_sweep_figure` draws (the message names it).
     """
     if isinstance(ds_or_path, xr.Dataset):
         ds, source = ds_or_path, ds_or_path.encoding.get("source")
+        _refuse_sweep(ds.attrs, "the Dataset")
         opened = False
     else:
-        from ..runs.runcheck import open_checked
+        from ..runs.runcheck import open_checked, read_attributes
+        check_path("save_figure: ds_or_path", ds_or_path, "an xarray.Dataset or the path of a run file")
         source = pathlib.Path(ds_or_path)
-        ds, opened = open_checked(source, f"plot: {str(source)!r}"), True
+        where = f"plot: {str(source)!r}"
+        _refuse_sweep(read_attributes(source, where), repr(str(source)))
+        ds, opened = open_checked(source, where), True
     try:
         if output is None:
             if source is None:

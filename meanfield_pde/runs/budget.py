@@ -32,6 +32,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.checks import check_path
 from ..core.checks import machine_memory  # noqa: F401 - used below and public here before
 from ..core.errors import ConfigError
 
@@ -314,13 +315,19 @@ def check_sweep_points(count: int, *, force: bool = False) -> None:
                           "(Python: force=True) to run it anyway")
 
 
-def check_run_arguments(config, overwrite, force: bool = False, output=None) -> None:
+def check_run_arguments(config, overwrite, force: bool = False, output=None, *,
+                        progress=None) -> None:
     """ConfigError for a ``config`` that is not a validated Config, an ``overwrite`` that is not a
-    bool, or (unless ``force``) a case whose memory, disk or time estimate is refused
-    (:func:`meanfield_pde.runs.budget.check_case`)."""
+    bool, an ``output`` that is neither None nor a path (str or os.PathLike), a ``progress``
+    neither None nor a bool, or (unless ``force``) a case whose memory, disk or time estimate is
+    refused (:func:`meanfield_pde.runs.budget.check_case`)."""
     if not isinstance(config, Config):
         raise ConfigError(f"config = {type(config).__name__}: must be a Config from "
                           "meanfield_pde.load_case or meanfield_pde.from_dict")
     if not isinstance(overwrite, bool):
         raise ConfigError(f"overwrite = {overwrite!r}: must be True or False")
+    if output is not None:
+        check_path("output", output, "None or the path of the netCDF file to write")
+    if progress is not None and not isinstance(progress, bool):
+        raise ConfigError(f"progress = {progress!r}: must be True, False or None (a bar only on a terminal)")
     check_case(config, output, force=force)

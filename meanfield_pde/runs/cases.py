@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.checks import short_repr, check_path
 from ..core.errors import ConfigError
 from .tomltext import parse_toml
 
@@ -78,14 +79,39 @@ def read_case_text(path: Path) -> str:
         raise ConfigError(f"case file {str(path)!r}: cannot read it ({exc.strerror})") from None
 
 
+def check_overrides(overrides, name: str = "overrides"):
+    """``overrides`` as :func:`load_case` takes them: a dict {'section.key': value} with str keys,
+    or a list/tuple of 'section.key=value' strings; None is no override. Else ConfigError
+    naming ``name`` (a single string would be read one character at a time)."""
+    if overrides is None:
+        return ()
+    form = "a dict {'section.key': value} or a list of 'section.key=value' strings"
+    if isinstance(overrides, dict):
+        bad = [k for k in overrides if not isinstance(k, str)]
+        if bad:
+            raise ConfigError(f"{name}: key {bad[0]!r} is not a string; must be {form}")
+        return overrides
+    if isinstance(overrides, str):
+        raise ConfigError(f"{name} = {overrides!r}: a single string; must be {form} "
+                          f"(e.g. [{overrides!r}])")
+    if not isinstance(overrides, (list, tuple)):
+        raise ConfigError(f"{name} = {short_repr(overrides)}: must be {form}")
+    bad = [item for item in overrides if not isinstance(item, str)]
+    if bad:
+        raise ConfigError(f"{name}: item {short_repr(bad[0])} is not a string; must be {form}")
+    return overrides
+
+
 def case_path(case: str | os.PathLike) -> Path:
     """Resolve a case name or a path to a .toml file.
 
     Raises
     ------
     ConfigError
-        If neither a file nor a named case (the message lists the names).
+        If neither a file nor a named case (the message lists the names); not a str or
+        os.PathLike.
     """
+    check_path("case", case, "a case name (meanfield_pde.case_names()) or the path of a .toml file")
     p = Path(case)
     if p.is_file():
         return p
@@ -117,9 +143,24 @@ def load_case(case: str | os.PathLike, overrides=()) -> Config:
     Raises
     ------
     ConfigError
-        For an unknown case, invalid TOML or any invalid value.
+        For an unknown case, invalid TOML or any invalid value; ``case`` not a str or
+        os.PathLike; ``overrides`` not a dict with str keys or a list of str (None: none).
+    """
+    return read_case(case, overrides, "overrides")
+
+
+def read_case(case: str | os.PathLike, overrides=(), where: str = "--set") -> Config:
+    """:func:`load_case` with the overrides named ``where`` in messages: the command line's
+    "--set" (its items), :func:`load_case`'s "overrides" (its argument).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`load_case`.
     """
     from .config import apply_overrides, from_dict  # here: listing the cases needs neither
+    check_path("case", case, "a case name (meanfield_pde.case_names()) or the path of a .toml file")
+    overrides = check_overrides(overrides)
     path = case_path(case)
     data = parse_toml(read_case_text(path), str(path))
-    return from_dict(apply_overrides(data, overrides), name=path.stem)
+    return from_dict(apply_overrides(data, overrides, where), name=path.stem)

@@ -141,6 +141,17 @@ def attribute_bytes(value) -> bytes:
 UNSEALED = ("running_note",)
 
 
+def trim_running_note(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` (changed in place) with its ``running_note`` shown without the trailing spaces that
+    pad it in the file (~1500: the header room that later edits of the file take in place,
+    :func:`meanfield_pde.runs.runfile.running_note`): what the package returns and prints is
+    the note itself. The file keeps its padding; the note is outside the checksums."""
+    note = ds.attrs.get("running_note")
+    if isinstance(note, str):
+        ds.attrs["running_note"] = note.rstrip(" ")
+    return ds
+
+
 def attribute_crc(attrs: Mapping, unsealed: tuple = UNSEALED) -> int:
     """CRC-32 (:func:`zlib.crc32`) of the global attributes ``attrs`` (name -> value as a netCDF
     reader returns it) but ``attribute_checksum`` and the names in ``unsealed`` (:data:`UNSEALED`;

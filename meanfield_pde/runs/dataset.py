@@ -13,6 +13,7 @@ import os
 import numpy as np
 import xarray as xr
 
+from ..core.checks import check_path
 from ..core.errors import ConfigError, NotARunError
 from .grid_density import rebuilt_density, with_density  # noqa: F401  (with_density: readers)
 from .runcheck import check_conventions, open_checked
@@ -24,10 +25,12 @@ def as_dataset(source: xr.Dataset | str | os.PathLike, where: str = "run") -> xr
     Raises
     ------
     ConfigError
-        A missing or damaged file (:func:`open_checked`).
+        A missing or damaged file (:func:`open_checked`); ``source`` neither a Dataset nor a
+        path (a str or os.PathLike).
     """
     if isinstance(source, xr.Dataset):
         return source
+    check_path(f"{where.rstrip(':')}: source", source, "an xarray.Dataset or the path of a run file")
     ds = open_checked(source, f"{where} {str(source)!r}")
     try:
         return ds.load()

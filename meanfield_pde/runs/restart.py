@@ -11,6 +11,8 @@ from pathlib import Path
 
 import xarray as xr
 
+from ..core.checks import check_path
+from ..core.errors import ConfigError
 from .handoff_run import HANDOFF
 from .particle_runner import PARTICLES
 from .runner import PDE
@@ -54,6 +56,10 @@ def resume(path: str | Path, progress: bool | None = None, t_end: float | None =
         other than a snapshot after the first); not a run file of this
         tool, a completed run without a larger t_end, a stop that would recur
         (:func:`meanfield_pde.runs.resume.recurring_stop`), no regular snapshot
-        to restart from, or a file of a kind that cannot be resumed.
+        to restart from, or a file of a kind that cannot be resumed; ``path`` not a str or
+        os.PathLike, ``drop_damaged`` not a bool.
     """
+    check_path("resume: path", path, "the path of a run file")
+    if not isinstance(drop_damaged, bool):
+        raise ConfigError(f"resume: drop_damaged = {drop_damaged!r}: must be True or False")
     return resume_file(path, RESUMABLE, t_end, progress, drop_damaged)

@@ -49,12 +49,27 @@ def dropped(damaged: DamagedSnapshot) -> str:
     return f"snapshots {i} to {last}{times}"
 
 
-def drop_hint(path: Path, damaged: DamagedSnapshot) -> str:
-    """The end of ``--resume``'s message for a damaged snapshot: the command that goes on from
-    the intact snapshots before it (:mod:`meanfield_pde.runs.salvage`) and what it drops; ""
-    if the first snapshot is damaged."""
+def resume_where(path, cli: bool) -> str:
+    """How a resume's messages name the file: the command line's "--resume 'r.nc'", the Python
+    API's "resume: path = 'r.nc'" (:func:`meanfield_pde.resume`'s argument)."""
+    return f"--resume {str(path)!r}" if cli else f"resume: path = {str(path)!r}"
+
+
+def drop_words(cli: bool) -> str:
+    """What cuts a damaged file back: the command line's ``--drop-damaged`` flag, or the
+    Python API's ``drop_damaged=True``."""
+    return FLAG if cli else "drop_damaged=True"
+
+
+def drop_hint(path: Path, damaged: DamagedSnapshot, cli: bool = True) -> str:
+    """The end of a resume's message for a damaged snapshot: the command (``cli``) or the call
+    (Python) that goes on from the intact snapshots before it
+    (:mod:`meanfield_pde.runs.salvage`) and what it drops; "" if the first snapshot is damaged."""
     if damaged.index == 0:
         return ""
+    if not cli:
+        return (f"; to continue from snapshot {damaged.index - 1}, call: "
+                f"meanfield_pde.resume({str(path)!r}, drop_damaged=True) (drops {dropped(damaged)})")
     from .outputs import shell_word
     return (f"; to continue from snapshot {damaged.index - 1}, run: meanfield-pde run --resume "
             f"{shell_word(path)} {FLAG} (drops {dropped(damaged)})")
@@ -75,7 +90,8 @@ def recurring_stop(attrs) -> str | None:
     return f"stopped ({reason.value}: {attrs.get('status', '')})"
 
 
-def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, xr.Dataset, int]:
+def resume_point(path: str | Path, t_end: float | None = None, *,
+                 cli: bool = False) -> tuple[Config, xr.Dataset, int]:
     """The case of a run file, the opened file and the index of its restart snapshot.
 
     Parameters
@@ -83,6 +99,10 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
     path : run file (.nc) written by meanfield-pde
     t_end : float, optional
         New final time, to extend a run (must exceed the last stored time).
+    cli : bool
+        Word the messages for the command line (``--resume FILE``, ``--set time.t_end=``,
+        ``--drop-damaged``); else for the Python API (``resume: path = ...``, ``t_end=``,
+        ``drop_damaged=True``).
 
     Returns
     -------
@@ -101,24 +121,27 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
         a reason that would recur (:func:`recurring_stop`), no restart snapshot.
     """
     path = Path(path)
-    where = f"--resume {str(path)!r}"
+    where = resume_where(path, cli)
     try:
         ds = open_checked(path, where, netcdf4=False)  # damaged files are refused untouched
     except DamagedSnapshot as exc:  # the fix: go on from the intact snapshots before it
-        raise ConfigError(f"{exc}{drop_hint(path, exc)}") from None
+        raise ConfigError(f"{exc}{drop_hint(path, exc, cli)}") from None
     try:
         require_writable(path, where)
         if not is_run_file(ds.attrs):
-            raise ConfigError(f"--resume {str(path)!r}: {NOT_A_RUN_FILE}")
+            raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
         data = parse_toml(str(ds.attrs["case"]), f"{path} (attribute 'case')")
         name = str(ds.attrs.get("case_name", path.stem))
         stored = from_dict(data, name=name)
         if stored.handoff.enabled and stop_reason(ds.attrs).completed:
             # its end is handoff.t_end, which a resumed run cannot change (time.t_end is the
             # latest hand-off time there: a larger one only contradicts handoff.t_end)
-            raise ConfigError(f"--resume {str(path)!r}: the hand-off run is completed (handoff.t_end = "
+            larger = 10 * stored.handoff.t_end
+            example = (f"--set handoff.t_end={larger:g}" if cli else
+                       f"meanfield_pde.load_case(CASE, {{'handoff.t_end': {larger:g}}})")
+            raise ConfigError(f"{where}: the hand-off run is completed (handoff.t_end = "
                               f"{stored.handoff.t_end:g}) and cannot be extended; run its case again "
-                              f"with a larger handoff.t_end, e.g. --set handoff.t_end={10 * stored.handoff.t_end:g}")
+                              f"with a larger handoff.t_end, e.g. {example}")
         if t_end is not None:
             data.setdefault("time", {})["t_end"] = t_end
         config = from_dict(data, name=name)
@@ -128,18 +151,20 @@ def resume_point(path: str | Path, t_end: float | None = None) -> tuple[Config, 
                               "again under a new output name")
         times = ds.time.values / time_unit(config)  # in the case's time unit
         if t_end is not None and not t_end > times[-1]:
-            raise ConfigError(f"time.t_end = {t_end}: must exceed the last stored time {times[-1]:g} "
-                              "to extend a run")
+            raise ConfigError(f"{'time.t_end' if cli else 'resume: t_end'} = {t_end}: must exceed the "
+                              f"last stored time {times[-1]:g} to extend a run")
         refuse_recurring(ds.attrs, where)
         if stop_reason(ds.attrs).completed and t_end is None:
             longer = 2 * times[-1] if times[-1] > 0 else 1.0  # a run to t_end = 0: 2 t_end is 0
-            raise ConfigError(f"--resume {str(path)!r}: the run is completed (t_end = {times[-1]:g}); "
-                              "to extend it give a larger time.t_end, e.g. --set time.t_end="
-                              f"{longer:g} (Python: t_end={longer:g})")
+            if cli:
+                hint = f"give a larger time.t_end, e.g. --set time.t_end={longer:g}"
+            else:
+                hint = f"give a larger t_end, e.g. meanfield_pde.resume({str(path)!r}, t_end={longer:g})"
+            raise ConfigError(f"{where}: the run is completed (t_end = {times[-1]:g}); to extend it {hint}")
         every = config.snapshot_interval
         regular = [i for i, t in enumerate(times) if _regular(float(t), every, stored.time.t_end)]
         if not regular:
-            raise ConfigError(f"--resume {str(path)!r}: no snapshot at an output time to restart from")
+            raise ConfigError(f"{where}: no snapshot at an output time to restart from")
         return config, ds, regular[-1]
     except BaseException:
         ds.close()

@@ -274,11 +274,13 @@ def _open_netcdf(path, where: str, verify: bool = True) -> tuple[xr.Dataset, byt
     if verify:
         verify_checksums(path, where, magic)
     try:
-        return xr.open_dataset(path), magic
+        ds = xr.open_dataset(path)
     # netCDF4 raises AttributeError for a damaged attribute (e.g. "Can't open HDF5 attribute":
     # a file with many attributes keeps them in a heap read after the header)
     except (ValueError, OSError, RuntimeError, KeyError, IndexError, AttributeError):
         raise ConfigError(f"{where}: not a readable netCDF file") from None
+    from .checksums import trim_running_note
+    return trim_running_note(ds), magic  # a killed run's note without its header padding
 
 
 def verify_checksums(path: str | os.PathLike, where: str, magic: bytes | None = None) -> None:

@@ -47,7 +47,7 @@ from .cf import append_history, cf_encode
 from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CHECKSUM,
                         RECORD_CHECKSUM_ATTRS, RUN_FILE_CHECKSUMS, as_stored, record_crc,
                         seal_file_attributes, seal_first_record, set_sealed, without_checksums,
-                        without_fill_values)
+                        trim_running_note, without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, acquire_file, check_room, disk_estimate, final_name,
                       hold_file, publish, release, release_file, shell_word, temporary)
@@ -439,7 +439,8 @@ class RunFile:
         except (OSError, RuntimeError):  # a full disk: the status is stored when possible
             pass
         ds = xr.open_dataset(xr.backends.NetCDF4DataStore(self.nc)).load()
-        ds = without_checksums(ds)  # they describe the file's bytes, not the run
+        ds = trim_running_note(without_checksums(ds))  # they describe the file's bytes, not the run;
+        # the note, left where a full disk kept it from being deleted, without its header padding
         ds.set_close(None)  # in memory now; the handle is closed below
         ds.attrs.update(_end(status, reason))
         self.close()

@@ -134,7 +134,7 @@ class PDERun(RunKind):
                 why = unphysical_restart(sim.monitor.check(u), sim.geometry.mass(u), sim.geometry.mass(first))
             if why:
                 role = "to restart from" if i == index else "kept as the last record"
-                raise ConfigError(f"--resume {ds.encoding.get('source', 'the file')!r}: the snapshot at "
+                raise ConfigError(f"run file {ds.encoding.get('source', '(unnamed)')!r}: the snapshot at "
                                   f"t = {float(ds.time.values[i]):g} {role} is not a state "
                                   f"of this run ({why}); the file is damaged: run the case again")
         return sim, u0, t0

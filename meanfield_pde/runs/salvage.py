@@ -24,15 +24,19 @@ from pathlib import Path
 from ..core.errors import ConfigError, SnapshotsDroppedWarning
 from .checksums import RECORD_CHECKSUM, DamagedSnapshot
 from .outputs import hold_file
-from .resume import FLAG, dropped, refuse_recurring, require_writable
+from .resume import FLAG, drop_words, dropped, refuse_recurring, require_writable
 from .runcheck import (NETCDF3_MAGIC, NOT_A_RUN_FILE, is_run_file, read_attributes, require_file,
                        verify_checksums)
 
-CANNOT = (f"{FLAG} drops only damaged snapshots after the first (and every later one): it cannot "
-          "cut around this")
+
+def cannot(cli: bool = True) -> str:
+    """The end of the message for damage the cut cannot go around (``cli``: named by the
+    command line's flag, else by resume's argument drop_damaged=True)."""
+    return (f"{drop_words(cli)} drops only damaged snapshots after the first (and every later one): "
+            "it cannot cut around this")
 
 
-def drop_damaged(path: str | Path, where: str) -> str | None:
+def drop_damaged(path: str | Path, where: str, *, cli: bool = True) -> str | None:
     """Cut the run file ``path`` after its last intact snapshot before the first damaged one
     (module docstring); the caller holds the file's name claim and resumes it afterwards; the
     file itself is claimed here (:func:`meanfield_pde.runs.outputs.hold_file`).
@@ -42,6 +46,9 @@ def drop_damaged(path: str | Path, where: str) -> str | None:
     path : a netCDF-3 run file of meanfield-pde
     where : str
         How messages name it, e.g. "--resume 'r.nc'".
+    cli : bool
+        Name the cut by the command line's ``--drop-damaged`` in messages (else by
+        :func:`meanfield_pde.resume`'s ``drop_damaged=True``).
 
     Returns
     -------
@@ -61,10 +68,10 @@ def drop_damaged(path: str | Path, where: str) -> str | None:
     """
     path = require_file(path, where)
     with hold_file(path, where):  # before the checks that the cut relies on (re-entrant)
-        return _drop_damaged(path, where)
+        return _drop_damaged(path, where, cli)
 
 
-def _drop_damaged(path: Path, where: str) -> str | None:
+def _drop_damaged(path: Path, where: str, cli: bool = True) -> str | None:
     """:func:`drop_damaged` of a file this process claims."""
     import netCDF4
 
@@ -81,11 +88,11 @@ def _drop_damaged(path: Path, where: str) -> str | None:
     except DamagedSnapshot as exc:
         damaged = exc
     except ConfigError as exc:
-        raise ConfigError(f"{exc}; {CANNOT}") from None
+        raise ConfigError(f"{exc}; {cannot(cli)}") from None
     if damaged.index == 0:
-        raise ConfigError(f"{damaged}; {CANNOT}")
+        raise ConfigError(f"{damaged}; {cannot(cli)}")
     if magic[:4] != b"CDF\x02":  # the record count's place and size (drop_records): checked before any change
-        raise ConfigError(f"{damaged}; {FLAG} cuts only the 64-bit-offset netCDF-3 files that meanfield-pde "
+        raise ConfigError(f"{damaged}; {drop_words(cli)} cuts only the 64-bit-offset netCDF-3 files that meanfield-pde "
                           "writes (convert it with: nccopy -k '64-bit offset' IN OUT)")
     if not is_run_file(attrs):
         raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")

@@ -43,7 +43,7 @@ from ..core.stops import StopReason
 from .budget import check_run_arguments
 from .config import Config
 from .outputs import hold, hold_file
-from .resume import resume_point
+from .resume import resume_point, resume_where
 from .runcheck import require_file
 from .runfile import MemoryRun, RunFile
 
@@ -221,7 +221,7 @@ def start_run(kind: RunKind, config: Config, output: str | Path | None = None, *
         From :func:`meanfield_pde.runs.budget.check_run_arguments`, the sink, or the
         kind's :meth:`RunKind.start`; before anything is written.
     """
-    check_run_arguments(config, overwrite, force, output)
+    check_run_arguments(config, overwrite, force, output, progress=progress)
     sink = open_sink(kind, config, output, overwrite)
     try:
         state = kind.start(config, initial)
@@ -239,11 +239,14 @@ def stored_kind(attrs: Mapping, config: Config) -> str:
 
 
 def resume_file(path: str | Path, kinds: Mapping[str, RunKind], t_end: float | None = None,
-                progress: bool | None = None, drop_damaged: bool = False) -> xr.Dataset:
+                progress: bool | None = None, drop_damaged: bool = False, *,
+                cli: bool = False) -> xr.Dataset:
     """Continue the run stored in ``path`` through the kind that wrote it (``kinds[stored_kind]``),
     from its last regular snapshot (:func:`meanfield_pde.runs.resume.resume_point`), appending
     to the same file; with ``drop_damaged``, first cut off a damaged snapshot and every later
-    one (:func:`meanfield_pde.runs.salvage.drop_damaged`).
+    one (:func:`meanfield_pde.runs.salvage.drop_damaged`). ``cli``: messages worded for the
+    command line (``--resume FILE``, ``--drop-damaged``), else for the Python API
+    (:func:`meanfield_pde.runs.resume.resume_where`).
 
     Raises
     ------
@@ -251,7 +254,7 @@ def resume_file(path: str | Path, kinds: Mapping[str, RunKind], t_end: float | N
         As :func:`meanfield_pde.runs.resume.resume_point` (and ``drop_damaged``); a file of a
         kind not in ``kinds``.
     """
-    where = f"--resume {str(path)!r}"
+    where = resume_where(path, cli)
     require_file(path, where)
     # claimed before the checks: nobody changes the file between them and the run; under the
     # name given and the file it links to, which a resume writes in place (a run writing the
@@ -260,12 +263,12 @@ def resume_file(path: str | Path, kinds: Mapping[str, RunKind], t_end: float | N
     with hold(path, os.path.realpath(path)), hold_file(path, where):
         if drop_damaged:
             from .salvage import drop_damaged as drop
-            drop(path, where)
-        config, ds, k = resume_point(path, t_end)
+            drop(path, where, cli=cli)
+        config, ds, k = resume_point(path, t_end, cli=cli)
         try:
             name = stored_kind(ds.attrs, config)
             if name not in kinds:
-                raise ConfigError(f"--resume {str(path)!r}: a {name} run cannot be resumed here "
+                raise ConfigError(f"{where}: a {name} run cannot be resumed here "
                                   f"(resumable: {', '.join(kinds)}); run its case again")
             kind = kinds[name]
             state = kind.restart(config, ds, k)

@@ -11,6 +11,7 @@ import numpy as np
 
 from .config import Config, VonMisesFisher, time_unit
 from ..numerics.diagnostics import ResolutionMonitor
+from ..core.checks import short_repr
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
@@ -42,8 +43,12 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
         If the initial density is not resolved at domain.lmax (spectral tail
         or negativity beyond the [monitor] limits), or a large-beta limit
         (run.kind = "limit") is asked with noise, with a
-        time.unit other than "natural" (its time is tau) or hyperviscosity.
+        time.unit other than "natural" (its time is tau) or hyperviscosity; ``config`` not a
+        Config.
     """
+    if not isinstance(config, Config):
+        raise ConfigError(f"config = {type(config).__name__}: must be a Config from "
+                          "meanfield_pde.load_case or meanfield_pde.from_dict")
     m, reg = config.model, config.regularisation
     check_limit_config(config)  # run.kind = "limit": time in tau, no noise (from_dict checks it too)
     geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
@@ -73,8 +78,15 @@ def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | Li
         Naming the [initial] field to change (or domain.lmax to raise), before any work.
     """
     mon = config.monitor
+    if initial is not None:
+        try:  # a path or text is no array of coefficients (complex("x") raised from numpy)
+            given = np.array(initial, complex)
+        except (TypeError, ValueError):
+            raise ConfigError(f"initial = {short_repr(initial)}: must be the coefficients "
+                              f"({geometry.ncoef},) of the initial density (to start from a stored "
+                              "run: meanfield_pde.run(config, initial=PATH))") from None
     u0 = (initial_density(geometry, config.initial, mon.max_spectral_tail, mon.negative_density)
-          if initial is None else np.array(initial, complex))
+          if initial is None else given)
     if u0.shape != geometry.zeros_coef().shape:
         raise ConfigError(f"initial: the given state has shape {u0.shape}, domain.lmax = "
                           f"{config.domain.lmax} needs {geometry.zeros_coef().shape} (one vector "

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import is_integer
+from ..errors import ConfigError
 from .base import Geometry
 
 
@@ -24,6 +26,12 @@ class Circle(Geometry):
         Highest wavenumber K (>= 2).
     npoints : int, optional
         Grid size N; default the smallest even N > 3K.
+
+    Raises
+    ------
+    ValueError
+        (ConfigError) lmax not an integer (a float, even 3.0, or a bool; numpy integers are
+        taken) or < 2; npoints not an integer, or not 0 and <= 3K.
 
     Attributes
     ----------
@@ -46,8 +54,13 @@ class Circle(Geometry):
     dimension = 2
 
     def __init__(self, lmax: int, npoints: int = 0, threads: int = 0):
+        if not is_integer(lmax):  # 2.0 or True is a mistake upstream, not a wavenumber to round
+            raise ConfigError(f"domain.lmax = {lmax!r}: must be an integer >= 2 on the circle "
+                              "(a float, even 3.0, or a bool is refused)")
         if lmax < 2:
-            raise ValueError(f"domain.lmax = {lmax}: must be >= 2 on the circle")
+            raise ConfigError(f"domain.lmax = {lmax}: must be >= 2 on the circle")
+        if not is_integer(npoints):
+            raise ConfigError(f"npoints = {npoints!r}: must be an integer (0: automatic)")
         self.lmax = int(lmax)
         n = npoints or 2 * ((3 * self.lmax) // 2 + 1)
         if n <= 3 * self.lmax:

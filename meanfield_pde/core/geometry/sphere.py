@@ -19,6 +19,8 @@ import weakref
 
 import numpy as np
 
+from ..checks import is_integer
+from ..errors import ConfigError
 from ..threads import resolve_threads, transform_threads
 from .base import Geometry
 
@@ -127,6 +129,16 @@ def _transform(lmax: int, nlat: int, nphi: int, threads: int):
     return sh
 
 
+def _describe(value) -> str:
+    """A short description of a wrong argument for a message: its type and length or shape."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:60] + '...'} (of type {type(value).__name__})"
+
+
 # shtns keeps lmax in an unsigned short and ends the process (exit, no exception) beyond it:
 # "*** [SHTns] Run-time error : lmax too large" killed a Python session that asked for Sphere(10**6)
 SHTNS_MAX_LMAX = 65535
@@ -149,8 +161,9 @@ class Sphere(Geometry):
     Raises
     ------
     ValueError
-        lmax outside [2, SHTNS_MAX_LMAX = 65535] (shtns's own limit; a case allows up to 1023);
-        nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
+        (ConfigError) lmax not an integer (a float, even 3.0, or a bool; numpy integers are
+        taken) or outside [2, SHTNS_MAX_LMAX = 65535] (shtns's own limit; a case allows up to
+        1023); nlat or nphi not an integer; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
     RuntimeError
         In a process forked (os.fork, multiprocessing's "fork") from one that had made
         transforms whose OpenMP threads would hang this one's (see ``_check_not_forked``);
@@ -197,9 +210,15 @@ class Sphere(Geometry):
         return (Sphere, (self.lmax, *self._grid_args, self.threads))
 
     def __init__(self, lmax: int, nlat: int = 0, nphi: int = 0, threads: int = 0):
+        if not is_integer(lmax):  # 2.0 or True is a mistake upstream, not a degree to round
+            raise ConfigError(f"domain.lmax = {lmax!r}: must be an integer in [2, {SHTNS_MAX_LMAX}] "
+                              "on the sphere (a float, even 3.0, or a bool is refused)")
         if not 2 <= lmax <= SHTNS_MAX_LMAX:
-            raise ValueError(f"domain.lmax = {lmax}: must be in [2, {SHTNS_MAX_LMAX}] on the sphere")
+            raise ConfigError(f"domain.lmax = {lmax}: must be in [2, {SHTNS_MAX_LMAX}] on the sphere")
         self.lmax = int(lmax)
+        for name, value in (("nlat", nlat), ("nphi", nphi)):
+            if not is_integer(value):
+                raise ConfigError(f"{name} = {value!r}: must be an integer (0: automatic)")
         if nlat and not nlat >= max(self.lmax + 1, SHTNS_MIN_NLAT):
             raise ValueError(f"nlat = {nlat}: must be 0 (automatic) or >= "
                              f"{max(self.lmax + 1, SHTNS_MIN_NLAT)} (> lmax = {self.lmax}, and "
@@ -213,7 +232,7 @@ class Sphere(Geometry):
         points = nlat * nphi if nlat and nphi else 4.5 * (self.lmax + 1) ** 2
         self.transform_threads = transform_threads(self.threads, points)
         _check_not_forked(self.transform_threads)  # before the plan cache (the parent's plans)
-        self.sh = _transform(self.lmax, nlat, nphi, self.transform_threads)
+        self.sh = _transform(self.lmax, int(nlat), int(nphi), self.transform_threads)  # numpy ints: SWIG takes int
         if self.transform_threads > 1:
             _threaded_spheres.add(self)  # made stale in a forked child (_after_fork_in_child)
         sh = self.sh
@@ -243,28 +262,90 @@ class Sphere(Geometry):
         if not abs(full.sum() - 2.0) <= 1e-13:  # Σ Gauss–Legendre weights = ∫_{-1}^{1} dx
             raise RuntimeError(f"Sphere({lmax}, nlat={self.nlat}, nphi={self.nphi}): the Gauss "
                                f"weights sum to {full.sum()!r}, not 2; this grid is not supported")
+        self._coef_shape, self._grid_shape = (self.ncoef,), (self.nlat, self.nphi)
         self._toroidal = self.zeros_coef()
         self._zero = self.zeros_coef()  # the toroidal input of SHqst_to_spat; never written
         self.weights = np.broadcast_to((2.0 * np.pi / self.nphi) * full[:, None],
                                        (self.nlat, self.nphi)).copy()
 
     # -- transforms ---------------------------------------------------------
+    # Arrays of the wrong kind: shtns refuses a wrong size, dtype or layout itself, with a
+    # RuntimeError or TypeError that names neither the argument nor what it takes; those are
+    # caught (a try costs nothing until it raises) and :meth:`_refuse` names the argument, its
+    # shape and dtype and the ones expected. What shtns takes silently, a grid of the right
+    # size and the wrong shape (the transpose (nphi, nlat): wrong numbers), is refused by one
+    # tuple comparison per grid argument (~60 ns; a right-hand side at L = 15 takes ~20 µs).
     def analysis(self, grid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients (ncoef,) of a real field given on the grid (nlat, nphi).
+
+        ``grid`` may be any real array of that shape (converted to float64); ``out``, if
+        given, a complex128 array (ncoef,) (:meth:`zeros_coef`).
+
+        Raises
+        ------
+        ValueError
+            ``grid`` not of shape (nlat, nphi) or not real; ``out`` not a C-contiguous
+            complex128 array of shape (ncoef,). The message names the argument, its shape and
+            dtype and the ones expected.
+        """
+        values = self._real_grid("analysis", "grid", grid)
         out = self.zeros_coef() if out is None else out
-        self.sh.spat_to_SH(np.ascontiguousarray(grid, dtype=np.float64), out)
+        try:
+            if out.shape != self._coef_shape:
+                self._refuse("analysis", [("out", out, "coef")])
+            self.sh.spat_to_SH(values, out)
+        except (AttributeError, RuntimeError, TypeError):
+            self._refuse("analysis", [("out", out, "coef")])
+            raise
         return out
 
     def synthesis(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        out = np.empty((self.nlat, self.nphi)) if out is None else out
-        self.sh.SH_to_spat(coef, out)
+        """Grid values (nlat, nphi) of the real field with coefficients ``coef``.
+
+        ``coef``: complex128, C-contiguous, shape (ncoef,) (:meth:`zeros_coef`); ``out``, if
+        given, float64, C-contiguous, (nlat, nphi).
+
+        Raises
+        ------
+        ValueError
+            ``coef`` or ``out`` not such an array: the message names the argument, its shape
+            and dtype and the ones expected.
+        """
+        try:
+            if out is None:
+                out = np.empty(self._grid_shape)
+            elif out.shape != self._grid_shape:
+                self._refuse("synthesis", [("out", out, "grid")])
+            self.sh.SH_to_spat(coef, out)
+        except (AttributeError, RuntimeError, TypeError):
+            self._refuse("synthesis", [("coef", coef, "coef"), ("out", out, "grid")])
+            raise
         return out
 
     def gradient(self, coef: np.ndarray, out: tuple[np.ndarray, np.ndarray] | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
-        """(∂_θ g, ∂_φ g / sin θ) on the grid, each (nlat, nphi)."""
+        """(∂_θ g, ∂_φ g / sin θ) on the grid, each (nlat, nphi).
+
+        ``coef`` and the two arrays of ``out`` as in :meth:`synthesis`.
+
+        Raises
+        ------
+        ValueError
+            ``coef`` or an array of ``out`` not as :meth:`synthesis` takes them, or ``out``
+            not a pair of arrays: the message names the argument and what it must be.
+        """
         if out is None:
-            out = (np.empty((self.nlat, self.nphi)), np.empty((self.nlat, self.nphi)))
-        self.sh.SHsph_to_spat(coef, out[0], out[1])
+            out = (np.empty(self._grid_shape), np.empty(self._grid_shape))
+        try:
+            vt, vp = out
+            if vt.shape != self._grid_shape or vp.shape != self._grid_shape:
+                self._refuse("gradient", [("out[0]", vt, "grid"), ("out[1]", vp, "grid")])
+            self.sh.SHsph_to_spat(coef, vt, vp)
+        except (AttributeError, RuntimeError, TypeError, ValueError) as exc:
+            self._refuse_pair("gradient", "out", out, exc)
+            self._refuse("gradient", [("coef", coef, "coef"), ("out[0]", out[0], "grid"),
+                                      ("out[1]", out[1], "grid")])
+            raise
         return out
 
     def synthesis_and_gradient(self, scalar: np.ndarray, potential: np.ndarray,
@@ -278,23 +359,114 @@ class Sphere(Geometry):
         (2013) 751; the shtns manual, "vector transforms"); with Q = f, S = Φ, T = 0 its radial part is f and its tangent part ∇Φ:
         the same numbers as :meth:`synthesis` and :meth:`gradient` (to round-off,
         tests/test_geometry.py), one Legendre pass cheaper.
+
+        Raises
+        ------
+        ValueError
+            ``scalar``, ``potential`` or an array of ``out`` not as :meth:`synthesis` takes
+            them, or ``out`` not (grid, (component, component)): the message names the
+            argument and what it must be.
         """
         if out is None:
-            out = (np.empty((self.nlat, self.nphi)),
-                   (np.empty((self.nlat, self.nphi)), np.empty((self.nlat, self.nphi))))
-        grid, (vt, vp) = out
-        self.sh.SHqst_to_spat(scalar, potential, self._zero, grid, vt, vp)
+            out = (np.empty(self._grid_shape),
+                   (np.empty(self._grid_shape), np.empty(self._grid_shape)))
+        try:
+            grid, (vt, vp) = out
+            shape = self._grid_shape
+            if grid.shape != shape or vt.shape != shape or vp.shape != shape:
+                self._refuse("synthesis_and_gradient", [
+                    ("out[0]", grid, "grid"), ("out[1][0]", vt, "grid"), ("out[1][1]", vp, "grid")])
+            self.sh.SHqst_to_spat(scalar, potential, self._zero, grid, vt, vp)
+        except (AttributeError, RuntimeError, TypeError, ValueError) as exc:
+            self._refuse_pair("synthesis_and_gradient", "out", out, exc, nested=True)
+            self._refuse("synthesis_and_gradient", [
+                ("scalar", scalar, "coef"), ("potential", potential, "coef"),
+                ("out[0]", out[0], "grid"), ("out[1][0]", out[1][0], "grid"),
+                ("out[1][1]", out[1][1], "grid")])
+            raise
         return out
 
     def divergence(self, components: tuple[np.ndarray, np.ndarray],
                    out: np.ndarray | None = None) -> np.ndarray:
-        """Coefficients of div v for v = (v_θ, v_φ) on the grid: −l(l+1) S_lm."""
+        """Coefficients of div v for v = (v_θ, v_φ) on the grid: −l(l+1) S_lm.
+
+        ``components``: two float64 arrays (nlat, nphi); ``out``, if given, as the
+        coefficients of :meth:`synthesis`.
+
+        Raises
+        ------
+        ValueError
+            ``components`` not two float64 arrays of shape (nlat, nphi), or ``out`` not a
+            C-contiguous complex128 array (ncoef,): the message names the argument, its shape
+            and dtype and the ones expected.
+        """
         spheroidal = self.zeros_coef() if out is None else out
         toroidal = self._toroidal  # discarded; allocated once
-        self.sh.spat_to_SHsphtor(np.ascontiguousarray(components[0]),
-                                 np.ascontiguousarray(components[1]), spheroidal, toroidal)
+        try:
+            vt, vp = components
+            vt, vp = np.ascontiguousarray(vt), np.ascontiguousarray(vp)
+            if vt.shape != self._grid_shape or vp.shape != self._grid_shape:
+                self._refuse("divergence", [("components[0]", vt, "grid"),
+                                            ("components[1]", vp, "grid")])
+            self.sh.spat_to_SHsphtor(vt, vp, spheroidal, toroidal)
+        except (AttributeError, RuntimeError, TypeError, ValueError) as exc:
+            self._refuse_pair("divergence", "components", components, exc)
+            self._refuse("divergence", [("components[0]", components[0], "grid"),
+                                        ("components[1]", components[1], "grid"),
+                                        ("out", spheroidal, "coef")])
+            raise
         spheroidal *= self.laplacian
         return spheroidal
+
+    def _real_grid(self, method: str, name: str, grid) -> np.ndarray:
+        """``grid`` as a C-contiguous float64 array (nlat, nphi), else ValueError (as :meth:`_refuse`)."""
+        try:
+            values = np.asarray(grid)
+        except (TypeError, ValueError):  # a ragged list
+            values = None
+        if values is None or values.dtype.kind not in "biuf" or values.shape != self._grid_shape:
+            self._refuse(method, [(name, grid if values is None else values, "grid")], real=True)
+        return np.ascontiguousarray(values, dtype=np.float64)
+
+    def _refuse(self, method: str, arrays, real: bool = False) -> None:
+        """ValueError for the first of ``arrays``, (name, value, "coef" or "grid"), that is not
+        the C-contiguous array a transform takes (coefficients: complex128 (ncoef,); a grid:
+        float64 (nlat, nphi); ``real``: any real dtype); returns if every one is (the caller
+        re-raises shtns's own error)."""
+        for name, value, kind in arrays:
+            if kind == "coef":
+                shape, dtype = self._coef_shape, np.dtype(np.complex128)
+                what = f"ncoef = {self.ncoef} coefficients at lmax = {self.lmax}; Sphere.zeros_coef()"
+            else:
+                shape, dtype = self._grid_shape, np.dtype(np.float64)
+                what = "(nlat, nphi), the grid"
+            if not isinstance(value, np.ndarray):
+                given = f"is of type {type(value).__name__}, not a numpy array"
+            elif value.shape != shape or (value.dtype.kind not in "biuf" if real else value.dtype != dtype):
+                given = f"has shape {value.shape} and dtype {value.dtype}"
+            elif not real and not value.flags.c_contiguous:
+                given = f"(shape {value.shape}, dtype {value.dtype}) is not C-contiguous"
+            else:
+                continue
+            must = (f"a real array of shape {shape} ({what})" if real else
+                    f"a C-contiguous numpy array of shape {shape} ({what}) and dtype {dtype}")
+            raise ValueError(f"Sphere.{method}: {name} {given}; must be {must}") from None
+
+    @staticmethod
+    def _refuse_pair(method: str, name: str, value, exc: Exception, nested: bool = False) -> None:
+        """ValueError unless ``value`` is a pair (``nested``: a pair whose second item is a pair),
+        as ``out`` of the vector transforms and ``components`` of :meth:`divergence` are."""
+        def pair(v) -> bool:  # a tuple, list or array of two items
+            try:
+                return len(v) == 2
+            except TypeError:
+                return False
+        if pair(value) and (not nested or pair(value[1])):
+            if isinstance(exc, ValueError):
+                raise exc  # _refuse's own
+            return
+        form = "(grid, (component, component))" if nested else "a pair of grid arrays (nlat, nphi)"
+        raise ValueError(f"Sphere.{method}: {name} is {_describe(value)}; must be {form}") from None
 
     def integrate(self, grid: np.ndarray) -> float:
         return float(np.sum(self.weights * grid))

@@ -30,7 +30,7 @@ for d = 2 the even part of the circle (p_l = √2 cos lθ).
 from __future__ import annotations
 
 import numpy as np
-from ..checks import check_dimension
+from ..checks import check_dimension, is_integer
 from ..errors import ConfigError
 from .base import Geometry
 
@@ -131,7 +131,8 @@ class ZonalSphere(Geometry):
     Raises
     ------
     ValueError
-        lmax < 2; dimension outside [2, 4096]; npoints <= lmax; lmax so large for d that
+        (ConfigError) lmax not an integer (a float, even 3.0, or a bool; numpy integers are
+        taken) or < 2; dimension outside [2, 4096]; npoints not an integer, or <= lmax; lmax so large for d that
         the basis overflows (e.g. L ≳ 400 at d = 4096; L = 300 works).
     """
 
@@ -149,9 +150,12 @@ class ZonalSphere(Geometry):
     }
 
     def __init__(self, lmax: int, dimension: int, npoints: int = 0):
-        if int(lmax) != lmax or lmax < 2:
-            raise ValueError(f"domain.lmax = {lmax}: must be an integer >= 2")
+        if not is_integer(lmax) or lmax < 2:  # 2.0 or True: a mistake upstream, not a degree to round
+            raise ConfigError(f"domain.lmax = {lmax!r}: must be an integer >= 2 "
+                              "(a float, even 3.0, or a bool is refused)")
         self.lmax, self.dimension = int(lmax), check_dimension(dimension)
+        if not is_integer(npoints):
+            raise ConfigError(f"npoints = {npoints!r}: must be an integer (0: automatic)")
         n = int(npoints) or (3 * self.lmax) // 2 + 1
         if n <= self.lmax:
             raise ValueError(f"npoints = {n}: must exceed lmax = {self.lmax}")

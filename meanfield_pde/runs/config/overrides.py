@@ -15,9 +15,10 @@ from ..tomltext import parse_toml  # noqa: F401 - re-exported (cases need it wit
 from .schema import MAX_NESTING
 
 
-def parse_override(item: str) -> tuple[list[str], Any]:
+def parse_override(item: str, where: str = "--set") -> tuple[list[str], Any]:
     """'model.beta=5' → (['model', 'beta'], 5). The value is read as a TOML value
-    (numbers, booleans, lists, quoted strings); anything else is a bare string.
+    (numbers, booleans, lists, quoted strings); anything else is a bare string. ``where``
+    names the item in messages: the command line's "--set", the Python API's "overrides".
 
     Raises
     ------
@@ -25,17 +26,17 @@ def parse_override(item: str) -> tuple[list[str], Any]:
         If the item is not of the form key.sub=value.
     """
     if "=" not in item:
-        raise ConfigError(f"--set {item!r}: must be of the form section.key=value")
+        raise ConfigError(f"{where} {item!r}: must be of the form section.key=value")
     key, raw = item.split("=", 1)
     path = [p.strip() for p in key.strip().split(".")]
     if len(path) not in (1, 2) or not all(path):
-        raise ConfigError(f"--set {item!r}: the key must be section.key (e.g. model.beta)")
+        raise ConfigError(f"{where} {item!r}: the key must be section.key (e.g. model.beta)")
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
     except RecursionError:
-        raise ConfigError(f"--set {key.strip()}: the value is nested too deeply "
+        raise ConfigError(f"{where} {key.strip()}: the value is nested too deeply "
                           f"(a case needs at most {MAX_NESTING} levels)") from None
     return path, value
 
@@ -84,21 +85,23 @@ def parse_grid_item(item: str, where: str = "--grid") -> tuple[str, list]:
     return ".".join(path), parse_values(raw, f"{where} {'.'.join(path)}")
 
 
-def apply_overrides(data: dict, overrides) -> dict:
-    """A copy of ``data`` with overrides applied (a list of 'a.b=v' or a dict {'a.b': v})."""
+def apply_overrides(data: dict, overrides, where: str = "--set") -> dict:
+    """A copy of ``data`` with overrides applied (a list of 'a.b=v' or a dict {'a.b': v});
+    ``where`` names them in messages (the command line's "--set", the Python API's "overrides")."""
     import copy
     out = copy.deepcopy(data)
-    items = overrides.items() if isinstance(overrides, dict) else (parse_override(s) for s in overrides)
+    items = (overrides.items() if isinstance(overrides, dict)
+             else (parse_override(s, where) for s in overrides))
     for key, value in items:
         path = [p.strip() for p in key.split(".")] if isinstance(key, str) else key
         if len(path) not in (1, 2) or not all(path):
-            raise ConfigError(f"override {'.'.join(path)!r}: the key must be section.key "
+            raise ConfigError(f"{where} {'.'.join(path)!r}: the key must be section.key "
                               "(e.g. model.beta)")
         if len(path) == 1:
             out[path[0]] = value
             continue
         section = out.setdefault(path[0], {})
         if not isinstance(section, dict):
-            raise ConfigError(f"--set {'.'.join(path)}: {path[0]} is not a section")
+            raise ConfigError(f"{where} {'.'.join(path)}: {path[0]} is not a section")
         section[path[1]] = value
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...core.checks import check_dimension
+from ...core.checks import short_repr, check_dimension
 from ...core.errors import ConfigError
 from ...core.kernels import kernel_truncation_error, resolving_lmax
 from ...numerics.limits import check_limit_config
@@ -34,12 +34,15 @@ def from_dict(data: dict, name: str = "case") -> Config:
     Raises
     ------
     ConfigError
-        Unknown section or key (with the nearest valid one), missing required
-        key, wrong type, non-finite number, value out of range, inconsistent
-        fields. Nothing is computed or written before this passes.
+        ``data`` not a dict or ``name`` not a str; unknown section or key (with the nearest
+        valid one), missing required key, wrong type, non-finite number, value out of range,
+        inconsistent fields. Nothing is computed or written before this passes.
     """
     if not isinstance(data, dict):
-        raise ConfigError("a case must be a TOML table")
+        raise ConfigError(f"data = {short_repr(data)}: a case must be a TOML table, given as a dict of "
+                          "its sections ({'model': {...}, 'domain': {...}, ...}, as read from TOML)")
+    if not isinstance(name, str):
+        raise ConfigError(f"name = {short_repr(name)}: must be a str (the case's name)")
     if _depth(data) > MAX_NESTING:  # before any repr of a value recurses as deep
         raise ConfigError(f"case: arrays or tables nested more than {MAX_NESTING} levels deep "
                           "(no key takes more than a list of lists)")
