@@ -80,6 +80,11 @@ def test_long_context_limits_case():
     ({"study": "long_context_phase", "gammas": []}, "transformer.gammas"),
     ({"study": "long_context_limits", "direct_max": 50000}, "transformer.direct_max"),
     ({"study": "phase"}, "transformer.study"),
+    # a repeated scheme or gamma ended the study with a TypeError traceback after the work
+    ({"study": "normalisation", "schemes": ["post_ln", "pre_ln", "post_ln"]},
+     r"transformer.schemes = .*'post_ln' given more than once"),
+    ({"study": "long_context_limits", "gammas": [1.0, 2.0, 1.0]}, r"transformer.gammas = .*1.0 given more"),
+    ({"study": "long_context_phase", "gammas": [2.0, 2.0]}, r"transformer.gammas = .*2.0 given more"),
 ])
 def test_bad_transformer_sections_name_the_key(table, match):
     with pytest.raises(ConfigError, match=match):

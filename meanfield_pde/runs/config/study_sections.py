@@ -103,14 +103,26 @@ class TransformerConfig:
         if self.study == "normalisation":
             if not self.schemes:
                 raise ConfigError("transformer.schemes = []: give at least one scheme")
+            _no_repeats("transformer.schemes", self.schemes)
             if self.dimension < self.n:
                 raise ConfigError(f"transformer.dimension = {self.dimension}: must be >= transformer.n = "
                                   f"{self.n} (equiangular tokens span n dimensions)")
             if not self.rho0 > -1.0 / (self.n - 1):
                 raise ConfigError(f"transformer.rho0 = {self.rho0}: must be in (-1/(n-1), 1) = "
                                   f"({-1.0 / (self.n - 1):.6g}, 1)")
-        elif self.study != "off" and not self.gammas:
-            raise ConfigError("transformer.gammas = []: give at least one gamma")
+        elif self.study != "off":
+            if not self.gammas:
+                raise ConfigError("transformer.gammas = []: give at least one gamma")
+            _no_repeats("transformer.gammas", self.gammas)
+
+
+def _no_repeats(name: str, values: list) -> None:
+    """A list that becomes a coordinate (scheme, gamma) must not repeat a value: the study's
+    Dataset could not be selected by it (a traceback at its end, after the work)."""
+    repeated = sorted({v for v in values if values.count(v) > 1}, key=values.index)
+    if repeated:
+        raise ConfigError(f"{name} = {values!r}: {', '.join(map(repr, repeated))} given more than "
+                          "once; give each value once")
 
 
 SWEEP_MEASURES = {
