@@ -85,6 +85,10 @@ def test_long_context_limits_case():
      r"transformer.schemes = .*'post_ln' given more than once"),
     ({"study": "long_context_limits", "gammas": [1.0, 2.0, 1.0]}, r"transformer.gammas = .*1.0 given more"),
     ({"study": "long_context_phase", "gammas": [2.0, 2.0]}, r"transformer.gammas = .*2.0 given more"),
+    # radius0 = 1e160 ended in "RuntimeError: solve_ivp failed", 1e-200 in "x: positions must be
+    # finite and non-zero" (not naming the key)
+    ({"study": "normalisation", "radius0": 1e160}, r"transformer.radius0 = 1e\+160: must be in \[1e-100"),
+    ({"study": "normalisation", "radius0": 1e-200}, r"transformer.radius0 = 1e-200: must be in \[1e-100"),
 ])
 def test_bad_transformer_sections_name_the_key(table, match):
     with pytest.raises(ConfigError, match=match):

@@ -85,7 +85,8 @@ class TransformerConfig:
     dimension: int = _f(16, lo=2, hi=4096, doc="ambient dimension d of the particles (>= n)")
     rho0: float = _f(0.2, lo=-1.0, hi=1.0, lo_open=True, hi_open=True,
                      doc="initial inner product of the equiangular tokens")
-    radius0: float = _f(1.0, lo=0.0, lo_open=True, doc="initial token norm (schemes in R^d)")
+    radius0: float = _f(1.0, lo=1e-100, hi=1e100,  # beyond: |x|^2 underflows, or solve_ivp cannot step
+                        doc="initial token norm (schemes in R^d)")
     switch_time: float = _f(1.0, lo=0.0, lo_open=True, doc="Mix-LN: depth of the switch Post-LN -> Pre-LN")
     alpha: float = _f(1.0, lo=0.0, lo_open=True, doc="nGPT step factor alpha")
     seed: int = _f(0, lo=0, doc="seed of the random rotation of the particles")
