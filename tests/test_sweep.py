@@ -113,6 +113,16 @@ def test_plan_continuation_chains_run_up_and_down():
     assert len({p.chain for p in plan.points}) == 2
 
 
+@pytest.mark.parametrize("case, key, values", [("phase_noise_beta1", "domain.lmax", "[12, 16]"),
+                                               ("phase_zonal_d3_continuous", "domain.dimension", "[3, 8]")])
+def test_continuation_along_a_key_that_changes_the_state_size_is_refused(case, key, values):
+    # before, every continued point failed on its worker ("ValueError: operands could not be
+    # broadcast together with shapes (153,) (91,)"): the previous point's state has another size
+    config = load_case(case, {"time.t_end": 1.0})
+    with pytest.raises(ConfigError, match=rf"sweep.continuation = '{key}': .*state"):
+        plan_sweep(config, ["model.nu=[0.3]", f"{key}={values}"], continuation=key)
+
+
 # -- acceptance 1 and 2 ------------------------------------------------------------------------
 
 def test_sweep_localcluster_kill_and_resume(tmp_path):

@@ -91,6 +91,22 @@ def _check_one_clock(points: list[Point]) -> None:
                               "stores the natural time `time` and `tau`)")
 
 
+def _check_one_state_space(points: list[Point], cont: str) -> None:
+    """A continued point starts from its predecessor's final coefficients: every point of a chain
+    must have the same grid (manifold, lmax, dimension), else each continued point failed on its
+    worker with "operands could not be broadcast together with shapes (153,) (91,)"."""
+    def space(p: Point):
+        d = p.config["domain"]
+        return d["manifold"], d["lmax"], d.get("dimension", 0)
+    for a, b in zip(points, points[1:]):
+        if a.chain >= 0 and a.chain == b.chain and space(a) != space(b):
+            raise ConfigError(f"sweep.continuation = {cont!r}: points {a.label} and {b.label} have "
+                              "different grids (domain.manifold, domain.lmax, domain.dimension), so "
+                              "one cannot start from the other's final state; continue along a key "
+                              "that keeps the grid (e.g. model.nu) and sweep the grid key without "
+                              "continuation")
+
+
 def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                force: bool = False) -> Plan:
     """Validate the sweep and list its points.
@@ -101,7 +117,9 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
         A grid item that is not section.key=values, a key or value the case
         rejects (named as by --set, with the point), a continuation key not
         in the grid or with a non-numeric grid, continuation with
-        task = "tokens" or particles, a point whose run.kind is not in :data:`SWEEP_KINDS`
+        task = "tokens" or particles, a continuation key that changes the grid (domain.lmax,
+        domain.dimension: a point could not start from the previous one's state), a point whose
+        run.kind is not in :data:`SWEEP_KINDS`
         (with task = "run"), an unknown measure; more than
         :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``),
         before any point is built.
@@ -156,6 +174,7 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                                     chains if cont else -1, cfg.to_dict()))
             chains += 1
     _check_one_clock(points)
+    _check_one_state_space(points, cont)
     seen: dict[str, Point] = {}
     for p in points:  # two points in one file would share one result
         if p.label in seen:
