@@ -85,6 +85,13 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
         Naming the first fault found.
     """
     if "time" not in ds.variables:
+        if ds.attrs.get("kind") == "sweep" or {"grid", "task", "points"} <= set(ds.attrs):
+            raise NotARunError(f"{where}: not a run of meanfield-pde but a sweep's combined file "
+                               "(one final value per point; `plot` draws it); each point's run is "
+                               "its file in the sweep's points/ folder (variable 'path')")
+        if {"distance", "expected_slope"} <= set(ds.variables):
+            raise NotARunError(f"{where}: not a run of meanfield-pde but a limit study (`limits` "
+                               "writes its figure)")
         missing = "no 'time' variable" + ("" if "case" in ds.attrs else " and no 'case' attribute")
         raise NotARunError(f"{where}: not a run of meanfield-pde (not a run file: {missing})")
     t = np.asarray(ds["time"].values, dtype=float)
