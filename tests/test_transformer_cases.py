@@ -98,3 +98,12 @@ def test_bad_transformer_sections_name_the_key(table, match):
 def test_pde_cases_still_need_their_sections():
     with pytest.raises(ConfigError, match=r"\[model\]: required"):
         from_dict({"transformer": {"study": "off"}})
+
+
+def test_long_context_limits_without_direct_computations_says_so():
+    """transformer.direct_max below 10 (0: none) printed "max |direct - formula| = nan"."""
+    from meanfield_pde.studies.transformer_study import summary_lines
+    ds = run_study(load_case("long_context_limits", {"transformer.n_max": 1e4, "transformer.direct_max": 0,
+                                                     "transformer.random_dim": 0}))
+    text = "\n".join(summary_lines(ds))
+    assert "nan" not in text and "no direct computation" in text, text

@@ -95,7 +95,8 @@ class TransformerConfig:
     gammas: list[float] = _f([1.0, 2.0, 3.0], lo=0.0, doc="long context: beta = gamma log n")
     gamma_max: float = _f(6.0, lo=0.0, lo_open=True, doc="phase diagram: gamma range [0, gamma_max]")
     n_max: float = _f(1e8, lo=10.0, hi=1e15, doc="long_context_limits: largest n of the formula")
-    direct_max: int = _f(20000, lo=0, hi=20000, doc="long_context_limits: largest n computed directly (0: none)")
+    direct_max: int = _f(20000, lo=0, hi=20000, doc="long_context_limits: largest n computed directly, of 10, 100, 1000, 10000, "
+                                                 "20000 (below 10: none)")
     random_dim: int = _f(2000, lo=0, hi=8192, doc="long_context_limits: dimension of the random "
                                                   "near-equiangular inputs at n = 100, 1000 (0: none)")
     layers: int = _f(30, lo=0, hi=10000, doc="long_context_phase: depth of the deep version")
