@@ -113,6 +113,19 @@ def test_plan_continuation_chains_run_up_and_down():
     assert len({p.chain for p in plan.points}) == 2
 
 
+@pytest.mark.parametrize("case, extra, words", [
+    ("phase_noise_beta1", {"sweep.measure": ["clustered_pairs"]}, "'clustered_pairs' needs tokens"),
+    ("phase_tokens_sa", {"sweep.measure": ["clusters"]}, "'clusters' counts the peaks"),
+])
+def test_a_measure_the_points_cannot_take_is_refused(case, extra, words):
+    # before, the sweep ran and its sweep.nc had no such variable, without a word
+    config = load_case(case, {"time.t_end": 1.0, **extra})
+    with pytest.raises(ConfigError, match=words):
+        plan_sweep(config, ["model.beta=[1.0]"], continuation="")
+    # the measures that fit still plan
+    plan_sweep(load_case("phase_tokens_sa", {"time.t_end": 1.0}), ["model.beta=[1.0]"])
+
+
 @pytest.mark.parametrize("case, key, values", [("phase_noise_beta1", "domain.lmax", "[12, 16]"),
                                                ("phase_zonal_d3_continuous", "domain.dimension", "[3, 8]")])
 def test_continuation_along_a_key_that_changes_the_state_size_is_refused(case, key, values):

@@ -107,6 +107,23 @@ def _check_one_state_space(points: list[Point], cont: str) -> None:
                               "continuation")
 
 
+def _check_measures(points: list[Point], sw) -> None:
+    """Every measure of sweep.measure must be measurable on every point: "clustered_pairs" needs
+    tokens (task = "tokens" or run.kind = "particles"), "clusters" a density (task = "run");
+    a measure a point could not take was left out of sweep.nc without a word."""
+    for p in points:
+        kind = p.config["run"]["kind"]
+        tokens = sw.task == "tokens" or kind == "particles"
+        if "clustered_pairs" in sw.measure and not tokens:
+            raise ConfigError(f"sweep.measure = {list(sw.measure)!r}: 'clustered_pairs' needs tokens "
+                              f"(sweep.task = 'tokens' or run.kind = 'particles'), but point "
+                              f"{p.label} is a run.kind = {kind!r} run; remove it or sweep tokens")
+        if "clusters" in sw.measure and sw.task == "tokens":
+            raise ConfigError(f"sweep.measure = {list(sw.measure)!r}: 'clusters' counts the peaks of "
+                              "a density, and sweep.task = 'tokens' stores none; use "
+                              "'clustered_pairs' or sweep.task = 'run'")
+
+
 def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                force: bool = False) -> Plan:
     """Validate the sweep and list its points.
@@ -119,7 +136,8 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
         in the grid or with a non-numeric grid, continuation with
         task = "tokens" or particles, a continuation key that changes the grid (domain.lmax,
         domain.dimension: a point could not start from the previous one's state), a point whose
-        run.kind is not in :data:`SWEEP_KINDS`
+        run.kind is not in :data:`SWEEP_KINDS`, a measure a point cannot take (clustered_pairs
+        without tokens, clusters with task = "tokens")
         (with task = "run"), an unknown measure; more than
         :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``),
         before any point is built.
@@ -175,6 +193,7 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
             chains += 1
     _check_one_clock(points)
     _check_one_state_space(points, cont)
+    _check_measures(points, sw)
     seen: dict[str, Point] = {}
     for p in points:  # two points in one file would share one result
         if p.label in seen:
