@@ -113,6 +113,14 @@ def test_plan_continuation_chains_run_up_and_down():
     assert len({p.chain for p in plan.points}) == 2
 
 
+def test_extra_grid_given_as_one_string_is_one_item():
+    # run_sweep(config, DIR, "model.nu=[0.3, 0.4]") read the string's characters as grid items:
+    # "--grid 'm': must be of the form section.key=values"
+    config = load_case("phase_noise_beta1", {"time.t_end": 1.0})
+    plan = plan_sweep(config, "model.nu=[0.3, 0.4]")
+    assert plan.grid == [("model.nu", [0.3, 0.4])] and len(plan.points) == 4
+
+
 @pytest.mark.parametrize("case, extra, words", [
     ("phase_noise_beta1", {"sweep.measure": ["clustered_pairs"]}, "'clustered_pairs' needs tokens"),
     ("phase_tokens_sa", {"sweep.measure": ["clusters"]}, "'clusters' counts the peaks"),

@@ -109,7 +109,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         The case (its [sweep] section: grid, continuation, directions, task, measure).
     output : path
         The folder DIR (created).
-    extra_grid : list of "section.key=values"
+    extra_grid : list of "section.key=values" (or one such string)
         Added to (or replacing keys of) ``sweep.grid``.
     continuation : str, optional
         Overrides ``sweep.continuation`` ('' turns it off).

@@ -14,11 +14,14 @@ from ...runs.config import Config, apply_overrides, from_dict, parse_grid_item
 
 
 def grid_of(config: Config, extra=()) -> list[tuple[str, list]]:
-    """The case's [sweep] grid with the ``extra`` items (--grid) added or replacing the same key."""
+    """The case's [sweep] grid with the ``extra`` items (--grid; a list, or one item as a string)
+    added or replacing the same key."""
     grid: dict[str, list] = {}
     for i, item in enumerate(config.sweep.grid):
         key, values = parse_grid_item(item, f"sweep.grid[{i}]")
         grid[key] = values
+    if isinstance(extra, str):  # one item (run_sweep(config, DIR, "model.nu=0.3:0.4:5")): its
+        extra = [extra]         # characters were read as items ("--grid 'm': must be of the form")
     given: set[str] = set()
     for item in extra:
         key, values = parse_grid_item(item)
