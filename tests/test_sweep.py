@@ -375,3 +375,20 @@ def test_stationary_stop_measures_change_relative_to_the_deviation():
             assert stop.rate == pytest.approx(abs(np.exp(5 * sigma) - 1) / (5 * np.exp(5 * sigma)))
     seeded = reseed(g, base + 1e-15 * mode)  # continued near-uniform state keeps its shape
     assert abs(seeded[3]) == pytest.approx(UNIFORM_FLOOR * abs(base[0]) / np.sqrt(2))
+
+
+def test_sweep_file_stores_the_grid_and_continuation_that_ran(tmp_path):
+    # sweep.nc's `case` was the case file's: `sweep phase_noise_beta1 --grid "model.nu=[0.3, 0.4]"
+    # --continuation ''` stored grid = ["model.nu=0.335:0.395:25"], continuation = "model.nu",
+    # while the attributes grid and continuation said what ran
+    from meanfield_pde.runs.config import from_dict, parse_toml
+    from meanfield_pde.studies.sweep import combine, point_specs
+    config = load_case("phase_noise_beta1", {"time.t_end": 1.0})
+    plan = plan_sweep(config, ["model.nu=[0.3, 0.4]"], continuation="")
+    records = [{"status": "completed", "stop_reason": "completed", "finals": {"order_parameter": 0.1},
+                "series": {}, "skipped": 0} for _ in plan.points]
+    ds = combine(plan, records, point_specs(config, plan, tmp_path))
+    stored = from_dict(parse_toml(ds.attrs["case"], "sweep.nc"))
+    assert stored.sweep.continuation == "" == ds.attrs["continuation"]
+    again = plan_sweep(stored)  # the stored case plans the same points
+    assert again.grid == plan.grid and [p.label for p in again.points] == [p.label for p in plan.points]

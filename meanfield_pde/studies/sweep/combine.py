@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -19,6 +20,19 @@ def _coordinate(values: list) -> np.ndarray:
     if all(isinstance(v, (int, float, str)) for v in values):
         return np.asarray(values)
     return np.array([str(v) for v in values], dtype=str)
+
+
+def swept_case(plan: Plan) -> str:
+    """The case as TOML with the [sweep] that ran: its grid (with the --grid items) and its
+    continuation (with --continuation), not the case file's, which the stored case said (a
+    sweep with --grid "model.nu=[0.3]" --continuation '' stored the file's 25 points, continued)."""
+    from ...runs.config import from_dict
+    d = plan.config.to_dict()
+    d["sweep"]["grid"] = [f"{k}={json.dumps(list(v))}" for k, v in plan.grid]  # TOML arrays too
+    d["sweep"]["continuation"] = plan.continuation
+    if plan.continuation:
+        d["sweep"]["directions"] = list(plan.directions)
+    return from_dict(d, name=plan.config.name).to_toml()
 
 
 def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
@@ -83,7 +97,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     interrupted = int(sum(r["stop_reason"] == StopReason.INTERRUPTED.value for r in records))
     ds.attrs.update({
         "title": f"sweep of {c.name} over {', '.join(keys)}", "kind": "sweep",  # `plot` redraws it
-        "case": c.to_toml(), "case_name": c.name,
+        "case": swept_case(plan), "case_name": c.name,
         "description": c.description, "model": c.model.kind, "manifold": c.domain.manifold,
         "grid": "; ".join(f"{k}={[fmt_value(v) for v in vals]}" for k, vals in plan.grid),
         "continuation": plan.continuation, "task": c.sweep.task, "figure": c.sweep.figure,
