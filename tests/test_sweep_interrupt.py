@@ -94,3 +94,23 @@ def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
         assert reasons == {0.05: "completed", 1e-7: "interrupted"}, reasons
         status = dict(zip(ds.dt.values.tolist(), ds.status.values.tolist()))
         assert "(SIGTERM)" in status[1e-7], status
+
+
+def test_a_local_cluster_that_does_not_start_is_one_line(tmp_path, monkeypatch, capsys):
+    # a worker SIGKILLed while the LocalCluster started ended the sweep in a traceback
+    # ("RuntimeError: Nanny failed to start.", exit 1); now one line, exit 2, nothing written
+    import distributed
+
+    from meanfield_pde.cli import main
+
+    class NotStarting:
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError("Nanny failed to start.")
+
+    monkeypatch.setattr(distributed, "LocalCluster", NotStarting)
+    (tmp_path / "case.toml").write_text(CASE)
+    out = tmp_path / "out"
+    assert main(["sweep", str(tmp_path / "case.toml"), "-o", str(out), "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did not start" in err and "Nanny failed to start" in err, err
+    assert not (out / "sweep.nc").exists()

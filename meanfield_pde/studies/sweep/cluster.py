@@ -154,7 +154,8 @@ def dask_client(workers: int | None = None, scheduler: str | None = None,
         dask.distributed (or, for ``jobqueue``, dask-jobqueue) is not installed: the extra
         ``[sweep]``.
     ConfigError
-        A malformed scheduler address, or one that does not answer in 20 s.
+        A malformed scheduler address, or one that does not answer in 20 s; a LocalCluster
+        that does not start (a worker process died while starting).
     """
     import logging
 
@@ -188,20 +189,26 @@ def dask_client(workers: int | None = None, scheduler: str | None = None,
             cluster.scale(jobs=jobqueue.jobs)
             yield client
         return
-    with dask.config.set(quiet), \
-            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
-                         host="127.0.0.1", security=security, dashboard_address=None,
-                         worker_dashboard_address=None, silence_logs=logging.CRITICAL,
-                         # workers ignore Ctrl-C: this process stops them (worker_setup)
-                         preload=["meanfield_pde.studies.sweep.worker_setup"],
-                         # its HTTP server on a free port of 127.0.0.1, stopped below
-                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
-            Client(cluster, security=security) as client:
-        # the scheduler's HTTP server starts whatever the routes: close it (nothing is served)
-        server = getattr(cluster.scheduler, "http_server", None)
-        if server is not None:
-            server.stop()
-        yield client
+    with dask.config.set(quiet):
+        try:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
+                                   host="127.0.0.1", security=security, dashboard_address=None,
+                                   worker_dashboard_address=None, silence_logs=logging.CRITICAL,
+                                   # workers ignore Ctrl-C: this process stops them (worker_setup)
+                                   preload=["meanfield_pde.studies.sweep.worker_setup"],
+                                   # its HTTP server on a free port of 127.0.0.1, stopped below
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+        except Exception as exc:  # noqa: BLE001 - e.g. a worker killed while starting: a traceback
+            raise ConfigError(f"sweep: its local cluster of {n} worker processes did not start "
+                              f"({type(exc).__name__}: {exc}): a worker process died while starting "
+                              "(killed, or out of memory?); nothing was run: run the command again, "
+                              "with fewer --workers if it recurs") from None
+        with cluster, Client(cluster, security=security) as client:
+            # the scheduler's HTTP server starts whatever the routes: close it (nothing is served)
+            server = getattr(cluster.scheduler, "http_server", None)
+            if server is not None:
+                server.stop()
+            yield client
 
 
 def lost_record(exc: BaseException) -> dict:
