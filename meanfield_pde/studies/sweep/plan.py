@@ -139,9 +139,8 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
         in the grid or with a non-numeric grid, continuation with
         task = "tokens" or particles, a continuation key that changes the grid (domain.lmax,
         domain.dimension: a point could not start from the previous one's state), a point whose
-        run.kind is not in :data:`SWEEP_KINDS`, a measure a point cannot take (clustered_pairs
-        without tokens, clusters with task = "tokens")
-        (with task = "run"), an unknown measure; more than
+        run.kind is not in :data:`SWEEP_KINDS` (with task = "run"), an unknown measure or one
+        a point cannot take (clustered_pairs without tokens, clusters with task = "tokens"); more than
         :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``),
         before any point is built.
     """
