@@ -392,3 +392,25 @@ def test_sweep_file_stores_the_grid_and_continuation_that_ran(tmp_path):
     assert stored.sweep.continuation == "" == ds.attrs["continuation"]
     again = plan_sweep(stored)  # the stored case plans the same points
     assert again.grid == plan.grid and [p.label for p in again.points] == [p.label for p in plan.points]
+
+
+def test_a_measured_series_on_different_time_axes_is_kept(tmp_path):
+    # points of another time.t_end (or a run stopped early): clustered_pairs was left out of
+    # sweep.nc without a word; now on the union of the times, NaN where a point has none
+    from meanfield_pde.studies.sweep import combine, point_specs
+    config = load_case("phase_tokens_sa", {"time.t_end": 1.0})
+    plan = plan_sweep(config, ["model.beta=[1.0]", "sweep.dimension=[8]", "particles.seed=[0]",
+                               "time.t_end=[1.0, 1.5]"])
+    axes = [np.array([0.0, 0.5, 1.0]), np.array([0.0, 0.5, 1.0, 1.5])]
+    records = [{"status": "completed", "stop_reason": "completed", "skipped": 0,
+                "finals": {"order_parameter": 0.5}, "times": t,
+                "series": {"clustered_pairs": t / 10}} for t in axes]
+    ds = combine(plan, records, point_specs(config, plan, tmp_path))
+    assert ds.time.values.tolist() == [0.0, 0.5, 1.0, 1.5]
+    pairs = ds.clustered_pairs.squeeze().transpose("t_end", "time").values
+    assert np.allclose(pairs[0, :3], [0.0, 0.05, 0.1]) and np.isnan(pairs[0, 3])
+    assert np.allclose(pairs[1], [0.0, 0.05, 0.1, 0.15])
+    # the tokens figure has no axis for t_end: the grid's lines instead (not a traceback)
+    from meanfield_pde.plotting.phase import save_sweep_figure, sweep_figure_name
+    assert sweep_figure_name(ds) == "lines"
+    assert save_sweep_figure(ds, tmp_path / "sweep.png").stat().st_size > 0

@@ -256,8 +256,8 @@ def sweep_figure_name(ds: xr.Dataset) -> str | None:
     # AttributeError traceback after every point had run
     if name == "clusters" and not ("clusters" in ds and "beta" in ds.clusters.dims):
         return "lines"
-    if name == "tokens" and not ("clustered_pairs" in ds and
-                                 {"beta", "time"} <= set(ds.clustered_pairs.dims)):
+    if name == "tokens" and not ("clustered_pairs" in ds and  # seeds averaged, a panel per d
+                                 set(ds.clustered_pairs.dims) - {"seed", "dimension"} == {"beta", "time"}):
         return "lines"
     return name if name in FIGURES else "lines"
 

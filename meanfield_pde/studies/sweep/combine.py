@@ -22,6 +22,25 @@ def _coordinate(values: list) -> np.ndarray:
     return np.array([str(v) for v in values], dtype=str)
 
 
+TIME_TOLERANCE = 1e-9  # relative: two points' snapshots at "the same" time (0.3 and 0.1 * 3)
+
+
+def _union_times(axes: list[np.ndarray]) -> np.ndarray:
+    """The sorted union of the points' snapshot times, times within TIME_TOLERANCE merged."""
+    t = np.sort(np.concatenate(axes))
+    if t.size == 0:
+        return t
+    scale = max(float(np.max(np.abs(t))), 1e-300)
+    return t[np.concatenate([[True], np.diff(t) > TIME_TOLERANCE * scale])]
+
+
+def _nearest(union: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Index in ``union`` of each time of ``t`` (all of which it holds, to TIME_TOLERANCE)."""
+    i = np.searchsorted(union, t).clip(0, len(union) - 1)
+    left = np.maximum(i - 1, 0)
+    return np.where(np.abs(union[left] - t) < np.abs(union[i] - t), left, i)
+
+
 def swept_case(plan: Plan) -> str:
     """The case as TOML with the [sweep] that ran: its grid (with the --grid items) and its
     continuation (with --continuation), not the case file's, which the stored case said (a
@@ -44,7 +63,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     ``t_final``, ``stationary`` (1/0), ``stationary_time``, ``wall_time``,
     ``skipped`` (1: loaded from its finished file), ``path`` (its own file).
     A measured time series (e.g. clustered_pairs) becomes a variable with a
-    ``time`` dim when all points share their snapshot times.
+    ``time`` dim: the union of the points' snapshot times, NaN where a point has none.
     """
     keys = [k for k, _ in plan.grid]
     shape = tuple(len(v) for _, v in plan.grid) + ((len(plan.directions),) if plan.continuation else ())
@@ -82,15 +101,17 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     data.update({k: (dims, a, {"units": "1"}) for k, a in ints.items()})
     good = [r for r in records if r["stop_reason"] != StopReason.FAILED.value and "times" in r]
     for name in sorted({n for r in good for n in r["series"]}):
-        times = good[0]["times"]
-        if not all(len(r["times"]) == len(times) and np.allclose(r["times"], times) for r in good):
-            continue  # different snapshot times: the series stay in the points' files
+        # on the union of the points' snapshot times, NaN where a point has none (points of
+        # another time.t_end or output.every, a run stopped early): the series was left out of
+        # sweep.nc, without a word, unless every point had the same times
+        having = [r for r in good if name in r["series"]]
+        times = _union_times([np.asarray(r["times"], float) for r in having])
         arr = np.full(shape + (len(times),), np.nan)
         for p, r in zip(plan.points, records):
-            if name in r["series"]:
-                arr[p.index] = r["series"][name]
+            if name in r["series"] and "times" in r:
+                arr[p.index + (_nearest(times, np.asarray(r["times"], float)),)] = r["series"][name]
         data[name] = (dims + ["time"], arr, {"long_name": MEASURES.get(name, name), "units": "1"})
-        coords["time"] = ("time", np.asarray(times, float), {"long_name": "time"})
+        coords["time"] = ("time", times, {"long_name": "time"})
     ds = xr.Dataset(data, coords=coords)
     c = plan.config
     failed = int(sum(r["stop_reason"] == StopReason.FAILED.value for r in records))
