@@ -357,8 +357,9 @@ def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -
         if magic == HDF5_MAGIC and not netcdf4:
             if not is_run_file(ds.attrs):  # converting it would not help: say what it is first
                 raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
-            raise ConfigError(f"{where}: a netCDF-4 (HDF5) copy; only the netCDF-3 run files written "
-                              "by meanfield-pde can be continued (convert it with: "
+            raise ConfigError(f"{where}: a netCDF-4 (HDF5) file (a copy, a sweep's point, or "
+                              "output.format = 'netcdf4-zlib'); only the netCDF-3 files that `run` "
+                              "writes can be continued (convert it with: "
                               "nccopy -k '64-bit offset' IN OUT)")
     except BaseException:
         ds.close()
