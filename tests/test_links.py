@@ -251,7 +251,7 @@ def test_a_netcdf4_copy_is_still_refused_for_what_it_is(run_file, tmp_path, flag
     refusal says what the file is. (A mistake of this change, caught here.)"""
     copy = tmp_path / "c4.nc"
     xr.load_dataset(run_file).to_netcdf(copy, format="NETCDF4")
-    one_error(*run_cli("run", "--resume", copy, *flags, "-q")[::2], "a netCDF-4 (HDF5) copy")
+    one_error(*run_cli("run", "--resume", copy, *flags, "-q")[::2], "a netCDF-4 (HDF5) file (a copy")
     with hold_file(copy), xr.open_dataset(copy, engine="netcdf4") as ds:  # HDF5 opens it
         assert ds.sizes["time"] == 5
 

@@ -33,6 +33,35 @@ def test_a_transformer_study_is_named_not_called_damaged(study_file, command, ca
     assert "transformer study" in err and "damaged" not in err, err
 
 
+@pytest.fixture(scope="module")
+def limit_file(tmp_path_factory):
+    """A limit study as `limits sa_backward_heat -o lim.nc` writes it (shortened)."""
+    out = tmp_path_factory.mktemp("limits") / "lim.nc"
+    assert main(["limits", "sa_backward_heat", "-o", str(out), "--no-plot", "-q", "--set",
+                 "limit.betas=[25.0, 50.0]", "--set", "limit.tau=0.002", "--set", "limit.orders=[0]",
+                 "--set", "limit.degrees=4", "--set", "domain.lmax=8"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("command", [["animate", "{f}", "-o", "{d}/x.gif"],
+                                     ["compare", "{f}", "{f}", "-o", "{d}/x.nc"], ["run", "--resume", "{f}"]],
+                         ids=["animate", "compare", "resume"])
+def test_a_sweep_or_limit_study_is_named(tmp_path, limit_file, command, capsys):
+    """A sweep's sweep.nc or a limit study given to animate / compare / --resume was "not a run of
+    meanfield-pde (not a run file: no 'time' variable)": not saying what the file is nor where
+    the runs are (a transformer study or a comparison was named)."""
+    sweep = tmp_path / "sweep.nc"  # the shape of DIR/sweep.nc (studies.sweep.combine)
+    xr.Dataset({"order_parameter": ("nu", [0.5, 0.1]), "path": ("nu", ["points/a.nc", "points/b.nc"])},
+               coords={"nu": [0.3, 0.4]},
+               attrs={"kind": "sweep", "grid": "model.nu=['0.3', '0.4']", "task": "run",
+                      "points": 2}).to_netcdf(sweep)
+    for f, words in ((sweep, "a sweep's combined file"), (limit_file, "a limit study")):
+        args = [a.format(f=f, d=tmp_path) for a in command]
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err, err
+
+
 def test_another_programs_file_is_not_drawn(tmp_path, capsys):
     """A netCDF file of another program with a 'density' and a 'time' (no attribute of a run)
     was drawn as "? mean-field PDE ... β = ?" with exit status 0, and animated alike."""

@@ -151,3 +151,20 @@ def test_handoff_tokens_benchmark_refuses_bad_counts(tmp_path, flag, value):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"{flag} {value}: must be >=" in proc.stderr
+
+
+@pytest.mark.parametrize("figure", ["clusters", "tokens"])
+def test_clusters_or_tokens_figure_without_its_measure_draws_lines(tmp_path, figure):
+    """`sweep phase_noise_beta1 --grid "model.nu=[0.3,0.4]" --continuation '' --set
+    sweep.figure=clusters` (or tokens): every point ran, sweep.nc was written, then the figure
+    raised AttributeError ('float' object has no attribute 'values': beta not swept; no
+    clustered_pairs): a traceback, exit 1. Now the "lines" figure of the grid."""
+    from meanfield_pde.plotting.phase import save_sweep_figure, sweep_figure_name
+    m = np.array([0.31, 0.22])
+    ds = xr.Dataset({"order_parameter": ("nu", m), "energy": ("nu", m / 2),
+                     "stationary": ("nu", np.zeros(2, np.int32)),
+                     "status": ("nu", np.array(["completed"] * 2, object))},
+                    coords={"nu": [0.3, 0.4]},
+                    attrs={"figure": figure, "beta": 1.0, "model": "USA", "manifold": "sphere"})
+    assert sweep_figure_name(ds) == "lines"
+    assert save_sweep_figure(ds, tmp_path / "sweep.png").stat().st_size > 0

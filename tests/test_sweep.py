@@ -113,6 +113,37 @@ def test_plan_continuation_chains_run_up_and_down():
     assert len({p.chain for p in plan.points}) == 2
 
 
+def test_extra_grid_given_as_one_string_is_one_item():
+    # run_sweep(config, DIR, "model.nu=[0.3, 0.4]") read the string's characters as grid items:
+    # "--grid 'm': must be of the form section.key=values"
+    config = load_case("phase_noise_beta1", {"time.t_end": 1.0})
+    plan = plan_sweep(config, "model.nu=[0.3, 0.4]")
+    assert plan.grid == [("model.nu", [0.3, 0.4])] and len(plan.points) == 4
+
+
+@pytest.mark.parametrize("case, extra, words", [
+    ("phase_noise_beta1", {"sweep.measure": ["clustered_pairs"]}, "'clustered_pairs' needs tokens"),
+    ("phase_tokens_sa", {"sweep.measure": ["clusters"]}, "'clusters' counts the peaks"),
+])
+def test_a_measure_the_points_cannot_take_is_refused(case, extra, words):
+    # before, the sweep ran and its sweep.nc had no such variable, without a word
+    config = load_case(case, {"time.t_end": 1.0, **extra})
+    with pytest.raises(ConfigError, match=words):
+        plan_sweep(config, ["model.beta=[1.0]"], continuation="")
+    # the measures that fit still plan
+    plan_sweep(load_case("phase_tokens_sa", {"time.t_end": 1.0}), ["model.beta=[1.0]"])
+
+
+@pytest.mark.parametrize("case, key, values", [("phase_noise_beta1", "domain.lmax", "[12, 16]"),
+                                               ("phase_zonal_d3_continuous", "domain.dimension", "[3, 8]")])
+def test_continuation_along_a_key_that_changes_the_state_size_is_refused(case, key, values):
+    # before, every continued point failed on its worker ("ValueError: operands could not be
+    # broadcast together with shapes (153,) (91,)"): the previous point's state has another size
+    config = load_case(case, {"time.t_end": 1.0})
+    with pytest.raises(ConfigError, match=rf"sweep.continuation = '{key}': .*state"):
+        plan_sweep(config, ["model.nu=[0.3]", f"{key}={values}"], continuation=key)
+
+
 # -- acceptance 1 and 2 ------------------------------------------------------------------------
 
 def test_sweep_localcluster_kill_and_resume(tmp_path):
@@ -344,3 +375,42 @@ def test_stationary_stop_measures_change_relative_to_the_deviation():
             assert stop.rate == pytest.approx(abs(np.exp(5 * sigma) - 1) / (5 * np.exp(5 * sigma)))
     seeded = reseed(g, base + 1e-15 * mode)  # continued near-uniform state keeps its shape
     assert abs(seeded[3]) == pytest.approx(UNIFORM_FLOOR * abs(base[0]) / np.sqrt(2))
+
+
+def test_sweep_file_stores_the_grid_and_continuation_that_ran(tmp_path):
+    # sweep.nc's `case` was the case file's: `sweep phase_noise_beta1 --grid "model.nu=[0.3, 0.4]"
+    # --continuation ''` stored grid = ["model.nu=0.335:0.395:25"], continuation = "model.nu",
+    # while the attributes grid and continuation said what ran
+    from meanfield_pde.runs.config import from_dict, parse_toml
+    from meanfield_pde.studies.sweep import combine, point_specs
+    config = load_case("phase_noise_beta1", {"time.t_end": 1.0})
+    plan = plan_sweep(config, ["model.nu=[0.3, 0.4]"], continuation="")
+    records = [{"status": "completed", "stop_reason": "completed", "finals": {"order_parameter": 0.1},
+                "series": {}, "skipped": 0} for _ in plan.points]
+    ds = combine(plan, records, point_specs(config, plan, tmp_path))
+    stored = from_dict(parse_toml(ds.attrs["case"], "sweep.nc"))
+    assert stored.sweep.continuation == "" == ds.attrs["continuation"]
+    again = plan_sweep(stored)  # the stored case plans the same points
+    assert again.grid == plan.grid and [p.label for p in again.points] == [p.label for p in plan.points]
+
+
+def test_a_measured_series_on_different_time_axes_is_kept(tmp_path):
+    # points of another time.t_end (or a run stopped early): clustered_pairs was left out of
+    # sweep.nc without a word; now on the union of the times, NaN where a point has none
+    from meanfield_pde.studies.sweep import combine, point_specs
+    config = load_case("phase_tokens_sa", {"time.t_end": 1.0})
+    plan = plan_sweep(config, ["model.beta=[1.0]", "sweep.dimension=[8]", "particles.seed=[0]",
+                               "time.t_end=[1.0, 1.5]"])
+    axes = [np.array([0.0, 0.5, 1.0]), np.array([0.0, 0.5, 1.0, 1.5])]
+    records = [{"status": "completed", "stop_reason": "completed", "skipped": 0,
+                "finals": {"order_parameter": 0.5}, "times": t,
+                "series": {"clustered_pairs": t / 10}} for t in axes]
+    ds = combine(plan, records, point_specs(config, plan, tmp_path))
+    assert ds.time.values.tolist() == [0.0, 0.5, 1.0, 1.5]
+    pairs = ds.clustered_pairs.squeeze().transpose("t_end", "time").values
+    assert np.allclose(pairs[0, :3], [0.0, 0.05, 0.1]) and np.isnan(pairs[0, 3])
+    assert np.allclose(pairs[1], [0.0, 0.05, 0.1, 0.15])
+    # the tokens figure has no axis for t_end: the grid's lines instead (not a traceback)
+    from meanfield_pde.plotting.phase import save_sweep_figure, sweep_figure_name
+    assert sweep_figure_name(ds) == "lines"
+    assert save_sweep_figure(ds, tmp_path / "sweep.png").stat().st_size > 0

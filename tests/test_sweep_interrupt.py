@@ -63,3 +63,54 @@ def test_ctrl_c_keeps_the_finished_points_exits_3_and_leaves_no_warnings(tmp_pat
         reasons = dict(zip(ds.dt.values.tolist(), ds.stop_reason.values.tolist()))
         assert reasons == {0.05: "completed", 1e-7: "interrupted"}, reasons
         assert ds.attrs["interrupted"] == 1 and ds.attrs["failed"] == 0
+
+
+def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
+    # `kill PID` (SIGTERM, also what batch systems and timeouts send) to the sweep's process
+    # only: before, the sweep died at once (exit -15, no sweep.nc, no line saying so)
+    (tmp_path / "case.toml").write_text(CASE)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "meanfield_pde", "sweep", str(tmp_path / "case.toml"),
+           "-o", str(out), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    timer = threading.Timer(120, os.killpg, (proc.pid, signal.SIGKILL))  # a hang fails, not blocks
+    timer.start()
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "time.dt=0.05" in line:
+                os.kill(proc.pid, signal.SIGTERM)
+                break
+        rest, err = proc.communicate()
+    finally:
+        timer.cancel()
+    assert proc.returncode == 3, (proc.returncode, "".join(lines) + rest, err)
+    assert "Traceback" not in err, err
+    assert "sweep interrupted: 1 of 2 points not finished" in err, err
+    with xr.open_dataset(out / "sweep.nc") as ds:
+        reasons = dict(zip(ds.dt.values.tolist(), ds.stop_reason.values.tolist()))
+        assert reasons == {0.05: "completed", 1e-7: "interrupted"}, reasons
+        status = dict(zip(ds.dt.values.tolist(), ds.status.values.tolist()))
+        assert "(SIGTERM)" in status[1e-7], status
+
+
+def test_a_local_cluster_that_does_not_start_is_one_line(tmp_path, monkeypatch, capsys):
+    # a worker SIGKILLed while the LocalCluster started ended the sweep in a traceback
+    # ("RuntimeError: Nanny failed to start.", exit 1); now one line, exit 2, nothing written
+    import distributed
+
+    from meanfield_pde.cli import main
+
+    class NotStarting:
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError("Nanny failed to start.")
+
+    monkeypatch.setattr(distributed, "LocalCluster", NotStarting)
+    (tmp_path / "case.toml").write_text(CASE)
+    out = tmp_path / "out"
+    assert main(["sweep", str(tmp_path / "case.toml"), "-o", str(out), "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did not start" in err and "Nanny failed to start" in err, err
+    assert not (out / "sweep.nc").exists()

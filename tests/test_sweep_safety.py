@@ -423,3 +423,15 @@ def test_a_folder_in_place_of_the_sweeps_file_is_refused_before_any_point_runs(t
     assert capsys.readouterr().err.strip() == (f"meanfield-pde: error: output {str(out / name)!r}: "
                                                "exists and is not a regular file")
     assert sorted(p.name for p in out.iterdir()) == [name]  # no points/ : nothing ran
+
+
+def test_resume_of_a_sweep_point_says_what_the_file_is(tmp_path, case, capsys):
+    """`run --resume DIR/points/P.nc` said "a netCDF-4 (HDF5) copy; only the netCDF-3 run files
+    written by meanfield-pde can be continued": the point was written by meanfield-pde (a sweep
+    writes its points as netCDF-4), not copied."""
+    from meanfield_pde.cli.commands import main
+    _sweep_file(tmp_path, case)
+    point = sorted((tmp_path / "sw" / "points").glob("*.nc"))[0]
+    assert main(["run", "--resume", str(point)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a sweep's point" in err and "nccopy" in err, err

@@ -80,6 +80,15 @@ def test_long_context_limits_case():
     ({"study": "long_context_phase", "gammas": []}, "transformer.gammas"),
     ({"study": "long_context_limits", "direct_max": 50000}, "transformer.direct_max"),
     ({"study": "phase"}, "transformer.study"),
+    # a repeated scheme or gamma ended the study with a TypeError traceback after the work
+    ({"study": "normalisation", "schemes": ["post_ln", "pre_ln", "post_ln"]},
+     r"transformer.schemes = .*'post_ln' given more than once"),
+    ({"study": "long_context_limits", "gammas": [1.0, 2.0, 1.0]}, r"transformer.gammas = .*1.0 given more"),
+    ({"study": "long_context_phase", "gammas": [2.0, 2.0]}, r"transformer.gammas = .*2.0 given more"),
+    # radius0 = 1e160 ended in "RuntimeError: solve_ivp failed", 1e-200 in "x: positions must be
+    # finite and non-zero" (not naming the key)
+    ({"study": "normalisation", "radius0": 1e160}, r"transformer.radius0 = 1e\+160: must be in \[1e-100"),
+    ({"study": "normalisation", "radius0": 1e-200}, r"transformer.radius0 = 1e-200: must be in \[1e-100"),
 ])
 def test_bad_transformer_sections_name_the_key(table, match):
     with pytest.raises(ConfigError, match=match):
@@ -89,3 +98,12 @@ def test_bad_transformer_sections_name_the_key(table, match):
 def test_pde_cases_still_need_their_sections():
     with pytest.raises(ConfigError, match=r"\[model\]: required"):
         from_dict({"transformer": {"study": "off"}})
+
+
+def test_long_context_limits_without_direct_computations_says_so():
+    """transformer.direct_max below 10 (0: none) printed "max |direct - formula| = nan"."""
+    from meanfield_pde.studies.transformer_study import summary_lines
+    ds = run_study(load_case("long_context_limits", {"transformer.n_max": 1e4, "transformer.direct_max": 0,
+                                                     "transformer.random_dim": 0}))
+    text = "\n".join(summary_lines(ds))
+    assert "nan" not in text and "no direct computation" in text, text

@@ -71,3 +71,23 @@ def stop_on_signals():
         _depth[0] -= 1
         if _depth[0] == 0:
             _requested.clear()
+
+
+def _raise_terminated(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM raises :class:`Interrupted` ("SIGTERM") at once for the duration, as SIGINT raises
+    KeyboardInterrupt (main thread only, else a no-op): for a wait that is not a time loop (a
+    sweep gathering its points), so that `kill`, a batch system's time limit or a timeout stop it
+    the way Ctrl-C does instead of ending the process with nothing written."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -242,13 +242,22 @@ _BOOKKEEPING = {"status", "stop_reason", "error", "path", "t_final", "stationary
 def sweep_figure_name(ds: xr.Dataset) -> str | None:
     """The figure :func:`save_sweep_figure` draws: ``ds.attrs['figure']``, or "lines" where the
     grid does not fit it ("noise" needs the order parameter on nu, with or without direction:
-    a case's figure = "noise" swept with --grid over another key as well); None where no
+    a case's figure = "noise" swept with --grid over another key as well; "clusters" the measure
+    clusters along beta; "tokens" the measure clustered_pairs on beta and time); None where no
     point produced a state (every point failed: nothing to draw)."""
     if not set(ds.data_vars) - _BOOKKEEPING:
         return None
     name = ds.attrs.get("figure", "lines")
     if name == "noise" and not ("order_parameter" in ds and
                                 set(ds.order_parameter.dims) - {"direction"} == {"nu"}):
+        return "lines"
+    # "clusters" needs the measure clusters along beta, "tokens" the measure clustered_pairs on
+    # (beta, time): a sweep without them (another measure, or beta not swept) ended in an
+    # AttributeError traceback after every point had run
+    if name == "clusters" and not ("clusters" in ds and "beta" in ds.clusters.dims):
+        return "lines"
+    if name == "tokens" and not ("clustered_pairs" in ds and  # seeds averaged, a panel per d
+                                 set(ds.clustered_pairs.dims) - {"seed", "dimension"} == {"beta", "time"}):
         return "lines"
     return name if name in FIGURES else "lines"
 

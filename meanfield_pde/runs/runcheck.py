@@ -85,6 +85,13 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
         Naming the first fault found.
     """
     if "time" not in ds.variables:
+        if ds.attrs.get("kind") == "sweep" or {"grid", "task", "points"} <= set(ds.attrs):
+            raise NotARunError(f"{where}: not a run of meanfield-pde but a sweep's combined file "
+                               "(one final value per point; `plot` draws it); each point's run is "
+                               "its file in the sweep's points/ folder (variable 'path')")
+        if {"distance", "expected_slope"} <= set(ds.variables):
+            raise NotARunError(f"{where}: not a run of meanfield-pde but a limit study (`limits` "
+                               "writes its figure)")
         missing = "no 'time' variable" + ("" if "case" in ds.attrs else " and no 'case' attribute")
         raise NotARunError(f"{where}: not a run of meanfield-pde (not a run file: {missing})")
     t = np.asarray(ds["time"].values, dtype=float)
@@ -352,8 +359,9 @@ def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -
         if magic == HDF5_MAGIC and not netcdf4:
             if not is_run_file(ds.attrs):  # converting it would not help: say what it is first
                 raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
-            raise ConfigError(f"{where}: a netCDF-4 (HDF5) copy; only the netCDF-3 run files written "
-                              "by meanfield-pde can be continued (convert it with: "
+            raise ConfigError(f"{where}: a netCDF-4 (HDF5) file (a copy, a sweep's point, or "
+                              "output.format = 'netcdf4-zlib'); only the netCDF-3 files that `run` "
+                              "writes can be continued (convert it with: "
                               "nccopy -k '64-bit offset' IN OUT)")
     except BaseException:
         ds.close()

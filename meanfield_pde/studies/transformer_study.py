@@ -227,8 +227,10 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
         d = ds.sel(gamma=g)
         lines.append(f"  gamma = {float(g):g}: limit {float(d.limit):.6f}; |formula - limit| = "
                      f"{float(d.error[0]):.2e} at n = {float(ds.n[0]):.0f}, {float(d.error[-1]):.2e} at "
-                     f"n = {float(ds.n[-1]):.3g}; max |direct - formula| = "
-                     f"{float(np.nanmax(d.direct_error)) if ds.sizes['n_direct'] else float('nan'):.1e}")
+                     f"n = {float(ds.n[-1]):.3g}; " + (
+                         f"max |direct - formula| = {float(np.nanmax(d.direct_error)):.1e}"
+                         if ds.sizes['n_direct'] else  # (it printed "= nan")
+                         "no direct computation (transformer.direct_max < 10, the smallest n)"))
         for n in ds.n_random.values:
             r = d.sel(n_random=n)
             lines.append(f"    random inputs (dim {ds.attrs['random_dim']}), n = {n:.0f}: "

@@ -85,7 +85,8 @@ class TransformerConfig:
     dimension: int = _f(16, lo=2, hi=4096, doc="ambient dimension d of the particles (>= n)")
     rho0: float = _f(0.2, lo=-1.0, hi=1.0, lo_open=True, hi_open=True,
                      doc="initial inner product of the equiangular tokens")
-    radius0: float = _f(1.0, lo=0.0, lo_open=True, doc="initial token norm (schemes in R^d)")
+    radius0: float = _f(1.0, lo=1e-100, hi=1e100,  # beyond: |x|^2 underflows, or solve_ivp cannot step
+                        doc="initial token norm (schemes in R^d)")
     switch_time: float = _f(1.0, lo=0.0, lo_open=True, doc="Mix-LN: depth of the switch Post-LN -> Pre-LN")
     alpha: float = _f(1.0, lo=0.0, lo_open=True, doc="nGPT step factor alpha")
     seed: int = _f(0, lo=0, doc="seed of the random rotation of the particles")
@@ -94,7 +95,8 @@ class TransformerConfig:
     gammas: list[float] = _f([1.0, 2.0, 3.0], lo=0.0, doc="long context: beta = gamma log n")
     gamma_max: float = _f(6.0, lo=0.0, lo_open=True, doc="phase diagram: gamma range [0, gamma_max]")
     n_max: float = _f(1e8, lo=10.0, hi=1e15, doc="long_context_limits: largest n of the formula")
-    direct_max: int = _f(20000, lo=0, hi=20000, doc="long_context_limits: largest n computed directly (0: none)")
+    direct_max: int = _f(20000, lo=0, hi=20000, doc="long_context_limits: largest n computed directly, of 10, 100, 1000, 10000, "
+                                                 "20000 (below 10: none)")
     random_dim: int = _f(2000, lo=0, hi=8192, doc="long_context_limits: dimension of the random "
                                                   "near-equiangular inputs at n = 100, 1000 (0: none)")
     layers: int = _f(30, lo=0, hi=10000, doc="long_context_phase: depth of the deep version")
@@ -103,14 +105,26 @@ class TransformerConfig:
         if self.study == "normalisation":
             if not self.schemes:
                 raise ConfigError("transformer.schemes = []: give at least one scheme")
+            _no_repeats("transformer.schemes", self.schemes)
             if self.dimension < self.n:
                 raise ConfigError(f"transformer.dimension = {self.dimension}: must be >= transformer.n = "
                                   f"{self.n} (equiangular tokens span n dimensions)")
             if not self.rho0 > -1.0 / (self.n - 1):
                 raise ConfigError(f"transformer.rho0 = {self.rho0}: must be in (-1/(n-1), 1) = "
                                   f"({-1.0 / (self.n - 1):.6g}, 1)")
-        elif self.study != "off" and not self.gammas:
-            raise ConfigError("transformer.gammas = []: give at least one gamma")
+        elif self.study != "off":
+            if not self.gammas:
+                raise ConfigError("transformer.gammas = []: give at least one gamma")
+            _no_repeats("transformer.gammas", self.gammas)
+
+
+def _no_repeats(name: str, values: list) -> None:
+    """A list that becomes a coordinate (scheme, gamma) must not repeat a value: the study's
+    Dataset could not be selected by it (a traceback at its end, after the work)."""
+    repeated = sorted({v for v in values if values.count(v) > 1}, key=values.index)
+    if repeated:
+        raise ConfigError(f"{name} = {values!r}: {', '.join(map(repr, repeated))} given more than "
+                          "once; give each value once")
 
 
 SWEEP_MEASURES = {

@@ -61,7 +61,7 @@ from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY, 
                       check_workers,
                       collect_records, dask_client, interrupted_record, jobqueue_cluster,
                       lost_record)
-from .combine import combine
+from .combine import TIME_TOLERANCE, combine, swept_case  # noqa: F401
 from .plan import (SWEEP_KINDS, Plan, Point, check_initial_states, dim_names, fmt_value,  # noqa: F401
                    grid_of, plan_sweep)
 from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
@@ -109,7 +109,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
         The case (its [sweep] section: grid, continuation, directions, task, measure).
     output : path
         The folder DIR (created).
-    extra_grid : list of "section.key=values"
+    extra_grid : list of "section.key=values" (or one such string)
         Added to (or replacing keys of) ``sweep.grid``.
     continuation : str, optional
         Overrides ``sweep.continuation`` ('' turns it off).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ...core.errors import ConfigError
 from ...core.extras import require
-from ...core.signals import Interrupted
+from ...core.signals import Interrupted, sigterm_as_interrupt
 from ...core.stops import StopReason
 from .points import run_point
 
@@ -154,7 +154,8 @@ def dask_client(workers: int | None = None, scheduler: str | None = None,
         dask.distributed (or, for ``jobqueue``, dask-jobqueue) is not installed: the extra
         ``[sweep]``.
     ConfigError
-        A malformed scheduler address, or one that does not answer in 20 s.
+        A malformed scheduler address, or one that does not answer in 20 s; a LocalCluster
+        that does not start (a worker process died while starting).
     """
     import logging
 
@@ -188,20 +189,26 @@ def dask_client(workers: int | None = None, scheduler: str | None = None,
             cluster.scale(jobs=jobqueue.jobs)
             yield client
         return
-    with dask.config.set(quiet), \
-            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
-                         host="127.0.0.1", security=security, dashboard_address=None,
-                         worker_dashboard_address=None, silence_logs=logging.CRITICAL,
-                         # workers ignore Ctrl-C: this process stops them (worker_setup)
-                         preload=["meanfield_pde.studies.sweep.worker_setup"],
-                         # its HTTP server on a free port of 127.0.0.1, stopped below
-                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
-            Client(cluster, security=security) as client:
-        # the scheduler's HTTP server starts whatever the routes: close it (nothing is served)
-        server = getattr(cluster.scheduler, "http_server", None)
-        if server is not None:
-            server.stop()
-        yield client
+    with dask.config.set(quiet):
+        try:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
+                                   host="127.0.0.1", security=security, dashboard_address=None,
+                                   worker_dashboard_address=None, silence_logs=logging.CRITICAL,
+                                   # workers ignore Ctrl-C: this process stops them (worker_setup)
+                                   preload=["meanfield_pde.studies.sweep.worker_setup"],
+                                   # its HTTP server on a free port of 127.0.0.1, stopped below
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+        except Exception as exc:  # noqa: BLE001 - e.g. a worker killed while starting: a traceback
+            raise ConfigError(f"sweep: its local cluster of {n} worker processes did not start "
+                              f"({type(exc).__name__}: {exc}): a worker process died while starting "
+                              "(killed, or out of memory?); nothing was run: run the command again, "
+                              "with fewer --workers if it recurs") from None
+        with cluster, Client(cluster, security=security) as client:
+            # the scheduler's HTTP server starts whatever the routes: close it (nothing is served)
+            server = getattr(cluster.scheduler, "http_server", None)
+            if server is not None:
+                server.stop()
+            yield client
 
 
 def lost_record(exc: BaseException) -> dict:
@@ -226,9 +233,10 @@ def interrupted_record(signal_name: str = "SIGINT") -> dict:
 def collect_records(client, config, plan, specs, progress, log) -> list[dict]:
     """Submit every point (continuation chains in order) and gather their records as they finish.
 
-    A Ctrl-C (KeyboardInterrupt) while waiting stops the gathering: the points not finished
-    get :func:`interrupted_record`, so the sweep's file keeps every finished point (a Ctrl-C
-    before any point was submitted still ends the command: nothing has run)."""
+    A Ctrl-C (KeyboardInterrupt) or SIGTERM (`kill`, a batch system's time limit) while waiting
+    stops the gathering: the points not finished get :func:`interrupted_record`, so the sweep's
+    file keeps every finished point (a Ctrl-C before any point was submitted still ends the
+    command: nothing has run)."""
     from distributed import as_completed
     from tqdm.auto import tqdm
     records: list[dict | None] = [None] * len(specs)
@@ -243,18 +251,19 @@ def collect_records(client, config, plan, specs, progress, log) -> list[dict]:
     bar = tqdm(total=len(specs), desc=f"sweep {config.name}", unit="point",
                disable=None if progress is None else not progress)
     try:
-        for fut in as_completed(futures):
-            i = index[fut.key]
-            try:
-                r = fut.result()
-            except Exception as exc:  # noqa: BLE001 - run_point never raises: the worker was lost
-                r = dict(lost_record(exc), label=plan.points[i].label)
-            records[i] = r
-            bar.update(1)
-            if log is not None:
-                log(f"{plan.points[i].label}: {'skipped (done) ' if r.get('skipped') else ''}"
-                    f"{r['status'].splitlines()[0]} ({r['wall_time']:.2f} s)")
-    except KeyboardInterrupt as exc:  # Ctrl-C: keep what finished (the workers ignore it)
+        with sigterm_as_interrupt():  # `kill PID`: as Ctrl-C (it ended the process, no sweep.nc)
+            for fut in as_completed(futures):
+                i = index[fut.key]
+                try:
+                    r = fut.result()
+                except Exception as exc:  # noqa: BLE001 - run_point never raises: the worker was lost
+                    r = dict(lost_record(exc), label=plan.points[i].label)
+                records[i] = r
+                bar.update(1)
+                if log is not None:
+                    log(f"{plan.points[i].label}: {'skipped (done) ' if r.get('skipped') else ''}"
+                        f"{r['status'].splitlines()[0]} ({r['wall_time']:.2f} s)")
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: keep what finished (the workers ignore Ctrl-C)
         name = exc.args[0] if isinstance(exc, Interrupted) and exc.args else "SIGINT"
         records = [dict(interrupted_record(name), label=p.label) if r is None else r
                    for p, r in zip(plan.points, records)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -21,6 +22,38 @@ def _coordinate(values: list) -> np.ndarray:
     return np.array([str(v) for v in values], dtype=str)
 
 
+TIME_TOLERANCE = 1e-9  # relative: two points' snapshots at "the same" time (0.3 and 0.1 * 3)
+
+
+def _union_times(axes: list[np.ndarray]) -> np.ndarray:
+    """The sorted union of the points' snapshot times, times within TIME_TOLERANCE merged."""
+    t = np.sort(np.concatenate(axes))
+    if t.size == 0:
+        return t
+    scale = max(float(np.max(np.abs(t))), 1e-300)
+    return t[np.concatenate([[True], np.diff(t) > TIME_TOLERANCE * scale])]
+
+
+def _nearest(union: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Index in ``union`` of each time of ``t`` (all of which it holds, to TIME_TOLERANCE)."""
+    i = np.searchsorted(union, t).clip(0, len(union) - 1)
+    left = np.maximum(i - 1, 0)
+    return np.where(np.abs(union[left] - t) < np.abs(union[i] - t), left, i)
+
+
+def swept_case(plan: Plan) -> str:
+    """The case as TOML with the [sweep] that ran: its grid (with the --grid items) and its
+    continuation (with --continuation), not the case file's, which the stored case said (a
+    sweep with --grid "model.nu=[0.3]" --continuation '' stored the file's 25 points, continued)."""
+    from ...runs.config import from_dict
+    d = plan.config.to_dict()
+    d["sweep"]["grid"] = [f"{k}={json.dumps(list(v))}" for k, v in plan.grid]  # TOML arrays too
+    d["sweep"]["continuation"] = plan.continuation
+    if plan.continuation:
+        d["sweep"]["directions"] = list(plan.directions)
+    return from_dict(d, name=plan.config.name).to_toml()
+
+
 def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     """The combined Dataset: one entry per point, dims = the swept keys (+ direction).
 
@@ -30,7 +63,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     ``t_final``, ``stationary`` (1/0), ``stationary_time``, ``wall_time``,
     ``skipped`` (1: loaded from its finished file), ``path`` (its own file).
     A measured time series (e.g. clustered_pairs) becomes a variable with a
-    ``time`` dim when all points share their snapshot times.
+    ``time`` dim: the union of the points' snapshot times, NaN where a point has none.
     """
     keys = [k for k, _ in plan.grid]
     shape = tuple(len(v) for _, v in plan.grid) + ((len(plan.directions),) if plan.continuation else ())
@@ -68,22 +101,24 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     data.update({k: (dims, a, {"units": "1"}) for k, a in ints.items()})
     good = [r for r in records if r["stop_reason"] != StopReason.FAILED.value and "times" in r]
     for name in sorted({n for r in good for n in r["series"]}):
-        times = good[0]["times"]
-        if not all(len(r["times"]) == len(times) and np.allclose(r["times"], times) for r in good):
-            continue  # different snapshot times: the series stay in the points' files
+        # on the union of the points' snapshot times, NaN where a point has none (points of
+        # another time.t_end or output.every, a run stopped early): the series was left out of
+        # sweep.nc, without a word, unless every point had the same times
+        having = [r for r in good if name in r["series"]]
+        times = _union_times([np.asarray(r["times"], float) for r in having])
         arr = np.full(shape + (len(times),), np.nan)
         for p, r in zip(plan.points, records):
-            if name in r["series"]:
-                arr[p.index] = r["series"][name]
+            if name in r["series"] and "times" in r:
+                arr[p.index + (_nearest(times, np.asarray(r["times"], float)),)] = r["series"][name]
         data[name] = (dims + ["time"], arr, {"long_name": MEASURES.get(name, name), "units": "1"})
-        coords["time"] = ("time", np.asarray(times, float), {"long_name": "time"})
+        coords["time"] = ("time", times, {"long_name": "time"})
     ds = xr.Dataset(data, coords=coords)
     c = plan.config
     failed = int(sum(r["stop_reason"] == StopReason.FAILED.value for r in records))
     interrupted = int(sum(r["stop_reason"] == StopReason.INTERRUPTED.value for r in records))
     ds.attrs.update({
         "title": f"sweep of {c.name} over {', '.join(keys)}", "kind": "sweep",  # `plot` redraws it
-        "case": c.to_toml(), "case_name": c.name,
+        "case": swept_case(plan), "case_name": c.name,
         "description": c.description, "model": c.model.kind, "manifold": c.domain.manifold,
         "grid": "; ".join(f"{k}={[fmt_value(v) for v in vals]}" for k, vals in plan.grid),
         "continuation": plan.continuation, "task": c.sweep.task, "figure": c.sweep.figure,

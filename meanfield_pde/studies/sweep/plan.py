@@ -14,11 +14,14 @@ from ...runs.config import Config, apply_overrides, from_dict, parse_grid_item
 
 
 def grid_of(config: Config, extra=()) -> list[tuple[str, list]]:
-    """The case's [sweep] grid with the ``extra`` items (--grid) added or replacing the same key."""
+    """The case's [sweep] grid with the ``extra`` items (--grid; a list, or one item as a string)
+    added or replacing the same key."""
     grid: dict[str, list] = {}
     for i, item in enumerate(config.sweep.grid):
         key, values = parse_grid_item(item, f"sweep.grid[{i}]")
         grid[key] = values
+    if isinstance(extra, str):  # one item (run_sweep(config, DIR, "model.nu=0.3:0.4:5")): its
+        extra = [extra]         # characters were read as items ("--grid 'm': must be of the form")
     given: set[str] = set()
     for item in extra:
         key, values = parse_grid_item(item)
@@ -91,6 +94,39 @@ def _check_one_clock(points: list[Point]) -> None:
                               "stores the natural time `time` and `tau`)")
 
 
+def _check_one_state_space(points: list[Point], cont: str) -> None:
+    """A continued point starts from its predecessor's final coefficients: every point of a chain
+    must have the same grid (manifold, lmax, dimension), else each continued point failed on its
+    worker with "operands could not be broadcast together with shapes (153,) (91,)"."""
+    def space(p: Point):
+        d = p.config["domain"]
+        return d["manifold"], d["lmax"], d.get("dimension", 0)
+    for a, b in zip(points, points[1:]):
+        if a.chain >= 0 and a.chain == b.chain and space(a) != space(b):
+            raise ConfigError(f"sweep.continuation = {cont!r}: points {a.label} and {b.label} have "
+                              "different grids (domain.manifold, domain.lmax, domain.dimension), so "
+                              "one cannot start from the other's final state; continue along a key "
+                              "that keeps the grid (e.g. model.nu) and sweep the grid key without "
+                              "continuation")
+
+
+def _check_measures(points: list[Point], sw) -> None:
+    """Every measure of sweep.measure must be measurable on every point: "clustered_pairs" needs
+    tokens (task = "tokens" or run.kind = "particles"), "clusters" a density (task = "run");
+    a measure a point could not take was left out of sweep.nc without a word."""
+    for p in points:
+        kind = p.config["run"]["kind"]
+        tokens = sw.task == "tokens" or kind == "particles"
+        if "clustered_pairs" in sw.measure and not tokens:
+            raise ConfigError(f"sweep.measure = {list(sw.measure)!r}: 'clustered_pairs' needs tokens "
+                              f"(sweep.task = 'tokens' or run.kind = 'particles'), but point "
+                              f"{p.label} is a run.kind = {kind!r} run; remove it or sweep tokens")
+        if "clusters" in sw.measure and sw.task == "tokens":
+            raise ConfigError(f"sweep.measure = {list(sw.measure)!r}: 'clusters' counts the peaks of "
+                              "a density, and sweep.task = 'tokens' stores none; use "
+                              "'clustered_pairs' or sweep.task = 'run'")
+
+
 def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                force: bool = False) -> Plan:
     """Validate the sweep and list its points.
@@ -101,8 +137,10 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
         A grid item that is not section.key=values, a key or value the case
         rejects (named as by --set, with the point), a continuation key not
         in the grid or with a non-numeric grid, continuation with
-        task = "tokens" or particles, a point whose run.kind is not in :data:`SWEEP_KINDS`
-        (with task = "run"), an unknown measure; more than
+        task = "tokens" or particles, a continuation key that changes the grid (domain.lmax,
+        domain.dimension: a point could not start from the previous one's state), a point whose
+        run.kind is not in :data:`SWEEP_KINDS` (with task = "run"), an unknown measure or one
+        a point cannot take (clustered_pairs without tokens, clusters with task = "tokens"); more than
         :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``),
         before any point is built.
     """
@@ -156,6 +194,8 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
                                     chains if cont else -1, cfg.to_dict()))
             chains += 1
     _check_one_clock(points)
+    _check_one_state_space(points, cont)
+    _check_measures(points, sw)
     seen: dict[str, Point] = {}
     for p in points:  # two points in one file would share one result
         if p.label in seen:
