@@ -38,7 +38,7 @@ from typing import Any
 import xarray as xr
 
 from ..core.errors import ConfigError, RunStoppedWarning
-from ..core.signals import stop_on_signals
+from ..core.signals import sigterm_as_interrupt, stop_on_signals
 from ..core.stops import StopReason
 from .budget import check_run_arguments
 from .config import Config
@@ -82,7 +82,9 @@ class RunKind(ABC):
     interruptible : bool
         Its loop honours stop requests between steps (:func:`meanfield_pde.core.signals.check`);
         only then does the session turn SIGINT/SIGTERM into stop requests (otherwise a
-        first Ctrl-C would be held back until the run ends).
+        first Ctrl-C would be held back until the run ends). Otherwise Ctrl-C and SIGTERM
+        both stop the run at once with a KeyboardInterrupt (nothing is kept; the command line
+        says "interrupted", exit status 130).
     """
 
     name = "run"
@@ -155,8 +157,9 @@ class Session:
         if self.kind.interruptible:
             with stop_on_signals():
                 outcome = self.kind.advance(self.config, state, self.sink, progress)
-        else:
-            outcome = self.kind.advance(self.config, state, self.sink, progress)
+        else:  # one piece (a transformer study): SIGTERM stops it as Ctrl-C does, keeping nothing
+            with sigterm_as_interrupt():  # (before: the process ended at once, exit 143, no word)
+                outcome = self.kind.advance(self.config, state, self.sink, progress)
         done = self.sink.finish(outcome.status, outcome.reason, self.end_attributes(outcome, begin))
         ds = done if isinstance(done, xr.Dataset) else xr.load_dataset(done)
         if not outcome.reason.completed:
