@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.checks import short_repr, check_path
 from ..core.errors import ConfigError
 from .tomltext import parse_toml
 
@@ -95,9 +94,11 @@ def check_overrides(overrides, name: str = "overrides"):
         raise ConfigError(f"{name} = {overrides!r}: a single string; must be {form} "
                           f"(e.g. [{overrides!r}])")
     if not isinstance(overrides, (list, tuple)):
+        from ..core.checks import short_repr  # here: core.checks loads numpy (`cases` does not)
         raise ConfigError(f"{name} = {short_repr(overrides)}: must be {form}")
     bad = [item for item in overrides if not isinstance(item, str)]
     if bad:
+        from ..core.checks import short_repr
         raise ConfigError(f"{name}: item {short_repr(bad[0])} is not a string; must be {form}")
     return overrides
 
@@ -111,6 +112,7 @@ def case_path(case: str | os.PathLike) -> Path:
         If neither a file nor a named case (the message lists the names); not a str or
         os.PathLike.
     """
+    from ..core.checks import check_path  # here: core.checks loads numpy, `cases` does not
     check_path("case", case, "a case name (meanfield_pde.case_names()) or the path of a .toml file")
     p = Path(case)
     if p.is_file():
@@ -158,6 +160,7 @@ def read_case(case: str | os.PathLike, overrides=(), where: str = "--set") -> Co
     ConfigError
         As :func:`load_case`.
     """
+    from ..core.checks import check_path
     from .config import apply_overrides, from_dict  # here: listing the cases needs neither
     check_path("case", case, "a case name (meanfield_pde.case_names()) or the path of a .toml file")
     overrides = check_overrides(overrides)
