@@ -345,3 +345,22 @@ def test_load_case_names_its_overrides_argument_not_the_command_lines_flag(overr
     from meanfield_pde.runs.cases import read_case
     with pytest.raises(mf.ConfigError, match="^--set "):
         read_case("sa_beta5_uniform", overrides, "--set")
+
+
+def test_circle_transforms_refuse_a_wrong_length_naming_it():
+    """The circle's FFTs take any length: a coefficient array of the wrong length was padded or
+    truncated, a grid of the wrong length analysed, both silently (wrong numbers)."""
+    from meanfield_pde.core.geometry import Circle
+    c = Circle(8)
+    coef = c.zeros_coef()
+    coef[0], coef[2] = 1.0, 0.25
+    grid = c.synthesis(coef)
+    np.testing.assert_allclose(c.analysis(grid), coef, atol=1e-14)  # the right lengths still work
+    batch = np.stack([coef, 2 * coef])  # (..., ncoef) batches too
+    np.testing.assert_allclose(c.synthesis(batch)[1], 2 * grid, atol=1e-14)
+    with pytest.raises(ValueError, match=r"Circle.synthesis: coef has shape \(5,\); its last axis must be the 9"):
+        c.synthesis(coef[:5])
+    with pytest.raises(ValueError, match=r"Circle.analysis: grid has shape \(\d+,\); its last axis must be the"):
+        c.analysis(grid[:-1])
+    with pytest.raises(ValueError, match="Circle.analysis: grid"):
+        c.divergence((grid[:-3],))

@@ -76,7 +76,21 @@ class Circle(Geometry):
         self._to_coef = np.sqrt(2.0 * np.pi) / n    # f_k = √(2π)/N · rfft(f)_k
         self._to_grid = n / np.sqrt(2.0 * np.pi)    # f_j = N/√(2π) · irfft(c)_j
 
+    def _check_last_axis(self, method: str, name: str, array, size: int, what: str) -> None:
+        """ValueError unless the last axis of ``array`` has ``size`` entries: the FFTs take any
+        length and pad, truncate or alias it silently (wrong numbers, no error)."""
+        shape = getattr(array, "shape", None)
+        if shape is None:
+            shape = np.shape(array)
+        if shape[-1:] != (size,):
+            raise ValueError(f"Circle.{method}: {name} has shape {tuple(shape)}; its last axis must "
+                             f"be the {size} {what} (lmax = {self.lmax}, npoints = {self.npoints})")
+
     def analysis(self, grid: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients (..., lmax+1) of grid values (..., npoints).
+
+        Raises ValueError if the last axis of ``grid`` is not npoints long."""
+        self._check_last_axis("analysis", "grid", grid, self.npoints, "grid points")
         coef = np.fft.rfft(grid)[: self.lmax + 1] * self._to_coef
         coef[0] = coef[0].real
         if out is None:
@@ -85,6 +99,10 @@ class Circle(Geometry):
         return out
 
     def synthesis(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Grid values (..., npoints) of coefficients (..., lmax+1).
+
+        Raises ValueError if the last axis of ``coef`` is not lmax+1 long."""
+        self._check_last_axis("synthesis", "coef", coef, self.lmax + 1, "coefficients k = 0..lmax")
         grid = np.fft.irfft(coef, n=self.npoints) * self._to_grid
         if out is None:
             return grid
