@@ -36,27 +36,35 @@ grid = ["time.dt=[0.05, 1e-7]"]
 """
 
 
-def test_ctrl_c_keeps_the_finished_points_exits_3_and_leaves_no_warnings(tmp_path):
-    # the second point takes 2e6 fixed steps: still running when the first (4 steps) is done
+def _interrupted_sweep(tmp_path, send):
+    """Run the two-point sweep of CASE with 2 workers in its own process group and call
+    ``send(pid)`` once the quick point is reported (the slow one, 2e6 fixed steps, still runs).
+    Returns (process, its stdout, its stderr, the output folder)."""
     (tmp_path / "case.toml").write_text(CASE)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "meanfield_pde", "sweep", str(tmp_path / "case.toml"),
            "-o", str(out), "--workers", "2"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group: the Ctrl-C reaches only it
+                            start_new_session=True)  # its own group: a signal reaches only it
     timer = threading.Timer(120, os.killpg, (proc.pid, signal.SIGKILL))  # a hang fails, not blocks
     timer.start()
     try:
         lines = []
-        for line in proc.stdout:  # wait for the quick point, then press "Ctrl-C"
+        for line in proc.stdout:
             lines.append(line)
             if "time.dt=0.05" in line:
-                os.killpg(proc.pid, signal.SIGINT)  # as the terminal does: to every process
+                send(proc.pid)
                 break
         rest, err = proc.communicate()
     finally:
         timer.cancel()
-    assert proc.returncode == 3, (proc.returncode, "".join(lines) + rest, err)
+    return proc, "".join(lines) + rest, err, out
+
+
+def test_ctrl_c_keeps_the_finished_points_exits_3_and_leaves_no_warnings(tmp_path):
+    # "Ctrl-C" as the terminal sends it: SIGINT to every process of the group
+    proc, stdout, err, out = _interrupted_sweep(tmp_path, lambda pid: os.killpg(pid, signal.SIGINT))
+    assert proc.returncode == 3, (proc.returncode, stdout, err)
     assert "leaked semaphore" not in err and "Traceback" not in err, err
     assert "sweep interrupted: 1 of 2 points not finished" in err, err
     with xr.open_dataset(out / "sweep.nc") as ds:
@@ -68,25 +76,8 @@ def test_ctrl_c_keeps_the_finished_points_exits_3_and_leaves_no_warnings(tmp_pat
 def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
     # `kill PID` (SIGTERM, also what batch systems and timeouts send) to the sweep's process
     # only: before, the sweep died at once (exit -15, no sweep.nc, no line saying so)
-    (tmp_path / "case.toml").write_text(CASE)
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "meanfield_pde", "sweep", str(tmp_path / "case.toml"),
-           "-o", str(out), "--workers", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    timer = threading.Timer(120, os.killpg, (proc.pid, signal.SIGKILL))  # a hang fails, not blocks
-    timer.start()
-    try:
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if "time.dt=0.05" in line:
-                os.kill(proc.pid, signal.SIGTERM)
-                break
-        rest, err = proc.communicate()
-    finally:
-        timer.cancel()
-    assert proc.returncode == 3, (proc.returncode, "".join(lines) + rest, err)
+    proc, stdout, err, out = _interrupted_sweep(tmp_path, lambda pid: os.kill(pid, signal.SIGTERM))
+    assert proc.returncode == 3, (proc.returncode, stdout, err)
     assert "Traceback" not in err, err
     assert "sweep interrupted: 1 of 2 points not finished" in err, err
     with xr.open_dataset(out / "sweep.nc") as ds:
