@@ -338,13 +338,15 @@ class Sphere(Geometry):
             out = (np.empty(self._grid_shape), np.empty(self._grid_shape))
         try:
             vt, vp = out
+        except (TypeError, ValueError):
+            self._not_a_pair("gradient", "out", out)
+        try:
             if vt.shape != self._grid_shape or vp.shape != self._grid_shape:
                 self._refuse("gradient", [("out[0]", vt, "grid"), ("out[1]", vp, "grid")])
             self.sh.SHsph_to_spat(coef, vt, vp)
-        except (AttributeError, RuntimeError, TypeError, ValueError) as exc:
-            self._refuse_pair("gradient", "out", out, exc)
-            self._refuse("gradient", [("coef", coef, "coef"), ("out[0]", out[0], "grid"),
-                                      ("out[1]", out[1], "grid")])
+        except (AttributeError, RuntimeError, TypeError):
+            self._refuse("gradient", [("coef", coef, "coef"), ("out[0]", vt, "grid"),
+                                      ("out[1]", vp, "grid")])
             raise
         return out
 
@@ -372,17 +374,18 @@ class Sphere(Geometry):
                    (np.empty(self._grid_shape), np.empty(self._grid_shape)))
         try:
             grid, (vt, vp) = out
+        except (TypeError, ValueError):
+            self._not_a_pair("synthesis_and_gradient", "out", out, nested=True)
+        try:
             shape = self._grid_shape
             if grid.shape != shape or vt.shape != shape or vp.shape != shape:
                 self._refuse("synthesis_and_gradient", [
                     ("out[0]", grid, "grid"), ("out[1][0]", vt, "grid"), ("out[1][1]", vp, "grid")])
             self.sh.SHqst_to_spat(scalar, potential, self._zero, grid, vt, vp)
-        except (AttributeError, RuntimeError, TypeError, ValueError) as exc:
-            self._refuse_pair("synthesis_and_gradient", "out", out, exc, nested=True)
+        except (AttributeError, RuntimeError, TypeError):
             self._refuse("synthesis_and_gradient", [
                 ("scalar", scalar, "coef"), ("potential", potential, "coef"),
-                ("out[0]", out[0], "grid"), ("out[1][0]", out[1][0], "grid"),
-                ("out[1][1]", out[1][1], "grid")])
+                ("out[0]", grid, "grid"), ("out[1][0]", vt, "grid"), ("out[1][1]", vp, "grid")])
             raise
         return out
 
@@ -404,13 +407,15 @@ class Sphere(Geometry):
         toroidal = self._toroidal  # discarded; allocated once
         try:
             vt, vp = components
+        except (TypeError, ValueError):
+            self._not_a_pair("divergence", "components", components)
+        try:
             vt, vp = np.ascontiguousarray(vt), np.ascontiguousarray(vp)
             if vt.shape != self._grid_shape or vp.shape != self._grid_shape:
                 self._refuse("divergence", [("components[0]", vt, "grid"),
                                             ("components[1]", vp, "grid")])
             self.sh.spat_to_SHsphtor(vt, vp, spheroidal, toroidal)
-        except (AttributeError, RuntimeError, TypeError, ValueError) as exc:
-            self._refuse_pair("divergence", "components", components, exc)
+        except (AttributeError, RuntimeError, TypeError):
             self._refuse("divergence", [("components[0]", components[0], "grid"),
                                         ("components[1]", components[1], "grid"),
                                         ("out", spheroidal, "coef")])
@@ -453,18 +458,9 @@ class Sphere(Geometry):
             raise ValueError(f"Sphere.{method}: {name} {given}; must be {must}") from None
 
     @staticmethod
-    def _refuse_pair(method: str, name: str, value, exc: Exception, nested: bool = False) -> None:
-        """ValueError unless ``value`` is a pair (``nested``: a pair whose second item is a pair),
-        as ``out`` of the vector transforms and ``components`` of :meth:`divergence` are."""
-        def pair(v) -> bool:  # a tuple, list or array of two items
-            try:
-                return len(v) == 2
-            except TypeError:
-                return False
-        if pair(value) and (not nested or pair(value[1])):
-            if isinstance(exc, ValueError):
-                raise exc  # _refuse's own
-            return
+    def _not_a_pair(method: str, name: str, value, nested: bool = False) -> None:
+        """ValueError: ``value`` does not unpack as a pair (``nested``: a pair whose second item is
+        a pair), as ``out`` of the vector transforms and ``components`` of :meth:`divergence` must."""
         form = "(grid, (component, component))" if nested else "a pair of grid arrays (nlat, nphi)"
         raise ValueError(f"Sphere.{method}: {name} is {_describe(value)}; must be {form}") from None
 
