@@ -100,12 +100,11 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     data.update({k: (dims, a, {"units": units.get(k, "1")}) for k, a in num.items()})
     data.update({k: (dims, a, {"units": "1"}) for k, a in ints.items()})
     good = [r for r in records if r["stop_reason"] != StopReason.FAILED.value and "times" in r]
+    # the series on one time axis, the union of the points' snapshot times, NaN where a point has
+    # none (points of another time.t_end or output.every, a run stopped early): a series was left
+    # out of sweep.nc, without a word, unless every point had the same times
+    times = _union_times([np.asarray(r["times"], float) for r in good]) if good else None
     for name in sorted({n for r in good for n in r["series"]}):
-        # on the union of the points' snapshot times, NaN where a point has none (points of
-        # another time.t_end or output.every, a run stopped early): the series was left out of
-        # sweep.nc, without a word, unless every point had the same times
-        having = [r for r in good if name in r["series"]]
-        times = _union_times([np.asarray(r["times"], float) for r in having])
         arr = np.full(shape + (len(times),), np.nan)
         for p, r in zip(plan.points, records):
             if name in r["series"] and "times" in r:
