@@ -126,11 +126,11 @@ def check_counts(name: str, values, minimum: int = 2) -> np.ndarray:
     try:
         arr = np.asarray(values, dtype=float)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float range
-        raise ConfigError(f"{name} = {_short(values)}: must be integers >= {minimum}") from None
+        raise ConfigError(f"{name} = {short_repr(values)}: must be integers >= {minimum}") from None
     bad = ~(np.isfinite(arr) & (arr >= minimum) & (arr == np.round(arr)))
     if np.any(bad):  # name the first bad entry: the whole array could be a million numbers long
         first = arr.flat[int(np.argmax(bad.ravel()))]
-        raise ConfigError(f"{name} = {_short(arr.tolist())}: must be integers >= {minimum} "
+        raise ConfigError(f"{name} = {short_repr(arr.tolist())}: must be integers >= {minimum} "
                           f"(first bad entry {float(first)!r})")
     return arr
 
@@ -141,15 +141,13 @@ def short_repr(value, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-_short = short_repr
-
 
 def check_path(name: str, value, what: str = "the path of a file") -> None:
     """ConfigError unless ``value`` is a path (a str or os.PathLike): None, a number or bytes
     given for a file are refused with ``name`` and ``what`` it must be, before any work (they
     raised os.fspath's TypeError from deep inside)."""
     if not isinstance(value, (str, os.PathLike)):
-        raise ConfigError(f"{name} = {_short(value)}: must be {what} (a str or os.PathLike)")
+        raise ConfigError(f"{name} = {short_repr(value)}: must be {what} (a str or os.PathLike)")
 
 
 def check_choice(name: str, value, choices) -> str:

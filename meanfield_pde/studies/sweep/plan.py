@@ -114,17 +114,17 @@ def _check_measures(points: list[Point], sw) -> None:
     """Every measure of sweep.measure must be measurable on every point: "clustered_pairs" needs
     tokens (task = "tokens" or run.kind = "particles"), "clusters" a density (task = "run");
     a measure a point could not take was left out of sweep.nc without a word."""
-    for p in points:
-        kind = p.config["run"]["kind"]
-        tokens = sw.task == "tokens" or kind == "particles"
-        if "clustered_pairs" in sw.measure and not tokens:
-            raise ConfigError(f"sweep.measure = {list(sw.measure)!r}: 'clustered_pairs' needs tokens "
-                              f"(sweep.task = 'tokens' or run.kind = 'particles'), but point "
-                              f"{p.label} is a run.kind = {kind!r} run; remove it or sweep tokens")
-        if "clusters" in sw.measure and sw.task == "tokens":
-            raise ConfigError(f"sweep.measure = {list(sw.measure)!r}: 'clusters' counts the peaks of "
-                              "a density, and sweep.task = 'tokens' stores none; use "
-                              "'clustered_pairs' or sweep.task = 'run'")
+    if "clusters" in sw.measure and sw.task == "tokens":
+        raise ConfigError(f"sweep.measure = {list(sw.measure)!r}: 'clusters' counts the peaks of "
+                          "a density, and sweep.task = 'tokens' stores none; use "
+                          "'clustered_pairs' or sweep.task = 'run'")
+    if "clustered_pairs" in sw.measure and sw.task != "tokens":
+        for p in points:
+            kind = p.config["run"]["kind"]
+            if kind != "particles":
+                raise ConfigError(f"sweep.measure = {list(sw.measure)!r}: 'clustered_pairs' needs tokens "
+                                  f"(sweep.task = 'tokens' or run.kind = 'particles'), but point "
+                                  f"{p.label} is a run.kind = {kind!r} run; remove it or sweep tokens")
 
 
 def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
