@@ -1,6 +1,9 @@
 """shtns conventions the models rely on (README §shtns conventions), checked against closed forms."""
 
 import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -85,73 +88,87 @@ def test_basis_matches_shtns_synthesis_and_empirical_coefficients(sphere):
     assert z == pytest.approx(m[2], rel=1e-12)
 
 
-def _in_fork(target, *args):
-    """Run target(queue, *args) in a forked child (30 s at most: a hang fails the test); the queue."""
-    import multiprocessing
+# A fresh interpreter (the parent: its plans are known exactly, unlike this test process's)
+# plans as argv[1] says, then forks children that plan and transform; each must answer within
+# WAIT seconds or it is killed and reported hung. A child's numbers must be the parent's, bit for
+# bit (the transforms agree on 1 and 2 threads: test below). One line per child, "ok" or why not.
+FORKED_CHILDREN = textwrap.dedent("""
+    import multiprocessing, queue, sys
+    import numpy as np
+    import meanfield_pde as mf
+    from meanfield_pde.core.geometry import Sphere
 
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=target, args=(queue, *args))
-    child.start()
-    child.join(30)
-    if child.is_alive():
-        child.kill()
-        child.join()
-        pytest.fail("the forked child's transforms hung")
-    return queue
+    WAIT = 20
 
+    def case(lmax):
+        return mf.from_dict({"model": {"kind": "SA", "beta": 2.0}, "domain": {"lmax": lmax, "threads": 2},
+                             "initial": {"type": "perturbed_uniform", "degree_max": 4, "seed": 3},
+                             "time": {"t_end": 0.05, "dt": 0.01}, "output": {"every": 0.05, "plot": False}})
 
-def _sphere_in_fork(queue):
-    """A forked child's Sphere on 1 thread: the error's text, or "ok"."""
-    try:
-        g = Sphere(31, threads=1)
-        g.synthesis(g.zeros_coef())
-        queue.put("ok")
-    except Exception as exc:  # noqa: BLE001 (reported to the parent)
-        queue.put(f"{type(exc).__name__}: {exc}")
+    RUN = "a run at L = 20"
+    if sys.argv[1] == "1":  # the report: a run at L = 15 (planned on 1 thread), then one at L = 20
+        mf.run(case(15), progress=False)
+        made, runs = Sphere(15, threads=2), (RUN,)
+    else:  # 2^17 grid points: transforms on 2 threads
+        made, runs = Sphere(31, nlat=256, nphi=512, threads=2), ()
+    assert made.transform_threads == int(sys.argv[1])
+    made.synthesis(made.zeros_coef())
+    SPHERES = {"a new size": lambda: Sphere(20, threads=2),
+               "the same size": lambda: Sphere(made.lmax, *made._grid_args, threads=2),
+               "the Sphere made before the fork": lambda: made}
 
+    def numbers(kind):
+        if kind == RUN:
+            ds = mf.run(case(20), progress=False)
+            assert ds.attrs["status"] == "completed", ds.attrs["status"]
+            return (mf.coefficients(ds).values,)  # NaN where m > l
+        g = SPHERES[kind]()
+        rng = np.random.default_rng(5)
+        c = rng.standard_normal(g.ncoef) + 1j * rng.standard_normal(g.ncoef)
+        c[g.order == 0] = c[g.order == 0].real
+        f = g.synthesis(c)
+        return f, g.analysis(f)
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
-def test_forked_child_of_threaded_transforms_refuses_instead_of_hanging():
-    """shtns's OpenMP threads do not survive fork(): after transforms on 2 threads here, a
-    forked child's transforms (even on 1 thread) hung for good (multiprocessing's default
-    start method on Linux). The child now refuses at once, naming the start method to use."""
-    g = Sphere(31, nlat=256, nphi=512, threads=2)  # 2^17 points: transforms on 2 threads
-    assert g.transform_threads == 2
-    g.synthesis(g.zeros_coef())
-    queue = _in_fork(_sphere_in_fork)
-    message = queue.get(timeout=5)
-    assert message.startswith("RuntimeError") and "get_context('spawn')" in message, message
-
-
-def _inherited_spheres_in_fork(queue, threaded, single):
-    """A forked child's transforms of Spheres made in its parent: each one's result or error."""
-    for g in (single, threaded):
+    def child(out, kind):
         try:
-            g.synthesis(g.zeros_coef())
-            queue.put("ok")
-        except Exception as exc:  # noqa: BLE001 (reported to the parent)
-            queue.put(f"{type(exc).__name__}: {exc}")
-        queue.put(g.index(2, 1))
+            out.put(numbers(kind))
+        except BaseException as exc:
+            out.put(f"{type(exc).__name__}: {exc}")
+
+    fork = multiprocessing.get_context("fork")
+    for kind in (*SPHERES, *runs):
+        out = fork.Queue()
+        proc = fork.Process(target=child, args=(out, kind))
+        proc.start()
+        try:
+            got = out.get(timeout=WAIT)
+        except queue.Empty:
+            got = f"hung: no answer in {WAIT} s"
+        proc.kill()
+        proc.join()
+        if not isinstance(got, str):
+            want = numbers(kind)
+            same = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, want))
+            got = "ok" if same else "numbers differ from the parent's"
+        print(f"{kind}: {got}", flush=True)
+""")
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
-def test_a_threaded_sphere_inherited_through_fork_refuses_instead_of_hanging():
-    """A Sphere on 2 transform threads made in the parent and used in a forked child hung there
-    for good (its plan's OpenMP threads are not in the child); only new Spheres were checked.
-    Its transforms now raise the fix at once; one on 1 thread (also inherited) still works,
-    and the index lookup of the stale one too."""
-
-    threaded = Sphere(31, nlat=256, nphi=512, threads=2)  # 2^17 points: transforms on 2 threads
-    single = Sphere(31, threads=2)  # 48 x 96 points: 1 thread
-    assert (threaded.transform_threads, single.transform_threads) == (2, 1)
-    queue = _in_fork(_inherited_spheres_in_fork, threaded, single)
-    first, first_index, second, second_index = (queue.get(timeout=5) for _ in range(4))
-    assert first == "ok" and first_index == single.index(2, 1), first
-    assert second_index == threaded.index(2, 1)
-    assert second.startswith("RuntimeError: Sphere: this object was made before the process forked"), second
-    assert "get_context('spawn')" in second
-    threaded.synthesis(threaded.zeros_coef())  # the parent's own plan is untouched
+@pytest.mark.parametrize("parent_threads", [1, 2])
+def test_a_forked_child_plans_and_transforms_after_its_parent_planned(parent_threads):
+    """shtns's planning starts libgomp's worker threads on all cores whatever the plan's thread
+    count, and they are not copied by fork(): after any plan in the parent, a forked child's
+    new plan (of another size or of the size of one of the parent's, single-threaded too) or
+    a transform on a Sphere made before the fork hung for ever (multiprocessing's default start
+    method on Linux; the reported case: mf.run at L = 15, then at L = 20 in a child). The child
+    now plans and transforms on one thread and computes the parent's numbers. OMP_NUM_THREADS
+    = 2 gives the planning's teams two threads on a 1-core machine too."""
+    proc = subprocess.run([sys.executable, "-c", FORKED_CHILDREN, str(parent_threads)], capture_output=True,
+                          text=True, timeout=150, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3 + (parent_threads == 1) and all(line.endswith(": ok") for line in lines), proc.stdout
 
 
 def test_transforms_take_a_thread_per_2_16_grid_points_and_agree_bit_for_bit():

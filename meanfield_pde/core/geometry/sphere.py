@@ -59,69 +59,77 @@ def _import_shtns_quietly():
 SHTNS_MIN_NLAT = 32
 
 
-# shtns's OpenMP threads (libgomp) do not survive fork(): once a process has made a plan, the
-# transforms of a child it forks hang for good (measured with shtns 3.7: a plan on 2 threads in
-# the parent hangs every child; one on 1 thread hangs a child's plan on 2 threads). A forked
-# child refuses such a plan with the fix rather than hang (multiprocessing's default start
-# method on Linux before Python 3.14 is fork; dask starts its workers by spawn). A Sphere made
-# in the parent and used in the child hangs there if its own plan is threaded (measured: the
-# inherited plan on 2 threads hangs even if the parent only made it; an inherited plan on 1
-# thread works, also beside a threaded one): at the fork its plan is replaced by _StalePlan,
-# whose transforms raise the fix, so the transforms themselves check nothing.
-_planned_threads = 0  # the most threads of a plan made in this process (0: none)
-_parent_planned_threads = 0  # in a forked child: its parent's (at the fork)
+# shtns's OpenMP threads (libgomp) do not survive fork(), and every plan starts them: shtns's
+# planning runs OpenMP loops on a team of all the cores whatever the plan's thread count
+# (legendre_precomp, gauss_nodes; measured with shtns 3.7.5: Sphere(15, threads=1) starts a
+# libgomp worker on 2 cores). A forked child inherits libgomp's record of those workers, not
+# the workers, and its first team of more than one thread waits for them for ever (libgomp's
+# gomp_team_start: the reported hang of a child's new plan); a team of one thread never looks
+# at them. So a process started by fork() (multiprocessing's default start method on Linux
+# before Python 3.14; dask spawns its workers) sets its OpenMP teams to one thread
+# (_one_thread_teams: at the fork, and before each plan in the thread that plans), plans on
+# one thread, and gives a Sphere made before the fork on more transform threads a plan of the
+# same grid on one thread when it is first used (_PlanAfterFork). One thread computes the same
+# numbers as several, bit for bit (core/threads.py). A child whose parent made no plan runs on
+# one thread too: its parent may have started libgomp's workers otherwise (shtns used directly).
+_forked = False  # this process was started by fork() (or its parent was)
 _threaded_spheres: weakref.WeakSet = weakref.WeakSet()  # live Spheres with a plan on > 1 thread
 
 
 def _after_fork_in_child() -> None:
-    global _parent_planned_threads
-    _parent_planned_threads = max(_parent_planned_threads, _planned_threads)
+    global _forked
+    _forked = True
+    if _omp_set_num_threads.cache_info().currsize:  # found before the fork: no dlopen here
+        _one_thread_teams()  # this thread's: the one whose workers were not copied
     for sphere in list(_threaded_spheres):
-        sphere.sh = _StalePlan(sphere.sh, sphere.transform_threads)
+        sphere.sh, sphere.transform_threads = _PlanAfterFork(sphere), 1
     _threaded_spheres.clear()
-
-
-class _StalePlan:
-    """In a forked child, the shtns plan on ``threads`` OpenMP threads of a Sphere made in the
-    parent: its transforms would hang, so every attribute but the index lookup ``idx`` raises a
-    RuntimeError naming the fix."""
-
-    def __init__(self, plan, threads: int):
-        self._plan, self._threads = plan, threads
-
-    def idx(self, l: int, m: int) -> int:
-        return self._plan.idx(l, m)  # a table lookup: no OpenMP
-
-    def __getattr__(self, name: str):
-        raise RuntimeError(
-            f"Sphere: this object was made before the process forked, with shtns transforms on "
-            f"{self._threads} threads; shtns's OpenMP threads do not survive fork(), so its "
-            f"transforms ({name}) would hang here: start worker processes with "
-            "multiprocessing.get_context('spawn') (or 'forkserver'), or pass the Sphere to them "
-            "pickled (it is rebuilt from its parameters in a spawned process)")
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _check_not_forked(threads: int) -> None:
-    """RuntimeError where this process is a fork of one whose shtns plans would hang it."""
-    if _parent_planned_threads > 1 or (_parent_planned_threads and threads > 1):
-        raise RuntimeError(
-            "Sphere: this process was forked from one that had made shtns transforms on "
-            f"{_parent_planned_threads} thread(s); shtns's OpenMP threads do not survive fork(), so "
-            f"transforms on {threads} thread(s) here would hang: start worker processes with "
-            "multiprocessing.get_context('spawn') (or 'forkserver'), or make no Sphere before the fork")
+class _PlanAfterFork:
+    """In a forked child, the stand-in for the shtns plan on several OpenMP threads of a Sphere
+    made before the fork (its transforms would wait for ever): on first use it gives the Sphere
+    a plan of the same grid on one thread, then answers from it."""
+
+    def __init__(self, sphere: Sphere):
+        self._sphere = weakref.ref(sphere)  # the Sphere holds this object: no reference cycle
+
+    def __getattr__(self, name: str):
+        sphere = self._sphere()
+        sphere.sh = _transform(sphere.lmax, sphere.nlat, sphere.nphi, 1)
+        return getattr(sphere.sh, name)
+
+
+@functools.cache
+def _omp_set_num_threads():
+    """omp_set_num_threads of the OpenMP runtime shtns is linked with (looked up through
+    shtns's own library), or None if shtns was built without OpenMP."""
+    try:
+        return ctypes.CDLL(_import_shtns_quietly()._shtns.__file__).omp_set_num_threads
+    except AttributeError:  # no OpenMP in this build: nothing to hang
+        return None
+
+
+def _one_thread_teams() -> None:
+    """Make the calling thread's OpenMP teams one thread (libgomp's nthreads-var is per thread)."""
+    set_num_threads = _omp_set_num_threads()
+    if set_num_threads is not None:
+        set_num_threads(1)
 
 
 @functools.lru_cache(maxsize=None)
 def _transform(lmax: int, nlat: int, nphi: int, threads: int):
     """One shtns plan (shtns.sht) per (L, grid, threads) per process: planning costs far more
-    than a transform."""
-    global _planned_threads
-    _planned_threads = max(_planned_threads, threads)
+    than a transform. In a forked process (``threads`` is 1 there) the planning's OpenMP loops
+    run on one thread: see _after_fork_in_child."""
     shtns = _import_shtns_quietly()
+    _omp_set_num_threads()  # found now, for a fork to come (_after_fork_in_child)
+    if _forked:
+        _one_thread_teams()
     sh = shtns.sht(lmax, lmax, 1, shtns.sht_orthonormal, threads)
     # nl_order=2 is shtns's 3/2 rule: a product of two degree-L fields is
     # integrated exactly, so the quadratic flux f ∇Φ is not aliased.
@@ -157,6 +165,13 @@ class Sphere(Geometry):
         odd nlat): then the Gauss quadrature (weights w_j 2π/nphi, Gauss–Legendre
         in cos θ) integrates every product of two fields of degree <= L exactly;
         only the default grid also dealiases the solver's cubic products.
+    threads : int, optional
+        Threads allowed (0 = the default of :func:`meanfield_pde.core.threads.resolve_threads`:
+        $MEANFIELD_PDE_THREADS, else all cores). The transforms run on
+        ``transform_threads`` of them, one per 2^16 grid points at most
+        (:func:`meanfield_pde.core.threads.transform_threads`: a single thread below L ≈ 170);
+        one in a process started by fork() (shtns's OpenMP threads do not survive it), also
+        for a Sphere made before the fork and used after it.
 
     Raises
     ------
@@ -164,16 +179,6 @@ class Sphere(Geometry):
         (ConfigError) lmax not an integer (a float, even 3.0, or a bool; numpy integers are
         taken) or outside [2, SHTNS_MAX_LMAX = 65535] (shtns's own limit; a case allows up to
         1023); nlat or nphi not an integer; nlat not 0 and < max(L + 1, 32); nphi not 0 and <= 2L.
-    RuntimeError
-        In a process forked (os.fork, multiprocessing's "fork") from one that had made
-        transforms whose OpenMP threads would hang this one's (see ``_check_not_forked``);
-        from the transforms of a Sphere on more than one transform thread made before the
-        process forked and used in the forked child (they would hang there).
-    threads : int, optional
-        Threads allowed (0 = the default of :func:`meanfield_pde.core.threads.resolve_threads`:
-        $MEANFIELD_PDE_THREADS, else all cores). The transforms run on
-        ``transform_threads`` of them, one per 2^16 grid points at most
-        (:func:`meanfield_pde.core.threads.transform_threads`: a single thread below L ≈ 170).
 
     Attributes
     ----------
@@ -230,11 +235,11 @@ class Sphere(Geometry):
         # the default grid (nl_order 2) has ~3(L+1)/2 x 3(L+1) points, known before the plan is
         # made (shtns's choice: 0.97-1.16 times that for L = 30..1023; the rule is coarser)
         points = nlat * nphi if nlat and nphi else 4.5 * (self.lmax + 1) ** 2
-        self.transform_threads = transform_threads(self.threads, points)
-        _check_not_forked(self.transform_threads)  # before the plan cache (the parent's plans)
+        # one thread in a process started by fork(): more would hang (_after_fork_in_child)
+        self.transform_threads = 1 if _forked else transform_threads(self.threads, points)
         self.sh = _transform(self.lmax, int(nlat), int(nphi), self.transform_threads)  # numpy ints: SWIG takes int
         if self.transform_threads > 1:
-            _threaded_spheres.add(self)  # made stale in a forked child (_after_fork_in_child)
+            _threaded_spheres.add(self)  # planned again on 1 thread in a forked child
         sh = self.sh
         self.nlat, self.nphi = sh.nlat, sh.nphi
         self.degree = np.asarray(sh.l, dtype=np.int64)
