@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import EPS
+from conftest import EPS, energy_rounding, sum_rounding
 
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.kernels import SMALL_BETA
@@ -23,29 +23,6 @@ from meanfield_pde.particles.adaptive import (integrate_weighted, log_snapshot_t
 from meanfield_pde.particles.sampling import uniform_sphere, von_mises_fisher_mixture
 from meanfield_pde.theory import clusters as C
 
-
-
-def sum_rounding(n_terms: int, beta: float, d: int) -> float:
-    """Relative bound (in units of the sum of the terms' sizes) on one evaluation of a sum over j
-    of e^{β⟨x_i,x_j⟩ − s_i} times a bounded factor: the exponent, a product of d + 1 terms of
-    size <= β (with the shift s_i <= β), errs by <= 2(d + 1)βε absolutely, hence each
-    exponential relatively; the n-term sum adds n·ε (Higham, *Accuracy and Stability of
-    Numerical Algorithms*, 2nd ed., §3.1 and §4.2), the final division or factor a few ε."""
-    return (n_terms + 2 * (d + 1) * beta + 4) * EPS
-
-
-def energy_rounding(x: np.ndarray, w: np.ndarray, beta: float) -> float:
-    """Absolute bound on the difference of two evaluations of E = (1/2β) Σ_ij w_i w_j
-    (e^{β⟨x_i,x_j⟩} − 1) that add the same terms in other orders: a double sum (n rows of n
-    terms, 2n additions deep) whose terms' sizes sum to (1/2β) Σ_ij w_i w_j (e^{βg_ij} + 1) in
-    the e^β-factored branch (β >= 1), to (1/2β) Σ_ij w_i w_j |expm1(βg_ij)| below; at β = 0,
-    E = |m|²/2 with m an n-term sum of w_j x_j (|x_j| = 1)."""
-    n, d = x.shape
-    if beta == 0.0:
-        return 2 * (n + 4) * EPS * float(w.sum()) ** 2
-    g = x @ x.T
-    terms = np.exp(beta * g) + 1 if beta >= 1 else np.abs(np.expm1(beta * g))
-    return 2 * sum_rounding(2 * n, beta, d) * float(w @ terms @ w) / (2 * beta)
 
 
 @pytest.mark.parametrize("kind", ["SA", "USA"])
