@@ -1,6 +1,7 @@
 """Shared helpers: small cases built in code."""
 
 import copy
+import math
 import os
 import subprocess
 import sys
@@ -44,6 +45,16 @@ def unit_rounding(d: int) -> float:
     is a d-term sum (dε relative, halved by the square root), the root and the division add ε
     each; measuring the norm again adds (d/2 + 1)ε."""
     return (d + 3) * EPS
+
+
+
+def transform_rounding(lmax: int, nlon: int | None = None) -> float:
+    """Relative bound (in units of the terms' sizes, Σ_lm |c_lm| max|Y_lm| for a synthesis,
+    Σ |f| w for an analysis) on one spectral transform of degree lmax: the associated Legendre
+    functions by their three-term recurrence (~ε per degree), a sum of lmax + 1 terms per
+    order, and an FFT of nlon points per ring (~log2(nlon)·ε; nlon defaults to 2(lmax + 1))."""
+    nlon = 2 * (lmax + 1) if nlon is None else nlon
+    return (2 * (lmax + 1) + 2 * math.ceil(math.log2(nlon)) + 4) * EPS
 
 
 TINY_TOML = """\
