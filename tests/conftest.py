@@ -11,6 +11,8 @@ import pytest
 
 from meanfield_pde.runs.config import from_dict
 
+EPS = np.finfo(float).eps  # unit round-off: the tolerances of the tests are multiples of it
+
 TINY_TOML = """\
 description = "tiny test case"
 
