@@ -14,6 +14,20 @@ from conftest import EPS
 from test_kernels import SMALL_BETA_LEAD, ive_error
 
 
+def rate_tolerance(kind, beta, nu, l, manifold):
+    """A bound on |growth_rates − σ_l| against scipy's Bessel functions (:func:`reference_sigma`):
+    each side's kernel part κ_l from ive or the unscaled Bessel functions (ive_error each, and
+    l = 0 for SA), e^β (βε) and a few products; then − ν and × eig: 3ε of κ_l + ν (the
+    cancellation near κ_l = ν counted)."""
+    l = np.asarray(l)
+    shift = 0.5 if manifold == "sphere" else 0.0
+    eig = l * (l + 1.0) if manifold == "sphere" else l**2.0
+    kern = reference_sigma(kind, beta, nu, l, manifold) / eig + nu
+    bessel = (np.array([2 * ive_error(v + shift, beta) for v in l])
+              + 2 * ive_error(shift, beta) * (kind == "SA"))
+    return eig * EPS * ((bessel + beta + 10) * kern + 3 * (kern + nu))
+
+
 def reference_sigma(kind, beta, nu, l, manifold):
     """σ_l from scipy's unscaled Bessel functions (an independent code path)."""
     l = np.asarray(l)
@@ -39,15 +53,7 @@ def test_growth_rates_match_scipy(manifold, kind, beta, nu):
     ref = reference_sigma(kind, beta, nu, l, manifold)
     # skip values scipy itself underflows (tiny β, high l): their truth is ~0 anyway
     ok = np.abs(ref) > 1e-280
-    # each side's kernel part κ_l: ive or scipy's unscaled Bessel functions (ive_error each, and
-    # l = 0 for SA), e^β (βε) and a few products; then − ν and × l(l+1): 3ε of κ_l + ν (the
-    # cancellation near κ_l = ν counted)
-    shift = 0.5 if manifold == "sphere" else 0.0
-    eig = l * (l + 1.0) if manifold == "sphere" else l**2.0
-    kern = ref / eig + nu
-    bessel = np.array([2 * ive_error(v + shift, beta) for v in l]) + 2 * ive_error(shift, beta) * (kind == "SA")
-    tol = eig * EPS * ((bessel + beta + 10) * kern + 3 * (kern + nu))
-    assert np.all(np.abs(sigma[1:] - ref)[ok] <= tol[ok])
+    assert np.all(np.abs(sigma[1:] - ref)[ok] <= rate_tolerance(kind, beta, nu, l, manifold)[ok])
 
 
 @pytest.mark.parametrize("manifold", ["sphere", "circle"])
