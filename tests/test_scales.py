@@ -57,7 +57,7 @@ def grid_sum_error(g):
 @given(lmax=st.integers(2, 40), extra_lat=st.integers(0, 40), extra_phi=st.integers(1, 60),
        seed=st.integers(0, 2**16))
 def test_every_accepted_sphere_grid_integrates_exactly(lmax, extra_lat, extra_phi, seed):
-    """∫ 1 = 4π to 1e-13 and ∫ f g = Σ w f_lm conj(g_lm) (Parseval) for degree-L fields:
+    """∫ 1 = 4π and ∫ f g = Σ w f_lm conj(g_lm) (Parseval) to round-off for degree-L fields:
     Gauss quadrature with nlat > L nodes is exact to polynomial degree 2L in cos θ."""
     nlat = max(lmax + 1, SHTNS_MIN_NLAT) + extra_lat
     nphi = 2 * lmax + extra_phi

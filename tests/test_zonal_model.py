@@ -54,7 +54,7 @@ def vmf(g, kappa, mass=1.0):
 @pytest.mark.parametrize("kind,beta,nu", [("SA", 4.0, 0.0), ("USA", 2.0, 0.05)])
 def test_dimension_three_equals_the_sphere_solver_on_zonal_data(kind, beta, nu):
     """A zonal density on S² (m = 0 only) stays zonal; the S² solver and the d = 3 zonal
-    solver, mapped by f̄ = 4π f (probability measure) and p_l = √(4π) Y_l0, agree to 1e-10."""
+    solver, mapped by f̄ = 4π f (probability measure) and p_l = √(4π) Y_l0, agree to round-off."""
     L = 24
     sph, zon = Sphere(L), ZonalSphere(L, 3)
     m_sph, m_zon = MeanFieldModel(sph, kind, beta, nu), MeanFieldModel(zon, kind, beta, nu)
