@@ -235,7 +235,8 @@ def test_zonal_token_measures_refuse_no_tokens():
     # Σ_l ∫ p_l² dσ̄ by the 2L + 1 = 17-node rule (weights normalised by their sum: 17ε each way),
     # p_l² from l recurrence steps (6lε), L = 8 terms, /n and the root halving it all
     L, N = 8, 17
-    assert zt.smoothed_l2_level(g, coef, 0.0, 100) == pytest.approx(np.sqrt(8 / 100), rel=(2 * N + 7 * L + 6) / 2 * EPS)
+    rel = (2 * N + 7 * L + 6) / 2 * EPS
+    assert zt.smoothed_l2_level(g, coef, 0.0, 100) == pytest.approx(np.sqrt(8 / 100), rel=rel)
 
 
 def test_predicted_cluster_positions_takes_a_coefficient_from_a_run():

@@ -62,8 +62,8 @@ def mp_time(kind, beta, w1, w2, rho0, rho):
 
 def pair_time_error(rho0, rho, w1, w2, kind, beta):
     """A bound on |pair_time − t| (theory.clusters' closed form): the terms it adds up, each within
-    (4β + 42)ε of its size — ½e^{−β}|Ei(β(1−s))| and ½e^{β}E_1(β(1+s)) at s = ρ0, ρ (over w1 + w2,
-    USA; times (p/q)e^β, SA), each through two exponentials of arguments up to 2β (2βε each),
+    (4β + 42)ε of its size — ½e^{−β}|Ei(β(1−s))| and ½e^{β}E_1(β(1+s)) at s = ρ0, ρ (over
+    w1 + w2, USA; times (p/q)e^β, SA), each through two exponentials of arguments up to 2β (2βε each),
     scipy's expi/exp1 or 30 terms of their series (<= 30ε), and products; for SA c|artanh s| — plus
     quad's relative tolerance 1e-13 on the SA remainder r R, R <= (artanh ρ − artanh ρ0)/(q + 2p)
     (e^{β(1−s)} >= 1). Sizes at 40 digits; β < 1e-17 (the artanh form): |artanh s|/speed."""
@@ -196,7 +196,8 @@ def test_pair_time_monotone_and_additive(kind, beta, w1, w2, a, b, c):
     t12 = C.pair_time(r1, r2, w1, w2, kind, beta)
     t02 = C.pair_time(r0, r2, w1, w2, kind, beta)
     assert 0.0 <= t01 <= t02 and 0.0 <= t12 <= t02
-    err01, err12, err02 = (pair_time_error(x, y, w1, w2, kind, beta) for x, y in ((r0, r1), (r1, r2), (r0, r2)))
+    err01, err12, err02 = (pair_time_error(x, y, w1, w2, kind, beta)
+                           for x, y in ((r0, r1), (r1, r2), (r0, r2)))
     assert t01 + t12 == pytest.approx(t02, rel=2 * EPS, abs=err01 + err12 + err02)
     # the masses enter through w1 + w2, w1 w2, w1² + w2² and (w1 − w2)²: the same floats swapped
     assert C.pair_time(r0, r2, w2, w1, kind, beta) == t02
@@ -275,7 +276,8 @@ def test_usa_gram_rate_at_large_beta_is_the_pair_rate():
         for rho in (-0.5, 0.0, 0.5, 0.9):
             g = np.array([[1.0, rho], [rho, 1.0]])
             got = gram_rate(g, [0.4, 0.6], "USA", beta)[0, 1]
-            # both take e^{fl(βρ)}; the rest is a few products and 1 − ρ², condition (1 + ρ²)/(1 − ρ²)
+            # both take e^{fl(βρ)}; the rest is a few products and 1 − ρ², of condition
+            # (1 + ρ²)/(1 − ρ²)
             rel = (8 + 4 * (1 + rho**2) / (1 - rho**2)) * EPS
             assert got == pytest.approx(pair_rate(rho, 0.4, 0.6, "USA", beta), rel=rel)
             assert got > 0

@@ -35,8 +35,8 @@ def test_distance_is_the_l2_distance_of_densities(runs):
         fa, fb = a.density.values[i], b.density.values[i]
         direct = np.sqrt(g.integrate((fa - fb) ** 2))
         # the stored densities are syntheses of the stored coefficients, each point within
-        # (L + 1 + log2 nphi)ε of ‖c‖(L + 1)/√(4π) (Unsöld), which moves the grid distance by <= √(4π)
-        # times that (absolute: the distance is far smaller than the densities); the two sums
+        # (L + 1 + log2 nphi)ε of ‖c‖(L + 1)/√(4π) (Unsöld), which moves the grid distance by
+        # <= √(4π) times that (absolute: the distance is far smaller than the densities); the sums
         # (the grid's, the coefficients') by (nlat + nphi + ncoef)ε of it
         norms = np.sqrt(g.integrate(fa**2)) + np.sqrt(g.integrate(fb**2))
         tol = ((L + 1 + np.log2(g.nphi)) * (L + 1) * norms + (g.nlat + g.nphi + g.ncoef + 4) * direct) * EPS

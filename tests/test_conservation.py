@@ -18,7 +18,8 @@ VMF = {"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8], [-0.5, 
 
 
 def energy_error(geometry, energy):
-    """Round-off of E_β = Σ w (λ_l − |S|δ_l0)/(2β) |f_lm|², ncoef terms of one sign: (ncoef + 2)ε|E|."""
+    """Round-off of E_β = Σ w (λ_l − |S|δ_l0)/(2β) |f_lm|², a sum of ncoef terms of one sign:
+    (ncoef + 2)ε|E|."""
     return (geometry.ncoef + 2) * EPS * np.abs(energy)
 
 
@@ -42,7 +43,8 @@ def free_energy_error(geometry, coef, density, nu: float, energy: float) -> floa
 
 
 def free_energy_errors(ds, geometry, nu: float) -> np.ndarray:
-    """:func:`free_energy_error` of every snapshot of a run file (its coefficients, densities and energies)."""
+    """:func:`free_energy_error` of every snapshot of a run file (its coefficients, densities and
+    energies)."""
     tables = ds.coef_real.values + 1j * ds.coef_imag.values
     return np.array([free_energy_error(geometry, geometry.from_table(t), f, nu, e)
                      for t, f, e in zip(tables, ds.density.values, ds.energy.values)])

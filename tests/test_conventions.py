@@ -118,7 +118,8 @@ def test_declared_harmonics_are_scipys():
     for l in range(7):
         for m in range(l + 1):
             # Rodrigues' (l + 4)ε of rodrigues_size; scipy's recurrence, 3l + 4 roundings of √((2l+1)/4π)
-            atol = ((l + 4) * rodrigues_size(l, m) + (3 * l + 4) * math.sqrt((2 * l + 1) / (4 * math.pi))) * EPS
+            S = math.sqrt((2 * l + 1) / (4 * math.pi))
+            atol = ((l + 4) * rodrigues_size(l, m) + (3 * l + 4) * S) * EPS
             np.testing.assert_allclose(declared_harmonic(Sphere.conventions, l, m, theta, phi),
                                        sph_harm_y(l, m, theta, phi), rtol=0, atol=atol)
 
@@ -147,7 +148,8 @@ def test_stored_circle_and_particle_coefficients_follow_the_declared_convention(
         # (3lε of S_l = √((2l+1)/4π)) at angles within πε (|∇Y_lm| <= (l + 1) S_l), nε each
         size, S = rodrigues_size(l, m), math.sqrt((2 * l + 1) / (4 * math.pi))
         atol = ((n + l + 4) * size + (n + 3 * l + 2 * math.pi * (l + 1) + 2) * S) * EPS
-        assert table[l, m] == pytest.approx(declared_harmonic(attrs, l, m, theta, phi).conj().mean(), abs=atol)
+        mean = declared_harmonic(attrs, l, m, theta, phi).conj().mean()
+        assert table[l, m] == pytest.approx(mean, abs=atol)
 
 
 # -- checked on reading ---------------------------------------------------------------------
@@ -296,7 +298,8 @@ def test_heat_on_the_circle_is_the_wrapped_gaussian():
     # FFT of N points ((log2 N + 1)ε of 2Σ_k e^{−sk²}/√(2π)); the 7 Gaussians within (d²/4s + 3)ε
     k = np.arange(g.lmax + 1)
     heat = 2 * np.exp(-s * k**2) / np.sqrt(2 * np.pi)
+    gauss = np.exp(-d**2 / (4 * s)) * (d**2 / (4 * s) + 3)
     atol = EPS * (np.sum(heat * (s * k**2 + k * theta0 + 3 + np.log2(g.npoints) + 1))
-                  + np.max(np.sum(np.exp(-d**2 / (4 * s)) * (d**2 / (4 * s) + 3), axis=1)) / np.sqrt(4 * np.pi * s))
+                  + np.max(np.sum(gauss, axis=1)) / np.sqrt(4 * np.pi * s))
     np.testing.assert_allclose(g.synthesis(smoothed), wrapped, rtol=0, atol=atol)
     assert g.mass(smoothed) == pytest.approx(1.0, rel=2 * EPS)  # √(2π)·e^0/√(2π): 3 roundings

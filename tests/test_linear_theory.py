@@ -84,8 +84,8 @@ def test_large_beta_usa_in_porous_medium_time(beta):
     ratio = float(mpmath.besseli(l + 0.5, beta) / mpmath.besseli(0.5, beta))
     assert measured == pytest.approx(l * (l + 1) / (2 * np.pi) * ratio, rel=1e-5)
     unit = float(ds.time[-1] / ds.tau[-1])
-    # 2β e^{−β}/(4π √(π/2β) ive(½, β)): e^{−β} (βε), ive_error, a few products; time = unit·τ and
-    # back (2ε); mpmath's 53-bit sinh and products
+    # 2β e^{−β}/(4π √(π/2β) ive(½, β)): e^{−β} (βε), ive_error, a few products; time = unit·τ
+    # and back (2ε); mpmath's 53-bit sinh and products
     rel = (beta + ive_error(0.5, beta) + 12) * EPS
     assert unit == pytest.approx(float(2 * beta / (4 * mpmath.pi * mpmath.sinh(beta) / beta)), rel=rel)
     # and the porous-medium limit l(l+1)/2π is approached with error ~ l(l+1)/2β

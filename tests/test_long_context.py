@@ -103,7 +103,8 @@ def test_deep_layers_collapse_or_not():
     # each layer adds attention_error; the map ρ → ρ' has slope <= 2.1 along this trajectory (at
     # ρ = 0.4; ~0 after, the collapse), so the tokens' Δ and the first layer's error at most triple
     delta = np.abs(x @ x.T - 0.4 - 0.6 * np.eye(300)).max() + 301 * EPS
-    tol = 3 * (delta + attention_error(300, 301, 1.5 * math.log(300))) + 4 * attention_error(300, 301, 1.5 * math.log(300))
+    layer = attention_error(300, 301, 1.5 * math.log(300))
+    tol = 3 * (delta + layer) + 4 * layer
     assert np.allclose(deep_direct(x, 1.5, 4), deep_equiangular(0.4, 1.5, 300, 4), rtol=0, atol=tol)
 
 

@@ -42,5 +42,6 @@ def test_rotated_initial_density_gives_rotated_solution(kind):
     steps = stepping_round_off((sim_a.model, sim_b.model), (sim_a.initial, sim_b.initial), 0.01, 100)
     coef = (steps + 2 * (g.nlat + 2 * np.log2(g.nphi) + 4) * EPS) * np.max(np.abs(a))
     norm = np.sqrt(np.sum(g.power_spectrum(a)))
-    bound = (np.sqrt(g.ncoef) * coef + 2 * ((L + 1) ** 2 + 3 * L + 2 * np.pi * (L + 1) + 6) * EPS * norm) * unsold
+    evaluation = 2 * ((L + 1) ** 2 + 3 * L + 2 * np.pi * (L + 1) + 6) * EPS * norm
+    bound = (np.sqrt(g.ncoef) * coef + evaluation) * unsold
     assert np.max(np.abs(f_b - f_a)) <= bound

@@ -90,7 +90,8 @@ def test_gradient_of_the_height_is_minus_sin_theta(d):
     n = g.npoints
     np.testing.assert_allclose(coef.real[1], 1 / math.sqrt(d), rtol=(2 * n + 6) * EPS)
     # ∂_θ Σ_l f_l p_l: the f_l are N-term sums (within (N + 2)ε of Σ_j w_j |t_j p_l(t_j)|), times
-    # ∂_θ p_l (3Lε, the recurrence) summed over L + 1 degrees; −√(1 − t²) errs by ε(1 + t²)/√(1 − t²)
+    # ∂_θ p_l (3Lε, the recurrence) summed over L + 1 degrees; −√(1 − t²) errs by
+    # ε(1 + t²)/√(1 − t²)
     scale = np.abs(g._dtheta) @ (np.abs(g._wp) @ np.abs(g.t))
     bound = (n + 4 * g.lmax + 4) * EPS * scale + 2 * EPS * (1 + g.t**2) / np.sqrt(1 - g.t**2)
     assert np.all(np.abs(g.gradient(coef)[0] + np.sqrt(1 - g.t**2)) <= bound)

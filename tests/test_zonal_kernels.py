@@ -112,7 +112,8 @@ def test_surface_measure_multipliers_equal_the_defining_integral(d):
     logs = math.log(2) + d / 2 * math.log(math.pi) + abs(gammaln(d / 2))
     for beta in BETAS:
         ref = np.array(defining_integral(d, beta)) * area * math.exp(-beta)
-        rel = multiplier_error(beta, LMAX, d) + (2 * (logs + beta) + d / 2 * math.log(math.pi) + beta + 6) * EPS
+        rel = (multiplier_error(beta, LMAX, d)
+               + (2 * (logs + beta) + d / 2 * math.log(math.pi) + beta + 6) * EPS)
         assert np.all(np.abs(funk_hecke_multipliers(beta, LMAX, d) - ref) <= rel * ref)
 
 
@@ -171,7 +172,8 @@ def test_small_beta_limits(d):
         assert g[0] == 0.0 and g[1] == pytest.approx(1.0 / d, rel=rel)
         assert np.all(g[2:] <= beta / d)
         # normalised: less log λ̄_0 = log ₀F₁ = O(β²)
-        assert gradient_multipliers(beta, 6, "sphere_zonal", True, dimension=d)[1] == pytest.approx(1 / d, rel=rel + EPS)
+        normalised = gradient_multipliers(beta, 6, "sphere_zonal", True, dimension=d)[1]
+        assert normalised == pytest.approx(1 / d, rel=rel + EPS)
         assert ratio_multipliers(beta, 3, "sphere_zonal", dimension=d)[0] == 1.0
         e0 = energy_multipliers(beta, 2, "sphere_zonal", dimension=d)[0]
         # (λ̄_0 − 1)/2β = β/4d (1 + O(β²/d)): the series' first term times 1 + its rest (3 roundings);

@@ -39,8 +39,8 @@ def stepping_round_off(models, states, dt: float, steps: int) -> float:
         if g.manifold == "sphere":
             return g.lmax + 1 + g.nlat + 2 * np.log2(g.nphi)
         return g.lmax + 1 + (g.npoints if g.manifold == "sphere_zonal" else 2 * np.log2(g.npoints))
-    per_step = sum(5 + dt * 4 * (4 * transforms(m.geometry) + 10) * np.max(np.abs(m.rhs(u))) / np.max(np.abs(u))
-                   for m, u in zip(models, states))
+    per_step = sum(5 + dt * 4 * (4 * transforms(m.geometry) + 10) * np.max(np.abs(m.rhs(u)))
+                   / np.max(np.abs(u)) for m, u in zip(models, states))
     sigma = max(0.0, max(float(np.max(m.growth_rates())) for m in models))
     return steps * per_step * EPS * math.exp(sigma * steps * dt)
 
