@@ -28,6 +28,7 @@ from meanfield_pde.runs.runner import build
 
 from conftest import EPS, linear_response, make_config
 from test_conservation import assert_mass_kept
+from test_kernels import ive_error
 
 
 
@@ -97,9 +98,9 @@ def test_limit_rates_agree_with_pde_to_the_expected_order(kind):
                       time={"unit": "backward_heat" if kind == "SA" else "porous_medium"})
     from meanfield_pde.runs.config import time_unit
     rates = MeanFieldModel(g, kind, 50.0).growth_rates()[1:7] * time_unit(cfg)
-    # each side a product of a few roundings and, in all, <= 6 Bessel functions (ive, spherical_in;
-    # AMOS: relative ε·max(10, β, ν) each; the unit's e^{−β}: βε)
-    rel = (6 * max(10.0, 50.0, 6.5) + 10) * EPS
+    # each side a product of a few roundings and, in all, <= 6 Bessel functions of order <= 6.5
+    # (ive, spherical_in: test_kernels.ive_error each), the unit's e^{−β} (βε)
+    rel = (6 * ive_error(6.5, 50.0) + 50.0 + 10) * EPS
     np.testing.assert_allclose(rates, pde_rate_tau(kind, 50.0, l), rtol=rel)
 
 

@@ -20,18 +20,19 @@ from meanfield_pde.theory.linear import growth_rates
 
 from conftest import EPS, assert_user_error, cli
 from test_conservation import free_energy_errors
+from test_kernels import ive_error
 
 
 def vmf_coefficient_error(kappa: float, lmax: int, d: int) -> float:
     """Relative round-off of vmf_zonal_coefficients(κ, ·, d) up to degree lmax: each is e^{Y_l}
     with Y_l = log λ̄_l − log λ̄_0 + ½ log dim H_l, summed from logarithms each exact to ε of its
     size (the series route: l ln κ and Σ_{j<l} ln(d + 2j); the ive route: ln Γ(d/2) and
-    (d/2 − 1) ln(2/κ), plus ive's own ε·max(10, κ, ν) (AMOS); dim H_l: ln Γ(l + d − 1) less
-    two smaller ln Γ): |δY_l| ≤ 2ε Σ|pieces|, taken at l = lmax (the largest)."""
+    (d/2 − 1) ln(2/κ), plus the error of the two ive (test_kernels.ive_error); dim H_l:
+    ln Γ(l + d − 1) less two smaller ln Γ): |δY_l| ≤ 2ε Σ|pieces|, taken at l = lmax (the largest)."""
     pieces = (lmax * abs(math.log(kappa)) + sum(math.log(d + 2 * j) for j in range(lmax))
               + gammaln(d / 2) + (d / 2 - 1) * abs(math.log(2 / kappa))
               + 1.5 * gammaln(lmax + d - 1.0))
-    return (2 * pieces + max(10.0, kappa, lmax + d / 2)) * EPS
+    return (2 * pieces + 2 * ive_error(lmax + d / 2 - 1, kappa)) * EPS
 
 
 def zonal_case(d=16, lmax=24, kind="USA", beta=4.0, nu=0.0, initial=None, t_end=1.0, every=0.25,
@@ -111,11 +112,11 @@ def test_kernel_tol_uses_the_power_of_s_d_minus_1():
     # two paths to √(tail/total), each a ratio of sums of n = lmax + 40 + 12√β positive terms
     # dim H_l λ_l² (n·ε a sum); a term's relative error: zonal, e^{2 log λ̄_l + log dim H_l} with
     # log λ̄_l summed from l ln β and Σ_{j<l} ln(d + 2j), log dim H_l from ln Γ(l + 2), each exact
-    # to ε of its size (at l = 11, the tail's leading term); sphere, ive(l + ½, β)² (AMOS:
-    # relative ε·max(10, β, ν) each); the root halves the ratio's error
+    # to ε of its size (at l = 11, the tail's leading term); sphere, ive(l + ½, β)² (ive_error
+    # each, at most at the tail's end ν = n); the root halves the ratio's error
     n = 10 + 40 + 12 * math.sqrt(5.0)
     logs = 11 * math.log(5.0) + sum(math.log(3 + 2 * j) for j in range(11))
-    rel = (n + 2 * logs + math.lgamma(13)) * EPS + (n + 2 * 11.5) * EPS
+    rel = (n + 2 * logs + math.lgamma(13)) * EPS + (n + 2 * ive_error(n, 5.0)) * EPS
     assert kernel_truncation_error(5.0, 10, "sphere_zonal", 3) == pytest.approx(
         kernel_truncation_error(5.0, 10, "sphere"), rel=rel)
     with pytest.raises(ConfigError, match="domain.lmax = 3: too small for model.beta = 400"):
@@ -141,9 +142,9 @@ def test_vmf_coefficients_are_the_closed_forms():
         assert c[0] == 1.0  # mass 1
         # tiny κ: ive underflows; A_d(κ) = κ/d (1 + O(κ²/d²)) (DLMF 10.25.2)
         mean_t = ive(d / 2, kappa) / ive(d / 2 - 1, kappa) if kappa > 1 else kappa / d
-        # c_1 (vmf_coefficient_error) and /√d (2ε) against two ive (AMOS: relative ε·max(10, κ, ν)
-        # each) and their quotient (ε), or for tiny κ the series' next term, (κ/d)²
-        ref = (2 * max(10.0, kappa, d / 2) + 1) * EPS if kappa > 1 else (kappa / d) ** 2
+        # c_1 (vmf_coefficient_error) and /√d (2ε) against two ive (ive_error each) and their
+        # quotient (ε), or for tiny κ the series' next term, (κ/d)²
+        ref = (2 * ive_error(d / 2, kappa) + 1) * EPS if kappa > 1 else (kappa / d) ** 2
         rel = vmf_coefficient_error(kappa, 1, d) + 2 * EPS + ref
         assert c[1] / math.sqrt(d) == pytest.approx(mean_t, rel=rel), d
 
@@ -160,10 +161,11 @@ def test_a_vmf_case_starts_from_the_exact_mixture(tmp_path):
     exact = (0.75 * np.exp(6 * g.t) + 0.25 * np.exp(-6 * g.t)) / lam0
     # the synthesis: 41 terms (41ε of Σ|c_l p_l|), p_l from l recurrence steps (3·40ε), c_l
     # (vmf_coefficient_error; the mixture adds 2ε); the closed form: e^{±6t} (7ε), λ̄_0 from Γ,
-    # 15 products, ive (AMOS: ε·max(10, κ, ν) = 15ε) and e^6: 40ε, the sum and quotient 3ε
+    # 15 products, ive(15, 6) (ive_error) and e^6 (7ε), the sum and quotient 3ε
     scale = np.abs(g._p) @ np.abs(sim.initial.real)
     bound = ((41 + 3 * 40 + 2) * EPS + vmf_coefficient_error(6.0, 40, 32)) * scale
-    assert np.all(np.abs(g.synthesis(sim.initial) - exact) <= bound + 50 * EPS * exact)
+    closed = (7 + 1 + 15 + ive_error(15, 6.0) + 7 + 3) * EPS
+    assert np.all(np.abs(g.synthesis(sim.initial) - exact) <= bound + closed * exact)
 
 
 # -- runs, files, plots ------------------------------------------------------------------
@@ -282,12 +284,12 @@ def test_case_zonal_vmf_collapse_d128(tmp_path):
         # r_0 = Σ_j w_j t_j f(t_j), the quadrature (exact for this degree) of the synthesis of the
         # vMF coefficients: their error (vmf_coefficient_error), the synthesis' 49 terms and the
         # recurrence (49ε + 3·48ε of Σ|c_l p_l|) and the 73-node sum, weighted by w_j |t_j|;
-        # the reference: two ive (AMOS: relative ε·max(10, κ, ν) = 64ε each) and a quotient
+        # the reference: two ive (ive_error each) and a quotient
         g = ZonalSphere(48, 128)
         scale = np.sum(g.weights * np.abs(g.t) * (np.abs(g._p) @ np.abs(ds.coef_real.values[0])))
         ref = ive(64, 22.6) / ive(63, 22.6)
         err = (vmf_coefficient_error(22.6, 48, 128) + (49 + 3 * 48 + g.npoints + 2) * EPS) * scale
-        assert r[0] == pytest.approx(ref, rel=0, abs=err + (2 * 64 + 1) * EPS * ref)
+        assert r[0] == pytest.approx(ref, rel=0, abs=err + (2 * ive_error(64, 22.6) + 1) * EPS * ref)
         assert np.all(np.diff(r) > 0) and r[-1] > r[0] + 0.02
         assert np.all(np.diff(ds.energy.values) >= 0)
         # mass 1 exactly: f_0 = 1 (e^0) never moves (the weak divergence has no degree-0 row)
