@@ -40,17 +40,17 @@ def random_coef(g, rng):
     return c
 
 
-def test_odd_nlat_integrates_one_exactly():
-    """Sphere(31, nlat=49, nphi=96) integrated 1 to 12.367 (equator weight halved)."""
-    g = Sphere(31, nlat=49, nphi=96)
-    assert g.integrate(np.ones((g.nlat, g.nphi))) == pytest.approx(4 * np.pi, rel=grid_sum_error(g))
-
-
 def grid_sum_error(g):
     """Relative round-off of ∫ 1 on a sphere grid: numpy's pairwise sum of N = nlat·nphi positive
     terms ((log2 N + 16)ε: blocks of 128 in 8 lanes, then halves) of the Gauss weights (each a few
     ε from shtns) times 2π/nphi (2ε)."""
     return (np.log2(g.nlat * g.nphi) + 16 + 4) * EPS
+
+
+def test_odd_nlat_integrates_one_exactly():
+    """Sphere(31, nlat=49, nphi=96) integrated 1 to 12.367 (equator weight halved)."""
+    g = Sphere(31, nlat=49, nphi=96)
+    assert g.integrate(np.ones((g.nlat, g.nphi))) == pytest.approx(4 * np.pi, rel=grid_sum_error(g))
 
 
 @FAST
@@ -252,8 +252,8 @@ def test_particle_energy_is_continuous_at_its_thresholds(beta, n, seed):
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     e = [particle_energy(x, beta * f) for f in (1 - 1e-12, 1 + 1e-12)]
     # the series below SMALL_BETA omits β² Σ⟨x_i,x_j⟩³/(12n²) <= β²/12; β moves by 2e-12: E by
-    # <= 2e-12·β e^β; each side a sum over n² pairs of e^{β⟨x_i,x_j⟩} (or expm1, or the series)
-    # from d-term inner products: (n + d + 4)ε of e^β (its terms' size over 2β, times β)
+    # <= 2e-12·β e^β; each side sums n² terms (n ε in numpy's blocks), each from a d-term inner
+    # product and an exponential ((d + 4)ε), whose sizes add up to <= e^β (β <= 1: (e^β − 1)/2β)
     bound = beta**2 / 12 + 2e-12 * beta * math.exp(beta) + 2 * (n + 3 + 4) * EPS * math.exp(beta)
     assert e[0] == pytest.approx(e[1], rel=0, abs=bound)
 
