@@ -57,6 +57,8 @@ def transform_rounding(lmax: int, nlon: int | None = None) -> float:
     return (2 * (lmax + 1) + 2 * math.ceil(math.log2(nlon)) + 4) * EPS
 
 
+EPS = np.finfo(float).eps  # unit round-off: the tolerances of the tests are multiples of it
+
 TINY_TOML = """\
 description = "tiny test case"
 

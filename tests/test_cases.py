@@ -14,7 +14,10 @@ from scipy import ndimage
 from scipy.optimize import brentq
 from scipy.special import spherical_in
 
+from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.runs.cases import case_names
+
+from test_conservation import free_energy_errors
 
 F_BAR = 1 / (4 * np.pi)
 
@@ -160,7 +163,9 @@ def check_vmf_merge(tmp_path):
     assert count_clusters(ds.density.values[0], 3 * F_BAR) == 2
     assert count_clusters(ds.density.values[-1], 3 * F_BAR) == 1
     F = ds.free_energy.values
-    assert np.all(np.diff(F) <= 1e-12 * abs(F[0]))
+    # F may rise between snapshots by the round-off of the two, any more is real
+    err = free_energy_errors(ds, Sphere(63), 0.05)
+    assert np.all(np.diff(F) <= err[1:] + err[:-1])
 
 
 def check_below_nu1(tmp_path):

@@ -24,6 +24,8 @@ from meanfield_pde.core.geometry import Circle, Sphere
 from meanfield_pde.runs.config import from_dict
 from meanfield_pde.runs.particle_runner import run_particles
 
+from conftest import EPS
+
 SPHERE = {"model": {"kind": "SA", "beta": 2.0, "nu": 0.1}, "domain": {"lmax": 12},
           "initial": {"type": "perturbed_uniform", "amplitude": 0.05, "degree_max": 4, "seed": 3},
           "time": {"t_end": 0.2, "dt": 0.05, "adaptive": False}, "output": {"every": 0.1, "plot": False}}
@@ -54,6 +56,13 @@ def declared_harmonic(attrs, l: int, m: int, theta, phi):
                      * math.factorial(l - m) / math.factorial(l + m))
     phase = {"condon_shortley": (-1) ** m, "none": 1}[attrs["coefficient_phase"]]
     return phase * norm * p * np.exp(1j * m * phi)
+
+
+def rodrigues_size(l: int, m: int) -> float:
+    """norm·Σ_k |c_k| of d^m P_l = Σ_k c_k P_k (|P_k| <= 1): the size of the terms numpy's Clenshaw
+    sum adds in :func:`declared_harmonic`, which errs by (l + 4)ε of it (the sum, sin^m, the norm)."""
+    norm = math.sqrt((2 * l + 1) / (4 * math.pi) * math.factorial(l - m) / math.factorial(l + m))
+    return norm * np.abs(legendre.Legendre.basis(l).deriv(m).coef).sum()
 
 
 def declared_sphere_field(attrs, table, theta, phi):
@@ -89,7 +98,14 @@ def test_stored_sphere_coefficients_follow_the_declared_convention(runs):
     rng = np.random.default_rng(0)
     i, j = rng.integers(0, len(theta), 40), rng.integers(0, len(phi), 40)
     f = declared_sphere_field(attrs, table, theta[i], phi[j])
-    np.testing.assert_allclose(f, density[i, j], rtol=0, atol=1e-12 * np.abs(density).max())
+    # the (L+1)² terms (each within (l + 4)ε of its size |f_lm| rodrigues_size, counted twice for
+    # m > 0), at angles within 4πε of the grid's (lat, lon in degrees and back: |∇Y_lm| <= (l+1)
+    # of that size), against shtns' synthesis (L + 1 + log2 nphi roundings)
+    L = table.shape[0] - 1
+    size = sum((2 if m else 1) * abs(table[l, m]) * rodrigues_size(l, m)
+               for l in range(L + 1) for m in range(l + 1))
+    n = (L + 1) ** 2 + L + 4 + 4 * math.pi * (L + 1) + L + 1 + math.log2(len(phi)) + 10
+    np.testing.assert_allclose(f, density[i, j], rtol=0, atol=n * EPS * size)
     for foil in ({"coefficient_phase": "none"}, {"coefficient_normalization": "4pi"}):
         g = declared_sphere_field({**attrs, **foil}, table, theta[i], phi[j])
         assert np.abs(g - density[i, j]).max() > 1e-3 * np.abs(density).max()
@@ -101,8 +117,11 @@ def test_declared_harmonics_are_scipys():
     theta, phi = np.arccos(rng.uniform(-1, 1, 30)), rng.uniform(0, 2 * np.pi, 30)
     for l in range(7):
         for m in range(l + 1):
+            # Rodrigues' (l + 4)ε of rodrigues_size; scipy's recurrence, 3l + 4 roundings of √((2l+1)/4π)
+            S = math.sqrt((2 * l + 1) / (4 * math.pi))
+            atol = ((l + 4) * rodrigues_size(l, m) + (3 * l + 4) * S) * EPS
             np.testing.assert_allclose(declared_harmonic(Sphere.conventions, l, m, theta, phi),
-                                       sph_harm_y(l, m, theta, phi), atol=1e-12)
+                                       sph_harm_y(l, m, theta, phi), rtol=0, atol=atol)
 
 
 def test_stored_circle_and_particle_coefficients_follow_the_declared_convention(runs):
@@ -113,14 +132,24 @@ def test_stored_circle_and_particle_coefficients_follow_the_declared_convention(
         k = np.arange(len(c))
         # e_k = e^{ikθ}/√(2π), f_{−k} = conj f_k not stored
         f = (c[0] + 2 * (c[1:, None] * np.exp(1j * np.outer(k[1:], theta))).sum(0)).real / np.sqrt(2 * np.pi)
-        np.testing.assert_allclose(f, ds.density.isel(time=-1).values, atol=1e-12)
+        # K + 1 terms with e^{ikθ} at arguments within 2kθε <= 4πKε, against an inverse FFT of N
+        # points ((log2 N + 1)ε), of the size 2Σ|c_k|/√(2π)
+        K, N = len(c) - 1, len(theta)
+        atol = (K + 1 + 4 * np.pi * K + np.log2(N) + 4) * EPS * 2 * np.abs(c).sum() / np.sqrt(2 * np.pi)
+        np.testing.assert_allclose(f, ds.density.isel(time=-1).values, rtol=0, atol=atol)
     with xr.open_dataset(runs / "particles.nc") as ds:
         attrs = dict(ds.coef_real.attrs)
         x = ds.positions.isel(time=-1).values
         table = (ds.coef_real + 1j * ds.coef_imag).isel(time=-1).values
     theta, phi = np.arccos(x[:, 2]), np.arctan2(x[:, 1], x[:, 0])
+    n = x.shape[0]
     for l, m in ((0, 0), (1, 1), (3, 2), (8, 5)):  # f_lm = (1/n) Σ conj(Y_lm(x_i))
-        assert table[l, m] == pytest.approx(declared_harmonic(attrs, l, m, theta, phi).conj().mean(), abs=1e-13)
+        # two means of n values: Rodrigues' (l + 4)ε of rodrigues_size, the package's recurrence
+        # (3lε of S_l = √((2l+1)/4π)) at angles within πε (|∇Y_lm| <= (l + 1) S_l), nε each
+        size, S = rodrigues_size(l, m), math.sqrt((2 * l + 1) / (4 * math.pi))
+        atol = ((n + l + 4) * size + (n + 3 * l + 2 * math.pi * (l + 1) + 2) * S) * EPS
+        mean = declared_harmonic(attrs, l, m, theta, phi).conj().mean()
+        assert table[l, m] == pytest.approx(mean, abs=atol)
 
 
 # -- checked on reading ---------------------------------------------------------------------
@@ -216,9 +245,16 @@ def test_power_spectrum_is_parseval(geometry):
     c = random_real_field(geometry, rng, (3,))
     power = geometry.power_spectrum(c)
     assert power.shape == (3, geometry.lmax + 1)
+    # a synthesis errs by (L + 1 + log2 nφ)ε of Σ|c Y| <= ‖c‖(L + 1)/√|S| (Unsöld; on S¹ the 2K + 1
+    # modes), which the quadrature maps to <= √|S| ‖f‖ times that; the grid sum (nlat + nφ) and
+    # the power's sum (ncoef) add roundings of ‖c‖²
+    L = geometry.lmax
+    nphi = geometry.nphi if geometry.manifold == "sphere" else geometry.npoints
+    rel = (2 * (L + 1) * (L + 1 + np.log2(nphi)) + getattr(geometry, "nlat", 0) + nphi
+           + geometry.ncoef + 2) * EPS
     for row, p in zip(c, power):
         f = geometry.synthesis(row)
-        assert p.sum() == pytest.approx(geometry.integrate(f * f), rel=1e-12)
+        assert p.sum() == pytest.approx(geometry.integrate(f * f), rel=rel)
         np.testing.assert_array_equal(geometry.power_spectrum(row), p)
     one = geometry.zeros_coef()
     one[geometry.index(3, 0)] = 1.0
@@ -234,12 +270,19 @@ def test_heat_on_the_sphere_is_the_heat_kernel():
     x0 = np.array([[0.36, 0.48, 0.8]])
     smoothed = g.heat(g.empirical_coefficients(x0), s)
     l = np.arange(g.lmax + 1)
-    kernel = legendre.legval(g.points @ x0[0], (2 * l + 1) / (4 * np.pi) * np.exp(-s * l * (l + 1)))
-    np.testing.assert_allclose(g.synthesis(smoothed), kernel, atol=1e-12 * kernel.max())
-    assert g.mass(smoothed) == g.mass(g.empirical_coefficients(x0)) == pytest.approx(1.0, rel=1e-14)
+    coef = (2 * l + 1) / (4 * np.pi) * np.exp(-s * l * (l + 1))
+    kernel = legendre.legval(g.points @ x0[0], coef)
+    # both sum L + 1 terms of size coef_l (addition theorem: Σ_m |Y_lm(x0) Y_lm(x)| <= (2l+1)/4π):
+    # Clenshaw (L + 2)ε, shtns (L + 1 + log2 nphi)ε; e^{−s l(l+1)} within s l(l+1)ε, Y_lm(x0) within
+    # 3lε, and ⟨x, x0⟩ within 3ε, times |P_l'| <= l(l+1)/2
+    atol = EPS * ((2 * g.lmax + 4 + np.log2(g.nphi)) * coef.sum()
+                  + np.sum(coef * ((s + 1.5) * l * (l + 1) + 3 * l)))
+    np.testing.assert_allclose(g.synthesis(smoothed), kernel, rtol=0, atol=atol)
+    # the heat keeps f_00 (e^0 = 1): equal; √(4π)·conj(Y_00(x0)) = √(4π)/√(4π): 3 roundings
+    assert g.mass(smoothed) == g.mass(g.empirical_coefficients(x0)) == pytest.approx(1.0, rel=2 * EPS)
     f = random_real_field(g, np.random.default_rng(3))
     # e^a e^b = e^{a+b} to a few roundings of the exponent: |a + b| ε relative (a + b = −148 at l = L)
-    bound = 4 * 3 * s * g.lmax * (g.lmax + 1) * np.finfo(float).eps
+    bound = 4 * 3 * s * g.lmax * (g.lmax + 1) * EPS
     np.testing.assert_allclose(g.heat(g.heat(f, s), 2 * s), g.heat(f, 3 * s), rtol=bound)
     assert np.array_equal(g.heat(f, 0.0), f)
 
@@ -251,5 +294,12 @@ def test_heat_on_the_circle_is_the_wrapped_gaussian():
     smoothed = g.heat(g.empirical_coefficients(np.array([[np.cos(theta0), np.sin(theta0)]])), s)
     d = g.theta[:, None] - theta0 + 2 * np.pi * np.arange(-3, 4)[None, :]
     wrapped = np.exp(-d**2 / (4 * s)).sum(axis=1) / np.sqrt(4 * np.pi * s)
-    np.testing.assert_allclose(g.synthesis(smoothed), wrapped, atol=1e-12 * wrapped.max())
-    assert g.mass(smoothed) == pytest.approx(1.0, rel=1e-14)
+    # coefficients e^{−sk²} e^{−ikθ0}/√(2π): within (s k² + k θ0 + 3)ε each, summed by an inverse
+    # FFT of N points ((log2 N + 1)ε of 2Σ_k e^{−sk²}/√(2π)); the 7 Gaussians within (d²/4s + 3)ε
+    k = np.arange(g.lmax + 1)
+    heat = 2 * np.exp(-s * k**2) / np.sqrt(2 * np.pi)
+    gauss = np.exp(-d**2 / (4 * s)) * (d**2 / (4 * s) + 3)
+    atol = EPS * (np.sum(heat * (s * k**2 + k * theta0 + 3 + np.log2(g.npoints) + 1))
+                  + np.max(np.sum(gauss, axis=1)) / np.sqrt(4 * np.pi * s))
+    np.testing.assert_allclose(g.synthesis(smoothed), wrapped, rtol=0, atol=atol)
+    assert g.mass(smoothed) == pytest.approx(1.0, rel=2 * EPS)  # √(2π)·e^0/√(2π): 3 roundings

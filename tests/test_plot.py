@@ -6,6 +6,8 @@ import xarray as xr
 
 from meanfield_pde.plotting import figure_file, plot
 
+from conftest import EPS
+
 
 def _sphere_ds(nlat=24, nlon=48, lmax=7, times=(0.0, 1.0, 2.0)):
     # Gauss latitudes (north first), as the solver's shtns grid has them.
@@ -89,12 +91,15 @@ def test_cell_edges_gauss_grid():
 
 
 def test_orthographic_projection():
+    # x, y, depth: sums of two products of sines and cosines (<= 1) of angles in radians, each
+    # within (π + 1)ε (the conversion from degrees, up to 210°, and the function): 2(π + 1) + 4 roundings
+    tol = (2 * (np.pi + 1) + 4) * EPS
     x, y, d = plot.orthographic(30.0, 120.0, 30.0, 120.0)
-    assert (x, y, d) == pytest.approx((0.0, 0.0, 1.0), abs=1e-12)
+    assert (x, y, d) == pytest.approx((0.0, 0.0, 1.0), rel=0, abs=tol)
     # 90° away (along a meridian, along the equator, at the pole): on the limb.
     for lat, lon, lat0, lon0 in [(0, 0, 0, 90), (0, 210, 0, 120), (90, 0, 0, 45), (-60, 120, 30, 120)]:
         x, y, d = plot.orthographic(lat, lon, lat0, lon0)
-        assert np.hypot(x, y) == pytest.approx(1.0) and d == pytest.approx(0.0, abs=1e-12)
+        assert np.hypot(x, y) == pytest.approx(1.0, rel=tol + EPS) and d == pytest.approx(0.0, abs=tol)
     # North is up and east is right at the centre; the antipode is hidden.
     assert plot.orthographic(40.0, 120.0, 30.0, 120.0)[1] > 0
     assert plot.orthographic(30.0, 130.0, 30.0, 120.0)[0] > 0

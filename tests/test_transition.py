@@ -17,6 +17,9 @@ from meanfield_pde.theory.linear import critical_noise
 from meanfield_pde.theory.transition import (degree_two_ratio, landau_coefficient,
                                              pitchfork_slope, tricritical_beta, transition_order)
 
+from conftest import EPS
+from test_zonal_kernels import multiplier_error
+
 
 def test_tricritical_beta_in_d3_is_the_root_of_the_spherical_bessel_closed_forms():
     """d = 3: I_{5/2}/I_{3/2} = i_2/i_1 with i_1 = (x cosh x − sinh x)/x²,
@@ -67,13 +70,20 @@ def test_their_coupling_is_one_over_twice_our_noise():
             k_sharp = mpmath.mpf(beta) ** (d / 2) / (2 ** (d / 2) * mpmath.gamma(d / 2)
                                                        * mpmath.besseli(d / 2, beta))
             nu1 = critical_noise("USA", beta, "sphere_zonal", d)
-            assert 1 / (2 * nu1) == pytest.approx(float(k_sharp), rel=1e-12), (d, beta)
+            # ν_1 = λ̄_1/β within multiplier_error, 1/(2ν_1) 2 roundings; mpmath's 53-bit products 5
+            rel = multiplier_error(beta, 1, d)[1] + 7 * EPS
+            assert 1 / (2 * nu1) == pytest.approx(float(k_sharp), rel=rel), (d, beta)
 
 
 def test_landau_coefficient_changes_sign_at_the_tricritical_beta():
     for d in (2, 3, 8, 32, 128, 4096):
         b = tricritical_beta(d)
-        assert landau_coefficient(b, d) == pytest.approx(0.0, abs=1e-12)
+        # Q = (d r − 1)/((d + 2)(1 − r)) at the root of r = 1/d: d r − 1 within the error of
+        # λ̄_2/λ̄_1 (multiplier_error at l = 1, 2), of the root (brentq: xtol = rtol = 1e-15; |r'| <= 1)
+        # times d, and ε
+        err = multiplier_error(b, 2, d)
+        num = err[1] + err[2] + 2 * d * (1e-15 + 1e-15 * b) + EPS
+        assert landau_coefficient(b, d) == pytest.approx(0.0, abs=num / ((d + 2) * (1 - 1 / d)))
         assert landau_coefficient(0.99 * b, d) < 0 < landau_coefficient(1.01 * b, d)
         assert transition_order(0.7 * b, d) == "continuous"
         assert transition_order(2 * b, d) == "discontinuous"
@@ -89,7 +99,8 @@ def test_pitchfork_slope_at_beta0_is_the_langevin_and_kuramoto_expansion(d):
     nu = nu1 - eps
     m = brentq(lambda m: a_d(m / nu) - m, 1e-4, 0.5, xtol=1e-15)
     assert m * m / eps == pytest.approx(pitchfork_slope(0.0, d), rel=1e-4)
-    assert pitchfork_slope(0.0, d) == pytest.approx(d + 2, rel=1e-12)
+    # 1/(d |Q| ν_1), Q = −1/(d + 2) exactly at β = 0, ν_1 = e^{−ln d} ((ln d + 2)ε): 4 roundings more
+    assert pitchfork_slope(0.0, d) == pytest.approx(d + 2, rel=(math.log(d) + 6) * EPS)
 
 
 def test_bad_arguments_are_config_errors_naming_the_range():

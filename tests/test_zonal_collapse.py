@@ -12,10 +12,11 @@ import pytest
 
 from meanfield_pde.analysis import zonal_collapse as zc
 from meanfield_pde.core.geometry import ZonalSphere
-from meanfield_pde.core.kernels import vmf_zonal_coefficients
+from meanfield_pde.core.kernels import gradient_multipliers, ratio_multipliers, vmf_zonal_coefficients
 from meanfield_pde.numerics.models import MeanFieldModel
 
-from test_zonal_runs import run_named
+from conftest import EPS
+from test_zonal_runs import run_named, vmf_coefficient_error
 
 
 @pytest.mark.parametrize("d,beta,u0", [(3, 2.0, 0.3), (16, 2.0, 0.05), (512, 90.5, 0.9)])
@@ -37,11 +38,24 @@ def test_moment_identity_is_the_pde_degree_one_row_and_converges_under_refinemen
     model = MeanFieldModel(g, kind, 2.0)
     c = vmf_zonal_coefficients(2 * math.sqrt(d), 64, d).astype(complex)
     row = model.transport(c)[1].real / math.sqrt(d)
-    assert zc.moment_rate(model, c, oversample=1) == pytest.approx(row, rel=1e-12)
+    # on the model's grid both sum the same N terms w_j sin θ_j f_j V_j (the Galerkin row's ∂_θ p_1 =
+    # −sin θ/a_1): f and V (SA: over Φ/λ_0, R) syntheses of L + 1 terms from l-step recurrences,
+    # within (L + 1 + 3L)ε of F = Σ|c_l p_l|, W = Σ|ψ_l ∂_θ p_l| (and R̂ = Σ|r_l p_l|) on each side
+    cr, sa = c.real, kind == "SA"
+    F = np.abs(g._p) @ np.abs(cr)
+    W = np.abs(g._dtheta) @ np.abs(gradient_multipliers(2.0, 64, "sphere_zonal", sa, dimension=d) * cr)
+    rc = ratio_multipliers(2.0, 64, "sphere_zonal", dimension=d) * cr if sa else np.eye(65)[0]
+    R, R_abs = g._p @ rc, np.abs(g._p) @ np.abs(rc)
+    scale = np.sum(g.weights * g.sin_theta * F * W * (1 + R_abs / np.abs(R)) / np.abs(R))
+    tol = (2 * g.npoints + 8 * g.lmax + 10) * EPS * scale
+    assert zc.moment_rate(model, c, oversample=1) == pytest.approx(row, rel=0, abs=tol)
     fine = zc.moment_rate(model, c, oversample=4)
     assert zc.moment_rate(model, c, oversample=2) == pytest.approx(fine, rel=1e-9)
     assert fine > 0  # attention raises ⟨t⟩
-    assert zc.gap(g, c) == pytest.approx(1.0 - g.integrate(g.t * g.synthesis(c)), abs=1e-13)
+    # 1 − f_1/(√d f_0) (4 roundings) against the N-node quadrature of t times the synthesis
+    # ((L + 1 + 3L)ε of F, the recurrence included, then N terms)
+    tol = ((4 * g.lmax + 1 + g.npoints + 2) * np.sum(g.weights * np.abs(g.t) * F) + 4) * EPS
+    assert zc.gap(g, c) == pytest.approx(1.0 - g.integrate(g.t * g.synthesis(c)), rel=0, abs=tol)
 
 
 def test_moment_rate_refuses_noise():
@@ -84,11 +98,21 @@ def test_cases_zonal_vmf_collapse_d3_and_d512(tmp_path, d, u_end, rate_end):
     stays in the spread phase (rate 0.1 → 0.37, far below the law's ≈ 2 that holds only for
     u ≪ 1)."""
     from scipy.special import ive
+    from test_kernels import ive_error
     with run_named(tmp_path, f"zonal_vmf_collapse_d{d}") as ds:
         assert ds.attrs["status"] == "completed"
         t, u = ds.time.values, 1.0 - ds.order_parameter.values
+        c0, L = ds.coef_real.values[0], ds.sizes["l"] - 1
     kappa = round(2 * math.sqrt(d), 4 if d == 3 else 3)
-    assert u[0] == pytest.approx(1 - ive(d / 2, kappa) / ive(d / 2 - 1, kappa), rel=1e-9)
+    # ⟨t⟩ at t = 0 is the exact quadrature of t times the synthesis of the vMF coefficients: their
+    # error (vmf_coefficient_error), the synthesis (L + 1 terms, 3L recurrence steps) and the N-node
+    # sum, weighted by w|t|; the reference two ive (ive_error each) and a quotient; 1 − ·: ε each
+    g = ZonalSphere(L, d)
+    scale = np.sum(g.weights * np.abs(g.t) * (np.abs(g._p) @ np.abs(c0)))
+    mean = ive(d / 2, kappa) / ive(d / 2 - 1, kappa)
+    tol = ((vmf_coefficient_error(kappa, L, d) + (4 * L + 1 + g.npoints + 2) * EPS) * scale
+           + (2 * ive_error(d / 2, kappa) + 1) * EPS * mean + 2 * EPS)
+    assert u[0] == pytest.approx(1 - mean, rel=0, abs=tol)
     rate = -np.gradient(np.log(u), t)
     assert np.all(np.diff(u) < 0) and np.all(np.diff(rate[:-1]) > 0)
     assert u[-1] == pytest.approx(u_end, rel=1e-3)
@@ -149,5 +173,7 @@ def test_near_gaussian_closed_form_keeps_its_precision_where_c_u_is_subnormal():
     ω/c had only the few bits of a subnormal ω (wrong from ~1e-8 relative to all bits). The law is
     then u̇ = −2u to far below double precision: u = u0 e^{−2t}, in every bit but the last few."""
     t = np.linspace(0.0, 400.0, 9)
+    # c u0 and ω (~1e-60) are far below the last bit of the exponent −2t: the same e^{−2t} and
+    # product on both sides, each rounded once
     np.testing.assert_allclose(zc.near_gaussian_gap_closed_form(t, 0.5, 1e-60, 2),
-                               0.5 * np.exp(-2.0 * t), rtol=1e-13)
+                               0.5 * np.exp(-2.0 * t), rtol=EPS)

@@ -14,6 +14,8 @@ from meanfield_pde.core.geometry import ZonalSphere, make_geometry
 from meanfield_pde.core.geometry.zonal import gegenbauer_normalised
 from meanfield_pde.theory.linear import critical_noise, fastest_mode, growth_rates
 
+from conftest import EPS
+
 DIMS = (2, 3, 4, 8, 64, 512, 4096)
 
 
@@ -22,7 +24,13 @@ def test_dimension_three_is_the_zonal_part_of_the_sphere():
     g = ZonalSphere(30, 3)
     theta = np.arccos(g.t)
     y = sph_harm_y(g.degree[None, :], 0, theta[:, None], 0.0).real
-    np.testing.assert_allclose(g._p, math.sqrt(4 * math.pi) * y, rtol=0, atol=1e-12)
+    # two recurrences of l steps, 3 roundings a step: 3lε of p_l(1) = √(2l + 1) each; scipy's at
+    # θ = arccos t, which moves t by <= θ sin θ·ε: |p_l'| times that; × √(4π) and its rounding: 2ε
+    _, dp = gegenbauer_normalised(g.t, 30, 3, derivative=True)
+    l = g.degree
+    bound = EPS * (6 * l * np.sqrt(2 * l + 1) + np.abs(dp) * (theta * np.sin(theta))[:, None]
+                   + 2 * np.abs(g._p))
+    assert np.all(np.abs(g._p - math.sqrt(4 * math.pi) * y) <= bound)
 
 
 def test_dimension_two_is_the_even_part_of_the_circle():
@@ -31,7 +39,11 @@ def test_dimension_two_is_the_even_part_of_the_circle():
     theta = np.arccos(g.t)
     ref = np.sqrt(2.0) * np.cos(np.multiply.outer(theta, g.degree))
     ref[:, 0] = 1.0
-    np.testing.assert_allclose(g._p, ref, rtol=0, atol=1e-12)
+    # the recurrence: 3lε of p_l(1) = √2; cos(lθ): θ = arccos t within θε, times l (ε more):
+    # the argument within 2lθε, cos adds ε, √2 one rounding
+    l, theta = g.degree, theta[:, None]
+    bound = math.sqrt(2) * EPS * (3 * l + 2 * l * theta + 2)
+    assert np.all(np.abs(g._p - ref) <= bound)
 
 
 @pytest.mark.parametrize("d", DIMS)
@@ -42,8 +54,13 @@ def test_value_at_the_pole_is_the_root_of_the_harmonic_dimension(d):
     l = np.arange(lmax + 1)
     log_dim = np.array([math.log(2 * k + d - 2) - math.log(k + d - 2) + math.lgamma(k + d - 1)
                         - math.lgamma(k + 1) - math.lgamma(d - 1) if k else 0.0 for k in l])
-    np.testing.assert_allclose(2 * np.log(p[0]), log_dim, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(p[1], (-1.0) ** l * p[0], rtol=1e-12)  # parity
+    # p_l(1) from l recurrence steps (3lε relative: 6lε in 2 log); log dim: three ln Γ (within
+    # 2ε of their size each: CPython's lgamma, ~1 ulp measured), two logs and four sums
+    lg = np.array([math.lgamma(k + d - 1) + math.lgamma(k + 1) + math.lgamma(d - 1) for k in l])
+    bound = EPS * (6 * l + 2 * lg + 4 * np.abs(log_dim) + 8)
+    assert np.all(np.abs(2 * np.log(p[0]) - log_dim) <= bound)
+    # parity: the recurrence at −1 is the one at 1 with signs flipped, rounding symmetric: exact
+    np.testing.assert_array_equal(p[1], (-1.0) ** l * p[0])
 
 
 @pytest.mark.parametrize("d", DIMS)
@@ -56,8 +73,11 @@ def test_laplacian_from_gradient_and_divergence(d):
         lap = g.divergence(g.gradient(c))
         expected = np.zeros(g.ncoef)
         expected[l] = -l * (l + d - 2)
-        np.testing.assert_allclose(lap.real, expected, rtol=0, atol=1e-10 * max(1, l * (l + d)))
-        np.testing.assert_allclose(g.laplacian[l], -l * (l + d - 2))
+        # lap_k = Σ_j div_kj ∂_θ p_l(t_j): N products (Nε of their sum of sizes), each factor from
+        # <= L recurrence steps (3Lε each)
+        scale = np.abs(g._div) @ np.abs(g._dtheta[:, l])
+        assert np.all(np.abs(lap.real - expected) <= (g.npoints + 6 * g.lmax + 4) * EPS * scale)
+        assert g.laplacian[l] == -l * (l + d - 2)  # small integers: exact
 
 
 @pytest.mark.parametrize("d", DIMS)
@@ -65,8 +85,16 @@ def test_gradient_of_the_height_is_minus_sin_theta(d):
     """g = t = cos θ: ∂_θ g = −sin θ = −√(1 − t²)."""
     g = ZonalSphere(8, d)
     coef = g.analysis(g.t)
-    np.testing.assert_allclose(coef.real[1], 1 / math.sqrt(d), rtol=1e-14)  # t = p_1/√d
-    np.testing.assert_allclose(g.gradient(coef)[0], -np.sqrt(1 - g.t**2), rtol=0, atol=1e-12)
+    # t = p_1/√d: f_1 = Σ_j w_j t_j p_1(t_j), N positive terms (Nε) with weights normalised by their
+    # N-term sum (Nε), p_1 = t/a_1 and a_1 = √(1/d) (3ε), the product and 1/√d (3ε)
+    n = g.npoints
+    np.testing.assert_allclose(coef.real[1], 1 / math.sqrt(d), rtol=(2 * n + 6) * EPS)
+    # ∂_θ Σ_l f_l p_l: the f_l are N-term sums (within (N + 2)ε of Σ_j w_j |t_j p_l(t_j)|), times
+    # ∂_θ p_l (3Lε, the recurrence) summed over L + 1 degrees; −√(1 − t²) errs by
+    # ε(1 + t²)/√(1 − t²)
+    scale = np.abs(g._dtheta) @ (np.abs(g._wp) @ np.abs(g.t))
+    bound = (n + 4 * g.lmax + 4) * EPS * scale + 2 * EPS * (1 + g.t**2) / np.sqrt(1 - g.t**2)
+    assert np.all(np.abs(g.gradient(coef)[0] + np.sqrt(1 - g.t**2)) <= bound)
 
 
 @pytest.mark.parametrize("d", DIMS)
@@ -80,7 +108,14 @@ def test_divergence_of_a_flux_is_the_exact_weighted_derivative(d):
     F, Fp = f * hp, 2 + 4 * t
     exact = (1 - t**2) * Fp - (d - 1) * t * F
     u = f * g.gradient(g.analysis(t**2))[0]
-    np.testing.assert_allclose(g.divergence((u,)).real, g.analysis(exact).real, rtol=0, atol=1e-12)
+    # both sides are N-term quadrature sums (Nε of Σ_j |w_j ...|); u carries the analysis (N terms),
+    # the gradient (L + 1 terms, 3Lε recurrence) and f (2ε): within (N + 4L + 4)ε of U; the
+    # closed form's terms within 6ε of their sizes
+    n, L = g.npoints, g.lmax
+    U = np.abs(f) * (np.abs(g._dtheta) @ (np.abs(g._wp) @ t**2))
+    X = np.abs((1 - t**2) * Fp) + np.abs((d - 1) * t * F)
+    bound = (2 * n + 4 * L + 6) * EPS * (np.abs(g._div) @ U + np.abs(g._wp) @ X)
+    assert np.all(np.abs(g.divergence((u,)).real - g.analysis(exact).real) <= bound)
 
 
 @pytest.mark.parametrize("d", DIMS)
@@ -89,7 +124,10 @@ def test_quadrature_integrates_the_von_mises_fisher_normaliser(d):
     kappa = 0.5 * math.sqrt(d)
     g = ZonalSphere(40, d)
     ref = float(mp.hyp0f1(mp.mpf(d) / 2, mp.mpf(kappa) ** 2 / 4))
-    assert g.integrate(np.exp(kappa * g.t)) == pytest.approx(ref, rel=1e-13)
+    # N positive terms w_j e^{κ t_j} (Nε), the weights normalised by their sum (Nε), e^{κt} within
+    # (κ + 1)ε; the reference rounded once
+    rel = (2 * g.npoints + kappa + 3) * EPS
+    assert g.integrate(np.exp(kappa * g.t)) == pytest.approx(ref, rel=rel)
 
 
 def vmf_error(d: int, kappa0: float, lmax: int) -> float:
@@ -153,12 +191,22 @@ def test_growth_rates_in_any_dimension_against_mpmath(kind, d):
     """σ_l = l(l+d−2)[λ_l/(β|S^{d−1}|) − ν] (USA), l(l+d−2)[λ_l/(βλ_0) − ν] (SA), with
     λ_l/|S^{d−1}| = Γ(d/2)(2/β)^{d/2−1} I_{l+d/2−1}(β) in mpmath."""
     beta, nu, lmax = 7.0, 0.01, 12
-    lam = [mp.gamma(mp.mpf(d) / 2) * (2 / mp.mpf(beta)) ** (mp.mpf(d) / 2 - 1)
-           * mp.besseli(l + mp.mpf(d) / 2 - 1, beta) for l in range(lmax + 1)]
-    kern = [x / beta / (lam[0] if kind == "SA" else 1) for x in lam]
-    ref = np.array([float(l * (l + d - 2) * (kern[l] - nu)) if l else 0.0 for l in range(lmax + 1)])
+    with mp.workdps(30):  # at 53 bits (2/β)^{d/2−1} alone would err by (d/2 − 1)ε/2
+        lam = [mp.gamma(mp.mpf(d) / 2) * (2 / mp.mpf(beta)) ** (mp.mpf(d) / 2 - 1)
+               * mp.besseli(l + mp.mpf(d) / 2 - 1, beta) for l in range(lmax + 1)]
+        kern = [x / beta / (lam[0] if kind == "SA" else 1) for x in lam]
+        ref = np.array([float(l * (l + d - 2) * (kern[l] - nu)) if l else 0.0
+                        for l in range(lmax + 1)])
     got = growth_rates(kind, beta, nu, lmax, "sphere_zonal", d)
-    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-15)
+    # the kernel part is e^{Y_l}, Y_l summed from (l − 1) ln β, Σ_{j<l} ln(d + 2j) and log ₀F₁ (a sum
+    # of 2β + 60 positive terms), less the same at l = 0 for SA, each within ε of its size; then
+    # − ν and × l(l + d − 2) (3ε of |κ_l| + ν, so the cancellation near κ_l = ν is counted)
+    l = np.arange(lmax + 1)
+    pieces = np.array([(k + 1) * math.log(beta) + sum(math.log(d + 2 * j) for j in range(k))
+                       for k in l]) + 2 * beta + 60
+    kernel = np.array([float(x) for x in kern])
+    bound = l * (l + d - 2) * EPS * (2 * pieces * kernel + 3 * (kernel + nu)) + EPS * np.abs(ref)
+    assert np.all(np.abs(got - ref) <= bound)
     assert np.array_equal(got, growth_rates(kind, beta, nu, lmax, "sphere", d))
 
 
@@ -166,7 +214,8 @@ def test_growth_rates_in_any_dimension_against_mpmath(kind, d):
 def test_critical_noise_at_zero_beta_is_one_over_d(d):
     """λ_1/(β|S^{d−1}|) → 1/d as β → 0 (λ_1 = 2π^{d/2}(β/2)/Γ(1+d/2))."""
     for kind in ("SA", "USA"):
-        assert critical_noise(kind, 0.0, "sphere", d) == pytest.approx(1 / d, rel=1e-15)
+        # e^{−ln d} (the zonal logarithms: (ln d + 1)ε) or λ_1/(β|S|) of S¹, S² (3 roundings)
+        assert critical_noise(kind, 0.0, "sphere", d) == pytest.approx(1 / d, rel=(math.log(d) + 4) * EPS)
 
 
 def test_fastest_mode_moves_to_higher_degree_as_beta_grows_past_the_dimension():

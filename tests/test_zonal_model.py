@@ -14,6 +14,9 @@ from meanfield_pde.numerics.steppers import IMEXRungeKutta
 from meanfield_pde.numerics.steppers.tableaus import get_tableau
 from meanfield_pde.theory.linear import growth_rates
 
+from conftest import EPS
+from test_conservation import assert_mass_kept, energy_error, free_energy_error
+
 
 def run(model, u0, dt, steps, every=1):
     """Fixed-step ARS(4,4,3); the states every ``every`` steps, shape (k, ncoef)."""
@@ -26,6 +29,22 @@ def run(model, u0, dt, steps, every=1):
     return np.array(out)
 
 
+def stepping_round_off(models, states, dt: float, steps: int) -> float:
+    """Round-off, relative to max|u|, by which runs of one Galerkin equation (the ``models``, from
+    the ``states``) may part after ``steps`` fixed steps dt of a 4-stage scheme: per step and run,
+    the stages' additions (5ε) and dt times 4 right-hand sides, each within n ε of its size (about
+    four transforms of L + 1 terms and the grid's nlat + nφ or N points, FFTs; the size max|N(u)|
+    at the start); the flow carries these at its linear rates, at most σ_max, for steps·dt."""
+    def transforms(g):
+        if g.manifold == "sphere":
+            return g.lmax + 1 + g.nlat + 2 * np.log2(g.nphi)
+        return g.lmax + 1 + (g.npoints if g.manifold == "sphere_zonal" else 2 * np.log2(g.npoints))
+    per_step = sum(5 + dt * 4 * (4 * transforms(m.geometry) + 10) * np.max(np.abs(m.rhs(u)))
+                   / np.max(np.abs(u)) for m, u in zip(models, states))
+    sigma = max(0.0, max(float(np.max(m.growth_rates())) for m in models))
+    return steps * per_step * EPS * math.exp(sigma * steps * dt)
+
+
 def vmf(g, kappa, mass=1.0):
     """Coefficients of a mass-``mass`` vMF e^{κt}/∫e^{κt} on the zonal grid."""
     f = np.exp(kappa * (g.t - 1.0))
@@ -35,7 +54,7 @@ def vmf(g, kappa, mass=1.0):
 @pytest.mark.parametrize("kind,beta,nu", [("SA", 4.0, 0.0), ("USA", 2.0, 0.05)])
 def test_dimension_three_equals_the_sphere_solver_on_zonal_data(kind, beta, nu):
     """A zonal density on S² (m = 0 only) stays zonal; the S² solver and the d = 3 zonal
-    solver, mapped by f̄ = 4π f (probability measure) and p_l = √(4π) Y_l0, agree to 1e-10."""
+    solver, mapped by f̄ = 4π f (probability measure) and p_l = √(4π) Y_l0, agree to round-off."""
     L = 24
     sph, zon = Sphere(L), ZonalSphere(L, 3)
     m_sph, m_zon = MeanFieldModel(sph, kind, beta, nu), MeanFieldModel(zon, kind, beta, nu)
@@ -48,7 +67,8 @@ def test_dimension_three_equals_the_sphere_solver_on_zonal_data(kind, beta, nu):
     a = run(m_sph, u_sph, 0.01, 60, 20)[:, l0]
     b = run(m_zon, u_zon, 0.01, 60, 20) / math.sqrt(4 * np.pi)
     assert np.max(np.abs(b[-1] - b[0])) > 1e-3  # it moved
-    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a)), np.max(np.abs(a - b))
+    bound = stepping_round_off((m_sph, m_zon), (u_sph, u_zon), 0.01, 60) * np.max(np.abs(a))
+    assert np.max(np.abs(a - b)) <= bound, np.max(np.abs(a - b))
 
 
 @pytest.mark.parametrize("kind,beta,nu", [("SA", 5.0, 0.0), ("USA", 3.0, 0.1)])
@@ -65,7 +85,8 @@ def test_dimension_two_equals_the_circle_solver_on_even_data(kind, beta, nu):
     a = run(m_cir, u_cir, 0.01, 60, 20)
     b = run(m_zon, scale * u_cir, 0.01, 60, 20) / scale
     assert np.max(np.abs(b[-1] - b[0])) > 1e-3
-    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a)), np.max(np.abs(a - b))
+    bound = stepping_round_off((m_cir, m_zon), (u_cir, scale * u_cir), 0.01, 60) * np.max(np.abs(a))
+    assert np.max(np.abs(a - b)) <= bound, np.max(np.abs(a - b))
 
 
 @pytest.mark.parametrize("d", (3, 8, 64, 512))
@@ -126,8 +147,10 @@ def test_mass_conserved_and_energy_increases_without_noise(kind, d):
     assert np.max(np.abs(u[-1][-4:])) < 1e-10  # still resolved
     mass = np.array([g.mass(x) for x in u])
     energy = np.array([model.energy(x) for x in u])
-    assert np.max(np.abs(mass - 1.0)) <= 1e-12
-    assert np.all(np.diff(energy) >= -1e-13 * abs(energy[0])), np.diff(energy).min()
+    # vmf(): f_0 = Σ w f / Σ w f, two N-term sums of the same terms and a quotient
+    assert_mass_kept(mass, (2 * g.npoints + 1) * EPS)
+    err = energy_error(g, energy)
+    assert np.all(np.diff(energy) >= -(err[1:] + err[:-1])), np.diff(energy).min()
     assert energy[-1] > energy[0] * (1 + 1e-3)
 
 
@@ -139,9 +162,10 @@ def test_free_energy_decreases_for_noisy_usa(d):
     model = MeanFieldModel(g, "USA", beta, nu)
     u = run(model, vmf(g, 1.5 * math.sqrt(d)), 0.05, 80, 4)
     F = np.array([model.free_energy(x, g.synthesis(x)) for x in u])
-    assert np.all(np.diff(F) <= 1e-12 * abs(F[0])), np.diff(F).max()
+    err = np.array([free_energy_error(g, x, g.synthesis(x), nu, model.energy(x)) for x in u])
+    assert np.all(np.diff(F) <= err[1:] + err[:-1]), np.diff(F).max()
     assert F[-1] < F[0] - 1e-6
-    assert np.max(np.abs([g.mass(x) - 1.0 for x in u])) <= 1e-12
+    assert_mass_kept([g.mass(x) for x in u], (2 * g.npoints + 1) * EPS)  # as above
 
 
 def test_zonal_geometry_and_model_pickle_by_parameters():
