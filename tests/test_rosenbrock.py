@@ -42,9 +42,10 @@ def test_ros34pw2_order_conditions():
         return terms(b, beta, a) - [1.0, 0.5 - gd, 1.0 / 3.0, 1.0 / 6.0 - gd + gd * gd]
 
     # Round-off: the coefficients are decimals rounded to double (ε relative each); a condition
-    # is a sum of at most s³ products of at most 4 of them, so its residual is bounded by
-    # (s⁴ + 4)ε times the condition on the absolute values plus the constant's terms (sizes)
-    roundoff = (TAB.stages ** 4 + 4) * EPS
+    # is a sum of at most s³ products of at most 3 of them (row sums included), so its residual
+    # is bounded by (s³ + 4)ε times the condition on the absolute values plus the constant's
+    # terms (sizes)
+    roundoff = (TAB.stages ** 3 + 4) * EPS
 
     def sizes(b):
         return terms(np.abs(b), np.abs(beta), np.abs(a)) + [1.0, 0.5 + gd, 1.0 / 3.0, 1.0 / 6.0 + gd + gd * gd]
