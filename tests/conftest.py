@@ -57,7 +57,33 @@ def transform_rounding(lmax: int, nlon: int | None = None) -> float:
     return (2 * (lmax + 1) + 2 * math.ceil(math.log2(nlon)) + 4) * EPS
 
 
-EPS = np.finfo(float).eps  # unit round-off: the tolerances of the tests are multiples of it
+def synthesis_size(g, coef) -> float:
+    """Σ_lm |c_lm| sup|Y_lm| over both signs of m (parseval_weight; sup|Y_lm| <= the degree's
+    sup factor, Unsöld): a bound on sup|f|, and the sum of the terms' sizes of a synthesis of
+    coef on the geometry g (the unit of transform_rounding)."""
+    return float(np.sum(g.parseval_weight * np.abs(coef) * g.degree_sup_factor()[g.degree]))
+
+
+def quadrature_rounding(g, coef) -> float:
+    """Absolute bound on |Σ_j q_j f_j − √|S| f_00| for f synthesised from coef on g's grid of
+    n points (the quadrature is exact for it): the synthesis errs by transform_rounding times
+    synthesis_size at each point (Σ q_j = |S|), the products and the n-term sum by (n + 4)ε
+    times Σ q_j |f_j| <= |S| synthesis_size."""
+    shape = g.points.shape[:-1]
+    n = math.prod(shape)
+    return (transform_rounding(g.lmax, shape[-1]) + (n + 4) * EPS) * g.area * synthesis_size(g, coef)
+
+
+def quadrature_coefficient_rounding(g, coef) -> np.ndarray:
+    """Bound per coefficient (ncoef,) on |Σ_j q_j f_j conj(Y_lm(x_j)) − f_lm| for f synthesised
+    from coef on g's grid (the quadrature is exact for it) and Y_lm from g.basis: as
+    quadrature_rounding, with each term at most q_j · synthesis_size · sup|Y_lm|, and the basis's
+    own recurrence (another transform_rounding)."""
+    shape = g.points.shape[:-1]
+    n = math.prod(shape)
+    relative = 2 * transform_rounding(g.lmax, shape[-1]) + (n + 4) * EPS
+    return relative * g.area * synthesis_size(g, coef) * g.degree_sup_factor()[g.degree]
+
 
 TINY_TOML = """\
 description = "tiny test case"

@@ -7,6 +7,8 @@ from scipy.integrate import solve_ivp
 
 from meanfield_pde.theory import equiangular as eq
 
+from conftest import EPS
+
 
 def usa_beta0_gap(rho0, n, t):
     """Exact 1−ρ(t) for USA at β = 0.
@@ -85,7 +87,7 @@ def test_sa_collapse_rate(beta, n):
 @pytest.mark.parametrize("n", [10, 100])
 def test_usa_collapse_rate(beta, n):
     slope, rate = fitted_rate("USA", beta, n)
-    assert rate == pytest.approx(2 * np.exp(beta), rel=1e-15)
+    assert rate == 2 * np.exp(beta)  # the same product of the same exp: bit for bit
     assert -slope == pytest.approx(rate, rel=1e-2)
 
 
@@ -113,7 +115,9 @@ def test_matches_particle_simulation(kind, beta, rho0):
     # rotate randomly so the particles are not aligned with the coordinate axes
     q, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((n, n)))
     x0 = x0 @ q
-    np.testing.assert_allclose(x0 @ x0.T, gram0, atol=1e-14)
+    # Cholesky errs by (n + 1)ε |L||Lᵀ| <= (n + 1)ε (unit rows; Higham, Thm 10.3), Householder's
+    # Q is orthogonal to ~n²ε, and L q and its Gram matrix are n-term dots of unit rows (nε each)
+    np.testing.assert_allclose(x0 @ x0.T, gram0, rtol=0, atol=(n * n + 3 * n + 1) * EPS)
     t = np.linspace(0.0, 3.0, 13)
     sol = solve_ivp(particle_rhs(kind, beta, n), (0.0, 3.0), x0.ravel(), method="DOP853",
                     t_eval=t, rtol=1e-12, atol=1e-14)
@@ -134,14 +138,17 @@ def test_rate_formulas_and_collapse():
     sa = eq.rho_rate("SA", r, beta, n)
     core = (1 - r) * (1 + (n - 1) * r)
     np.testing.assert_allclose(sa, 2 * core / (np.exp(beta * (1 - r)) + n - 1))
-    np.testing.assert_allclose(sa[[0, -1]], 0.0, atol=1e-15)  # simplex and collapse are equilibria
+    # simplex and collapse are equilibria: 1 − r = 0 exactly at r = 1; at r = fl(−1/6),
+    # |1 + 6r| <= 2ε, so the rate is <= 2(1 − r)·2ε over e^{β(1−r)} + n − 1 > n
+    np.testing.assert_allclose(sa[[0, -1]], 0.0, rtol=0, atol=2 * (1 - r[0]) * 2 * EPS / n)
     usa = eq.rho_rate("USA", r, beta, n)
     np.testing.assert_allclose(usa, (2 / n) * np.exp(beta * r) * core)
     assert np.ndim(eq.rho_rate("SA", 0.3, beta, n)) == 0
     # the reduction keeps the gap's digits where ρ itself has none
     gap = eq.solve_equiangular("SA", 0.0, 1.0, 10, [0.0, 20.0], gap=True)
     assert gap[0] == 1.0 and 1e-19 < gap[1] < 1e-16
-    assert eq.solve_equiangular("SA", 0.0, 1.0, 10, 20.0) == pytest.approx(1.0, abs=2e-16)
+    # ρ = 1 − gap with gap < 1e-16: within gap + ε/2 <= ε of 1
+    assert eq.solve_equiangular("SA", 0.0, 1.0, 10, 20.0) == pytest.approx(1.0, rel=0, abs=EPS)
     # extreme β stays finite
     assert eq.solve_equiangular("USA", 0.5, 700.0, 3, [0.0, 1e-300, 1.0], gap=True)[-1] == 0.0
     assert eq.collapse_rate("USA", 700.0) < np.inf

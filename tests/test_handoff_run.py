@@ -25,7 +25,7 @@ from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.config import from_dict
 from meanfield_pde.runs.runner import run
 
-EPS = np.finfo(float).eps
+from conftest import EPS, sum_rounding, transform_rounding
 
 
 def case(kind="SA", beta=10.0, lmax=31, t_end=1.0, handoff=None, every=0.25, **extra):
@@ -48,6 +48,26 @@ def sa_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("handoff") / "sa.nc"
     ds = run(case(), path, progress=False)
     return path, ds
+
+
+def energy_step_rounding(ds) -> np.ndarray:
+    """Bound on how much rounding alone can lower the energy from one snapshot to the next.
+    After the hand-off E is a double sum over the n nodes whose terms' sizes add up to
+    E + M²/β (w_i w_j |e^{βg} − 1| <= w_i w_j (e^{βg} + 1), and Σ w_i w_j e^{βg} = 2βE + M²):
+    two evaluations, 2·sum_rounding(2n, β, 3) of that (as energy_rounding); the spectral
+    energies, sums of ncoef positive terms, round far less. Across the hand-off the nodes'
+    weights also carry the synthesis' error, <= transform_rounding · sup|f| · q_j, which moves E
+    by <= that times |S| M (e^β + 1)/β; sup|f| <= Σ |c_lm| sup|Y_lm| at the hand-off."""
+    beta, n = float(ds.attrs["beta"]), int(ds.attrs["handoff_nodes"])
+    e, mass = ds.energy.values, ds.mass.values
+    bound = 2 * sum_rounding(2 * n, beta, 3) * (np.abs(e[1:]) + mass[1:] ** 2 / beta)
+    last = int(np.flatnonzero(ds.phase.values == 0)[-1])  # the hand-off's state
+    at = ds.isel(time=last)
+    both = np.where(at.m > 0, 2.0, 1.0) * np.hypot(at.coef_real, at.coef_imag) * np.sqrt((2 * at.l + 1) / (4 * np.pi))
+    sup = float(both.sum(skipna=True))
+    bound[last] += (transform_rounding(int(ds.l.max())) * sup * 4 * np.pi * mass[last]
+                    * (np.exp(beta) + 1) / beta)
+    return bound
 
 
 # -- the run file ------------------------------------------------------------------------
@@ -100,7 +120,7 @@ def test_energy_never_decreases_across_the_whole_run(sa_run):
     round-off of size |E| eps × (terms) may appear."""
     _, ds = sa_run
     e = ds.energy.values
-    assert np.all(np.diff(e) > -1e-12 * np.abs(e[1:]))
+    assert np.all(np.diff(e) >= -energy_step_rounding(ds))
     phase = ds.phase.values
     assert e[phase == 1][0] > e[phase == 0][-1]
 
@@ -119,7 +139,10 @@ def test_after_the_hand_off_the_variables_are_those_of_the_weighted_measure(sa_r
     g = meanfield_pde.core.geometry.Sphere(31)
     for i in range(after.sizes["time"]):
         f = after.density.values[i]
-        assert np.sum(f * g.weights) == pytest.approx(1.0, rel=1e-12) and f.min() > 0
+        # a synthesis and an N-term quadrature in units of Σ|f|q (the density is > 0: its
+        # mass), of a measure whose mass is 1 to n ε (the sum of the node weights)
+        bound = ((f.size + 4) * EPS + transform_rounding(31, g.nphi)) * np.sum(np.abs(f) * g.weights)
+        assert abs(np.sum(f * g.weights) - 1.0) <= bound + int(ds.attrs["handoff_nodes"]) * EPS and f.min() > 0
     assert np.allclose(after.min_density.values, after.density.min(("lat", "lon")).values, rtol=0)
     assert np.all(after.spectral_tail.values > ds.attrs["handoff_tail"] if "handoff_tail" in ds.attrs
                   else after.spectral_tail.values > 1e-7)  # beyond the grid: why it handed off
@@ -159,7 +182,8 @@ def test_continuation_in_a_run_matches_the_spectral_run_at_higher_lmax(tmp_path,
                          "rtol": 1e-8, "atol": 1e-10})
     ds = run(hand, tmp_path / "h.nc", progress=False)
     assert ds.attrs["status"] == "completed", ds.attrs["status"]
-    assert float(ds.attrs["handoff_time"]) == pytest.approx(t_h, rel=1e-12)
+    # the spectral phase's last step lands on handoff.time exactly (the solver's t_land)
+    assert float(ds.attrs["handoff_time"]) == t_h
     assert ds.attrs["handoff_trigger"].startswith("handoff.time")
     fine = from_dict({**{k: v for k, v in hand.to_dict().items() if k != "handoff"},
                       "domain": {"lmax": 47}, "time": {"t_end": t_h + tau, "dt": 1e-3},
@@ -169,7 +193,8 @@ def test_continuation_in_a_run_matches_the_spectral_run_at_higher_lmax(tmp_path,
     ref = run(fine, tmp_path / "fine.nc", progress=False)
     assert ref.attrs["status"] == "completed"
     a, b = ds.isel(time=-1), ref.isel(time=-1)
-    assert float(a.time) == pytest.approx(float(b.time), rel=1e-12)
+    # t_h + (t_end − t_h) against t_h + τ: a rounding each (ε/2 of values <= their sum)
+    assert float(a.time) == pytest.approx(float(b.time), rel=2 * EPS)
     assert abs(float(a.order_parameter) - float(b.order_parameter)) < 1e-4
     assert float(a.energy) == pytest.approx(float(b.energy), rel=1e-4)
     low = dict(l=slice(0, 6), m=slice(0, 6))
@@ -257,7 +282,7 @@ def test_ctrl_c_in_the_last_pde_step_stops_cleanly_and_resumes(tmp_path, monkeyp
     monkeypatch.setattr(hr, "integrate", real)
     done = meanfield_pde.resume(path, progress=False)
     assert done.attrs["status"] == "completed" and np.any(done.phase.values == 1)
-    assert done.time.values[-1] == pytest.approx(0.6, rel=1e-12)
+    assert done.time.values[-1] == pytest.approx(0.6, rel=2 * EPS)  # t_h + (t_end − t_h): two roundings
 
 
 def test_a_run_stopped_before_the_hand_off_resumes_as_a_pde_run_and_hands_off(tmp_path, monkeypatch):
@@ -403,8 +428,7 @@ def test_named_hand_off_cases_hand_off_in_a_short_version(name, tmp_path):
     assert ds.attrs["status"] == "completed" and "handoff_time" in ds.attrs
     assert np.any(ds.phase.values == 1)
     assert np.max(np.abs(ds.mass.values - ds.mass.values[0])) <= ds.attrs["handoff_grid_nodes"] * EPS
-    e = ds.energy.values
-    assert np.all(np.diff(e) > -1e-12 * np.abs(e[1:]))
+    assert np.all(np.diff(ds.energy.values) >= -energy_step_rounding(ds))
 
 
 def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
@@ -506,7 +530,8 @@ def test_log_snapshots_after_a_hand_off_keep_every_decade_however_long_the_run(l
     decades = np.log10(t_end / t_h)
     config = case(t_end=t_h, handoff={"t_end": t_end, "per_decade": per_decade})
     absolute = t_h + snapshot_schedule(config, t_h)
-    assert absolute[0] == t_h and np.isclose(absolute[-1], t_end, rtol=1e-12)
+    # geomspace ends on t_end exactly; − t_h and + t_h round once each
+    assert absolute[0] == t_h and np.isclose(absolute[-1], t_end, rtol=2 * EPS, atol=0)
     ratios = absolute[1:] / absolute[:-1]
     assert np.all(ratios > 1.0)
     assert np.all(ratios[:-1] <= 10.0 ** (1.0 / per_decade) * (1 + 1e-9)), ratios.max()
@@ -615,7 +640,8 @@ def test_a_hand_off_run_killed_after_a_merge_keeps_the_merge_in_its_file(tmp_pat
         assert float(ds.time.values[-1]) == t
         (event,) = merge_events(ds)
         assert (event.t_before, event.t, event.parents, event.child) == (t_before, t, parents, child)
-        assert event.mass == mass == pytest.approx(1.0, rel=1e-12)
+        # the sum of the n node weights: n ε
+        assert event.mass == mass == pytest.approx(1.0, abs=int(ds.n_nodes.max()) * EPS)
         assert event.t_before == float(ds.time.values[-2])  # the bracket: the two last snapshots
         assert list(ds.merge_count.values) == [0] * (ds.sizes["time"] - 1) + [1]
         assert ds.cluster_id.values[-1, 0] == child and ds.n_clusters.values[-1] == 1
