@@ -17,6 +17,7 @@ from scipy.special import spherical_in
 from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.runs.cases import case_names
 
+from conftest import EPS
 from test_conservation import free_energy_errors
 
 F_BAR = 1 / (4 * np.pi)
@@ -128,7 +129,8 @@ def check_sa_beta10_noisy(tmp_path):
     ds = run_case(tmp_path, "sa_beta10_noisy", "time.t_end=60", "output.every=4")
     assert ds.attrs["status"] == "completed"
     late = ds.sel(time=slice(40, 60))
-    assert late.spectral_tail.max() < 1e-15 and late.min_density.min() > 0
+    # resolved to double precision: the power beyond 2L/3 is a few ε of the total (rounding only)
+    assert late.spectral_tail.max() < 5 * EPS and late.min_density.min() > 0
     e = late.energy.values
     assert abs(e[-1] - e[0]) < 1e-3 * abs(e[0])  # metastable: barely moves
     assert count_clusters(ds.density.values[-1], 3 * F_BAR) >= 3
@@ -142,7 +144,7 @@ def check_sa_beta10_noisy_long(tmp_path):
     ark = run_case(tmp_path / "ark", "sa_beta10_noisy_long", *short, "time.scheme='ARK324'")
     for ds in (auto, ark):
         assert ds.attrs["status"] == "completed"
-        assert ds.spectral_tail.max() < 1e-15 and ds.min_density.min() > -1e-6 * F_BAR
+        assert ds.spectral_tail.max() < 5 * EPS and ds.min_density.min() > -1e-6 * F_BAR  # as above
     assert auto.attrs["scheme"] == "auto" and ark.attrs["scheme"] == "ARK324"
     for name in ("order_parameter", "energy"):
         a, b = auto[name].sel(time=[200.0, 260.0]).values, ark[name].sel(time=[200.0, 260.0]).values

@@ -107,7 +107,8 @@ def test_circle_usa_forms_k_star_clusters_at_predicted_angles(tmp_path, name, k_
     ds = run_case(tmp_path, name)
     assert ds.attrs["status"].startswith("stopped: resolution lost")  # clusters sharpened
     f0 = complex(ds.coef_real[0, k_star], ds.coef_imag[0, k_star])
-    assert abs(f0) < 1e-15  # started from uniform + a tiny perturbation
+    # started from uniform + a tiny perturbation (amplitude 1e-20 at β = 5, 1e-30 at β = 7)
+    assert abs(f0) < 1e-10
     angles = cluster_angles(ds.density.values[-1], ds.theta.values, 3 / (2 * np.pi))
     assert len(angles) == k_star
     # μ̂_k = ∫ f e^{−ikθ} dθ = √(2π) f_k with the orthonormal circle coefficients
