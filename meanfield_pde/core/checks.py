@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 
 import numpy as np
 
@@ -140,6 +141,23 @@ def short_repr(value, limit: int = 120) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
+
+
+UNSTORABLE = re.compile("[\0\ud800-\udfff]")  # characters netCDF text cannot hold (check_text)
+
+
+def check_text(name: str, value: str) -> str:
+    """``value`` if a netCDF file stores it exactly, else ConfigError naming ``name`` and the
+    first character it cannot store: a NUL (netCDF's C library ends text there: the file kept
+    "ab" of "a\\0b", and its attribute checksum then called it damaged) or a lone surrogate
+    (not Unicode text, so it has no UTF-8 bytes; e.g. from a file name that is not UTF-8)."""
+    bad = UNSTORABLE.search(value)
+    if bad:
+        what = "a NUL character" if bad.group() == "\0" else ("a lone surrogate (not Unicode text: e.g. from a file "
+                                                     "name that is not UTF-8)")
+        raise ConfigError(f"{name} = {short_repr(value)}: character {bad.start()} is {what}, "
+                          "which a netCDF file cannot store; remove it")
+    return value
 
 
 def check_path(name: str, value, what: str = "the path of a file") -> None:

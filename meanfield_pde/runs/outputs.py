@@ -11,6 +11,9 @@ limit studies, sweeps) goes through this module:
   A run's partial replacement ``X.partial.nc`` is claimed under its final
   name ``X.nc``. The lock is re-entrant within a process (one flock per
   name, counted), and is released when the process ends, however it ends.
+  The lock file is opened without following a link (:func:`open_plain`):
+  a symbolic link, a hard link or a special file planted at its name (in a
+  shared folder, by someone else) is refused, never written through.
 * **Claim of the file itself** (:func:`hold_file`): a name is not the file. A
   process that writes a file in place (a run from its first snapshot on,
   ``--resume``, ``--drop-damaged``) also holds an exclusive ``fcntl.flock``
@@ -27,8 +30,9 @@ limit studies, sweeps) goes through this module:
   refused; special files and folders are refused.
 * **Write** (:func:`write_file`): into a temporary file ``.NAME.<random>.tmp``
   in the same folder, then ``os.replace``: readers see the old file or the
-  whole new one. The rename replaces a symbolic link itself, never writing
-  through it into its target. A temporary file left by a killed process is
+  whole new one. The temporary file is a new one (mkstemp's O_EXCL: never
+  through a link) and the rename replaces a symbolic link itself, never
+  writing through it into its target. A temporary file left by a killed process is
   deleted by the next process that claims a name in that folder, and only
   if nobody holds its output's lock (its writer is dead).
 * **Room** (:func:`check_room`): writes that would exceed the free disk space
@@ -103,10 +107,64 @@ def _holder_text() -> str:
             f"command: {command}")
 
 
+class NotOurs(OSError):
+    """A name where the package makes its own files (a lock file, a run's partial file) holds
+    something else: a symbolic link, a special file or a file with other names (hard links).
+    ``strerror`` says which."""
+
+
+def open_plain(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
+    """``os.open(path, flags, mode)`` of a name the package keeps its own files under: a
+    symbolic link there is not followed (O_NOFOLLOW) and a FIFO does not hang the open
+    (O_NONBLOCK); a descriptor of anything but a regular file of one name is closed.
+
+    In a folder others write in (a shared output folder), a neighbour can plant a link at a
+    predictable name (``.o.nc.lock``): following it, a writer truncated and wrote over the
+    link's target, a file of the writer's (a hard link to it does the same).
+
+    Raises
+    ------
+    NotOurs
+        A symbolic link, not a regular file, or a file with other names.
+    OSError
+        As os.open.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise NotOurs(errno.ELOOP, "is a symbolic link") from None
+        raise
+    info = os.fstat(fd)
+    problem = ("is not a regular file" if not stat.S_ISREG(info.st_mode) else
+               f"has {info.st_nlink} names (hard links)" if info.st_nlink > 1 else None)
+    if problem:
+        os.close(fd)
+        raise NotOurs(errno.EEXIST, problem)
+    return fd
+
+
+def not_ours(output: str | os.PathLike, role: str, name: str | os.PathLike, problem: str) -> ConfigError:
+    """The refusal of ``output`` whose ``role`` file (e.g. "lock file") ``name`` holds something
+    the package never makes there (``problem``, e.g. "is a symbolic link"; :class:`NotOurs`)."""
+    return ConfigError(f"output {str(output)!r}: its {role} {str(name)!r} {problem}, which "
+                       "meanfield-pde never makes; delete it if you made it, or choose another name")
+
+
+def _read_plain(path: str | os.PathLike, limit: int = 4096) -> bytes:
+    """The first ``limit`` bytes of the regular file ``path`` (:func:`open_plain`: no link followed)."""
+    fd = open_plain(path, os.O_RDONLY)
+    try:
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def _try_lock(lock: Path) -> int | None:
-    """A descriptor holding the flock of ``lock`` (created if needed), or None if another process holds it."""
+    """A descriptor holding the flock of ``lock`` (created if needed), or None if another process
+    holds it; :class:`NotOurs` if something else has the lock file's name (:func:`open_plain`)."""
     while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_plain(lock, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -133,8 +191,9 @@ def acquire(path: str | os.PathLike) -> Path:
     Raises
     ------
     ConfigError
-        If another process holds it (the message names that process), or the
-        folder cannot take the lock file.
+        If another process holds it (the message names that process), the
+        folder cannot take the lock file, or something else has its name (a
+        symbolic link, a hard link, a special file: :func:`open_plain`).
     """
     lock = lock_path(path)
     key = str(lock)
@@ -150,12 +209,15 @@ def acquire(path: str | os.PathLike) -> Path:
                     break
                 time.sleep(0.05)
                 fd = _try_lock(lock)
+        except NotOurs as exc:
+            raise not_ours(final_name(path), "lock file", lock, exc.strerror) from None
         except OSError as exc:
             raise ConfigError(f"output {str(path)!r}: cannot create its lock file in "
                               f"{str(lock.parent)!r} ({exc.strerror})") from None
         if fd is None:
             try:
-                holder = lock.read_text(errors="replace").strip() or "details not yet written"
+                holder = (_read_plain(lock).decode(errors="replace").strip()
+                          or "details not yet written")
             except OSError:
                 holder = "details unreadable"
             raise ConfigError(f"output {str(final_name(path))!r} is being written by a running "
@@ -222,21 +284,20 @@ def clean_stale_temporaries(folder: Path) -> list[Path]:
         if _with_free_claim(folder / f".{name}.lock", lambda: os.remove(tmp)):
             removed.append(Path(tmp))
     for lock in glob.glob(pattern.format(".lock")):
-        try:
-            ours = Path(lock).read_bytes().startswith(b"pid ")
+        try:  # not through a link, nor from a FIFO (it would hang)
+            ours = _read_plain(lock).startswith(b"pid ")
         except OSError:
             continue
         if ours and _with_free_claim(Path(lock), lambda: None):  # _release unlinks it
             removed.append(Path(lock))
     for old in glob.glob(pattern.format("meanfield-pde.*.nc")):
         try:
-            stale = time.time() - os.stat(old).st_mtime > LEGACY_AGE
-            fd = os.open(old, os.O_RDONLY) if stale else None
+            fd = open_plain(old, os.O_RDONLY)
         except OSError:
             continue
-        if fd is None:
-            continue
         try:
+            if time.time() - os.fstat(fd).st_mtime <= LEGACY_AGE:
+                continue
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.remove(old)
             removed.append(Path(old))

@@ -50,7 +50,7 @@ from .checksums import (ATTRIBUTE_CHECKSUM, CHECKSUMS, FIXED_CHECKSUM, RECORD_CH
                         trim_running_note, without_fill_values)
 from .io import check_output_path
 from .outputs import (OutputFull, acquire, acquire_file, check_room, disk_estimate, final_name,
-                      hold_file, publish, release, release_file, shell_word, temporary)
+                      hold_file, not_ours, publish, release, release_file, shell_word, temporary)
 from ..core.signals import WriteFailed
 from ..core.stops import StopReason
 
@@ -192,6 +192,10 @@ class RunFile:
         try:
             self.path = check_output_path(path, overwrite=overwrite)
             self.target = partial_path(self.path) if self.path.exists() else self.path
+            # a link there is someone else's: replaced, it would be lost; and the advice below
+            # (--resume it) would write into its target
+            if self.target != self.path and self.target.is_symlink():
+                raise not_ours(self.path, "partial file", self.target, "is a symbolic link")
             if self.target != self.path and self.target.exists():
                 raise ConfigError(f"output {str(self.path)!r}: {str(self.target)!r} holds an unfinished "
                                   f"replacement of it; continue it with --resume {self.target} or delete it")

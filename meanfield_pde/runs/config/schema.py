@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.checks import check_text
 from ...core.errors import ConfigError
 
 from ..tomltext import MAX_NESTING  # noqa: F401 - one limit for parsing and validation
@@ -77,6 +78,7 @@ def check_scalar(path: str, value: Any, tp, meta: dict) -> Any:
     elif tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{path} = {value!r}: must be a string")
+        check_text(path, value)  # it is stored in the run file's case
     choices = meta.get("choices")
     if choices is not None and value not in choices:
         raise ConfigError(f"{path} = {value!r}: must be one of {', '.join(map(repr, choices))}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...core.checks import short_repr, check_dimension
+from ...core.checks import check_dimension, check_text, short_repr
 from ...core.errors import ConfigError
 from ...core.kernels import kernel_truncation_error, resolving_lmax
 from ...numerics.limits import check_limit_config
@@ -43,6 +43,7 @@ def from_dict(data: dict, name: str = "case") -> Config:
                           "its sections ({'model': {...}, 'domain': {...}, ...}, as read from TOML)")
     if not isinstance(name, str):
         raise ConfigError(f"name = {short_repr(name)}: must be a str (the case's name)")
+    check_text("name", name)  # stored in every output file, as the description
     if _depth(data) > MAX_NESTING:  # before any repr of a value recurses as deep
         raise ConfigError(f"case: arrays or tables nested more than {MAX_NESTING} levels deep "
                           "(no key takes more than a list of lists)")
@@ -62,6 +63,7 @@ def from_dict(data: dict, name: str = "case") -> Config:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"description = {description!r}: must be a string")
+    check_text("description", description)
     if len(description) > MAX_DESCRIPTION:  # it is stored in every output file
         raise ConfigError(f"description: {len(description)} characters; must be at most {MAX_DESCRIPTION}")
     parts = {sec: (_build_initial(data[sec]) if sec == "initial" else build_section(cls, data[sec], sec))

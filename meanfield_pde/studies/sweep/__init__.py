@@ -78,9 +78,18 @@ def _check_folder(out: Path) -> None:
         raise ConfigError(f"--output {str(out)!r}: must be a folder (the sweep writes "
                           "points/*.nc and sweep.nc in it)")
     from ...runs.outputs import check_output, check_writable_folder
+    _check_points_folder(out)
     check_writable_folder(out / "points", f"--output {str(out)!r}")
     if (out / "sweep.nc").exists() or (out / "sweep.nc").is_symlink():  # a folder there failed
         check_output(out / "sweep.nc", overwrite=True)  # only after every point had run
+
+
+def _check_points_folder(out: Path) -> None:
+    """Refuse a symbolic link at DIR/points: someone else's (the sweep makes a folder there);
+    the point files, their lock files and the cleaning of stale ones would go to its target."""
+    from ...runs.outputs import not_ours
+    if (out / "points").is_symlink():
+        raise not_ours(out, "folder", out / "points", "is a symbolic link")
 
 
 def _check_budget(plan: Plan, out: Path, force: bool) -> None:
@@ -145,9 +154,11 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
 
 
 def point_specs(config: Config, plan: Plan, out: Path) -> list[dict]:
-    """The task of each point (:func:`run_point`'s ``spec``), its file in ``out``/points."""
+    """The task of each point (:func:`run_point`'s ``spec``), its file in ``out``/points (an
+    absolute path, for the workers: the folder's links resolved, not the file's; a link at a
+    point's name is replaced by the point's file, never followed to write over its target)."""
     return [{"config": p.config, "name": config.name, "label": p.label,
-             "path": str((out / "points" / f"{p.label}.nc").resolve()),
+             "path": str((out / "points").resolve() / f"{p.label}.nc"),
              "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
              "continuation": bool(plan.continuation)} for p in plan.points]
 
@@ -162,6 +173,7 @@ def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log, jobqu
         except OSError as exc:
             raise ConfigError(f"--output {str(out)!r}: cannot create {str(out / 'points')!r} "
                               f"({exc.strerror})") from None
+        _check_points_folder(out)  # again: a link may have been put there while the cluster started
         with hold(out / "sweep.nc"):  # the folder is this sweep's until it ends
             records = collect_records(client, config, plan, specs, progress, log)
             ds = combine(plan, records, specs)
