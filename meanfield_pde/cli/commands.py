@@ -212,11 +212,8 @@ RUN_COMMANDS = {"pde": _run_one, "limit": _run_one, "particles": _run_one,
 
 def _cmd_plot(args) -> int:
     from ..plotting.figure_file import save_figure
-    from ..runs.runcheck import open_checked
-    path = Path(args.file)
-    if not path.is_file():
-        raise ConfigError(f"plot: file {str(path)!r} " + ("is not a regular file" if path.exists()
-                                                        else "does not exist"))
+    from ..runs.runcheck import open_checked, require_file
+    path = require_file(args.file, f"plot: file {args.file!r}")
     try:
         times = [float(t) for t in args.times.split(",")] if args.times else None
     except ValueError:
@@ -292,13 +289,11 @@ def _plot_sweep(path: Path, output: Path, times, args) -> int:
 
 def _cmd_animate(args) -> int:
     from ..plotting.animate import animate_run, check_arguments
-    from ..runs.runcheck import open_checked
+    from ..runs.runcheck import open_checked, require_file
     path = Path(args.file)
     output = Path(args.output) if args.output else path.with_suffix(".gif")
     check_arguments(output, args.fps, args.view)  # before any file is touched
-    if not path.is_file():
-        raise ConfigError(f"animate: file {str(path)!r} " + ("is not a regular file" if path.exists()
-                                                           else "does not exist"))
+    require_file(path, f"animate: file {args.file!r}")
     with claim([output], overwrite=args.overwrite, inputs=[path]):
         with open_checked(path, f"animate: {str(path)!r}") as ds:
             out = animate_run(ds, output, fps=args.fps, view=args.view, overwrite=args.overwrite,

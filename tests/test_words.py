@@ -1,0 +1,97 @@
+"""Issue 31, item 7: wrong advice or wrong words. Each message says what is actually wrong and
+gives advice that works; each test here failed on the main of that issue."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import CIRCLE
+from meanfield_pde.cli import main
+from meanfield_pde.core.errors import ConfigError
+
+
+def _main_within(args: list, seconds: float = 60.0) -> int:
+    """main(args) on a thread, failing the test if it has not returned within ``seconds`` (a
+    FIFO opened for reading waits for a writer for ever)."""
+    result = []
+    worker = threading.Thread(target=lambda: result.append(main(args)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert result, f"{args} did not return within {seconds} s (a FIFO was opened?)"
+    return result[0]
+
+
+# -- (d) what a case or run file is, when it is not a regular file -------------------------------
+
+SPECIAL = {"fifo": "a FIFO (named pipe), not a regular file",
+           "folder": "a folder, not a regular file",
+           "device": "a character device, not a regular file"}
+
+
+def _special(tmp_path: Path, kind: str, suffix: str) -> str:
+    """A FIFO, a folder or a character device (/dev/null) under a name ending in ``suffix``."""
+    if kind == "device":
+        return os.devnull
+    path = tmp_path / f"{kind}{suffix}"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    return str(path)
+
+
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_a_case_file_that_is_not_a_regular_file_is_named_so(tmp_path, kind, capsys):
+    """A FIFO case file "does not exist" (it does); /dev/null neither: say what it is, without
+    opening it (a FIFO's open would wait for a writer)."""
+    name = _special(tmp_path, kind, ".toml")
+    assert _main_within(["run", name, "-o", str(tmp_path / "o.nc")]) == 2
+    err = capsys.readouterr().err
+    assert f"case file {name!r} is {SPECIAL[kind]}" in err and "does not exist" not in err, err
+    assert not (tmp_path / "o.nc").exists()
+
+
+@pytest.mark.parametrize("command", [["plot", "{f}", "-o", "{d}/x.png"], ["animate", "{f}", "-o", "{d}/x.gif"],
+                                     ["compare", "{f}", "{f}", "-o", "{d}/x.nc"], ["run", "--resume", "{f}"]],
+                         ids=["plot", "animate", "compare", "resume"])
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_a_run_file_that_is_not_a_regular_file_is_named_so(tmp_path, kind, command, capsys):
+    """The file arguments of the other commands say the same, in the same words."""
+    name = _special(tmp_path, kind, ".nc")
+    assert _main_within([a.format(f=name, d=tmp_path) for a in command]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("meanfield-pde: error: ") and err.endswith(f"{name!r}: is {SPECIAL[kind]}"), err
+
+
+def test_an_unreadable_case_file_says_it_cannot_be_read(tmp_path, monkeypatch, capsys):
+    """Unreadable (as root nothing is: the read is made to fail as it does for other users)."""
+    (tmp_path / "c.toml").write_text(CIRCLE)
+
+    def denied(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+    monkeypatch.setattr(Path, "read_text", denied)
+    assert main(["run", str(tmp_path / "c.toml")]) == 2
+    assert "c.toml': cannot read it (Permission denied)" in capsys.readouterr().err
+
+
+def test_a_dangling_link_says_so(tmp_path, capsys):
+    (tmp_path / "c.toml").symlink_to(tmp_path / "gone.toml")
+    assert main(["run", str(tmp_path / "c.toml")]) == 2
+    assert "c.toml' is a symbolic link to a missing file" in capsys.readouterr().err
+
+
+# -- (e) a UTF-8 byte-order mark ------------------------------------------------------------------
+
+def test_a_case_file_with_a_utf8_byte_order_mark_is_read(tmp_path):
+    """Notepad's UTF-8 starts with a BOM (EF BB BF): tomllib said "Invalid statement (at line 1,
+    column 1)". The mark is not text: the case is the same as without it."""
+    from meanfield_pde.runs.cases import load_case
+    (tmp_path / "plain.toml").write_text(CIRCLE, encoding="utf-8")
+    (tmp_path / "marked.toml").write_bytes(b"\xef\xbb\xbf" + CIRCLE.encode())
+    plain, marked = load_case(tmp_path / "plain.toml"), load_case(tmp_path / "marked.toml")
+    assert marked.to_dict() == plain.to_dict()
+    # only a leading mark is dropped: one inside the text is still refused, naming where
+    (tmp_path / "inner.toml").write_bytes(CIRCLE.encode() + b"\xef\xbb\xbf")
+    with pytest.raises(ConfigError, match="inner.toml: not valid TOML"):
+        load_case(tmp_path / "inner.toml")
