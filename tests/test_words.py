@@ -95,3 +95,17 @@ def test_a_case_file_with_a_utf8_byte_order_mark_is_read(tmp_path):
     (tmp_path / "inner.toml").write_bytes(CIRCLE.encode() + b"\xef\xbb\xbf")
     with pytest.raises(ConfigError, match="inner.toml: not valid TOML"):
         load_case(tmp_path / "inner.toml")
+
+
+# -- (c) a token run on the zonal sphere ------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["particles", "compare"])
+def test_a_token_run_on_the_zonal_sphere_names_the_run_kind(tmp_path, kind, capsys):
+    """It said "domain.dimension = None: must be an integer in [2, 4096]" for a case whose
+    dimension was 512: the key at fault is run.kind (the tokens have no zonal runner)."""
+    out = tmp_path / "o.nc"
+    assert main(["run", "zonal_vmf_collapse_d512", "--set", f"run.kind={kind}", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"run.kind = {kind!r}: token runs are on domain.manifold = 'sphere' or 'circle', not " \
+           "'sphere_zonal'" in err and "dimension" not in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -90,6 +90,11 @@ def _cross_checks(c: Config) -> None:
     zonal = c.domain.manifold == "sphere_zonal"
     if zonal:
         check_dimension(c.domain.dimension)  # ConfigError naming domain.dimension and [2, 4096]
+        if c.kind in ("particles", "compare"):  # their runner has no zonal geometry (it read d = None)
+            raise ConfigError(f"run.kind = {c.kind!r}: token runs are on domain.manifold = 'sphere' or "
+                              "'circle', not 'sphere_zonal' (a zonal case is a density of t = <x, e> "
+                              "alone); for tokens in R^d against the zonal PDE see "
+                              "meanfield_pde.analysis.zonal_tokens")
     elif c.domain.dimension != 0:
         raise ConfigError(f"domain.dimension = {c.domain.dimension}: only for domain.manifold = "
                           f"'sphere_zonal' (the {c.domain.manifold} has its own dimension); remove it "
