@@ -109,3 +109,38 @@ def test_a_token_run_on_the_zonal_sphere_names_the_run_kind(tmp_path, kind, caps
     assert f"run.kind = {kind!r}: token runs are on domain.manifold = 'sphere' or 'circle', not " \
            "'sphere_zonal'" in err and "dimension" not in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+# -- (g) names with control characters, printed ------------------------------------------------------
+
+HOSTILE = "r\x1b[2J\nx\u202e"  # ESC [ 2 J clears the screen; a newline; a bidi override
+
+
+def test_output_names_with_control_characters_are_printed_escaped(tmp_path, capsys):
+    """`wrote NAME` printed the name raw: the terminal was cleared and the line broken. Every
+    line the command line prints goes through printable, as its errors did."""
+    case = tmp_path / f"c{HOSTILE}.toml"
+    case.write_text(CIRCLE.replace("plot = false", "plot = true"))
+    out = tmp_path / f"o{HOSTILE}.nc"
+    assert main(["run", str(case), "-o", str(out), "-q"]) == 0
+    text = capsys.readouterr().out
+    shown = r"r\x1b[2J\nx\u202e"
+    assert text.splitlines() == [f"c{shown} (PDE): completed", "51 snapshots, the last at t = 0.1",
+                                 f"wrote {tmp_path}/o{shown}.nc", f"wrote {tmp_path}/o{shown}.png"]
+    assert out.is_file() and out.with_suffix(".png").is_file()  # the files keep their real names
+
+
+@pytest.mark.parametrize("name", ["plain.nc", "-lead.nc", "a b'c.nc", f"o{HOSTILE}.nc",
+                                  os.fsdecode(b"latin\xe9\xff.nc"), "back\\slash\x7f'.nc"])
+def test_a_shell_word_is_safe_to_print_and_names_the_file(name):
+    """The commands messages tell the user to run (--resume NAME) quoted the name with shlex,
+    whose single quotes print an ESC or a newline as it is; ANSI-C quotes $'...' print as plain
+    text and bash reads them back as the very bytes of the name."""
+    import subprocess
+    from meanfield_pde.core.errors import printable
+    from meanfield_pde.runs.outputs import shell_word
+    word = shell_word(name)
+    assert printable(word) == word
+    echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True,
+                            env=dict(os.environ, LC_ALL="C.UTF-8")).stdout
+    assert echoed == os.fsencode("./" + name if name.startswith("-") else name)
