@@ -144,3 +144,70 @@ def test_a_shell_word_is_safe_to_print_and_names_the_file(name):
     echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True,
                             env=dict(os.environ, LC_ALL="C.UTF-8")).stdout
     assert echoed == os.fsencode("./" + name if name.startswith("-") else name)
+
+
+# -- (f) the advice after a stop must work ---------------------------------------------------------
+
+STOPS = ["--set", "model.beta=8", "--set", "domain.kernel_tol=1", "--set", "time.t_end=100",
+         "--set", "initial.amplitude=0.1"]  # SA on the circle at lmax = 8: resolution lost at t ~ 0.15
+
+
+def test_a_stop_that_recurs_is_not_sent_to_resume_and_the_command_given_gets_past_it(tmp_path, capsys):
+    """A run replacing X.nc stopped (lost resolution) and said "continue it with --resume
+    X.partial.nc"; the resume refused ("would stop there again"), and so did a new run to X.nc
+    ("continue it with --resume"). Now every message names the change, and the command the
+    note gives, run as it says, goes past the stop."""
+    import shlex
+    import xarray as xr
+    case, out = tmp_path / "c.toml", tmp_path / "X.nc"
+    case.write_text(CIRCLE)
+    assert main(["run", str(case), "-o", str(out), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(case), "-o", str(out), "-q", "--overwrite", *STOPS]) == 3
+    note = capsys.readouterr().out.splitlines()[-1]
+    partial = tmp_path / "X.partial.nc"
+    with xr.open_dataset(partial) as ds:
+        assert ds.attrs["stop_reason"] == "resolution_lost"
+        stopped_at = float(ds.time[-1])
+    assert "--resume" not in note and f"resuming it would stop there again: delete {partial} " in note
+    command = shlex.split(note.split("a larger domain.lmax (or noise, model.nu, or hyperviscosity): ")[1][:-1])
+    assert command[:3] == ["meanfield-pde", "run", str(case)] and "domain.lmax=12" in command
+
+    # the resume and a new run to X.nc say the same, and change nothing
+    before = partial.read_bytes()
+    assert main(["run", "--resume", str(partial)]) == 2
+    assert "would stop there again: run its case again with a larger domain.lmax (or noise, model.nu, " \
+           "or hyperviscosity), e.g. --set domain.lmax=12, under a new output name" in capsys.readouterr().err
+    assert main(["run", str(case), "-o", str(out), "-q", "--overwrite", *STOPS]) == 2
+    err = capsys.readouterr().err
+    assert "which a resume would meet again; delete" in err and "--resume" not in err, err
+    assert partial.read_bytes() == before
+
+    partial.unlink()  # as the note says
+    assert main(command[1:]) == 3  # lmax = 12 loses resolution too, but later: the advice moved it on
+    with xr.open_dataset(partial) as ds:
+        assert ds.attrs["stop_reason"] == "resolution_lost" and float(ds.time[-1]) > 2 * stopped_at
+        assert ds.attrs["lmax"] == 12
+
+
+def test_a_stop_that_does_not_recur_is_still_sent_to_resume(tmp_path, capsys, monkeypatch):
+    """An interrupted replacement is continued by --resume: the note and a new run say so."""
+    case, out = tmp_path / "c.toml", tmp_path / "X.nc"
+    case.write_text(CIRCLE)
+    assert main(["run", str(case), "-o", str(out), "-q"]) == 0
+    calls = []
+
+    def stop_at_the_third_step():
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+    monkeypatch.setattr("meanfield_pde.numerics.solver.check_stop_request", stop_at_the_third_step)
+    capsys.readouterr()
+    assert main(["run", str(case), "-o", str(out), "-q", "--overwrite"]) == 3
+    partial = tmp_path / "X.partial.nc"
+    assert capsys.readouterr().out.splitlines()[-1].endswith(f"continue it with --resume {partial})")
+    monkeypatch.undo()
+    assert main(["run", str(case), "-o", str(out), "-q", "--overwrite"]) == 2
+    assert f"holds an unfinished replacement of it; continue it with --resume {partial}" in capsys.readouterr().err
+    assert main(["run", "--resume", str(partial), "-q"]) == 0
+    assert not partial.exists()

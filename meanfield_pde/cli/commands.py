@@ -158,8 +158,7 @@ def _report(name: str, ds, path: Path, args) -> int:
     written = Path(ds.encoding.get("source", path))
     _say(f"wrote {written}")
     if written.name.endswith(".partial.nc"):
-        _say(f"(the run did not complete, so {written.name} does not replace the existing "
-              f"{written.name[:-len('.partial.nc')]}.nc; continue it with --resume {written})")
+        _say(_partial_note(ds.attrs, written, args))
     path = written
     if ds.attrs.get("case") and not args.no_plot and reason is not StopReason.IO_ERROR:
         from ..runs.config import from_dict, parse_toml
@@ -167,6 +166,29 @@ def _report(name: str, ds, path: Path, args) -> int:
             from ..plotting.figure_file import save_figure
             _say(f"wrote {save_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
     return reason.exit_code
+
+
+def _partial_note(attrs, partial: Path, args) -> str:
+    """What to do with the X.partial.nc of a run that did not replace X.nc: --resume it, or,
+    for a stop that a resume would meet again, delete it and run the case again with the
+    change that gets past the stop (:func:`meanfield_pde.runs.resume.rerun_change`), as one
+    command with the user's own --set items."""
+    from ..runs.outputs import final_name, shell_word
+    from ..runs.resume import rerun_change, rerun_words
+    target = final_name(partial)
+    head = f"(the run did not complete, so {partial.name} does not replace the existing {target.name}"
+    if not stop_reason(attrs).recurs:
+        return f"{head}; continue it with --resume {shell_word(partial)})"
+    change = rerun_change(attrs)
+    if args.case is None or change is None:  # a resumed file: its case is in the file
+        return f"{head}; resuming it would stop there again: {rerun_words(attrs)})"
+    key, value, words = change
+    sets = [item for item in args.set or [] if item.partition("=")[0].strip() != key]
+    command = " ".join(["meanfield-pde run", shell_word(args.case)]
+                       + [f"--set {shell_word(item)}" for item in sets + [f"{key}={value:g}"]]
+                       + ["-o", shell_word(target), "--overwrite"])
+    return (f"{head}; resuming it would stop there again: delete {shell_word(partial)} and run the "
+            f"case again with {words}: {command})")
 
 
 def _run_study(config, path: Path, args) -> int:
