@@ -211,3 +211,24 @@ def test_a_stop_that_does_not_recur_is_still_sent_to_resume(tmp_path, capsys, mo
     assert f"holds an unfinished replacement of it; continue it with --resume {partial}" in capsys.readouterr().err
     assert main(["run", "--resume", str(partial), "-q"]) == 0
     assert not partial.exists()
+
+
+# -- (b) the largest lmax of the zonal sphere in high d ------------------------------------------------
+
+@pytest.mark.slow  # the bisection in d = 4096: ~3 s of CPU, 12 s on a busy machine
+def test_the_largest_lmax_in_d_4096_is_one_bound_and_the_bound_enforced():
+    """The refusal's "must be <= N" was found by a bisection from the lmax asked: 342 for 343,
+    345 for 1023, and 344 and 345 ran. Now every refusal names one N, N runs, N + 1 does not."""
+    import re
+    from meanfield_pde.core.geometry import ZonalSphere
+
+    def bound(lmax: int) -> int:
+        with pytest.raises(ConfigError, match=rf"^domain.lmax = {lmax}: too large for domain.dimension "
+                                              r"= 4096 .*; must be <= (\d+) in d = 4096$") as info:
+            ZonalSphere(lmax, 4096)
+        return int(re.search(r"must be <= (\d+)", str(info.value)).group(1))
+
+    n = bound(1023)
+    assert {bound(lmax) for lmax in (400, n + 1, n + 2)} == {n}
+    for lmax in range(n - 3, n + 1):  # 343 (refused before) among them
+        assert ZonalSphere(lmax, 4096).lmax == lmax
