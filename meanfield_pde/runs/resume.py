@@ -19,7 +19,7 @@ import xarray as xr
 
 from .config import Config, from_dict, parse_toml, time_unit
 from ..core.errors import ConfigError
-from ..core.stops import stop_reason
+from ..core.stops import StopReason, stop_reason
 from .checksums import DamagedSnapshot
 from .runcheck import NOT_A_RUN_FILE, is_run_file, open_checked
 
@@ -180,16 +180,23 @@ def rerun_change(attrs) -> tuple[str, float | int, str] | None:
     attributes), or None (not such a stop, an unreadable case, nothing left to raise).
 
     A token run stopped by non-finite positions: half the particles.dt. A fixed-step PDE run
-    (time.adaptive = false): half the time.dt (its first rejected step stops it). Otherwise
-    (lost resolution, non-finite values, a non-positive density or Φ, error control that fails
-    or a step size that underflows: a solution finer than the grid) domain.lmax raised by half.
-    A resume cannot take any of these: it continues the same case (only time.t_end changes).
+    (time.adaptive = false): half the time.dt (its first rejected step stops it). SA on the
+    zonal sphere stopped by a numerical fault: None (its Φ may have left float64's range,
+    which a lower model.beta mends and a larger lmax does not: its status says which).
+    Otherwise (lost resolution, non-finite values, a non-positive density, error control that
+    fails or a step size that underflows: a solution finer than the grid) domain.lmax raised by
+    half. A resume cannot take any of these: it continues the same case (only time.t_end
+    changes).
     """
-    if not stop_reason(attrs).recurs:
+    reason = stop_reason(attrs)
+    if not reason.recurs:
         return None
     try:
         config = from_dict(parse_toml(str(attrs["case"]), "case"))
     except (KeyError, ConfigError):
+        return None
+    if (reason is StopReason.NUMERICAL_FAULT and config.model.kind == "SA"
+            and config.domain.manifold == "sphere_zonal"):
         return None
     if str(attrs.get("kind", config.kind)) == "particles":
         dt = config.particles.dt or config.time.dt
@@ -208,7 +215,8 @@ def rerun_words(attrs, cli: bool = True) -> str:
     override, for a stop that would recur (:func:`rerun_change`)."""
     change = rerun_change(attrs)
     if change is None:
-        return "run its case again with a larger domain.lmax, noise or hyperviscosity"
+        return ("run its case again with the change its status names (a larger domain.lmax, "
+                "noise or hyperviscosity; a lower model.beta where Φ left float64's range)")
     key, value, words = change
     example = f"--set {key}={value:g}" if cli else f"meanfield_pde.load_case(CASE, {{{key!r}: {value:g}}})"
     return f"run its case again with {words}, e.g. {example}"

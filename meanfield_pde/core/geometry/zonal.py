@@ -234,6 +234,12 @@ class ZonalSphere(Geometry):
         out[:] = coef
         return out
 
+    def synthesis_terms(self, coef: np.ndarray) -> np.ndarray:
+        """Σ_l |f_l| |p_l(t_j)| at each node, shape (N,): the size of the terms the synthesis of f
+        sums there. Its round-off is ε times this, which far from the axis in high d (where
+        |p_l| reaches 1e97 at d = 512, L = 300) can exceed f itself."""
+        return np.abs(self._p) @ np.abs(np.asarray(coef).real)
+
     def grid_minimum(self, grid: np.ndarray) -> float:
         """min f over the nodes that carry mass (weight >= 1e-16 of the largest)."""
         return float(np.min(np.asarray(grid)[~self.negligible]))
