@@ -216,7 +216,7 @@ def _run_comparison(config, path: Path, args) -> int:
     status = out["pde"].attrs["status"]
     c = out["compare"]
     _say(f"{config.name}: PDE {status}; {config.particles.n} particles "
-          f"{out['particles'].attrs['status']}")
+         f"{out['particles'].attrs['status']}")
     for name in ("pde", "particles", "compare"):
         _say(f"wrote {paths[name]}")
     d = c.l2_distance.values
@@ -351,8 +351,8 @@ def _cmd_compare(args) -> int:
             save_comparison_figure(*runs, result, figure, overwrite=args.overwrite)
     d = result.l2_distance.values
     _say(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
-          f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
-          f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
+         f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
+         f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
     _say(f"wrote {output}")
     if figure is not None:
         _say(f"wrote {figure}")
@@ -397,8 +397,8 @@ def _limits_claimed(config, path: Path, args) -> int:
     from ..studies.limit_sweep import limit_sweep, save_limit_figure
     lim = config.limit
     _say(f"{config.name}: {config.model.kind} PDE versus its large-beta limit, orders "
-          f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
-          f"lmax = {config.domain.lmax}")
+         f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
+         f"lmax = {config.domain.lmax}")
     ds = limit_sweep(config, log=None if args.quiet else (lambda line: _say(f"  {line}", flush=True)))
     write_netcdf(ds, path, overwrite=args.overwrite)
     _say(f"{'beta':>8}  {'order':>5}  {'distance':>12}  {'relative':>12}  {'amplification':>13}")
@@ -406,10 +406,10 @@ def _limits_claimed(config, path: Path, args) -> int:
         for o in ds.order.values:
             d = ds.sel(beta=b, order=o)
             _say(f"{b:8g}  {int(o):5d}  {float(d.distance):12.4e}  {float(d.relative_distance):12.4e}  "
-                  f"{float(d.amplification):13.3e}")
+                 f"{float(d.amplification):13.3e}")
     for o in ds.order.values:
         _say(f"order {int(o)}: fitted slope {float(ds.slope.sel(order=o)):+.3f} "
-              f"(expected {float(ds.expected_slope.sel(order=o)):+g})")
+             f"(expected {float(ds.expected_slope.sel(order=o)):+g})")
     _say(f"wrote {path}")
     if not args.no_plot:
         _say(f"wrote {save_limit_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
@@ -452,13 +452,13 @@ def _cmd_sweep(args) -> int:
                    log=None if args.quiet else (lambda line: _say(f"  {line}", flush=True)),
                    jobqueue=jobqueue)
     _say(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
-          f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
+         f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
     _say(f"wrote {out / 'sweep.nc'}")
     interrupted = ds.attrs.get("interrupted", 0)
     if interrupted:  # Ctrl-C: the finished points are kept, like a run stopped part-way (exit 3)
         _say(f"meanfield-pde: sweep interrupted: {interrupted} of {ds.attrs['points']} points not "
-              f"finished (stop_reason 'interrupted' in {out / 'sweep.nc'}); run the same command "
-              "again to compute them", file=sys.stderr)
+             f"finished (stop_reason 'interrupted' in {out / 'sweep.nc'}); run the same command "
+             "again to compute them", file=sys.stderr)
     if not args.no_plot:
         from ..plotting.phase import save_sweep_figure
         try:

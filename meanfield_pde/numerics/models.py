@@ -287,8 +287,9 @@ class MeanFieldModel(IMEXModel):
             if hasattr(g, "synthesis_terms"):
                 phi, bound = potential_round_off(g, self.beta, coef)
                 if np.any(phi <= bound):
-                    raise NumericalFault(f"kernel potential Φ is not positive: {_unresolved_potential(g, phi, bound)}: "
-                                         "it spans more than float64 holds at this β (lower model.beta)")
+                    raise NumericalFault(f"kernel potential Φ is not positive: "
+                                         f"{_unresolved_potential(g, phi, bound)}: it spans more "
+                                         "than float64 holds at this β (lower model.beta)")
             raise NumericalFault("kernel potential Φ is not positive: the density "
                                  "has lost positivity (resolution lost)")
 

@@ -75,7 +75,9 @@ def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | Li
     Raises
     ------
     ConfigError
-        Naming the [initial] field to change (or domain.lmax to raise), before any work.
+        Naming the [initial] field to change (or domain.lmax to raise), before any work; for SA
+        on sphere_zonal, naming model.beta where float64 cannot hold the potential Φ of this
+        density (:func:`meanfield_pde.numerics.models.check_initial_potential`).
     """
     mon = config.monitor
     if initial is not None:
