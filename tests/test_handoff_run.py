@@ -480,7 +480,7 @@ def token_script():
     ("run", ["--t-end", "7"], r"--t-end 7: must be within the run's particle snapshots"),
     ("run", ["--t-end", "2", "--times", "2.5"], r"--times 2.5: must be within \(0, 2\]"),
     ("damaged", [], r"damaged\.nc: the file is damaged"),
-    ("missing", [], r"missing\.nc: no such file"),
+    ("missing", [], r"missing\.nc: does not exist"),
     ("plain", [], r"plain\.nc: not a hand-off run \(kind = 'pde'\)"),
     ("before", [], r"before\.nc: no snapshot after the hand-off \(status: stopped: reached time.max_steps"),
 ])

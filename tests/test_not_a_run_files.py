@@ -80,7 +80,7 @@ def test_animate_of_a_folder_says_it_is_a_folder(tmp_path, capsys):
     """`animate DIR` said "file 'DIR' does not exist" (plot says it is not a regular file)."""
     assert main(["animate", str(tmp_path), "-o", str(tmp_path / "x.gif")]) == 2
     err = capsys.readouterr().err
-    assert "is not a regular file" in err and "does not exist" not in err, err
+    assert "is a folder, not a regular file" in err and "does not exist" not in err, err
 
 
 def test_animate_of_a_zonal_run_says_what_draws_it(tmp_path, capsys):

@@ -208,7 +208,7 @@ def test_resume_extends_a_completed_run(tmp_path):
 
 
 @pytest.mark.parametrize("setup,args,fragments", [
-    ("none", ["--resume", "missing.nc"], ["--resume", "missing.nc", "no such file"]),
+    ("none", ["--resume", "missing.nc"], ["--resume", "missing.nc", "does not exist"]),
     ("completed", ["--resume", "run.nc"], ["completed", "time.t_end"]),
     ("completed", ["--resume", "run.nc", "--set", "model.beta=3"], ["model.beta", "only time.t_end"]),
     ("completed", ["--resume", "run.nc", "--set", "time.t_end=0.1"], ["time.t_end = 0.1", "must exceed"]),

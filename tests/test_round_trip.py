@@ -142,7 +142,7 @@ def test_restart_refuses_a_missing_snapshot_or_another_grid(sphere_file):
         mf.run(config, progress=False, initial=sphere_file, time=0.15, exact=True)
     with pytest.raises(ConfigError, match="lmax = 15, the case has .* domain.lmax = 12"):
         mf.run(make_config(domain={"lmax": 12}, **FIXED), progress=False, initial=sphere_file)
-    with pytest.raises(ConfigError, match="no such file"):
+    with pytest.raises(ConfigError, match="does not exist"):
         mf.run(config, progress=False, initial=sphere_file.with_name("absent.nc"))
 
 

@@ -369,7 +369,7 @@ def test_plot_names_what_it_draws_for_a_file_it_cannot(tmp_path, capsys):
     assert "plot draws the files of `meanfield-pde run` and a sweep's DIR/sweep.nc" in capsys.readouterr().err
     (tmp_path / "folder.nc").mkdir()
     assert main(["plot", str(tmp_path / "folder.nc")]) == 2
-    assert capsys.readouterr().err.strip().endswith("folder.nc' is not a regular file")
+    assert capsys.readouterr().err.strip().endswith("folder.nc': is a folder, not a regular file")
 
 
 @pytest.mark.parametrize("workers, words", [

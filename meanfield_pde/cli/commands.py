@@ -26,15 +26,23 @@ FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machin
               "(see README, 'Resource caps')")
 
 
+def _say(*lines: str, file=None, flush: bool = False) -> None:
+    """Print each line escaped (:func:`~meanfield_pde.core.errors.printable`): every line the
+    command line prints goes through here, so a file or case name with a newline or an ANSI
+    escape in it (ESC [ 2 J clears the terminal) is shown as repr shows it, on its own line."""
+    for line in lines:
+        print(printable(line), file=file, flush=flush)
+
+
 def _cmd_cases(args) -> int:
     from ..runs.cases import cases_dir, describe_cases
     rows = describe_cases()
     if not rows:
-        print(f"no cases found in {cases_dir()}")
+        _say(f"no cases found in {cases_dir()}")
         return 1
     width = max(len(name) for name, _ in rows)
     for name, desc in rows:
-        print(f"{name:<{width}}  {desc}")
+        _say(f"{name:<{width}}  {desc}")
     return 0
 
 
@@ -145,20 +153,42 @@ def _report(name: str, ds, path: Path, args) -> int:
             else f"large-beta limit, order {equation[len('limit'):]}" if equation.startswith("limit")
             else f"PDE, weighted particles from t = {float(ds.attrs['handoff_time']):.6g}"
             if "handoff_time" in ds.attrs else "PDE")
-    print(f"{printable(name)} ({what}): {status}")
-    print(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
+    _say(f"{name} ({what}): {status}")
+    _say(f"{ds.sizes['time']} snapshots, the last at t = {float(ds.time[-1]):.6g}")
     written = Path(ds.encoding.get("source", path))
-    print(f"wrote {written}")
+    _say(f"wrote {written}")
     if written.name.endswith(".partial.nc"):
-        print(f"(the run did not complete, so {written.name} does not replace the existing "
-              f"{written.name[:-len('.partial.nc')]}.nc; continue it with --resume {written})")
+        _say(_partial_note(ds.attrs, written, args))
     path = written
     if ds.attrs.get("case") and not args.no_plot and reason is not StopReason.IO_ERROR:
         from ..runs.config import from_dict, parse_toml
         if from_dict(parse_toml(ds.attrs["case"], str(path))).output.plot:
             from ..plotting.figure_file import save_figure
-            print(f"wrote {save_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
+            _say(f"wrote {save_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
     return reason.exit_code
+
+
+def _partial_note(attrs, partial: Path, args) -> str:
+    """What to do with the X.partial.nc of a run that did not replace X.nc: --resume it, or,
+    for a stop that a resume would meet again, delete it and run the case again with the
+    change that gets past the stop (:func:`meanfield_pde.runs.resume.rerun_change`), as one
+    command with the user's own --set items."""
+    from ..runs.outputs import final_name, shell_word
+    from ..runs.resume import rerun_change, rerun_words
+    target = final_name(partial)
+    head = f"(the run did not complete, so {partial.name} does not replace the existing {target.name}"
+    if not stop_reason(attrs).recurs:
+        return f"{head}; continue it with --resume {shell_word(partial)})"
+    change = rerun_change(attrs)
+    if args.case is None or change is None:  # a resumed file: its case is in the file
+        return f"{head}; resuming it would stop there again: {rerun_words(attrs)})"
+    key, value, words = change
+    sets = [item for item in args.set or [] if item.partition("=")[0].strip() != key]
+    command = " ".join(["meanfield-pde run", shell_word(args.case)]
+                       + [f"--set {shell_word(item)}" for item in sets + [f"{key}={value:g}"]]
+                       + ["-o", shell_word(target), "--overwrite"])
+    return (f"{head}; resuming it would stop there again: delete {shell_word(partial)} and run the "
+            f"case again with {words}: {command})")
 
 
 def _run_study(config, path: Path, args) -> int:
@@ -166,14 +196,14 @@ def _run_study(config, path: Path, args) -> int:
     from ..studies.transformer_study import run_study, summary_lines
     ds = run_study(config, force=args.force)
     write_netcdf(ds, path, overwrite=args.overwrite)
-    print(f"{config.name}: {config.transformer.study} study")
-    print("\n".join(summary_lines(ds)))
-    print(f"wrote {path}")
+    _say(f"{config.name}: {config.transformer.study} study")
+    _say(*summary_lines(ds))
+    _say(f"wrote {path}")
     if config.output.plot and not args.no_plot:
         from ..runs.outputs import save_png
         from ..plotting.transformer_plot import plot_study
         save_png(plot_study(ds), path.with_suffix(".png"), overwrite=args.overwrite)
-        print(f"wrote {path.with_suffix('.png')}")
+        _say(f"wrote {path.with_suffix('.png')}")
     return 0
 
 
@@ -185,22 +215,22 @@ def _run_comparison(config, path: Path, args) -> int:
     paths = comparison_paths(path)
     status = out["pde"].attrs["status"]
     c = out["compare"]
-    print(f"{config.name}: PDE {status}; {config.particles.n} particles "
-          f"{out['particles'].attrs['status']}")
+    _say(f"{config.name}: PDE {status}; {config.particles.n} particles "
+         f"{out['particles'].attrs['status']}")
     for name in ("pde", "particles", "compare"):
-        print(f"wrote {paths[name]}")
+        _say(f"wrote {paths[name]}")
     d = c.l2_distance.values
     line = f"L2 distance PDE - particles: {d[0]:.3e} at t = 0, {d[-1]:.3e} at t = {float(c.time[-1]):g}"
     if "expected_statistical_l2" in c:
         line += f" (sampling level {float(c.expected_statistical_l2[-1]):.3e})"
-    print(line)
+    _say(line)
     if config.output.plot and not args.no_plot:
         try:
             from ..plotting.plot_compare import save_comparison_figure
         except ImportError:
             save_comparison_figure = None
         if save_comparison_figure is not None:
-            print(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'], overwrite=args.overwrite)}")
+            _say(f"wrote {save_comparison_figure(out['pde'], out['particles'], c, paths['figure'], overwrite=args.overwrite)}")
     # 3 if either run stopped early (a token run stopped by Ctrl-C is not a completed study)
     return max(stop_reason(out[name].attrs).exit_code for name in ("pde", "particles"))
 
@@ -212,11 +242,8 @@ RUN_COMMANDS = {"pde": _run_one, "limit": _run_one, "particles": _run_one,
 
 def _cmd_plot(args) -> int:
     from ..plotting.figure_file import save_figure
-    from ..runs.runcheck import open_checked
-    path = Path(args.file)
-    if not path.is_file():
-        raise ConfigError(f"plot: file {str(path)!r} " + ("is not a regular file" if path.exists()
-                                                        else "does not exist"))
+    from ..runs.runcheck import open_checked, require_file
+    path = require_file(args.file, f"plot: file {args.file!r}")
     try:
         times = [float(t) for t in args.times.split(",")] if args.times else None
     except ValueError:
@@ -249,7 +276,7 @@ def _cmd_plot(args) -> int:
             if isinstance(exc, ConfigError):
                 raise
             raise ConfigError(f"plot: {str(path)!r}: {exc}") from None
-    print(f"wrote {out}")
+    _say(f"wrote {out}")
     return 0
 
 
@@ -286,24 +313,22 @@ def _plot_sweep(path: Path, output: Path, times, args) -> int:
     if out is None:
         raise ConfigError(f"{where}: every point of the sweep failed: nothing to draw "
                           "(see its variable 'error')")
-    print(f"wrote {out}")
+    _say(f"wrote {out}")
     return 0
 
 
 def _cmd_animate(args) -> int:
     from ..plotting.animate import animate_run, check_arguments
-    from ..runs.runcheck import open_checked
+    from ..runs.runcheck import open_checked, require_file
     path = Path(args.file)
     output = Path(args.output) if args.output else path.with_suffix(".gif")
     check_arguments(output, args.fps, args.view)  # before any file is touched
-    if not path.is_file():
-        raise ConfigError(f"animate: file {str(path)!r} " + ("is not a regular file" if path.exists()
-                                                           else "does not exist"))
+    require_file(path, f"animate: file {args.file!r}")
     with claim([output], overwrite=args.overwrite, inputs=[path]):
         with open_checked(path, f"animate: {str(path)!r}") as ds:
             out = animate_run(ds, output, fps=args.fps, view=args.view, overwrite=args.overwrite,
                               progress=None if not args.quiet else False)
-    print(f"wrote {out}")
+    _say(f"wrote {out}")
     return 0
 
 
@@ -325,12 +350,12 @@ def _cmd_compare(args) -> int:
             from ..plotting.plot_compare import save_comparison_figure
             save_comparison_figure(*runs, result, figure, overwrite=args.overwrite)
     d = result.l2_distance.values
-    print(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
-          f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
-          f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
-    print(f"wrote {output}")
+    _say(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
+         f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
+         f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
+    _say(f"wrote {output}")
     if figure is not None:
-        print(f"wrote {figure}")
+        _say(f"wrote {figure}")
     return 0
 
 
@@ -371,28 +396,28 @@ def _limits_claimed(config, path: Path, args) -> int:
     from ..runs.io import write_netcdf
     from ..studies.limit_sweep import limit_sweep, save_limit_figure
     lim = config.limit
-    print(f"{config.name}: {config.model.kind} PDE versus its large-beta limit, orders "
-          f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
-          f"lmax = {config.domain.lmax}")
-    ds = limit_sweep(config, log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)))
+    _say(f"{config.name}: {config.model.kind} PDE versus its large-beta limit, orders "
+         f"{sorted(set(lim.orders))}, tau = {lim.tau:g}, degrees l <= {lim.degrees}, "
+         f"lmax = {config.domain.lmax}")
+    ds = limit_sweep(config, log=None if args.quiet else (lambda line: _say(f"  {line}", flush=True)))
     write_netcdf(ds, path, overwrite=args.overwrite)
-    print(f"{'beta':>8}  {'order':>5}  {'distance':>12}  {'relative':>12}  {'amplification':>13}")
+    _say(f"{'beta':>8}  {'order':>5}  {'distance':>12}  {'relative':>12}  {'amplification':>13}")
     for b in ds.beta.values:
         for o in ds.order.values:
             d = ds.sel(beta=b, order=o)
-            print(f"{b:8g}  {int(o):5d}  {float(d.distance):12.4e}  {float(d.relative_distance):12.4e}  "
-                  f"{float(d.amplification):13.3e}")
+            _say(f"{b:8g}  {int(o):5d}  {float(d.distance):12.4e}  {float(d.relative_distance):12.4e}  "
+                 f"{float(d.amplification):13.3e}")
     for o in ds.order.values:
-        print(f"order {int(o)}: fitted slope {float(ds.slope.sel(order=o)):+.3f} "
-              f"(expected {float(ds.expected_slope.sel(order=o)):+g})")
-    print(f"wrote {path}")
+        _say(f"order {int(o)}: fitted slope {float(ds.slope.sel(order=o)):+.3f} "
+             f"(expected {float(ds.expected_slope.sel(order=o)):+g})")
+    _say(f"wrote {path}")
     if not args.no_plot:
-        print(f"wrote {save_limit_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
+        _say(f"wrote {save_limit_figure(ds, path.with_suffix('.png'), overwrite=args.overwrite)}")
     if not ds.attrs["completed"]:
         bad = [f"beta = {float(b):g} {str(r)}: {str(ds.status.sel(beta=b, run=r).values)}"
                for b in ds.beta.values for r in ds.run.values
                if not StopReason(str(ds.stop_reason.sel(beta=b, run=r).values)).completed]
-        print("some runs stopped early (their distances are NaN): " + "; ".join(bad))
+        _say("some runs stopped early (their distances are NaN): " + "; ".join(bad))
         return EXIT_STOPPED
     return 0
 
@@ -424,26 +449,28 @@ def _cmd_sweep(args) -> int:
         check_output(out / "sweep.png", overwrite=True)
     ds = run_sweep(config, out, args.grid or [], args.continuation, args.workers, args.scheduler,
                    progress=None if not args.quiet else False, force=args.force,
-                   log=None if args.quiet else (lambda line: print(f"  {line}", flush=True)),
+                   log=None if args.quiet else (lambda line: _say(f"  {line}", flush=True)),
                    jobqueue=jobqueue)
-    print(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
-          f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
-    print(f"wrote {out / 'sweep.nc'}")
+    _say(f"{config.name}: {ds.attrs['points']} points ({ds.attrs['skipped']} already done), "
+         f"{ds.attrs['failed']} failed; dims {dict(ds.sizes)}")
+    _say(f"wrote {out / 'sweep.nc'}")
     interrupted = ds.attrs.get("interrupted", 0)
     if interrupted:  # Ctrl-C: the finished points are kept, like a run stopped part-way (exit 3)
-        print(f"meanfield-pde: sweep interrupted: {interrupted} of {ds.attrs['points']} points not "
-              f"finished (stop_reason 'interrupted' in {out / 'sweep.nc'}); run the same command "
-              "again to compute them", file=sys.stderr)
+        _say(f"meanfield-pde: sweep interrupted: {interrupted} of {ds.attrs['points']} points not "
+             f"finished (stop_reason 'interrupted' in {out / 'sweep.nc'}); run the same command "
+             "again to compute them", file=sys.stderr)
     if not args.no_plot:
         from ..plotting.phase import save_sweep_figure
         try:
             figure = save_sweep_figure(ds, out / "sweep.png", overwrite=True)
         except ConfigError as exc:  # after every point (e.g. `plot DIR/sweep.nc` drawing it now): sweep.nc stands
-            print(f"no figure: {exc}; draw it with: meanfield-pde plot {out / 'sweep.nc'}", file=sys.stderr)
+            from ..runs.outputs import shell_word
+            _say(f"no figure: {exc}; draw it with: meanfield-pde plot {shell_word(out / 'sweep.nc')}",
+                 file=sys.stderr)
         else:
             none = ("no point finished (see status in sweep.nc)" if interrupted
                     else "every point failed (see error in sweep.nc)")
-            print(f"wrote {figure}" if figure else f"no figure: {none}")
+            _say(f"wrote {figure}" if figure else f"no figure: {none}")
     return EXIT_STOPPED if ds.attrs["failed"] or interrupted else 0
 
 
@@ -577,7 +604,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _warning_line(message, category, *args, **kwargs) -> None:
-    print(f"meanfield-pde: warning: {message}", file=sys.stderr)
+    _say(f"meanfield-pde: warning: {message}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
@@ -595,13 +622,13 @@ def main(argv=None) -> int:
             warnings.showwarning = _warning_line
             return args.func(args)
     except ConfigError as exc:
-        print(f"meanfield-pde: error: {printable(exc)}", file=sys.stderr)
+        _say(f"meanfield-pde: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except OutputFull as exc:  # nothing (or every complete snapshot) was kept: a clean stop
-        print(f"meanfield-pde: error: {exc.strerror}", file=sys.stderr)
+        _say(f"meanfield-pde: error: {exc.strerror}", file=sys.stderr)
         return EXIT_STOPPED
     except KeyboardInterrupt:  # outside a time loop (which stops cleanly and writes its file)
-        print("meanfield-pde: interrupted", file=sys.stderr)
+        _say("meanfield-pde: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`: not an error of the run
         sys.stderr.close()

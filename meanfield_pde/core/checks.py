@@ -14,6 +14,7 @@ import math
 import numbers
 import os
 import re
+import stat
 
 import numpy as np
 
@@ -158,6 +159,26 @@ def check_text(name: str, value: str) -> str:
         raise ConfigError(f"{name} = {short_repr(value)}: character {bad.start()} is {what}, "
                           "which a netCDF file cannot store; remove it")
     return value
+
+
+_SPECIAL_FILES = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                  (stat.S_ISSOCK, "a socket"))
+
+
+def file_problem(path: str | os.PathLike) -> str | None:
+    """None if ``path`` is an existing regular file (links followed), else what is wrong, in the
+    words that follow its name in a message: "does not exist", "is a folder, not a regular
+    file", "is a FIFO (named pipe), not a regular file", "is a character device, ...". Only
+    stat: a FIFO is never opened (the open would wait for a writer), a device never read."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # ValueError: a NUL in the name
+        return ("is a symbolic link to a missing file" if os.path.islink(path) else "does not exist")
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((kind for test, kind in _SPECIAL_FILES if test(mode)), "a special file")
+    return f"is {kind}, not a regular file"
 
 
 def check_path(name: str, value, what: str = "the path of a file") -> None:

@@ -60,8 +60,10 @@ def printable(text) -> str:
     import unicodedata
     out = []
     for ch in str(text):
-        # Cc: C0/C1 controls and DEL; Cf: format (bidi overrides); Zl/Zp: line/paragraph separators
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+        # Cc: C0/C1 controls and DEL; Cf: format (bidi overrides); Zl/Zp: line/paragraph
+        # separators; Cs: the surrogates that stand for the bytes of a name that is not UTF-8
+        # (printing one raised UnicodeEncodeError)
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs"):
             out.append(repr(ch)[1:-1] if ch not in "'\"" else ch)
         else:
             out.append(ch)

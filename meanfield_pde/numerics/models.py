@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..core.errors import NumericalFault
+from ..core.errors import ConfigError, NumericalFault
 from ..core.geometry import Geometry
 from ..core.kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
 from ..theory.linear import growth_rates
@@ -28,6 +28,122 @@ from .imex_model import IMEXModel
 
 MODEL_KINDS = ("SA", "USA")
 HUGE_PAGE_BLOCK = 1 << 22  # numpy's threshold for madvise(MADV_HUGEPAGE) (4 MiB)
+EPS = float(np.finfo(float).eps)  # one unit in the last place of 1 (float64)
+
+
+def potential_gain(geometry, beta: float) -> float:
+    """max over the zonal grid's nodes t_j of Σ_l (λ_l/λ_0)|p_l(t_j)| (``geometry`` a
+    :class:`~meanfield_pde.core.geometry.ZonalSphere`): what a change of the density's
+    coefficients by its mass M moves SA's normalised potential Φ/λ_0 by, at most, in units of
+    M, which Φ/λ_0 of the uniform density is. The coefficients of any state carry round-off of
+    ~ε M, so where ε times this is 1 or more Φ/λ_0 has no correct digit, not even its sign, at
+    the outer nodes: |p_l| there reaches 1e97 (d = 512, L = 300) and λ_l/λ_0 falls too slowly
+    at large β to make up for it (4e-72 at β = 700 against 0 at β = 2)."""
+    ratio = ratio_multipliers(beta, geometry.lmax, geometry.manifold, dimension=geometry.dimension)
+    return float(np.max(geometry.synthesis_terms(ratio)))
+
+
+def holds_sa_potential(beta: float, lmax: int, dimension: int) -> bool:
+    """float64 holds SA's potential on the zonal grid of ``lmax`` in ``dimension`` d at ``beta``:
+    ε · :func:`potential_gain` < 1. |p_l(t_j)| <= p_l(1) = (dim H_l)^{1/2}
+    (:func:`meanfield_pde.core.kernels.log_harmonic_dimension`) settles small β without a grid."""
+    from ..core.geometry import ZonalSphere
+    from ..core.kernels import log_harmonic_dimension
+    ratio = ratio_multipliers(beta, lmax, "sphere_zonal", dimension=dimension)
+    with np.errstate(over="ignore"):
+        if EPS * np.sum(ratio * np.exp(0.5 * log_harmonic_dimension(lmax, dimension))) < 1.0:
+            return True
+    return EPS * potential_gain(ZonalSphere(lmax, dimension), beta) < 1.0
+
+
+def _largest(holds, beta: float) -> float:
+    """The largest β in [0, ``beta``] where ``holds`` (true at 0, false at ``beta``, monotone),
+    by bisection to 1e-4 relative, rounded down to 4 significant digits (so that it holds)."""
+    lo, hi = 0.0, float(beta)
+    while hi - lo > 1e-4 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    step = 10.0 ** (math.floor(math.log10(lo)) - 3) if lo > 0 else 1.0
+    return math.floor(lo / step) * step
+
+
+def check_sa_potential(beta: float, lmax: int, dimension: int, kernel_tol: float = 1.0) -> None:
+    """ConfigError, before any work, unless float64 holds SA's potential on the zonal grid
+    (:func:`holds_sa_potential`), naming the largest β that it holds at this lmax and d (the
+    gain rises with β and with lmax) and, for ``kernel_tol`` < 1 (domain.kernel_tol), the
+    largest β with an lmax that also resolves the kernel, and that lmax (the smallest that
+    resolves it: :func:`meanfield_pde.core.kernels.resolving_lmax`).
+
+    SA divides by Φ: a run past this bound stopped at its first steps with "Φ is not positive"
+    (β = 700, d = 512, L = 300 at t = 0, even from a uniform density perturbed by 1e-3), and
+    neither a smaller step nor a larger lmax helps; e^β is not the cause (SA's multipliers are
+    λ_l/λ_0, free of it)."""
+    from ..core.geometry import ZonalSphere
+    from ..core.kernels import resolving_lmax
+    if holds_sa_potential(beta, lmax, dimension):
+        return
+    g = ZonalSphere(lmax, dimension)
+    here = _largest(lambda b: EPS * potential_gain(g, b) < 1.0, beta)
+    joint = ""
+    if kernel_tol < 1.0:
+        def resolved(b: float) -> bool:
+            return holds_sa_potential(b, max(2, resolving_lmax(b, kernel_tol, g.manifold, dimension)),
+                                      dimension)
+        best = _largest(resolved, beta)
+        need = max(2, resolving_lmax(best, kernel_tol, g.manifold, dimension))
+        joint = (f"; with its kernel resolved (domain.kernel_tol = {kernel_tol:g}) SA takes "
+                 f"beta <= {best:.4g} in d = {dimension}, at domain.lmax = {need}")
+    raise ConfigError(
+        f"model.beta = {beta:g}: too large for SA in d = {dimension} at domain.lmax = {lmax}: SA "
+        f"divides by the potential Φ = ∫ e^(β<x,y>) f dσ, summed from the density's coefficients "
+        f"times λ_l/λ_0, which fall too slowly at this β for the Gegenbauer basis at the outer grid "
+        f"nodes (|p_l| up to {np.max(np.abs(g.basis(g.points))):.0e}): a round-off of 1e-16 of the "
+        f"mass in them moves Φ by up to {EPS * potential_gain(g, beta):.1e} times its uniform value, "
+        f"so no state keeps it positive; must be <= {here:.4g} at this lmax and d{joint}")
+
+
+def potential_round_off(geometry, beta: float, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SA's normalised potential Φ/λ_0 of the density ``coef`` on the zonal grid of ``geometry``
+    at ``beta``, and a bound of its round-off at each node, both shape (N,):
+
+        ε (Σ_l (λ_l/λ_0)|f_l||p_l(t_j)| + max_l |f_l| · Σ_l (λ_l/λ_0)|p_l(t_j)|),
+
+    the rounding of the sum itself and that of the coefficients, which carry ~ε max_l |f_l|
+    (:func:`potential_gain` for the second factor). Where Φ/λ_0 is not above it, float64 does
+    not know even its sign: far from a cluster Φ ~ e^{−β(1 − t)} falls below the round-off
+    of its larger values, summed by a basis that reaches 1e52 there (d = 512, L = 128)."""
+    ratio = ratio_multipliers(beta, geometry.lmax, geometry.manifold, dimension=geometry.dimension)
+    coef = np.asarray(coef).real
+    phi = geometry.synthesis(ratio * coef)
+    bound = EPS * (geometry.synthesis_terms(ratio * coef)
+                   + np.max(np.abs(coef)) * geometry.synthesis_terms(ratio))
+    return phi, bound
+
+
+def _unresolved_potential(geometry, phi: np.ndarray, bound: np.ndarray) -> str:
+    """Where Φ/λ_0 is least above its round-off bound, in words for a message."""
+    j = int(np.argmin(phi / bound))
+    return (f"Φ/λ_0 = {phi[j]:.2g} at t = <x, e> = {geometry.t[j]:.4g} (a node of weight "
+            f"{geometry.weights[j]:.1e}) is within the round-off of its spectral sum there "
+            f"({bound[j]:.1e}; its largest value is {np.max(phi):.1e})")
+
+
+def check_initial_potential(geometry, beta: float, coef: np.ndarray) -> None:
+    """ConfigError, before any work, if SA's potential of the initial density ``coef`` is not
+    above its round-off at every node of the zonal grid (:func:`potential_round_off`), naming
+    the largest β at which it is, for this density, lmax and d. (:func:`check_sa_potential`
+    bounds the round-off against Φ of the uniform density; a density whose Φ is far smaller
+    somewhere, e^{−β} times less across a cluster, needs this: a vMF of κ = 45 in d = 512 at
+    β = 330 stopped at t = 0.001 with "Φ is not positive".)"""
+    phi, bound = potential_round_off(geometry, beta, coef)
+    if np.all(phi > bound):
+        return
+    largest = _largest(lambda b: bool(np.all(np.greater(*potential_round_off(geometry, b, coef)))), beta)
+    raise ConfigError(
+        f"model.beta = {beta:g}: too large for SA with this initial density in d = "
+        f"{geometry.dimension}: SA divides by the potential Φ = ∫ e^(β<x,y>) f dσ, and "
+        f"{_unresolved_potential(geometry, phi, bound)}: it spans more than float64 holds at this "
+        f"β; must be <= {largest:.4g} for this initial density at domain.lmax = {geometry.lmax}")
 
 
 class MeanFieldModel(IMEXModel):
@@ -156,15 +272,24 @@ class MeanFieldModel(IMEXModel):
         np.multiply(self._ratio, coef, out=self._tmp)
         phi = self.geometry.synthesis(self._tmp, self._phi)
         if check:
-            self._check_potential(np.minimum.reduce(phi, axis=None))
+            self._check_potential(np.minimum.reduce(phi, axis=None), coef)
         return phi
 
-    @staticmethod
-    def _check_potential(low: float) -> None:
-        """NumericalFault unless the minimum ``low`` of Φ/λ_0 on the grid is positive."""
+    def _check_potential(self, low: float, coef: np.ndarray) -> None:
+        """NumericalFault unless the minimum ``low`` of Φ/λ_0 on the grid is positive, saying
+        why: on the zonal grid, where Φ/λ_0 is within its round-off (:func:`potential_round_off`),
+        float64 cannot hold Φ at this β (a larger lmax only adds outer nodes); else the density
+        has lost positivity."""
         if not low > 0.0:  # NaN fails too
             if np.isnan(low):
                 raise NumericalFault("non-finite values in the density")
+            g = self.geometry
+            if hasattr(g, "synthesis_terms"):
+                phi, bound = potential_round_off(g, self.beta, coef)
+                if np.any(phi <= bound):
+                    raise NumericalFault(f"kernel potential Φ is not positive: "
+                                         f"{_unresolved_potential(g, phi, bound)}: it spans more "
+                                         "than float64 holds at this β (lower model.beta)")
             raise NumericalFault("kernel potential Φ is not positive: the density "
                                  "has lost positivity (resolution lost)")
 
@@ -217,7 +342,7 @@ class MeanFieldModel(IMEXModel):
         # v and f are kept for max_speed, min_density
         if self.kind == "SA":
             self._potential(coef, check=False)
-            self._check_potential(self._sa_flux())
+            self._check_potential(self._sa_flux(), coef)
         else:
             self._usa_flux()
         self._fresh, self.evaluated = True, coef

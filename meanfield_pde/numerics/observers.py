@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..core.errors import printable
 from ..core.stops import StopReason
 from .diagnostics import snapshot_diagnostics
 from .models import MeanFieldModel
@@ -123,7 +124,7 @@ class ProgressBar(Observer):
 
     def __init__(self, t_end: float, description: str = "", enabled: bool | None = None,
                  start: float = 0.0):
-        self.bar = tqdm(total=t_end, initial=start, desc=description, unit="t",
+        self.bar = tqdm(total=t_end, initial=start, desc=printable(description), unit="t",
                         disable=None if enabled is None else not enabled,
                         bar_format="{l_bar}{bar}| t={n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
         self.t = start

@@ -56,7 +56,7 @@ def describe_cases() -> list[tuple[str, str]]:
 
 
 def read_case_text(path: Path) -> str:
-    """The text of a case file.
+    """The text of a case file (UTF-8; a leading byte-order mark is dropped).
 
     Raises
     ------
@@ -70,8 +70,8 @@ def read_case_text(path: Path) -> str:
     if nbytes > MAX_CASE_BYTES:
         raise ConfigError(f"case file {str(path)!r}: {nbytes} bytes; a case must be at most "
                           f"{MAX_CASE_BYTES} bytes")
-    try:
-        return path.read_text(encoding="utf-8")
+    try:  # utf-8-sig: a byte-order mark that an editor put first is not TOML, and not the user's text
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise ConfigError(f"case file {str(path)!r}: not a UTF-8 text file (TOML)") from None
     except OSError as exc:
@@ -112,18 +112,17 @@ def case_path(case: str | os.PathLike) -> Path:
         If neither a file nor a named case (the message lists the names); not a str or
         os.PathLike.
     """
-    from ..core.checks import check_path  # here: core.checks loads numpy, `cases` does not
+    from ..core.checks import check_path, file_problem  # here: core.checks loads numpy
     check_path("case", case, "a case name (meanfield_pde.case_names()) or the path of a .toml file")
     p = Path(case)
-    if p.is_file():
+    problem = file_problem(p)  # by stat alone: a FIFO or a device is never opened
+    if problem is None:
         return p
     named = cases_dir() / f"{case}.toml"
     if p.suffix != ".toml" and named.is_file():
         return named
-    if p.is_dir():
-        raise ConfigError(f"case file {str(p)!r} is a folder, not a .toml file")
-    if p.suffix == ".toml" or p.exists():
-        raise ConfigError(f"case file {str(p)!r} does not exist")
+    if p.suffix == ".toml" or os.path.lexists(p):
+        raise ConfigError(f"case file {str(p)!r} {problem}")
     import difflib
     names = case_names()
     close = difflib.get_close_matches(str(case), names, n=1)

@@ -59,6 +59,7 @@ from tqdm.auto import tqdm
 
 from ..particles.clusters import ClusterTracker
 from ..core.geometry import Sphere
+from ..core.errors import printable
 from ..core.geometry.sphere import SHTNS_MIN_NLAT
 from ..core.signals import check as check_stop_request, interruption
 from ..core.stops import StopReason, interrupt_reason
@@ -340,7 +341,7 @@ class HandoffRun(RunKind):
         events = []
         # over snapshots, not time: they are log-spaced, and a bar over t would sit at 0 % for
         # all but the last decade; shown on a terminal only (disable=None), as the PDE's bar
-        bar = tqdm(total=rel.size - 1, desc=f"{config.name} (particles)", unit="snapshot",
+        bar = tqdm(total=rel.size - 1, desc=printable(f"{config.name} (particles)"), unit="snapshot",
                    disable=None if progress is None else not progress,
                    bar_format="{l_bar}{bar}| {n}/{total} snapshots{postfix} [{elapsed}]")
 

@@ -59,7 +59,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, printable
 
 TMP_MARK = ".meanfield-tmp-"  # between the output's name and mkstemp's random part
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -75,9 +75,30 @@ class OutputFull(OSError):
 def shell_word(path: str | os.PathLike) -> str:
     """``path`` as one shell word that the command line reads as a file name (for the commands
     that messages and notes tell the user to run): quoted where the shell needs it, and a
-    relative name starting with "-" as ./NAME (else argparse reads it as an option)."""
+    relative name starting with "-" as ./NAME (else argparse reads it as an option). A name
+    with a control character (a newline, ESC) is written in ANSI-C quotes, $'a\\nb', which bash,
+    zsh and POSIX sh (2024) read back as the name and which print as plain text: inside
+    shlex's single quotes the character itself would reach the terminal."""
     name = os.fspath(path)
-    return shlex.quote(os.path.join(".", name) if name.startswith("-") else name)
+    name = os.path.join(".", name) if name.startswith("-") else name
+    if printable(name) == name:
+        return shlex.quote(name)
+    return "$'" + "".join(_ansi_c(ch) for ch in name) + "'"
+
+
+def _ansi_c(ch: str) -> str:
+    """One character inside $'...': a backslash or quote escaped; a character that
+    :func:`~meanfield_pde.core.errors.printable` escapes as \\xHH (ASCII, and the bytes of a
+    name that is not UTF-8, which Python holds as the surrogates U+DC80..U+DCFF) or \\UHHHHHHHH
+    (written in the locale's encoding, UTF-8 for these names); any other as itself."""
+    if ch in "\\'":
+        return "\\" + ch
+    if printable(ch) == ch:
+        return ch
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's surrogateescape: the byte itself
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x80 else f"\\U{code:08x}"
 
 
 # -- claims ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import xarray as xr
 
 from .config import Config, from_dict, parse_toml, time_unit
 from ..core.errors import ConfigError
-from ..core.stops import stop_reason
+from ..core.stops import StopReason, stop_reason
 from .checksums import DamagedSnapshot
 from .runcheck import NOT_A_RUN_FILE, is_run_file, open_checked
 
@@ -153,7 +153,7 @@ def resume_point(path: str | Path, t_end: float | None = None, *,
         if t_end is not None and not t_end > times[-1]:
             raise ConfigError(f"{'time.t_end' if cli else 'resume: t_end'} = {t_end}: must exceed the "
                               f"last stored time {times[-1]:g} to extend a run")
-        refuse_recurring(ds.attrs, where)
+        refuse_recurring(ds.attrs, where, cli)
         if stop_reason(ds.attrs).completed and t_end is None:
             longer = 2 * times[-1] if times[-1] > 0 else 1.0  # a run to t_end = 0: 2 t_end is 0
             if cli:
@@ -171,14 +171,65 @@ def resume_point(path: str | Path, t_end: float | None = None, *,
         raise
 
 
-def refuse_recurring(attrs, where: str) -> None:
+LMAX_LIMIT = 1023  # the largest domain.lmax a case takes (config.sections.DomainConfig)
+
+
+def rerun_change(attrs) -> tuple[str, float | int, str] | None:
+    """What to run a case again with after a stop that would recur (:func:`recurring_stop`):
+    (key, value, words) of one --set item, from the stored case in ``attrs`` (the run file's
+    attributes), or None (not such a stop, an unreadable case, nothing left to raise).
+
+    A token run stopped by non-finite positions: half the particles.dt. A fixed-step PDE run
+    (time.adaptive = false): half the time.dt (its first rejected step stops it). SA on the
+    zonal sphere stopped by a numerical fault: None (its Φ may have left float64's range,
+    which a lower model.beta mends and a larger lmax does not: its status says which).
+    Otherwise (lost resolution, non-finite values, a non-positive density, error control that
+    fails or a step size that underflows: a solution finer than the grid) domain.lmax raised by
+    half. A resume cannot take any of these: it continues the same case (only time.t_end
+    changes).
+    """
+    reason = stop_reason(attrs)
+    if not reason.recurs:
+        return None
+    try:
+        config = from_dict(parse_toml(str(attrs["case"]), "case"))
+    except (KeyError, ConfigError):
+        return None
+    if (reason is StopReason.NUMERICAL_FAULT and config.model.kind == "SA"
+            and config.domain.manifold == "sphere_zonal"):
+        return None
+    if str(attrs.get("kind", config.kind)) == "particles":
+        dt = config.particles.dt or config.time.dt
+        return "particles.dt", dt / 2, "a smaller particles.dt"
+    if not config.time.adaptive:
+        return "time.dt", config.time.dt / 2, "a smaller time.dt"
+    lmax = config.domain.lmax
+    if lmax >= LMAX_LIMIT:
+        return None
+    return ("domain.lmax", min(LMAX_LIMIT, lmax + max(lmax // 2, 1)),
+            "a larger domain.lmax (or noise, model.nu, or hyperviscosity)")
+
+
+def rerun_words(attrs, cli: bool = True) -> str:
+    """"run its case again with ..., e.g. --set KEY=VALUE" (``cli``) or the Python API's
+    override, for a stop that would recur (:func:`rerun_change`)."""
+    change = rerun_change(attrs)
+    if change is None:
+        return ("run its case again with the change its status names (a larger domain.lmax, "
+                "noise or hyperviscosity; a lower model.beta where Φ left float64's range)")
+    key, value, words = change
+    example = f"--set {key}={value:g}" if cli else f"meanfield_pde.load_case(CASE, {{{key!r}: {value:g}}})"
+    return f"run its case again with {words}, e.g. {example}"
+
+
+def refuse_recurring(attrs, where: str, cli: bool = True) -> None:
     """ConfigError if the stored run would stop at the same point again when resumed
-    (:func:`recurring_stop`: its restart point precedes the stop, the same steps reach it)."""
+    (:func:`recurring_stop`: its restart point precedes the stop, the same steps reach it),
+    saying what to change instead (:func:`rerun_words`)."""
     recurring = recurring_stop(attrs)
     if recurring:
-        raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again. "
-                          "Run the case again with a larger domain.lmax (or more noise, "
-                          "hyperviscosity, a smaller time step) under a new output name")
+        raise ConfigError(f"{where}: the run {recurring}; resuming it would stop there again: "
+                          f"{rerun_words(attrs, cli)}, under a new output name")
 
 
 def require_writable(path: Path, where: str) -> None:

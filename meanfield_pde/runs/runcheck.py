@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ..core.checks import file_problem
 from ..core.errors import ConfigError, NotARunError
 from .outputs import HDF5_MAGIC  # defined with the claims, which need it too
 
@@ -258,11 +259,12 @@ def is_run_file(attrs) -> bool:
 
 
 def require_file(path: str | os.PathLike, where: str) -> Path:
-    """``path`` as a Path if it is an existing regular file, else a ConfigError."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{where}: " + ("not a regular file" if path.exists() else "no such file"))
-    return path
+    """``path`` as a Path if it is an existing regular file, else a ConfigError saying what it is
+    (:func:`meanfield_pde.core.checks.file_problem`)."""
+    problem = file_problem(path)
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
+    return Path(path)
 
 
 def _open_netcdf(path, where: str, verify: bool = True) -> tuple[xr.Dataset, bytes]:

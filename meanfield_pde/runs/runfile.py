@@ -62,6 +62,22 @@ _NOTE = ("This file is being written by a running meanfield-pde process, or that
          "in the file is complete. Continue the run with: meanfield-pde run --resume {path}")
 
 
+def _unfinished(partial: Path) -> str:
+    """The end of the refusal of an output whose X.partial.nc exists: what it holds and what to
+    do, --resume it, or delete it where its stop would recur (a resume refuses it)."""
+    from .resume import recurring_stop
+    from .runcheck import read_attributes
+    try:
+        recurring = recurring_stop(read_attributes(partial, repr(str(partial))))
+    except (ConfigError, ValueError):  # unreadable, damaged: --resume says what it is
+        recurring = None
+    if recurring:
+        return (f"a replacement of it that {recurring}, which a resume would meet again; delete "
+                f"{shell_word(partial)} before running the case again")
+    return (f"an unfinished replacement of it; continue it with --resume {shell_word(partial)} "
+            "or delete it")
+
+
 def partial_path(path: Path) -> Path:
     """Where a run that replaces an existing file writes until it ends (renamed over ``path`` then)."""
     return path.with_name(f"{path.stem}.partial.nc")
@@ -197,8 +213,8 @@ class RunFile:
             if self.target != self.path and self.target.is_symlink():
                 raise not_ours(self.path, "partial file", self.target, "is a symbolic link")
             if self.target != self.path and self.target.exists():
-                raise ConfigError(f"output {str(self.path)!r}: {str(self.target)!r} holds an unfinished "
-                                  f"replacement of it; continue it with --resume {self.target} or delete it")
+                raise ConfigError(f"output {str(self.path)!r}: {str(self.target)!r} holds "
+                                  f"{_unfinished(self.target)}")
         except BaseException:
             self.close()
             raise

@@ -96,7 +96,7 @@ def _drop_damaged(path: Path, where: str, cli: bool = True) -> str | None:
                           "writes (convert it with: nccopy -k '64-bit offset' IN OUT)")
     if not is_run_file(attrs):
         raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
-    refuse_recurring(attrs, where)  # the status is replaced below: refused as resume_point would, first
+    refuse_recurring(attrs, where, cli)  # the status is replaced below: refused as resume_point would, first
     require_writable(path, where)
     what = (f"dropped {dropped(damaged)} of {damaged.count}: snapshot {damaged.index} failed its "
             f"checksum ({RECORD_CHECKSUM}), the later ones follow it; snapshots 0 to "

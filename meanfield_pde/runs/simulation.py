@@ -18,7 +18,7 @@ from ..numerics.initial import initial_density, von_mises_fisher_hint
 from .io import software_versions
 from ..numerics.limits import (LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
-from ..numerics.models import MeanFieldModel
+from ..numerics.models import MeanFieldModel, check_initial_potential
 from ..numerics.steppers import StepControl, make_stepper
 
 
@@ -75,7 +75,9 @@ def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | Li
     Raises
     ------
     ConfigError
-        Naming the [initial] field to change (or domain.lmax to raise), before any work.
+        Naming the [initial] field to change (or domain.lmax to raise), before any work; for SA
+        on sphere_zonal, naming model.beta where float64 cannot hold the potential Φ of this
+        density (:func:`meanfield_pde.numerics.models.check_initial_potential`).
     """
     mon = config.monitor
     if initial is not None:
@@ -107,6 +109,8 @@ def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | Li
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
+    if config.kind == "pde" and config.model.kind == "SA" and config.domain.manifold == "sphere_zonal":
+        check_initial_potential(geometry, config.model.beta, u0)  # SA divides by Φ: float64 must hold it
     return u0
 
 

@@ -29,6 +29,8 @@ for d = 2 the even part of the circle (p_l = √2 cos lθ).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from ..checks import check_dimension, is_integer
 from ..errors import ConfigError
@@ -132,8 +134,9 @@ class ZonalSphere(Geometry):
     ------
     ValueError
         (ConfigError) lmax not an integer (a float, even 3.0, or a bool; numpy integers are
-        taken) or < 2; dimension outside [2, 4096]; npoints not an integer, or <= lmax; lmax so large for d that
-        the basis overflows (e.g. L ≳ 400 at d = 4096; L = 300 works).
+        taken) or < 2; dimension outside [2, 4096]; npoints not an integer, or <= lmax; lmax above
+        :func:`largest_lmax` (d) (the basis overflows; 345 at d = 4096, 661 at d = 512), or a
+        given npoints whose nodes the basis overflows at.
     """
 
     manifold = "sphere_zonal"
@@ -175,12 +178,16 @@ class ZonalSphere(Geometry):
         self.negligible = w < 1e-16 * np.max(w)
         self.sin_theta = np.sqrt((1.0 - t) * (1.0 + t))
         self.points = np.stack([self.sin_theta, t], axis=-1)
-        p, dp = _basis(t, w, self.lmax, d)
-        if p is None:
-            # a ConfigError (exit 2, one line), naming the largest lmax that works
+        p, dp = _basis(t, self.lmax, d)
+        default = n == (3 * self.lmax) // 2 + 1
+        if not default and not _holds(w, p, dp):  # a grid of its own (analysis helpers oversample)
+            raise ConfigError(f"npoints = {n}: the Gegenbauer basis of degree {self.lmax} overflows "
+                              f"in float64 at the outer nodes of {n} in d = {d}")
+        if default and not (np.all(np.isfinite(dp)) and (_safe(w, p) or self.lmax <= largest_lmax(d))):
+            # a ConfigError (exit 2, one line), naming the one bound it enforces
             raise ConfigError(f"domain.lmax = {lmax}: too large for domain.dimension = {d} (the "
                               "Gegenbauer basis overflows in float64 at the outer nodes); must "
-                              f"be <= {_largest_lmax(self.lmax, d)} in d = {d}")
+                              f"be <= {largest_lmax(d)} in d = {d}")
         self._p = p                                        # (N, L+1): synthesis
         self._wp = (w[:, None] * p).T.copy()               # (L+1, N): analysis
         self._dtheta = -self.sin_theta[:, None] * dp       # (N, L+1): ∂_θ p_l
@@ -227,6 +234,12 @@ class ZonalSphere(Geometry):
         out[:] = coef
         return out
 
+    def synthesis_terms(self, coef: np.ndarray) -> np.ndarray:
+        """Σ_l |f_l| |p_l(t_j)| at each node, shape (N,): the size of the terms the synthesis of f
+        sums there. Its round-off is ε times this, which far from the axis in high d (where
+        |p_l| reaches 1e97 at d = 512, L = 300) can exceed f itself."""
+        return np.abs(self._p) @ np.abs(np.asarray(coef).real)
+
     def grid_minimum(self, grid: np.ndarray) -> float:
         """min f over the nodes that carry mass (weight >= 1e-16 of the largest)."""
         return float(np.min(np.asarray(grid)[~self.negligible]))
@@ -254,26 +267,59 @@ class ZonalSphere(Geometry):
         return int(l)
 
 
-def _basis(t: np.ndarray, w: np.ndarray, lmax: int, d: int):
-    """(p, dp) of :func:`gegenbauer_normalised` on the nodes t (weights w), or (None, None) where
-    float64 cannot hold them: a non-finite derivative, or norms off 1 by more than 1e-10."""
+def _basis(t: np.ndarray, lmax: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """(p, dp) of :func:`gegenbauer_normalised` on the nodes t, overflow allowed (inf: see
+    :func:`_holds`)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        p, dp = gegenbauer_normalised(t, lmax, d, derivative=True)
-        norms = np.sum(w[:, None] * p * p, axis=0)  # 1 for an exact rule
-    if not np.all(np.abs(norms - 1.0) < 1e-10) or not np.all(np.isfinite(dp)):
-        return None, None
-    return p, dp
+        return gegenbauer_normalised(t, lmax, d, derivative=True)
 
 
-def _largest_lmax(lmax: int, d: int) -> int:
-    """The largest L < lmax whose basis :func:`_basis` holds in d (bisection: the overflow at the
-    outer nodes grows with L), for the error message; 1 if none."""
-    lo, hi = 1, lmax  # _basis holds at lo (or lo = 1: none), fails at hi
+def _holds(w: np.ndarray, p: np.ndarray, dp: np.ndarray) -> bool:
+    """float64 holds the basis (p, dp) on nodes of weights w: the derivative finite and every
+    norm Σ_j w_j p_l(t_j)² within 1e-10 of 1 (exact for the Gauss rule; where the outer weights
+    underflow, their part of the norms is lost)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sum(w[:, None] * p * p, axis=0)
+    return bool(np.all(np.abs(norms - 1.0) < 1e-10) and np.all(np.isfinite(dp)))
+
+
+LMAX_LIMIT = 1023  # the largest domain.lmax of a case (runs.config.sections.DomainConfig)
+SAFE_WEIGHT, SAFE_VALUE = 1e-290, 1e150  # see _safe
+
+
+def _safe(w: np.ndarray, p: np.ndarray) -> bool:
+    """The default grid of some lmax holds its basis with room to spare: every weight a normal
+    float >= SAFE_WEIGHT (none underflowed) and every basis value <= SAFE_VALUE (its square
+    finite). Then the norms are exact to round-off (:func:`_holds`), and so for every smaller
+    lmax, whose outermost weight is larger and whose values are smaller (the extreme nodes move
+    outwards as N grows): the bisection of :func:`largest_lmax` cannot stop below this lmax,
+    which is therefore <= largest_lmax(d) without computing it."""
+    return bool(np.min(w) >= SAFE_WEIGHT and np.max(np.abs(p)) <= SAFE_VALUE)
+
+
+@functools.lru_cache(maxsize=None)
+def largest_lmax(dimension: int) -> int:
+    """The largest lmax a :class:`ZonalSphere` takes in dimension d (default grid): the one
+    bound its refusal names and enforces, the same for every lmax asked (deterministic).
+
+    Bisection over [2, LMAX_LIMIT] (:func:`_holds` at each probe; LMAX_LIMIT if it holds
+    there). Where the outer weights underflow the test can flip between neighbouring lmax (at
+    d = 4096 it failed at 343 and held at 344 and 345): a bisection from the requested lmax
+    named 342 for 343 and 345 for 1023 and let 344 through. This one is fixed by d alone;
+    an lmax below it whose norm test flips is taken (its norms are off by ~1e-10, as its
+    neighbours' are). A few seconds in high d, once per process and d; the usual lmax never
+    asks (:func:`_safe`).
+    """
+    d = check_dimension(dimension)
+
+    def holds(lmax: int) -> bool:
+        t, w = gauss_jacobi((3 * lmax) // 2 + 1, d)
+        return _holds(w, *_basis(t, lmax, d))
+
+    if holds(LMAX_LIMIT):
+        return LMAX_LIMIT
+    lo, hi = 1, LMAX_LIMIT  # holds at lo (1: a sentinel, lmax >= 2), fails at hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        t, w = gauss_jacobi((3 * mid) // 2 + 1, d)
-        if _basis(t, w, mid, d)[0] is not None:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
     return lo

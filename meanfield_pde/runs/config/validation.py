@@ -10,6 +10,7 @@ from ...core.checks import check_dimension, check_text, short_repr
 from ...core.errors import ConfigError
 from ...core.kernels import kernel_truncation_error, resolving_lmax
 from ...numerics.limits import check_limit_config
+from ...numerics.models import check_sa_potential
 from .handoff import check_handoff
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
 from .kinds import run_kind_of_old_keys
@@ -92,6 +93,11 @@ def _cross_checks(c: Config) -> None:
     zonal = c.domain.manifold == "sphere_zonal"
     if zonal:
         check_dimension(c.domain.dimension)  # ConfigError naming domain.dimension and [2, 4096]
+        if c.kind in ("particles", "compare"):  # their runner has no zonal geometry (it read d = None)
+            raise ConfigError(f"run.kind = {c.kind!r}: token runs are on domain.manifold = 'sphere' or "
+                              "'circle', not 'sphere_zonal' (a zonal case is a density of t = <x, e> "
+                              "alone); for tokens in R^d against the zonal PDE see "
+                              "meanfield_pde.analysis.zonal_tokens")
     elif c.domain.dimension != 0:
         raise ConfigError(f"domain.dimension = {c.domain.dimension}: only for domain.manifold = "
                           f"'sphere_zonal' (the {c.domain.manifold} has its own dimension); remove it "
@@ -149,6 +155,9 @@ def _cross_checks(c: Config) -> None:
                               f"steps to time.t_end = {t.t_end:g}, more than time.max_steps = {t.max_steps}")
     d = c.domain  # (limit equations have no kernel)
     dim = d.dimension if zonal else None
+    if zonal and c.kind == "pde" and c.model.kind == "SA":  # SA divides by Φ: float64 must hold it
+        # before the kernel's check: no lmax resolves the kernel of a β that fails here
+        check_sa_potential(c.model.beta, d.lmax, d.dimension, d.kernel_tol)
     if c.kind != "limit" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim) > d.kernel_tol:
         need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold, dim)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "

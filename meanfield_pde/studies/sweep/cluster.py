@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ...core.errors import ConfigError
+from ...core.errors import ConfigError, printable
 from ...core.extras import require
 from ...core.signals import Interrupted, sigterm_as_interrupt
 from ...core.stops import StopReason
@@ -248,7 +248,7 @@ def collect_records(client, config, plan, specs, progress, log) -> list[dict]:
         if p.chain >= 0:
             last_in_chain[p.chain] = fut
     index = {f.key: i for i, f in enumerate(futures)}
-    bar = tqdm(total=len(specs), desc=f"sweep {config.name}", unit="point",
+    bar = tqdm(total=len(specs), desc=printable(f"sweep {config.name}"), unit="point",
                disable=None if progress is None else not progress)
     try:
         with sigterm_as_interrupt():  # `kill PID`: as Ctrl-C (it ended the process, no sweep.nc)
