@@ -90,6 +90,20 @@ def test_a_zonal_hand_off_file_left_by_older_code_still_plots(old_zonal_hand_off
     assert path.with_suffix(".png").stat().st_size > 0
 
 
+@pytest.mark.parametrize("kind", ["compare", "particles"])
+def test_tokens_of_a_zonal_case_are_refused_before_any_work(tmp_path, capsys, kind):
+    """Found: run.kind = "compare" ran its whole PDE, wrote it, then stopped building the tokens'
+    grid ("domain.dimension = None: must be an integer in [2, 4096]"; "particles" said the same
+    at once)."""
+    data = {k: v for k, v in ZONAL_HANDOFF.items() if k != "handoff"}
+    data = {**data, "run": {"kind": kind}, "particles": {"n": 10}}
+    case = tmp_path / "z.toml"
+    case.write_text(tomli_w.dumps(data))
+    line = refusal(capsys, ["run", str(case), "-o", str(tmp_path / "z.nc"), "-q", "--no-plot"])
+    assert f"run.kind = '{kind}': needs domain.manifold = 'sphere' or 'circle'" in line
+    assert "sphere_zonal" in line and sorted(os.listdir(tmp_path)) == ["z.toml"]
+
+
 # -- (b) sweeps over keys the sweep sets itself, or named like sweep.nc's own variables ---------
 CIRCLE = {
     "model": {"kind": "USA", "beta": 0.0, "nu": 0.3},
