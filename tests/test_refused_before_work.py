@@ -50,8 +50,7 @@ def test_a_zonal_hand_off_case_is_refused_before_the_pde_runs(tmp_path, capsys):
     left `running`."""
     case = tmp_path / "z.toml"
     case.write_text(tomli_w.dumps(ZONAL_HANDOFF))
-    out = tmp_path / "out"
-    line = refusal(capsys, ["run", str(case), "-o", str(out / "z.nc"), "-q", "--no-plot"])
+    line = refusal(capsys, ["run", str(case), "-o", str(tmp_path / "z.nc"), "-q", "--no-plot"])
     assert "handoff.enabled = true" in line and "domain.manifold" in line and "sphere_zonal" in line
     assert sorted(os.listdir(tmp_path)) == ["z.toml"]
     with pytest.raises(ConfigError, match="handoff.enabled.*domain.manifold"):
@@ -231,3 +230,25 @@ def test_a_range_count_of_thousands_of_digits_is_refused_naming_its_size():
     message = refused_unbuilt(lambda: plan_sweep(circle(), [f"model.nu=0.3:0.4:{count}"]))
     assert message.startswith("--grid model.nu = '0.3:0.4:999") and "5000 digits" in message
     assert len(message) < 300  # one short line, not the 5000 digits
+
+
+# -- the work kept: a study whose rate cannot be fitted ------------------------------------------
+@pytest.mark.slow  # ~10 s: the particles of post_ln to t = 4000
+def test_a_normalisation_study_past_the_collapse_keeps_its_work(tmp_path, capsys):
+    """Found: t_end far past an exponential collapse (1−ρ = e^{−2t} is 0 in float64 from t ≈ 370)
+    ran the whole study, then exit 2 ("fitted_rate: fewer than 3 times with 1-rho > 0"), nothing
+    written. Now that scheme's fitted_rate is NaN and the rest is written."""
+    import numpy as np
+    import xarray as xr
+    case = tmp_path / "n.toml"
+    case.write_text(tomli_w.dumps({"run": {"kind": "transformer"}, "transformer": {
+        "study": "normalisation", "schemes": ["post_ln", "pre_ln"], "n": 2, "dimension": 2,
+        "t_end": 4000.0}}))
+    out = tmp_path / "n.nc"
+    assert main(["run", str(case), "-o", str(out), "-q", "--no-plot"]) == 0, capsys.readouterr().err
+    with xr.open_dataset(out) as ds:  # the schemes in their order (the file stores scheme_label)
+        assert list(ds.scheme_label.values) == ["post_ln", "pre_ln"]
+        post, pre = ds.isel(scheme=0), ds.isel(scheme=1)
+        assert np.isnan(post.fitted_rate) and not (post.gap_ode.sel(time=slice(400, None)) > 0).any()
+        assert float(pre.fitted_rate) == pytest.approx(-2.0, rel=0.01)
+        assert "NaN where 1-rho is 0" in ds.fitted_rate.attrs["long_name"]

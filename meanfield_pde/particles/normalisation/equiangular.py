@@ -173,6 +173,17 @@ def collapse_clock(scheme: str | NormalisationScheme, t, *, r0: float = 1.0) -> 
     return solve_piecewise(rhs, [0.0, r0], t_eval, scheme.breaks, atol=1e-12)[:, 0]
 
 
+MIN_FIT_TIMES = 3  # times a rate is fitted on, at least
+
+
+def rate_window(run: EquiangularRun, decades: float = 1.0) -> np.ndarray:
+    """The times :func:`fitted_rate` fits (a boolean mask of ``run.times``): those of the last
+    ``decades`` of t where 1−ρ > 0 (an exponential collapse reaches 0 in float64: e^{−2t}
+    underflows at t ≈ 370). A rate needs :data:`MIN_FIT_TIMES` of them."""
+    t = run.times
+    return (t >= t[-1] * 10.0 ** (-decades)) & (t > 0) & (run.gap > 0)
+
+
 def fitted_rate(run: EquiangularRun, kind: str, decades: float = 1.0) -> float:
     """Least-squares slope of log(1−ρ) over the last ``decades`` of t, in the variable of ``kind``.
 
@@ -182,13 +193,14 @@ def fitted_rate(run: EquiangularRun, kind: str, decades: float = 1.0) -> float:
     Raises
     ------
     ConfigError
-        Unknown kind, or fewer than 3 positive times in the window.
+        Unknown kind, or fewer than :data:`MIN_FIT_TIMES` positive times in the window
+        (:func:`rate_window`).
     """
     variables = {"exponential": lambda t: t, "power": np.log, "stretched": np.sqrt}
     if kind not in variables:
         raise ConfigError(f"kind = {kind!r}: must be one of {', '.join(variables)}")
     t = run.times
-    window = (t >= t[-1] * 10.0 ** (-decades)) & (t > 0) & (run.gap > 0)
-    if window.sum() < 3:
-        raise ConfigError("fitted_rate: fewer than 3 times with 1-rho > 0 in the last decade")
+    window = rate_window(run, decades)
+    if window.sum() < MIN_FIT_TIMES:
+        raise ConfigError(f"fitted_rate: fewer than {MIN_FIT_TIMES} times with 1-rho > 0 in the last decade")
     return float(np.polyfit(variables[kind](t[window]), np.log(run.gap[window]), 1)[0])
