@@ -73,6 +73,9 @@ class EquiangularRun:
         return 1.0 - self.gap
 
 
+LOG_2 = math.log(2.0)  # u = log(1 − ρ) at ρ = −1, its largest value
+
+
 def _check(n, rho0, r0):
     if isinstance(n, bool) or int(n) != n or n < 2:
         raise ConfigError(f"n = {n!r}: must be an integer >= 2")
@@ -115,7 +118,9 @@ def solve_scheme_equiangular(scheme: str | NormalisationScheme, rho0: float, bet
 
     def rhs(tt, y):
         u, r = y
-        rho = -math.expm1(u)
+        # ρ >= −1 is u <= log 2; a rejected trial step can go far beyond (u ~ 5e14 at r0 = 1e-20,
+        # where the angles move at speed 1/r): expm1 overflowed (a traceback after the schemes before)
+        rho = -math.expm1(min(u, LOG_2))
         dot, norm, tang = attention_moments(rho, beta, n)
         s = float(scheme.speed(np.array([r]), np.array([dot]), np.array([norm]), tt)[0])
         g = 0.0 if scheme.radial is None else float(
