@@ -168,6 +168,18 @@ def test_a_swept_key_named_like_a_variable_of_sweep_nc_gets_its_whole_name(tmp_p
     assert list(ds.handoff_time.values) == [0.5, 1.0] and ds.handoff_time.attrs["key"] == "handoff.time"
 
 
+def test_a_continued_sweep_of_hand_off_runs_is_refused_before_any_work(tmp_path, capsys):
+    """Found: the first point of each chain ran, then every continued point failed on its worker
+    ("the initial density is not resolved": it started from the weighted nodes of the hand-off)."""
+    config = circle(handoff={"enabled": True, "t_end": 1.0}, model={"nu": 0.0})
+    case = tmp_path / "h.toml"
+    case.write_text(config.to_toml())
+    line = refusal(capsys, ["sweep", str(case), "--grid", "model.beta=[1.0, 2.0]", "--continuation",
+                            "model.beta", "--output", str(tmp_path / "out"), "--workers", "1", "-q"])
+    assert "sweep.continuation = 'model.beta'" in line and "handoff.enabled = true" in line
+    assert sorted(os.listdir(tmp_path)) == ["h.toml"]
+
+
 # -- (c) a grid of absurd size: counted before any value is built ------------------------------
 @contextlib.contextmanager
 def no_values_built():

@@ -141,11 +141,17 @@ def _check_one_clock(points: list[Point]) -> None:
 def _check_one_state_space(points: list[Point], cont: str) -> None:
     """A continued point starts from its predecessor's final coefficients: every point of a chain
     must have the same grid (manifold, lmax, dimension), else each continued point failed on its
-    worker with "operands could not be broadcast together with shapes (153,) (91,)"."""
+    worker with "operands could not be broadcast together with shapes (153,) (91,)"; and no point
+    followed by another may hand off to particles (its final state, weighted nodes, is resolved by
+    no grid: each continued point failed on its worker, "the initial density is not resolved")."""
     def space(p: Point):
         d = p.config["domain"]
         return d["manifold"], d["lmax"], d.get("dimension", 0)
     for a, b in zip(points, points[1:]):
+        if a.chain >= 0 and a.chain == b.chain and a.config["handoff"]["enabled"]:
+            raise ConfigError(f"sweep.continuation = {cont!r}: point {a.label} has handoff.enabled = "
+                              f"true, so it ends as weighted particles, a state point {b.label} cannot "
+                              "start from; sweep the hand-off runs without continuation")
         if a.chain >= 0 and a.chain == b.chain and space(a) != space(b):
             raise ConfigError(f"sweep.continuation = {cont!r}: points {a.label} and {b.label} have "
                               "different grids (domain.manifold, domain.lmax, domain.dimension), so "
