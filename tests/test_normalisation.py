@@ -32,6 +32,20 @@ def scheme(name):
     return get_scheme(name, **PARAMS.get(name, {}))
 
 
+@pytest.mark.parametrize("name", ["pre_ln", "peri_ln"])
+@pytest.mark.parametrize("r0", [1e-100, 1e-50, 1e-20])
+def test_tiny_initial_radii_follow_the_odes_of_schemes_with_a_radius(name, r0):
+    """transformer.radius0 may be as small as 1e-100: the angles then move at speed 1/r and a
+    trial step of solve_ivp pushed u = log(1−ρ) to 5e14, where expm1 overflowed (a traceback in
+    the normalisation study, after the schemes before it had run)."""
+    n, d, rho0 = 2, 2, 0.0
+    t = np.concatenate([[0.0], np.geomspace(1e-3, 10.0, 9)])
+    ode = solve_scheme_equiangular(scheme(name), rho0, 1.0, n, t, r0=r0)
+    run = simulate(r0 * equiangular(n, d, rho0, seed=1), scheme(name), 1.0, t)
+    assert np.all(np.isfinite(ode.gap)) and np.all(np.diff(ode.gap) <= 0) and ode.gap[-1] < 1e-30
+    assert np.abs(run.inner_products - ode.rho[:, None]).max() < 1e-8  # as at r0 = 1.5 below
+
+
 @pytest.mark.parametrize("name", sorted(SCHEMES))
 def test_equiangular_particles_follow_the_rho_r_odes(name):
     n, d, beta, rho0, r0 = 8, 8, 1.0, 0.2, 1.5

@@ -192,3 +192,24 @@ def test_netcdf4_zlib_writes_a_compressed_copy_at_completion(tmp_path):
 def test_output_keys_are_checked():
     with pytest.raises(ConfigError, match="output.format = 'zip': must be one of 'netcdf3', 'netcdf4-zlib'"):
         mf.load_case("sa_beta10_noisy", {"output.format": "zip"})
+
+
+def test_a_zonal_file_without_the_grid_density_reads_and_resumes(tmp_path):
+    """output.density = false on sphere_zonal: the run wrote its file, then raised a traceback
+    (the density was rebuilt on a Sphere: "Sphere.synthesis: coef is of type complex128"), and
+    plot and --resume of the file raised the same."""
+    sets = {"domain.manifold": "sphere_zonal", "domain.dimension": 8, "domain.lmax": 12,
+            "initial.degree_max": 4, "model.beta": 2.0, "time.t_end": 0.4, "time.dt": 0.01,
+            "time.adaptive": False, "output.every": 0.1, "output.plot": False}
+    full, lean = tmp_path / "full.nc", tmp_path / "lean.nc"
+    mf.run(mf.load_case("sa_beta10_noisy", sets), full, progress=False)
+    ds = mf.run(mf.load_case("sa_beta10_noisy", {**sets, "output.density": False}), lean, progress=False)
+    with xr.open_dataset(lean) as raw:
+        assert "density" not in raw and raw.attrs["status"] == "completed"
+    expected = xr.load_dataset(full).density
+    assert ds.density.dims == ("time", "t")
+    # the same synthesis of the same stored coefficients: the same numbers
+    np.testing.assert_array_equal(ds.density, expected)
+    np.testing.assert_array_equal(mf.density(lean), expected)
+    extended = mf.resume(lean, progress=False, t_end=0.5)
+    assert extended.attrs["status"] == "completed" and float(extended.time[-1]) == 0.5

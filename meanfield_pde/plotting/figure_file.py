@@ -80,7 +80,9 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
         from ..runs.outputs import check_figure_suffix
         check_figure_suffix(output)  # before the figure is drawn
         # save_png closes the figure: figures are big; a sweep must not accumulate them
-        if ds.attrs.get("kind") == "handoff" and times is None:  # the staircase figure
+        # the staircase figure; a zonal file of kind "handoff" (written before that was refused, its
+        # run stopped at the hand-off) holds only its PDE phase, drawn as any zonal run
+        if ds.attrs.get("kind") == "handoff" and ds.attrs.get("manifold") != "sphere_zonal" and times is None:
             figure = plot_handoff(ds)
         else:
             figure = plot_run(ds, times=times)

@@ -310,7 +310,9 @@ def check_case(config, output=None, *, force: bool = False) -> Estimate:
 def check_sweep_points(count: int, *, force: bool = False) -> None:
     """Refuse a sweep of more than MAX_SWEEP_POINTS points before building any of them."""
     if count > MAX_SWEEP_POINTS and not force:
-        raise ConfigError(f"sweep grid: {count:.6g} points (the product of the grid sizes); the cap is "
+        # a count past the floats (a range of 400 digits) as its power of ten
+        text = f"{count:.6g}" if count < 1e300 else f"about 1e{math.floor(math.log10(count))}"
+        raise ConfigError(f"sweep grid: {text} points (the product of the grid sizes); the cap is "
                           f"{MAX_SWEEP_POINTS} (each point is a run and a file); pass --force "
                           "(Python: force=True) to run it anyway")
 

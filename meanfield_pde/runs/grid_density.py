@@ -11,6 +11,10 @@ import xarray as xr
 from ..core.errors import NotARunError
 
 
+GRID_DIMS = {"sphere": ("lat", "lon"), "circle": ("theta",), "sphere_zonal": ("t",)}
+"""The dimensions of a run's grid (of ``density`` after ``time``), by manifold."""
+
+
 def grid_geometry(ds: xr.Dataset):
     """The geometry whose grid is that of the Dataset (its ``manifold`` attribute, the size of
     ``l`` or ``k`` for lmax, the sizes of lat/lon or theta for the grid).
@@ -20,7 +24,7 @@ def grid_geometry(ds: xr.Dataset):
     ConfigError
         The Dataset has no degree dimension (not a run).
     """
-    from ..core.geometry import Circle, Sphere
+    from ..core.geometry import Circle, Sphere, ZonalSphere
     manifold = str(ds.attrs.get("manifold", "circle" if "k" in ds.dims else "sphere"))
     degree = "k" if manifold == "circle" else "l"
     if degree not in ds.sizes:
@@ -28,6 +32,8 @@ def grid_geometry(ds: xr.Dataset):
     lmax = ds.sizes[degree] - 1
     if manifold == "circle":
         return Circle(lmax, ds.sizes.get("theta", 0))
+    if manifold == "sphere_zonal":  # S^{d-1}, d the run's attribute dimension
+        return ZonalSphere(lmax, int(ds.attrs.get("dimension", 0)), ds.sizes.get("t", 0))
     return Sphere(lmax, ds.sizes.get("lat", 0), ds.sizes.get("lon", 0))
 
 
@@ -41,13 +47,9 @@ def rebuilt_density(ds: xr.Dataset) -> xr.DataArray:
     # a token run stores its empirical measure smoothed by the heat kernel (attribute smoothing)
     s = float(ds.attrs.get("smoothing", 0.0)) if "positions" in ds else 0.0
     grids = np.array([geometry.synthesis(geometry.heat(c, s) if s > 0 else c) for c in coef])
-    if geometry.manifold == "circle":
-        dims, coords = ("time", "theta"), {"theta": ds["theta"] if "theta" in ds else geometry.theta}
-    else:
-        dims = ("time", "lat", "lon")
-        coords = {"lat": ds["lat"] if "lat" in ds else geometry.lat,
-                  "lon": ds["lon"] if "lon" in ds else geometry.lon}
-    return xr.DataArray(grids, dims=dims, coords={"time": ds["time"], **coords}, name="density",
+    grid = GRID_DIMS.get(geometry.manifold, GRID_DIMS["sphere"])
+    coords = {d: ds[d] if d in ds else getattr(geometry, d) for d in grid}  # geometry.lat, .t, ...
+    return xr.DataArray(grids, dims=("time", *grid), coords={"time": ds["time"], **coords}, name="density",
                         attrs=dict(long_name="density f w.r.t. area, synthesised from the coefficients",
                                    units=grid_units(geometry.manifold)[0]))
 

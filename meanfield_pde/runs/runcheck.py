@@ -188,8 +188,8 @@ def _check_case(ds: xr.Dataset, where: str, strict: bool) -> None:
         manifold = str(ds.attrs.get("manifold", "sphere"))
         lmax = int(ds.attrs["lmax"]) if "lmax" in ds.attrs else None
         n = int(ds.attrs["n"]) if "n" in ds.attrs else None
-    grid, degree = {"circle": (("theta",), "k"), "sphere_zonal": (("t",), "l")}.get(
-        manifold, (("lat", "lon"), "l"))
+    from .grid_density import GRID_DIMS
+    grid, degree = GRID_DIMS.get(manifold, GRID_DIMS["sphere"]), "k" if manifold == "circle" else "l"
     # the grid of the density, or of the weights of a file written without it (output.density)
     dims = ds["density"].dims[1:] if "density" in ds else ds["weights"].dims if "weights" in ds else grid
     if dims != grid:

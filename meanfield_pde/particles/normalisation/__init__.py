@@ -9,11 +9,11 @@ the discrete layers), :mod:`.equiangular` (the (ρ, r) ODEs and asymptotic rates
 """
 
 from .dynamics import TokenRun, layers, scheme_velocity, simulate_scheme
-from .equiangular import (ASYMPTOTIC_LAWS, EquiangularRun, attention_moments, collapse_clock,
-                          fitted_rate, solve_scheme_equiangular)
+from .equiangular import (ASYMPTOTIC_LAWS, MIN_FIT_TIMES, EquiangularRun, attention_moments,
+                          collapse_clock, fitted_rate, rate_window, solve_scheme_equiangular)
 from .schemes import NORMALISATIONS, NormalisationScheme, get_scheme, register_scheme
 
 __all__ = ["NormalisationScheme", "NORMALISATIONS", "get_scheme", "register_scheme", "simulate_scheme",
            "layers", "scheme_velocity",
            "TokenRun", "solve_scheme_equiangular", "EquiangularRun", "attention_moments",
-           "fitted_rate", "collapse_clock", "ASYMPTOTIC_LAWS"]
+           "fitted_rate", "rate_window", "MIN_FIT_TIMES", "collapse_clock", "ASYMPTOTIC_LAWS"]

@@ -73,6 +73,9 @@ class EquiangularRun:
         return 1.0 - self.gap
 
 
+LOG_2 = math.log(2.0)  # u = log(1 − ρ) at ρ = −1, its largest value
+
+
 def _check(n, rho0, r0):
     if isinstance(n, bool) or int(n) != n or n < 2:
         raise ConfigError(f"n = {n!r}: must be an integer >= 2")
@@ -115,7 +118,9 @@ def solve_scheme_equiangular(scheme: str | NormalisationScheme, rho0: float, bet
 
     def rhs(tt, y):
         u, r = y
-        rho = -math.expm1(u)
+        # ρ >= −1 is u <= log 2; a rejected trial step can go far beyond (u ~ 5e14 at r0 = 1e-20,
+        # where the angles move at speed 1/r): expm1 overflowed (a traceback after the schemes before)
+        rho = -math.expm1(min(u, LOG_2))
         dot, norm, tang = attention_moments(rho, beta, n)
         s = float(scheme.speed(np.array([r]), np.array([dot]), np.array([norm]), tt)[0])
         g = 0.0 if scheme.radial is None else float(
@@ -173,6 +178,17 @@ def collapse_clock(scheme: str | NormalisationScheme, t, *, r0: float = 1.0) -> 
     return solve_piecewise(rhs, [0.0, r0], t_eval, scheme.breaks, atol=1e-12)[:, 0]
 
 
+MIN_FIT_TIMES = 3  # times a rate is fitted on, at least
+
+
+def rate_window(run: EquiangularRun, decades: float = 1.0) -> np.ndarray:
+    """The times :func:`fitted_rate` fits (a boolean mask of ``run.times``): those of the last
+    ``decades`` of t where 1−ρ > 0 (an exponential collapse reaches 0 in float64: e^{−2t}
+    underflows at t ≈ 370). A rate needs :data:`MIN_FIT_TIMES` of them."""
+    t = run.times
+    return (t >= t[-1] * 10.0 ** (-decades)) & (t > 0) & (run.gap > 0)
+
+
 def fitted_rate(run: EquiangularRun, kind: str, decades: float = 1.0) -> float:
     """Least-squares slope of log(1−ρ) over the last ``decades`` of t, in the variable of ``kind``.
 
@@ -182,13 +198,14 @@ def fitted_rate(run: EquiangularRun, kind: str, decades: float = 1.0) -> float:
     Raises
     ------
     ConfigError
-        Unknown kind, or fewer than 3 positive times in the window.
+        Unknown kind, or fewer than :data:`MIN_FIT_TIMES` positive times in the window
+        (:func:`rate_window`).
     """
     variables = {"exponential": lambda t: t, "power": np.log, "stretched": np.sqrt}
     if kind not in variables:
         raise ConfigError(f"kind = {kind!r}: must be one of {', '.join(variables)}")
     t = run.times
-    window = (t >= t[-1] * 10.0 ** (-decades)) & (t > 0) & (run.gap > 0)
-    if window.sum() < 3:
-        raise ConfigError("fitted_rate: fewer than 3 times with 1-rho > 0 in the last decade")
+    window = rate_window(run, decades)
+    if window.sum() < MIN_FIT_TIMES:
+        raise ConfigError(f"fitted_rate: fewer than {MIN_FIT_TIMES} times with 1-rho > 0 in the last decade")
     return float(np.polyfit(variables[kind](t[window]), np.log(run.gap[window]), 1)[0])

@@ -24,8 +24,8 @@ from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special 
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
 from .kinds import (OLD_KIND_KEYS, RUN_FUNCTIONS, RUN_KINDS, CaseKeyDeprecationWarning,
                     run_kind_of_old_keys)
-from .overrides import (GRID_RANGE, apply_overrides, parse_grid_item, parse_override, parse_toml,
-                        parse_values)
+from .overrides import (GRID_RANGE, MAX_COUNT_DIGITS, apply_overrides, count_values, grid_item_size,
+                        parse_grid_item, parse_override, parse_toml, parse_values)
 from .schema import MAX_NESTING, build_section, check_scalar, check_value, field_spec, nearest_hint
 from .sections import (CFL_MIN, INITIAL_TYPES, RTOL_MIN, DomainConfig, ModelConfig, MonitorConfig,
                        OutputConfig, PerturbedUniform, RegularisationConfig, RunConfig,
@@ -37,13 +37,13 @@ from .units import time_unit
 from .validation import MAX_DESCRIPTION, from_dict
 
 __all__ = [
-    "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_DESCRIPTION", "MAX_NESTING",
-    "MAX_SNAPSHOTS", "OLD_KIND_KEYS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_FUNCTIONS", "RUN_KINDS", "SECTIONS",
-    "STUDIES", "SWEEP_MEASURES", "CaseKeyDeprecationWarning", "Config", "ConfigError",
+    "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_COUNT_DIGITS", "MAX_DESCRIPTION",
+    "MAX_NESTING", "MAX_SNAPSHOTS", "OLD_KIND_KEYS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_FUNCTIONS",
+    "RUN_KINDS", "SECTIONS", "STUDIES", "SWEEP_MEASURES", "CaseKeyDeprecationWarning", "Config", "ConfigError",
     "DomainConfig", "HandoffConfig", "LimitConfig", "ModelConfig", "MonitorConfig", "OutputConfig",
     "ParticlesConfig", "PerturbedUniform", "RegularisationConfig", "RunConfig",
     "SphericalHarmonic", "SweepConfig", "TimeConfig", "TransformerConfig", "VonMisesFisher",
-    "apply_overrides", "build_section", "check_handoff", "check_scalar", "check_value", "field_spec", "from_dict",
-    "handoff_time_limit", "nearest_hint", "parse_grid_item", "parse_override", "parse_toml", "parse_values",
-    "run_kind_of_old_keys", "time_unit",
+    "apply_overrides", "build_section", "check_handoff", "check_scalar", "check_value", "count_values",
+    "field_spec", "from_dict", "grid_item_size", "handoff_time_limit", "nearest_hint", "parse_grid_item",
+    "parse_override", "parse_toml", "parse_values", "run_kind_of_old_keys", "time_unit",
 ]

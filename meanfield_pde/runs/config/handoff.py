@@ -55,6 +55,10 @@ def check_handoff(c) -> None:
         return
     if c.kind != "pde":
         raise ConfigError(f"handoff.enabled = true: needs run.kind = 'pde' (got {c.kind!r})")
+    if c.domain.manifold == "sphere_zonal":  # else refused at the hand-off, after the whole PDE phase
+        raise ConfigError("handoff.enabled = true: needs domain.manifold = 'sphere' or 'circle' (got "
+                          "'sphere_zonal': a zonal density has no nodes on S^{d-1} to continue as "
+                          "particles)")
     if c.model.nu > 0:
         raise ConfigError(f"handoff.enabled = true: needs model.nu = 0 (got {c.model.nu:g}); with noise "
                           "the density is not carried by characteristics, so it cannot continue as particles")

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...core.checks import short_repr
 from ...core.errors import ConfigError
 from ..tomltext import parse_toml  # noqa: F401 - re-exported (cases need it without this package)
 from .schema import MAX_NESTING
@@ -41,48 +42,99 @@ def parse_override(item: str, where: str = "--set") -> tuple[list[str], Any]:
     return path, value
 
 
+MAX_COUNT_DIGITS = 4000  # a range's count: below Python's limit on the digits int() reads (4300)
 GRID_RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s*$")
 
 
-def parse_values(raw: Any, where: str) -> list:
-    """Grid values: a list, a range string "start:stop:count" (linspace) or one value.
+class _Range(NamedTuple):
+    """A range "start:stop:count" as read, before its values are built."""
+    start: float
+    stop: float
+    count: int
+    integers: bool  # both ends written as integers
 
-    A range of integers with integer steps gives ints ("0:9:10" -> 0, 1, ..., 9).
+
+def _read_values(raw: Any, where: str) -> _Range | list:
+    """Grid values as read: a range string "start:stop:count" as a :class:`_Range` (its values not
+    built: the count can be anything, it is checked against the sweep's cap first), or the list of
+    values (one value: a list of it).
+
+    Raises
+    ------
+    ConfigError
+        A malformed range, a count below 1, an empty list.
     """
     if isinstance(raw, str):
         m = GRID_RANGE.match(raw)
         if m:
+            digits = len(m[3].lstrip("0"))
+            if digits > MAX_COUNT_DIGITS:  # int() would refuse the text (Python >= 3.11)
+                from ..budget import MAX_SWEEP_POINTS
+                raise ConfigError(f"{where} = {short_repr(raw)}: a count of {digits} digits, more points "
+                                  f"than any sweep can run, even with --force (the cap is {MAX_SWEEP_POINTS})")
             try:
                 start, stop, count = float(m[1]), float(m[2]), int(m[3])
             except ValueError:  # the pattern lets through e.g. "1e" or "1.2.3"
-                raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
-                                  "start, stop and an integer count, e.g. 0.1:0.5:9") from None
+                raise ConfigError(f"{where} = {short_repr(raw)}: a range is start:stop:count with "
+                                  "numbers start, stop and an integer count, e.g. 0.1:0.5:9") from None
             if not (math.isfinite(start) and math.isfinite(stop)):
-                raise ConfigError(f"{where} = {raw!r}: start and stop must be finite numbers")
+                raise ConfigError(f"{where} = {short_repr(raw)}: start and stop must be finite numbers")
             if count < 1:
-                raise ConfigError(f"{where} = {raw!r}: a range needs count >= 1")
-            values = np.linspace(start, stop, count)
-            integers = re.fullmatch(r"[-+]?[0-9]+", m[1]) and re.fullmatch(r"[-+]?[0-9]+", m[2])
-            if integers and np.all(values == np.round(values)):
-                return [int(v) for v in values]  # "0:9:10" -> seeds 0..9
-            return [float(v) for v in values]
+                raise ConfigError(f"{where} = {short_repr(raw)}: a range needs count >= 1")
+            integers = bool(re.fullmatch(r"[-+]?[0-9]+", m[1]) and re.fullmatch(r"[-+]?[0-9]+", m[2]))
+            return _Range(start, stop, count, integers)
         if ":" in raw and re.fullmatch(r"[-+0-9.eE:\s]*", raw):  # "0.3:0.4", "1:2:3:4", "0.1:0.5:2.5"
-            raise ConfigError(f"{where} = {raw!r}: a range is start:stop:count with numbers "
-                              "start, stop and an integer count, e.g. 0.1:0.5:9")
+            raise ConfigError(f"{where} = {short_repr(raw)}: a range is start:stop:count with "
+                              "numbers start, stop and an integer count, e.g. 0.1:0.5:9")
     values = raw if isinstance(raw, list) else [raw]
     if not values:
         raise ConfigError(f"{where}: no values")
     return values
 
 
-def parse_grid_item(item: str, where: str = "--grid") -> tuple[str, list]:
-    """'model.nu=0.1:0.5:9' -> ('model.nu', [0.1, ..., 0.5]); 'model.beta=[2, 5]' -> ('model.beta', [2, 5])."""
+def count_values(raw: Any, where: str) -> int:
+    """How many values :func:`parse_values` gives for ``raw``, with its checks, without building
+    them (a range "0:1:1000000000000" is its count)."""
+    values = _read_values(raw, where)
+    return values.count if isinstance(values, _Range) else len(values)
+
+
+def parse_values(raw: Any, where: str) -> list:
+    """Grid values: a list, a range string "start:stop:count" (linspace) or one value.
+
+    A range of integers with integer steps gives ints ("0:9:10" -> 0, 1, ..., 9). A range's
+    values are built: check its size first (:func:`count_values`).
+    """
+    values = _read_values(raw, where)
+    if not isinstance(values, _Range):
+        return values
+    built = np.linspace(values.start, values.stop, values.count)
+    if values.integers and np.all(built == np.round(built)):
+        return [int(v) for v in built]  # "0:9:10" -> seeds 0..9
+    return [float(v) for v in built]
+
+
+def _split_grid_item(item: str, where: str) -> tuple[str, Any]:
+    """'model.nu=0.1:0.5:9' -> ('model.nu', '0.1:0.5:9'): the key and its value as read (TOML)."""
     if not isinstance(item, str) or "=" not in item:
         raise ConfigError(f"{where} {item!r}: must be of the form section.key=values")
     path, raw = parse_override(item)  # the same TOML reading as --set
     if len(path) != 2:
         raise ConfigError(f"{where} {item!r}: the key must be section.key (e.g. model.beta)")
-    return ".".join(path), parse_values(raw, f"{where} {'.'.join(path)}")
+    return ".".join(path), raw
+
+
+def grid_item_size(item: str, where: str = "--grid") -> tuple[str, int]:
+    """'model.nu=0.1:0.5:9' -> ('model.nu', 9): the key and its number of values, the item checked
+    as by :func:`parse_grid_item` but no value built."""
+    key, raw = _split_grid_item(item, where)
+    return key, count_values(raw, f"{where} {key}")
+
+
+def parse_grid_item(item: str, where: str = "--grid") -> tuple[str, list]:
+    """'model.nu=0.1:0.5:9' -> ('model.nu', [0.1, ..., 0.5]); 'model.beta=[2, 5]' -> ('model.beta', [2, 5])."""
+    key, raw = _split_grid_item(item, where)
+    return key, parse_values(raw, f"{where} {key}")
 
 
 def apply_overrides(data: dict, overrides, where: str = "--set") -> dict:

@@ -9,7 +9,7 @@ from ...core.errors import ConfigError
 from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special (~0.2 s)
 from ...particles.integrators import INTEGRATORS
 from ...particles.normalisation.schemes import NORMALISATIONS
-from .overrides import parse_grid_item
+from .overrides import grid_item_size
 from .schema import field_spec as _f
 from .schema import nearest_hint
 
@@ -159,8 +159,8 @@ class SweepConfig:
 
     def __post_init__(self):
         keys = set()
-        for i, item in enumerate(self.grid):  # the syntax and values of every item, here
-            key, _ = parse_grid_item(item, f"sweep.grid[{i}]")
+        for i, item in enumerate(self.grid):  # the syntax and values of every item, here; a
+            key, _ = grid_item_size(item, f"sweep.grid[{i}]")  # range is not built (any count)
             if key in keys:
                 raise ConfigError(f"sweep.grid[{i}] {item!r}: {key} is given twice; give all its "
                                   "values in one item")

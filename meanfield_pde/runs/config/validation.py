@@ -139,6 +139,10 @@ def _cross_checks(c: Config) -> None:
         if ini.weights and abs(sum(ini.weights) - 1.0) > 1e-9:
             raise ConfigError(f"initial.weights = {ini.weights}: must sum to 1 (sum is {sum(ini.weights):.12g})")
     if c.kind in ("particles", "compare"):
+        if zonal:  # "compare" ran its whole PDE first, then failed building the tokens' grid
+            raise ConfigError(f"run.kind = {c.kind!r}: needs domain.manifold = 'sphere' or 'circle' "
+                              "(got 'sphere_zonal': a case's tokens live on S² or S¹; tokens in R^d "
+                              "against the zonal PDE: meanfield_pde.analysis.zonal_tokens)")
         if c.time.unit != "natural":
             raise ConfigError(f"time.unit = {c.time.unit!r}: must be 'natural' with run.kind = {c.kind!r}")
         if c.particles.scheme not in ("auto", "euler_maruyama") and c.model.nu > 0:

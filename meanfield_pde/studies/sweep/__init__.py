@@ -62,8 +62,9 @@ from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY, 
                       collect_records, dask_client, interrupted_record, jobqueue_cluster,
                       lost_record)
 from .combine import TIME_TOLERANCE, combine, swept_case  # noqa: F401
-from .plan import (SWEEP_KINDS, Plan, Point, check_initial_states, dim_names, fmt_value,  # noqa: F401
-                   grid_of, plan_sweep)
+from .plan import (COUNT_VARIABLES, NOT_SWEPT, NUMBER_VARIABLES, SWEEP_KINDS, SWEEP_VARIABLES,  # noqa: F401
+                   SWEPT_PER_POINT, TEXT_VARIABLES, Plan, Point, check_initial_states, check_sweepable,
+                   dim_names, fmt_value, grid_of, plan_sweep)
 from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
                      summarise)
 

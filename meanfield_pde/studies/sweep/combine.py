@@ -11,7 +11,7 @@ import xarray as xr
 
 from ...core.stops import StopReason
 from ...runs.cf import grid_units
-from .plan import Plan, dim_names, fmt_value
+from .plan import COUNT_VARIABLES, NUMBER_VARIABLES, TEXT_VARIABLES, Plan, dim_names, fmt_value
 from .points import MEASURES
 
 
@@ -75,9 +75,9 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
                                {"long_name": f"continuation direction along {plan.continuation}"})
     names = sorted({n for r in records for n in r["finals"]})
     finals = {n: np.full(shape, np.nan) for n in names}
-    text = {k: np.full(shape, "", dtype=object) for k in ("status", "stop_reason", "error", "path")}
-    num = {k: np.full(shape, np.nan) for k in ("t_final", "stationary_time", "wall_time")}
-    ints = {k: np.zeros(shape, dtype=np.int64) for k in ("stationary", "skipped")}
+    text = {k: np.full(shape, "", dtype=object) for k in TEXT_VARIABLES}
+    num = {k: np.full(shape, np.nan) for k in NUMBER_VARIABLES}
+    ints = {k: np.zeros(shape, dtype=np.int64) for k in COUNT_VARIABLES}
     for p, r, spec in zip(plan.points, records, specs):
         for n, v in r["finals"].items():
             finals[n][p.index] = v

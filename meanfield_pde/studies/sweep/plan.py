@@ -10,36 +10,80 @@ import re
 from dataclasses import dataclass, field
 
 from ...core.errors import ConfigError
-from ...runs.config import Config, apply_overrides, from_dict, parse_grid_item
+from ...runs.config import Config, apply_overrides, from_dict, grid_item_size, parse_grid_item
+from .points import FINALS, MEASURES
 
 
-def grid_of(config: Config, extra=()) -> list[tuple[str, list]]:
+NOT_SWEPT = {
+    "output.path": "each point's file is DIR/points/<label>.nc, DIR the sweep's --output",
+    "output.plot": "the sweep writes each point's file, without a figure ([sweep] figure draws the sweep's)",
+    "output.density": "the sweep writes each point's file, always with the density",
+    "output.format": "the sweep writes each point's file, as netCDF-4",
+    "sweep": "the sweep's own settings hold for all its points; only sweep.dimension (the tokens' d) "
+             "varies per point",
+    "transformer": "a sweep point is one run of run.kind 'pde', 'limit' or 'particles', never a "
+                   "transformer study",
+}
+"""Keys (or whole sections) a sweep cannot vary: its points read them from the sweep, not from
+their own case, so every point would compute the same (sweeping output.path ran every point,
+then failed in sweep.nc on its variable 'path')."""
+SWEPT_PER_POINT = ("sweep.dimension",)  # the one [sweep] key each point reads from its own case
+
+
+def check_sweepable(key: str, where: str) -> None:
+    """ConfigError if a grid key is one of :data:`NOT_SWEPT` (named as ``where`` says)."""
+    why = NOT_SWEPT.get(key) or (None if key in SWEPT_PER_POINT else NOT_SWEPT.get(key.split(".")[0]))
+    if why:
+        raise ConfigError(f"{where} {key}: cannot be swept ({why})")
+
+
+def grid_of(config: Config, extra=(), force: bool = False) -> list[tuple[str, list]]:
     """The case's [sweep] grid with the ``extra`` items (--grid; a list, or one item as a string)
-    added or replacing the same key."""
-    grid: dict[str, list] = {}
+    added or replacing the same key.
+
+    The number of points (the product of the grid sizes) is checked against
+    :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` (unless ``force``) before any value is
+    built: a range "0.3:0.4:1000000000000" is refused at once (building it first ran out of memory).
+    """
+    from ...runs.budget import check_sweep_points
+    items: dict[str, tuple[str, str, int]] = {}  # key -> (item, how messages name it, its size)
     for i, item in enumerate(config.sweep.grid):
-        key, values = parse_grid_item(item, f"sweep.grid[{i}]")
-        grid[key] = values
+        key, size = grid_item_size(item, f"sweep.grid[{i}]")
+        check_sweepable(key, f"sweep.grid[{i}]")
+        items[key] = (item, f"sweep.grid[{i}]", size)
     if isinstance(extra, str):  # one item (run_sweep(config, DIR, "model.nu=0.3:0.4:5")): its
         extra = [extra]         # characters were read as items ("--grid 'm': must be of the form")
     given: set[str] = set()
     for item in extra:
-        key, values = parse_grid_item(item)
+        key, size = grid_item_size(item)
+        check_sweepable(key, "--grid")
         if key in given:  # a product with itself: which values were meant? (the last won silently)
             raise ConfigError(f"--grid {key}: given twice; give all its values in one --grid "
                               f"(e.g. --grid \"{key}=[0.3, 0.4]\")")
         given.add(key)
-        grid.pop(key, None)
-        grid[key] = values
-    if not grid:
+        items.pop(key, None)
+        items[key] = (item, "--grid", size)
+    if not items:
         raise ConfigError("sweep.grid = []: give at least one swept key (--grid section.key=values)")
-    return list(grid.items())
+    check_sweep_points(math.prod(size for _, _, size in items.values()), force=force)
+    return [parse_grid_item(item, where) for item, where, _ in items.values()]
+
+
+TEXT_VARIABLES = ("status", "stop_reason", "error", "path")  # per point, in sweep.nc
+NUMBER_VARIABLES = ("t_final", "stationary_time", "wall_time")
+COUNT_VARIABLES = ("stationary", "skipped")
+SWEEP_VARIABLES = frozenset((*FINALS, *MEASURES, *TEXT_VARIABLES, *NUMBER_VARIABLES, *COUNT_VARIABLES,
+                             "time", "direction"))
+"""The names of sweep.nc's own variables and coordinates (:func:`.combine.combine`)."""
 
 
 def dim_names(keys) -> list[str]:
-    """Dimension names: the key's last part ('model.beta' -> 'beta') unless two keys share it."""
+    """Dimension names: the key's last part ('model.beta' -> 'beta') unless two keys share it or
+    it names one of :data:`SWEEP_VARIABLES` ('handoff.time' -> 'handoff_time', not the time axis
+    of the measured series: sweep.nc could not be made after every point had run)."""
     last = [k.split(".")[-1] for k in keys]
-    return [l if last.count(l) == 1 else k.replace(".", "_") for k, l in zip(keys, last)]
+    return [l if last.count(l) == 1 and l not in SWEEP_VARIABLES else k.replace(".", "_")
+            for k, l in zip(keys, last)]
 
 
 def fmt_value(v) -> str:
@@ -97,11 +141,17 @@ def _check_one_clock(points: list[Point]) -> None:
 def _check_one_state_space(points: list[Point], cont: str) -> None:
     """A continued point starts from its predecessor's final coefficients: every point of a chain
     must have the same grid (manifold, lmax, dimension), else each continued point failed on its
-    worker with "operands could not be broadcast together with shapes (153,) (91,)"."""
+    worker with "operands could not be broadcast together with shapes (153,) (91,)"; and no point
+    followed by another may hand off to particles (its final state, weighted nodes, is resolved by
+    no grid: each continued point failed on its worker, "the initial density is not resolved")."""
     def space(p: Point):
         d = p.config["domain"]
         return d["manifold"], d["lmax"], d.get("dimension", 0)
     for a, b in zip(points, points[1:]):
+        if a.chain >= 0 and a.chain == b.chain and a.config["handoff"]["enabled"]:
+            raise ConfigError(f"sweep.continuation = {cont!r}: point {a.label} has handoff.enabled = "
+                              f"true, so it ends as weighted particles, a state point {b.label} cannot "
+                              "start from; sweep the hand-off runs without continuation")
         if a.chain >= 0 and a.chain == b.chain and space(a) != space(b):
             raise ConfigError(f"sweep.continuation = {cont!r}: points {a.label} and {b.label} have "
                               "different grids (domain.manifold, domain.lmax, domain.dimension), so "
@@ -134,20 +184,18 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
     Raises
     ------
     ConfigError
-        A grid item that is not section.key=values, a key or value the case
-        rejects (named as by --set, with the point), a continuation key not
-        in the grid or with a non-numeric grid, continuation with
+        A grid item that is not section.key=values, a key the sweep sets for every point
+        (:data:`NOT_SWEPT`), a key or value the case rejects (named as by --set, with the
+        point), a continuation key not in the grid or with a non-numeric grid, continuation with
         task = "tokens" or particles, a continuation key that changes the grid (domain.lmax,
         domain.dimension: a point could not start from the previous one's state), a point whose
         run.kind is not in :data:`SWEEP_KINDS` (with task = "run"), an unknown measure or one
         a point cannot take (clustered_pairs without tokens, clusters with task = "tokens"); more than
-        :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``),
-        before any point is built.
+        :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``; counted
+        before any value or point is built).
     """
-    from ...runs.budget import check_sweep_points
     sw = config.sweep
-    grid = grid_of(config, extra_grid)
-    check_sweep_points(math.prod(len(v) for _, v in grid), force=force)
+    grid = grid_of(config, extra_grid, force)  # the number of points checked before any is built
     cont = sw.continuation if continuation is None else continuation
     keys = [k for k, _ in grid]
     if cont:
