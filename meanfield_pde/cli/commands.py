@@ -207,7 +207,7 @@ def _run_comparison(config, path: Path, args) -> int:
 
 RUN_COMMANDS = {"pde": _run_one, "limit": _run_one, "particles": _run_one,
                 "compare": _run_comparison, "transformer": _run_study}
-"""`run` per run kind (:attr:`meanfield_pde.runs.config.Config.kind`)."""
+"""`run` per run kind (:attr:`~meanfield_pde.runs.config.case.Config.kind`)."""
 
 
 def _cmd_plot(args) -> int:

@@ -33,7 +33,7 @@ class MissingDependency(ConfigError, ImportError):
 
 
 def require(module: str, what: str):
-    """Import ``module`` (a key of :data:`EXTRAS`) for ``what``, or raise MissingDependency
+    """Import ``module`` (a key of ``EXTRAS``) for ``what``, or raise MissingDependency
     naming the extra, e.g. ``pip install "meanfield_pde[sweep]"``."""
     try:
         return importlib.import_module(module)

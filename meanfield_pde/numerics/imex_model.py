@@ -10,7 +10,7 @@ implicit terms, implicit inverse).
 
 Implemented by :class:`meanfield_pde.numerics.models.MeanFieldModel` and the
 large-β limit models of :mod:`meanfield_pde.numerics.limits`; the stepper
-(:class:`meanfield_pde.numerics.steppers.IMEXRungeKutta`), the step rule
+(:class:`~meanfield_pde.numerics.steppers.imex.IMEXRungeKutta`), the step rule
 (:class:`meanfield_pde.numerics.cfl.CFL`), the time loop and the diagnostics
 use nothing else.
 """
@@ -52,7 +52,7 @@ class IMEXModel(ABC):
         max |V| and min f on the grid at the last evaluation of the explicit
         part (V the velocity of ∂_t f = −div(f V) + L f).
 
-    and call :meth:`_set_energy_multipliers`; they implement :meth:`transport`
+    and call ``_set_energy_multipliers``; they implement :meth:`transport`
     (N into an output array) and :meth:`growth_rates`.
     """
 

@@ -179,7 +179,7 @@ class LimitModel(IMEXModel):
 
     # -- energies ----------------------------------------------------------------------------
     def limit_energy(self, coef: np.ndarray) -> float:
-        """E_β with the kernel expanded to this order (Laplace), stored as ``limit_energy``:
+        """E_β with the kernel expanded to this order (Laplace), stored as ``limit_energy``::
 
             order 0: (λ_0/2β) ∫ f² dσ − M²/(2β) = Σ_lm w_m (λ_0/2β) |f_lm|² − |S| |f_00|²/(2β)
             order 1: (λ_0/2β) [∫ f² dσ − (1/2β) ∫ |∇f|² dσ] − M²/(2β)
@@ -200,9 +200,11 @@ class BackwardHeat(LimitModel):
         order 0: ∂_τ f = −Δf                                (explicit, exact: :func:`backward_heat_exact`)
         order 1: ∂_τ f = −Δf − (1/2β) div(f ∇(Δf/f))
 
-    Split of order 1: with f∇(Δf/f) = ∇Δf − (Δf/f)∇f,
+    Split of order 1: with f∇(Δf/f) = ∇Δf − (Δf/f)∇f::
+
         implicit  −(1/2β) Δ²f          (eigenvalue −(l(l+1))²/2β, a division)
         explicit  −Δf + (1/2β) div((Δf/f) ∇f)
+
     (−Δf spectrally; the rational product on the dealiased grid). The explicit
     remainder is quadratic in f − f̄, so the linear rate about f̄ is
     l(l+1) − (l(l+1))²/(2β). Velocity (∂_τ f = −div(fV)):
@@ -249,9 +251,11 @@ class PorousMedium(LimitModel):
         order 0: ∂_τ f = −Δ(f²)
         order 1: ∂_τ f = −Δ(f²) − (1/β) div(f ∇Δf)
 
-    Split of order 1 (f̄ = 1/|S|, the uniform density of unit mass):
+    Split of order 1 (f̄ = 1/|S|, the uniform density of unit mass)::
+
         implicit  −(f̄/β) Δ²f           (eigenvalue −f̄ (l(l+1))²/β)
         explicit  −div(2f∇f + ((f − f̄)/β) ∇Δf)
+
     (quadratic products, exact on the dealiased grid). Linear rate about f̄:
     2f̄ l(l+1) − f̄ (l(l+1))²/β. Velocity: V = 2∇f + (1/β)∇Δf, the gradient
     of δ/δf [∫f² − (1/2β)∫|∇f|²] (Wasserstein gradient ascent).

@@ -215,7 +215,7 @@ def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None
     carries w_j in place of 1/n (SA: in place of 1): A_i = Σ_j w_j e^{β⟨x_i,x_j⟩} x_j
     (USA), divided by Φ(x_i) = Σ_j w_j e^{β⟨x_i,x_j⟩} (SA).
 
-    Both are one pass of :func:`_weighted_sums` with the shift of the
+    Both are one pass of ``_weighted_sums`` with the shift of the
     exponent folded into the first product, [βx_i, −s_i]·[x_j, 1] =
     β⟨x_i,x_j⟩ − s_i, and the row sums into the second, e^{…}·[x_j, 1].
     SA shifts by s_i = β|x_i|² (the j = i term: the largest on the sphere, so
@@ -405,7 +405,7 @@ def energy(x, beta: float, *, weights=None, chunk_rows: int | None = None) -> fl
 
     This is E_β[μ] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) dμ dμ of the empirical measure
     μ = (1/n) Σ δ_{x_i}: the definition of
-    :meth:`meanfield_pde.numerics.models.MeanFieldModel.energy` (the interaction energy less
+    :meth:`MeanFieldModel.energy <meanfield_pde.numerics.imex_model.IMEXModel.energy>` (the interaction energy less
     the constant 1/(2β)), one smooth function of β ∈ [0, 700]. Computed as
     e^β/(2β) · (1/n²) Σ e^{β(⟨x_i,x_j⟩−1)} − 1/(2β) for β >= 1 (finite up to β = 700),
     from Σ expm1(β⟨x_i,x_j⟩) for kernels.SMALL_BETA <= β < 1 (no cancellation), and

@@ -62,7 +62,7 @@ def time_axis(t, attrs) -> tuple[float, str]:
     attributes ``attrs``: ``(scale, label)``, the axis showing ``t / scale``.
 
     ``scale`` is 1 and ``label`` is :func:`time_label` when the largest finite |t| lies in
-    :data:`TIME_SCALE_RANGE` (or there is none, or it is 0); otherwise ``scale`` = 10^k with
+    ``TIME_SCALE_RANGE`` (or there is none, or it is 0); otherwise ``scale`` = 10^k with
     k = floor(log10 max|t|) and the label says so, e.g. 'time t (in units of 1e-300)'.
     Every time axis of the figures uses it.
     """

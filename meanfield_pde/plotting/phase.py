@@ -2,6 +2,7 @@
 the measured transitions from :mod:`meanfield_pde.analysis.phase`).
 
 Figures (``[sweep] figure``):
+
 - "lines": every final diagnostic against the first swept key;
 - "noise": stationary order parameter against ν, continued up and down, with
   the linear threshold ν_1 (README §Linear theory, :func:`linear.critical_noise`);
@@ -65,7 +66,7 @@ def plot_noise(ds: xr.Dataset):
     """|m| against ν per direction (filled: stationary; open: t_end reached first), ν_1 marked.
 
     Where the branches agree (a continuous transition) a second panel shows
-    |m|² against ν with the fit |m|² = a (ν_c − ν) (:func:`critical_noise_fit`).
+    |m|² against ν with the fit |m|² = a (ν_c − ν) (:func:`~meanfield_pde.analysis.phase.critical_noise_fit`).
     """
     from matplotlib.figure import Figure
 

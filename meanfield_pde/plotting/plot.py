@@ -218,7 +218,7 @@ def _first_finite(y):
 def view_centre(ds, i=None):
     """(lat, lon) in degrees of the heaviest cluster of snapshot ``i`` (default: the last with data).
 
-    The density is first smoothed by the heat kernel for time :data:`CLUSTER_SMOOTHING`
+    The density is first smoothed by the heat kernel for time ``CLUSTER_SMOOTHING``
     (coefficients × e^{−s l(l+1)}): its maximum is then where the most mass lies within
     ~10°, not the sharpest peak (a narrow light cluster). Without coefficients: the
     maximum of the stored density. (0, 0) if no snapshot has data.

@@ -25,7 +25,7 @@ def as_dataset(source: xr.Dataset | str | os.PathLike, where: str = "run") -> xr
     Raises
     ------
     ConfigError
-        A missing or damaged file (:func:`open_checked`); ``source`` neither a Dataset nor a
+        A missing or damaged file (:func:`~meanfield_pde.runs.runcheck.open_checked`); ``source`` neither a Dataset nor a
         path (a str or os.PathLike).
     """
     if isinstance(source, xr.Dataset):

@@ -45,7 +45,7 @@ The PDE's counters (``steps``, ``rejected_steps``, summed over sessions) and ``h
 are written to the file at the hand-off (:meth:`~meanfield_pde.runs.runfile.RunFile.record_attributes`),
 so that a run killed after it (SIGKILL) ends, once resumed, with the uninterrupted run's values.
 A file written before that and killed after its hand-off keeps the counters it holds (the
-placeholder 0: the PDE's steps are unknown) and gets ``handoff_trigger`` :data:`UNKNOWN_TRIGGER`.
+placeholder 0: the PDE's steps are unknown) and gets ``handoff_trigger`` ``UNKNOWN_TRIGGER``.
 """
 
 from __future__ import annotations

@@ -31,11 +31,11 @@ def run(config: Config, output: str | Path | None = None, progress: bool | None 
     Parameters
     ----------
     config : Config
-        From :func:`meanfield_pde.load_case` or :func:`meanfield_pde.runs.config.from_dict`.
+        From :func:`meanfield_pde.load_case` or :func:`meanfield_pde.runs.config.validation.from_dict`.
     output : path, optional
         netCDF file, appended and synced at every snapshot
         (:class:`meanfield_pde.runs.runfile.RunFile`), so an interrupted or killed
-        run keeps everything computed; continue it with :func:`resume`.
+        run keeps everything computed; continue it with :func:`~meanfield_pde.runs.restart.resume`.
     progress : bool or None
         Progress bar; None shows it only on a terminal.
     overwrite : bool, keyword-only
@@ -99,7 +99,7 @@ def planned_snapshots(config: Config) -> int:
 
 class PDERun(RunKind):
     """The mean-field PDE and the large-β limit models (kinds "pde" and "limit") for a
-    :class:`meanfield_pde.runs.session.Session`: built by :func:`build`, advanced by
+    :class:`meanfield_pde.runs.session.Session`: built by :func:`~meanfield_pde.runs.simulation.build`, advanced by
     :func:`meanfield_pde.numerics.solver.integrate` with the storage, progress and
     stationary-stop observers."""
 

@@ -15,7 +15,8 @@ scheme moves the directions by
 with a speed factor s_i > 0 and a radial law g_i, both functions of
 (r_i, ⟨θ_i, A_i⟩, |A_i|, t) only. Hence the particle model, the discrete
 layers' h → 0 limit and the equiangular (ρ, r) ODEs all follow from the same
-two functions (:mod:`.dynamics`, :mod:`.equiangular`).
+two functions (:mod:`~meanfield_pde.particles.normalisation.dynamics`,
+:mod:`~meanfield_pde.particles.normalisation.equiangular`).
 
 Built-in schemes (continuous model ⇐ discrete layer with step h; "LN" is
 x ↦ x/|x|, attention values are the normalised tokens). We could not read the

@@ -139,9 +139,9 @@ class SweepConfig:
     """[sweep]: a parameter sweep or phase diagram (``meanfield-pde sweep``, :mod:`meanfield_pde.studies.sweep`).
 
     The section checks its own items (each grid item's syntax and values, no key
-    twice, known measures); :func:`meanfield_pde.studies.sweep.plan_sweep` adds
+    twice, known measures); :func:`~meanfield_pde.studies.sweep.plan.plan_sweep` adds
     the --grid items, checks the continuation key against the grid and builds
-    every point through :func:`from_dict` before any work.
+    every point through :func:`~meanfield_pde.runs.config.validation.from_dict` before any work.
     """
     grid: list[str] = _f([], doc='swept keys, "section.key=values": a TOML list [a, b] or a range '
                                  '"start:stop:count" (count points, ends included)')

@@ -8,7 +8,8 @@ set, validated like ``--set``) and a task on dask.distributed: a
 LocalCluster of ``workers`` processes with one thread each, or the scheduler
 at ``scheduler`` (``tcp://host:port``) of a cluster started by hand.
 
-Output folder DIR:
+Output folder DIR::
+
     DIR/points/<label>.nc   each point's own run (the usual Dataset, README §Dataset contract)
     DIR/sweep.nc            the combined Dataset, dims = the swept keys
                             (+ ``direction`` with continuation)
@@ -23,7 +24,7 @@ case recomputes them. File names hold the exact grid values (``repr``); a
 plan whose points would share a name is refused. A point that raises is
 recorded (``status`` = "failed: <error>", ``stop_reason`` = "failed", ``error``) and does not stop the
 others; it is retried on the next run. So is a point whose worker process
-dies (distributed's KilledWorker, after :data:`ALLOWED_FAILURES` retries). A Ctrl-C while the
+dies (distributed's KilledWorker, after ``ALLOWED_FAILURES`` retries). A Ctrl-C while the
 points run writes sweep.nc with the finished ones and the others as ``interrupted`` (attribute
 ``interrupted`` counts them); the workers of the LocalCluster ignore it (:mod:`.worker_setup`).
 
@@ -125,7 +126,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     force : bool
         Run even if the number of points or the summed memory/disk/time estimate
         of the points is refused (:mod:`meanfield_pde.runs.budget`), or ``workers`` exceeds
-        :data:`WORKERS_PER_CORE` per core (:func:`check_workers`).
+        ``WORKERS_PER_CORE`` per core (:func:`~meanfield_pde.studies.sweep.cluster.check_workers`).
 
     Returns
     -------
@@ -145,7 +146,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
 
 
 def point_specs(config: Config, plan: Plan, out: Path) -> list[dict]:
-    """The task of each point (:func:`run_point`'s ``spec``), its file in ``out``/points."""
+    """The task of each point (:func:`~meanfield_pde.studies.sweep.points.run_point`'s ``spec``), its file in ``out``/points."""
     return [{"config": p.config, "name": config.name, "label": p.label,
              "path": str((out / "points" / f"{p.label}.nc").resolve()),
              "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
