@@ -108,7 +108,7 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "show_signature": False,
     "capture_repr": (),
-    "image_scrapers": ("matplotlib",),
+    "image_scrapers": ("matplotlib", "gallery_figures.scraper"),  # docs/_ext: Figure objects
     "matplotlib_animations": False,
     "default_thumb_file": str(DOCS / "_static" / "thumb.png"),
     "min_reported_time": 1,

@@ -7,7 +7,7 @@ they are L² distances of densities (w.r.t. the area measure)::
 
 (only m >= 0 is stored for a real field; on the circle l is the wavenumber k).
 
-A particle run (it has ``positions``; README §Dataset contract) stores the coefficients
+A particle run (it has ``positions``; :ref:`dataset-contract`) stores the coefficients
 of its empirical measure, (1/n) Σ_i conj(Y_lm(x_i)), under the same names, so
 the same L² distance applies to its projection on degrees <= L. Beside it,
 :func:`compare` then gives the level that sampling noise alone produces
@@ -227,7 +227,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     Parameters
     ----------
     ds_a, ds_b : Dataset
-        Runs on the same manifold with the names of README §Dataset contract. A particle
+        Runs on the same manifold with the names of :ref:`dataset-contract`. A particle
         run is recognised by its ``positions(time, particle, xyz)``; its
         coef_real/coef_imag must be the raw empirical coefficients
         (1/n) Σ_i conj(Y_lm(x_i)) (not smoothed).
@@ -400,7 +400,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     if is_particle_run(ds_a) or is_particle_run(ds_b):
         _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, geo,
                              n_projections, seed)
-    for var in out.data_vars.values():  # README: units on every variable. The coefficients and
+    for var in out.data_vars.values():  # units on every variable (docs/user-guide/outputs.md). The coefficients and
         var.attrs.setdefault("units", "1")  # every quantity from them are pure numbers (the run
     return out                               # files' "1"); the Wasserstein ones carry radian
 

@@ -162,7 +162,7 @@ def vmf_resolved_gap(lmax: int, dimension: int, max_spectral_tail: float = 1e-6)
 
     A guide to where a collapse run at this lmax stops: measured (SA β = 2 from vMF(2√d), L = 64,
     128, 256) the tail test stops the run at 2.1–2.2 times this u in d = 3, 1.5–1.7 in d = 16,
-    1.1–1.3 in d = 128 and 1.0–1.05 in d = 512 (README §Any dimension). In d = 3 it falls like
+    1.1–1.3 in d = 128 and 1.0–1.05 in d = 512 (:ref:`any-dimension`). In d = 3 it falls like
     L^{−2} (an angle √(2u) resolved by ~π/L); in high d more slowly while L < d, since the
     spectrum carries dim H_l = p_l(1)², which grows like d^l/l!. Returns nan if even κ = 1e-2
     fails. Raises ConfigError for lmax < 2 (lmax 0 has no tail: every κ "passed") or d outside

@@ -1,4 +1,4 @@
-"""Command line: ``meanfield-pde run | cases | plot | animate | compare | limits | sweep`` (README, 'Command line').
+"""Command line: ``meanfield-pde run | cases | plot | animate | compare | limits | sweep`` (:ref:`cli`).
 
 User errors (bad case, bad --set, unreadable file) print one line naming
 the field and exit with status 2, without a traceback. A run that stops
@@ -23,7 +23,7 @@ from ..runs.outputs import claim
 
 EXIT_USER_ERROR = 2  # EXIT_STOPPED (3) and a run's exit code come from core.stops.StopReason
 FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machine or the caps "
-              "(see README, 'Resource caps')")
+              "(see the documentation: docs/user-guide/cli.md, Resource caps)")
 
 
 def _cmd_cases(args) -> int:
@@ -91,7 +91,7 @@ def _run_claimed(config, path: Path, args) -> int:
 
 
 def _run_one(config, path: Path, args) -> int:
-    """A PDE, limit-model or token run: one run file (README, 'Command line')."""
+    """A PDE, limit-model or token run: one run file (:ref:`cli`)."""
     from ..runs.particle_runner import run_particles
     from ..runs.runner import run
     progress = None if not args.quiet else False

@@ -1,6 +1,6 @@
-"""Per-snapshot diagnostics and the resolution monitor (README §Numerics).
+"""Per-snapshot diagnostics and the resolution monitor (:ref:`numerics`).
 
-Names match the Dataset contract (README §Dataset contract): mass, energy, free_energy,
+Names match the Dataset contract (:ref:`dataset-contract`): mass, energy, free_energy,
 order_parameter, min_density, spectral_tail.
 """
 

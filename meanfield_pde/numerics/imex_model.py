@@ -109,7 +109,7 @@ class IMEXModel(ABC):
 
         The interaction energy less the constant M²/(2β) (see
         :func:`meanfield_pde.core.kernels.energy_multipliers`): one smooth function of
-        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (README §Energies).
+        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (:ref:`energies`).
         The same functional for every model, so a PDE run and a limit run with the
         same density store the same ``energy``.
         """

@@ -1,6 +1,6 @@
 """Large-β limits of the mean-field PDE: backward heat (SA) and backward porous medium (USA).
 
-README §Large-β limits. Laplace's method on the kernel e^{β⟨x,y⟩}
+:ref:`large-beta-limits`. Laplace's method on the kernel e^{β⟨x,y⟩}
 (its Funk–Hecke multipliers λ_l = 4π i_l(β) on S², λ_k = 2π I_k(β) on S¹,
 with λ_l/λ_0 = 1 − l(l+1)/(2β) + O(β⁻²)) gives
 
@@ -33,7 +33,7 @@ Conventions
   coefficients are the geometry's orthonormal ones, shape (ncoef,).
 - Noise is not part of the limits (ν = 0 is required).
 
-Numerics (README §Numerics): the same IMEX steppers as the PDE, with a diagonal
+Numerics (:ref:`numerics`): the same IMEX steppers as the PDE, with a diagonal
 implicit part and everything else explicit. Order 0 has no implicit part
 (the anti-diffusion −Δ must *never* be implicit: 1 − dt σ_l can vanish).
 Order 1 is stiff (fourth order); its linearisation about f̄ is implicit:
@@ -73,7 +73,7 @@ def backward_heat_exact(coef: np.ndarray, tau: float, geometry: Geometry) -> np.
 
     Diagonal in the spectral basis: f_lm(τ) = e^{l(l+1)τ} f_lm(0) (S²;
     e^{k²τ} on S¹). Ill posed: the factor at the top degree L,
-    e^{L(L+1)τ}, also multiplies round-off (README §Large-β limits).
+    e^{L(L+1)τ}, also multiplies round-off (:ref:`large-beta-limits`).
 
     Parameters
     ----------
@@ -195,7 +195,7 @@ class LimitModel(IMEXModel):
 
 
 class BackwardHeat(LimitModel):
-    """SA at large β in τ = t/β (README §Large-β limits):
+    """SA at large β in τ = t/β (:ref:`large-beta-limits`):
 
         order 0: ∂_τ f = −Δf                                (explicit, exact: :func:`backward_heat_exact`)
         order 1: ∂_τ f = −Δf − (1/2β) div(f ∇(Δf/f))
@@ -246,7 +246,7 @@ class BackwardHeat(LimitModel):
 
 
 class PorousMedium(LimitModel):
-    """USA at large β in τ = t λ_0/(2β) (README §Large-β limits):
+    """USA at large β in τ = t λ_0/(2β) (:ref:`large-beta-limits`):
 
         order 0: ∂_τ f = −Δ(f²)
         order 1: ∂_τ f = −Δ(f²) − (1/β) div(f ∇Δf)

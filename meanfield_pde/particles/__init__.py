@@ -1,6 +1,6 @@
 """Particle (token) simulations of the SA/USA self-attention dynamics on S^{d−1}.
 
-n tokens x_i ∈ S^{d−1} (any d >= 2) follow (README §Model; Geshkovski,
+n tokens x_i ∈ S^{d−1} (any d >= 2) follow (:ref:`model`; Geshkovski,
 Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on
 Transformers", arXiv:2312.10794)
 

@@ -1,4 +1,4 @@
-"""Figure of a hand-off run (README §Past lost resolution): the staircase and its clusters.
+"""Figure of a hand-off run (:ref:`past-lost-resolution`): the staircase and its clusters.
 
 Top: the density at the start of each plateau (the hand-off, then the first snapshot after
 each merge; at most ``MAX_PLATEAUS``), as maps and orthographic views

@@ -2,7 +2,7 @@
 
 Every figure of a run says which equation produced it and whether its time axis is the
 natural time t of the mean-field equation (transformer depth) or a rescaled time τ of a
-large-β limit (README §Large-β limits: τ = t/β for SA → backward heat, τ = t λ₀/(2β) for
+large-β limit (:ref:`large-beta-limits`: τ = t/β for SA → backward heat, τ = t λ₀/(2β) for
 USA → porous medium), read from the run's attributes ``model``, ``equation``, ``beta``,
 ``nu``, ``n``, ``manifold`` and ``time_unit``.
 """

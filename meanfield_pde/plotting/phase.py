@@ -5,7 +5,7 @@ Figures (``[sweep] figure``):
 
 - "lines": every final diagnostic against the first swept key;
 - "noise": stationary order parameter against ν, continued up and down, with
-  the linear threshold ν_1 (README §Linear theory, :func:`linear.critical_noise`);
+  the linear threshold ν_1 (:ref:`linear-theory`, :func:`linear.critical_noise`);
 - "clusters": number of clusters against β, every seed shown, beside the
   fastest mode k*(β) or l*(β) (:func:`linear.fastest_mode`);
 - (not a sweep figure) :func:`plot_zonal_transition`: several zonal "noise" sweeps, panels per

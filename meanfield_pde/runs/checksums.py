@@ -1,7 +1,7 @@
 """Checksums that make a damaged byte of a written file an error instead of a wrong number.
 
 Two schemes for the data, one per file format, and one for the global attributes
-(README §Output files: checksums):
+(:ref:`checksums`):
 
 * **netCDF-4 (HDF5)** files written whole (a sweep's ``sweep.nc``, comparisons, a sweep's
   token points, run files compressed with ``output.format = "netcdf4-zlib"``): HDF5's

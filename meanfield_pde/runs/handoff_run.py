@@ -1,5 +1,5 @@
 """A noise-free PDE run that continues past lost resolution as weighted particles, in the same
-run file (the "handoff" run kind of :mod:`meanfield_pde.runs.session`; README §Past lost resolution).
+run file (the "handoff" run kind of :mod:`meanfield_pde.runs.session`; :ref:`past-lost-resolution`).
 
 Without noise the mean-field equation is a continuity equation with a smooth velocity
 V[μ], so it is solved by its characteristics and a weighted sum of Diracs stays one
@@ -16,7 +16,7 @@ V[μ], so it is solved by its characteristics and a weighted sum of Diracs stays
    ``handoff.t_end`` by :func:`meanfield_pde.particles.adaptive.integrate_weighted` (error
    control; nodes closer than ``handoff.merge_tol`` merged), snapshots log-spaced in time.
 
-Every snapshot (both phases) carries the same variables (README §Dataset contract): the
+Every snapshot (both phases) carries the same variables (:ref:`dataset-contract`): the
 coefficients (after the hand-off those of the weighted measure Σ w_j δ_{x_j}: Σ_j w_j
 conj(Y_lm(x_j)), exact, no smoothing), ``density`` (after the hand-off the measure smoothed by
 the heat kernel for ``handoff.smoothing``), mass (Σ w_j), energy, order_parameter, and

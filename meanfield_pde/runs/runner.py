@@ -26,7 +26,7 @@ __all__ = ["run", "build", "PDE", "PDERun", "planned_snapshots"]  # build: mf.bu
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
         overwrite: bool = False, initial: np.ndarray | xr.Dataset | str | Path | None = None,
         time: float | None = None, exact: bool = False, force: bool = False) -> xr.Dataset:
-    """Run a validated case and return its Dataset (README §Dataset contract); write it if ``output``.
+    """Run a validated case and return its Dataset (:ref:`dataset-contract`); write it if ``output``.
 
     Parameters
     ----------

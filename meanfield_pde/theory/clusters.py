@@ -2,8 +2,7 @@
 
 Without noise the mean-field equation is a continuity equation with a smooth
 velocity field V[μ], so a weighted sum of Diracs μ = Σ_j w_j δ_{x_j}
-(w_j >= 0, x_j ∈ S^{d−1}) stays one, and its points follow (README
-§Cluster dynamics; Geshkovski, Letrouit, Polyanskiy & Rigollet,
+(w_j >= 0, x_j ∈ S^{d−1}) stays one, and its points follow (:ref:`cluster-dynamics`; Geshkovski, Letrouit, Polyanskiy & Rigollet,
 arXiv:2312.10794; Geshkovski, Koubbi, Polyanskiy & Rigollet, arXiv:2410.06833)
 
     ẋ_i = V[μ](x_i),   Φ(x) = Σ_j w_j e^{β⟨x,x_j⟩},

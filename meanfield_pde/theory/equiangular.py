@@ -4,7 +4,7 @@ If n unit tokens start equiangular, ⟨x_i, x_j⟩ = ρ for all i ≠ j, both fl
 keep them so (the Gram matrix obeys a closed ODE that commutes with permuting
 the tokens; an equiangular Gram matrix is permutation invariant, so by
 uniqueness it stays equiangular), and the common inner product solves a
-scalar ODE (README §Equiangular reduction; Geshkovski, Letrouit, Polyanskiy & Rigollet,
+scalar ODE (:ref:`equiangular-reduction`; Geshkovski, Letrouit, Polyanskiy & Rigollet,
 arXiv:2312.10794, the equiangular / simplex example)::
 
     SA:  ρ̇ = 2(1−ρ)(1+(n−1)ρ) / (e^{β(1−ρ)} + n − 1)
@@ -215,7 +215,7 @@ def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.
                                 level: float = 0.999) -> float:
     """The time t* at which the equiangular ρ(t) from ρ0 reaches ``level``.
 
-    README §Equiangular reduction: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
+    :ref:`equiangular-reduction`: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
     h_USA = (2/n) e^{βρ}. In the clock s with ds = h dt, ρ is logistic
     (:func:`solve_equiangular`): 1 − ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),
     R0 = (1+(n−1)ρ0)/((n−1)(1−ρ0)), so ρ = level at

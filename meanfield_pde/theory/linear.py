@@ -3,7 +3,7 @@
 Linearising ∂_t f + div(f V[f]) = ν Δf about the uniform density f̄ = 1/|S|
 diagonalises in spherical harmonics (S²) or Fourier modes (S¹), because the
 kernel e^{β⟨x,y⟩} is zonal (Funk–Hecke, λ_l in :mod:`meanfield_pde.core.kernels`).
-A perturbation ε Y_l grows like e^{σ_l t} with (README §Linear theory)
+A perturbation ε Y_l grows like e^{σ_l t} with (:ref:`linear-theory`)
 
     S²:  σ_l^USA = l(l+1) [ i_l(β)/β − ν ]     σ_l^SA = l(l+1) [ i_l(β)/(β i_0(β)) − ν ]
     S¹:  σ_k^USA = k²     [ I_k(β)/β − ν ]     σ_k^SA = k²     [ I_k(β)/(β I_0(β)) − ν ]
@@ -19,7 +19,7 @@ Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on Transformers"
 uniform measure and the mode selection it implies (number of clusters of the
 first metastable state ≈ the fastest mode); Bruno, Pasqualotto, Agazzi et al.
 on the emergence of metastable clusters from the uniform state, which use the
-same growth rates; derivation in README §Linear theory.
+same growth rates; derivation in :ref:`linear-theory`.
 
 Everything is built on :func:`kernels.gradient_multipliers`, which works from
 exponentially scaled Bessel functions: β = 0 gives the exact limits and β up
@@ -198,7 +198,7 @@ def critical_noise(kind: str, beta: float, manifold: str = "sphere",
     S^{d−1} (λ_1/β → |S^{d−1}|/d); in general ν_1 = λ_1/(β|S^{d−1}|) (USA),
     λ_1/(βλ_0) = I_{d/2}(β)/(β I_{d/2−1}(β)) (SA).
     This is the *linear* threshold; for β > 0 the transition may be
-    discontinuous (a clustered minimiser can exist above it; README §Linear theory).
+    discontinuous (a clustered minimiser can exist above it; :ref:`linear-theory`).
 
     Parameters
     ----------

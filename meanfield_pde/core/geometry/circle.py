@@ -45,7 +45,7 @@ class Circle(Geometry):
     area = 2.0 * np.pi
     table_dims = ("k",)
     # The module docstring's conventions as the attributes of the stored coefficients
-    # (README §Dataset contract; the sphere's names, the circle's values).
+    # (docs/user-guide/outputs.md (Dataset contract); the sphere's names, the circle's values).
     conventions = {
         "coefficient_basis": "fourier",
         "coefficient_normalization": "orthonormal",

@@ -190,8 +190,7 @@ class Sphere(Geometry):
     manifold = "sphere"
     area = 4.0 * np.pi
     table_dims = ("l", "m")
-    # The module docstring's conventions as the attributes of the stored coefficients (README
-    # §Dataset contract): shtns.sht_orthonormal without SHT_NO_CS_PHASE, checked numerically
+    # The module docstring's conventions as the attributes of the stored coefficients (docs/user-guide/outputs.md (Dataset contract)): shtns.sht_orthonormal without SHT_NO_CS_PHASE, checked numerically
     # against closed forms and scipy.special.sph_harm_y in tests/test_conventions.py.
     conventions = {
         "coefficient_basis": "spherical_harmonics",

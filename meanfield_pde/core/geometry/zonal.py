@@ -141,7 +141,7 @@ class ZonalSphere(Geometry):
     manifold = "sphere_zonal"
     area = 1.0
     table_dims = ("l",)
-    # The stored coefficients' conventions (README §Dataset contract): real coefficients of the
+    # The stored coefficients' conventions (docs/user-guide/outputs.md (Dataset contract)): real coefficients of the
     # Gegenbauer polynomials orthonormal in the uniform probability measure (module docstring).
     conventions = {
         "coefficient_basis": "gegenbauer",

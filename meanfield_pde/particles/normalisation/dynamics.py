@@ -1,7 +1,7 @@
 """Token dynamics of a normalisation scheme: the continuous model and its discrete layers.
 
 Continuous model (arXiv:2510.22026 §3; Rigollet arXiv:2512.01868 §6.2;
-README §Normalisation schemes), with x_i = r_i θ_i and A_i the SA attention of the directions:
+:ref:`normalisation-schemes`), with x_i = r_i θ_i and A_i the SA attention of the directions:
 
     ẋ_i = g_i θ_i + (r_i / s_i) P⊥_{θ_i} A_i,
 

@@ -21,7 +21,7 @@ class LimitConfig:
     Used by ``meanfield-pde limits CASE``: for each β the PDE and the limit
     models of the given orders run to rescaled time τ from the case's initial
     density; their distance on degrees l <= ``degrees`` is reported against β
-    with the fitted slope (README §Large-β limits: −1 for order 0, −2 for order 1).
+    with the fitted slope (:ref:`large-beta-limits`: −1 for order 0, −2 for order 1).
     """
     betas: list[float] = _f([25.0, 50.0, 100.0, 200.0, 400.0], lo=0.0, hi=BETA_MAX, lo_open=True,
                             doc="inverse temperatures of the sweep")

@@ -10,7 +10,7 @@ at ``scheduler`` (``tcp://host:port``) of a cluster started by hand.
 
 Output folder DIR::
 
-    DIR/points/<label>.nc   each point's own run (the usual Dataset, README §Dataset contract)
+    DIR/points/<label>.nc   each point's own run (the usual Dataset, :ref:`dataset-contract`)
     DIR/sweep.nc            the combined Dataset, dims = the swept keys
                             (+ ``direction`` with continuation)
     DIR/sweep.png           its figure (``[sweep] figure``)
