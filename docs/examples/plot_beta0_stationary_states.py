@@ -1,4 +1,4 @@
-"""
+r"""
 Stationary states at β = 0: Langevin and noisy Kuramoto
 =======================================================
 

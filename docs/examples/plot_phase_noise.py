@@ -1,4 +1,4 @@
-"""
+r"""
 Phase diagrams in the noise: continuous at β = 1, hysteresis at β = 3
 =====================================================================
 
