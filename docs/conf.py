@@ -45,9 +45,9 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "build", "Thumbs.db", ".DS_Store", "examples/*.md",
-                    "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-                    "auto_examples/*.md5", "auto_examples/*.json", "sg_execution_times.rst"]
+exclude_patterns = ["_build", "build", "Thumbs.db", ".DS_Store",
+                    "examples/*",  # the gallery's sources: sphinx-gallery writes auto_examples/
+                    "sg_execution_times.rst"]
 templates_path = []
 nitpicky = True
 # The build is offline (no intersphinx inventories), so names of other libraries in
