@@ -46,7 +46,7 @@ SKIPPED = {
     "bash .ci/setup && .venv/bin/python -m pytest -q": "the whole test suite (minutes)",
     "bash .ci/setup && bash .ci/docs": "this build itself",
     "pip install /path/to/clone": "an install from a clone (tests/test_install.py builds and installs one)",
-    'pip install "/path/to/clone[all]"': "an install from a clone (tests/test_install.py)",
+    "pip install /path/to/clone[all]": "an install from a clone (tests/test_install.py)",
     "sudo apt-get install libfftw3-dev gcc python3-dev": "system packages (.ci/setup installs them)",
     # A batch cluster (tests/test_sweep_jobqueue.py checks the job script and runs --jobqueue local).
     "meanfield-pde sweep phase_noise_beta3 --jobqueue slurm --jobs 4 --cores 32 --memory 64GB "
@@ -67,13 +67,6 @@ SKIPPED = {
     "python benchmarks/run.py": "the benchmarks (minutes)",
     "python benchmarks/run.py --rows 1,2": "benchmark rows (a minute)",
     "python benchmarks/run.py --smoke": "run by tests/test_benchmarks_smoke.py",
-    "python benchmarks/implicit.py": "the long-run benchmark (many minutes)",
-    "python benchmarks/zonal_transition.py": "eight phase-diagram sweeps (minutes)",
-    "python benchmarks/zonal_figures.py": "4 CPU minutes of runs and tokens",
-    "python benchmarks/zonal_tokens.py 2000 10 degree1 8 mirrored": "token runs (minutes)",
-    "python benchmarks/zonal_cost.py": "resolution study (minutes)",
-    "python benchmarks/handoff_tokens.py RUN.nc --n 10000 --seeds 5 --jobs 2 --times 30 1e3 1e5 1e8":
-        "10^4 tokens, 5 seeds, to t = 1e8 (CPU minutes each); tests/test_handoff_run.py runs it tiny",
 }
 
 RUN = ("python", "console")
