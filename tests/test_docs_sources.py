@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -156,6 +157,9 @@ def test_console_blocks_give_their_commands(snippets):
     text = ("$ meanfield-pde cases   # list them\nsa_beta10_noisy  SA, ...\n"
             "$ meanfield-pde sweep CASE \\\n    --workers 2\n")
     assert snippets.commands(text) == ["meanfield-pde cases", "meanfield-pde sweep CASE --workers 2"]
+    # a quoted argument stays one argument when the command runs
+    quoted, = snippets.commands('$ meanfield-pde limits x --set "limit.betas=[25, 50]"  # two\n')
+    assert shlex.split(quoted) == ["meanfield-pde", "limits", "x", "--set", "limit.betas=[25, 50]"]
 
 
 def test_a_case_fragment_with_an_unknown_key_fails_its_check(snippets):

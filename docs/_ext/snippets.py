@@ -35,8 +35,8 @@ import tempfile
 import time
 import traceback
 
-# Commands of the pages that are not run, by their exact text (prompt and comment dropped),
-# each with the reason. An entry that matches no command of the pages fails the build.
+# Commands of the pages that are not run, by their text as shlex.join writes it (prompt and
+# comment dropped, quoting normalised), each with the reason. An entry that matches no command of the pages fails the build.
 SKIPPED = {
     # The two commands of a fresh clone: the setup script installs system packages and a
     # virtualenv, the default run takes about a minute and the whole suite minutes (CI runs
@@ -46,7 +46,7 @@ SKIPPED = {
     "bash .ci/setup && .venv/bin/python -m pytest -q": "the whole test suite (minutes)",
     "bash .ci/setup && bash .ci/docs": "this build itself",
     "pip install /path/to/clone": "an install from a clone (tests/test_install.py builds and installs one)",
-    "pip install /path/to/clone[all]": "an install from a clone (tests/test_install.py)",
+    "pip install '/path/to/clone[all]'": "an install from a clone (tests/test_install.py)",
     "sudo apt-get install libfftw3-dev gcc python3-dev": "system packages (.ci/setup installs them)",
     # A batch cluster (tests/test_sweep_jobqueue.py checks the job script and runs --jobqueue local).
     "meanfield-pde sweep phase_noise_beta3 --jobqueue slurm --jobs 4 --cores 32 --memory 64GB "
@@ -84,7 +84,7 @@ def commands(text: str) -> list[str]:
             while cmd.endswith("\\") and i + 1 < len(lines):
                 i += 1
                 cmd = cmd[:-1].rstrip() + " " + lines[i].strip()
-            out.append(" ".join(shlex.split(cmd, comments=True)))
+            out.append(shlex.join(shlex.split(cmd, comments=True)))  # quoting kept
         i += 1
     return out
 

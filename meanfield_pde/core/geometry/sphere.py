@@ -279,7 +279,7 @@ class Sphere(Geometry):
         """Coefficients (ncoef,) of a real field given on the grid (nlat, nphi).
 
         ``grid`` may be any real array of that shape (converted to float64); ``out``, if
-        given, a complex128 array (ncoef,) (:meth:`~meanfield_pde.core.geometry.base.Geometry.zeros_coef`).
+        given, a complex128 array (ncoef,) (``zeros_coef``).
 
         Raises
         ------
@@ -302,7 +302,7 @@ class Sphere(Geometry):
     def synthesis(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Grid values (nlat, nphi) of the real field with coefficients ``coef``.
 
-        ``coef``: complex128, C-contiguous, shape (ncoef,) (:meth:`~meanfield_pde.core.geometry.base.Geometry.zeros_coef`); ``out``, if
+        ``coef``: complex128, C-contiguous, shape (ncoef,) (``zeros_coef``); ``out``, if
         given, float64, C-contiguous, (nlat, nphi).
 
         Raises
