@@ -18,10 +18,10 @@ from meanfield_pde.studies.limit_sweep import limit_sweep, plot_limit_sweep
 
 short = {"limit.betas": [25.0, 50.0, 100.0]}
 sa = limit_sweep(mf.load_case("sa_backward_heat", short))
-print("SA slopes (orders 0, 1):", sa.fitted_slope.values)
+print("SA slopes (orders 0, 1):", sa.slope.values)
 fig_sa = plot_limit_sweep(sa)
 
 # %%
 usa = limit_sweep(mf.load_case("usa_porous_medium", short))
-print("USA slopes (orders 0, 1):", usa.fitted_slope.values)
+print("USA slopes (orders 0, 1):", usa.slope.values)
 fig_usa = plot_limit_sweep(usa)
