@@ -119,6 +119,8 @@ sphinx_gallery_conf = {
     "image_scrapers": ("matplotlib", "gallery_figures.scraper"),  # docs/_ext: Figure objects
     "matplotlib_animations": False,
     "min_reported_time": 1,
+    # no execution-times page: sphinx-gallery's loads DataTables from a CDN (an offline build)
+    "write_computation_times": False,
 }
 
 # -- HTML ---------------------------------------------------------------------------------

@@ -477,6 +477,8 @@ def _name(text: str) -> str:
 
 
 def make_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``meanfield-pde`` and its subcommands (run, cases, plot, animate,
+    compare, limits, sweep): every option, its help and its one-line refusal (exit 2)."""
     p = _Parser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
     from .. import __version__
@@ -581,6 +583,9 @@ def _warning_line(message, category, *args, **kwargs) -> None:
 
 
 def main(argv=None) -> int:
+    """Run the ``meanfield-pde`` command with ``argv`` (default: ``sys.argv[1:]``) and return its
+    exit status: 0 completed, 2 bad input (one line on stderr), 3 stopped early, 130
+    interrupted before the run began (docs/user-guide/cli.md, Stops, exit codes)."""
     args = make_parser().parse_args(argv)
     from ..core.errors import CaseKeyDeprecationWarning, DiskSpaceWarning, SnapshotsDroppedWarning
     from ..runs.outputs import OutputFull

@@ -31,6 +31,8 @@ def _other_dims(ds, keep):
 
 
 def plot_lines(ds: xr.Dataset):
+    """The "lines" figure of a sweep: every final diagnostic of the points against the first
+    swept key, one panel each (the figure of a grid no other figure fits). Returns a Figure."""
     from matplotlib.figure import Figure
     first = ds.status.dims[0]
     names = [n for n in ds.data_vars if ds[n].dims == ds.status.dims and ds[n].dtype.kind == "f"

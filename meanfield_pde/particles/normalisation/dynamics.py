@@ -40,6 +40,8 @@ def _check_positions(x) -> np.ndarray:
 
 
 def check_times(t) -> np.ndarray:
+    """``t`` as a 1-d float array of output times; ConfigError unless finite, >= 0 and
+    strictly increasing."""
     t = np.atleast_1d(np.asarray(t, dtype=float))
     if t.ndim != 1 or not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(np.diff(t) <= 0):
         raise ConfigError("t: times must be finite, >= 0 and increasing")
