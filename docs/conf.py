@@ -125,7 +125,7 @@ sphinx_gallery_conf = {
 
 # -- HTML ---------------------------------------------------------------------------------
 html_theme = "furo"
-html_title = f"meanfield_pde {version}"
+html_title = "meanfield_pde"
 html_static_path = ["_static"]
 html_theme_options = {"navigation_with_keys": True}
 html_show_sourcelink = False
