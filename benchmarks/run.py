@@ -10,7 +10,7 @@ interleaved repetitions (each the fastest call of a short batch, see
 shows the median and the spread (min–max) of its repetitions; a target is
 met when the median is. Single-threaded rows (CPU clock) are apart from the
 multithreaded ones (wall clock). The table is printed and written as
-Markdown to ``--output`` (the README shows it), with the processor and the
+Markdown to ``--output`` (docs/performance.md shows it), with the processor and the
 load average (other processes on the cores make the spread wide).
 
 Rows (issues 6 and 18):

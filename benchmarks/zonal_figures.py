@@ -4,8 +4,7 @@ degree l*(β, d) of linear theory for d = 3 … 4096.
 Collapse, from the zonal mean-field PDE (``zonal_vmf_collapse.png``): SA, β = 2, from vMF(e, 2√d),
 noise-free, at the degree L of COLLAPSE_LMAX, until the resolution monitor stops it (spectral
 tail 1e-6; the negative-density floor is off: in high d f̄ spans tens of decades, and far from
-the cluster the series' cut-off error, with no visible mass, reads as "negative", README §Any
-dimension).
+the cluster the series' cut-off error, with no visible mass, reads as "negative", :ref:`any-dimension`).
 It records u = 1 − ⟨t⟩ (t = ⟨x, e⟩), its rate −d log u/dt, the cluster's own gap u_c = 1 − ⟨t | t > 0⟩,
 d⟨t⟩/dt from the first-moment identity on a 4× finer grid
 (:mod:`meanfield_pde.analysis.zonal_collapse`), and the near-Gaussian law
@@ -59,7 +58,7 @@ COLLAPSE_DIMS = (3, 16, 128, 512)
 COLLAPSE_BETA = 2.0
 # as large as is cheap: L = 256 costs ~2 s in d <= 16; in d = 128, 512 its adaptive steps collapse
 # to ~1e-5 (error control, not CFL) once u < 0.25 (0.6) with the spectral tail still < 1e-6: no
-# longer resolved (README §Any dimension); L = 128 stops cleanly on the tail, in about 1 s
+# longer resolved (docs/mathematics/any-dimension.md (Any dimension)); L = 128 stops cleanly on the tail, in about 1 s
 COLLAPSE_LMAX = {3: 256, 16: 256, 128: 128, 512: 128}
 COLLAPSE_SEEDS = 5
 MODE_DIMS = (3, 8, 32, 128, 512, 4096)

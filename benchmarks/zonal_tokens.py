@@ -13,7 +13,7 @@ mean-field one only while a token's own weight e^β is small against n e^{β⟨x
 Columns added for the d = 8 diagnosis: W1/L2 tokens-PDE(â), each seed against the PDE started
 from its own degree-1 coefficient (``rows(conditioned=True)``), and |P⊥ mean|, the tokens'
 transverse mean; "mirrored" runs n/2 draws and their mirror images (−x⊥, t), which have no
-transverse degree-1 mode. Why (README §Any dimension): the sampled degree-1 errors, zonal
+transverse degree-1 mode. Why (:ref:`any-dimension`): the sampled degree-1 errors, zonal
 (~1/√(dn)) and transverse (~√((d − 1)/(dn))), grow at σ_1 like the signal; the first
 shifts the law of t in proportion to it, the second tilts the cluster from e. Particles
 and PDE themselves agree with linear theory (tests/test_zonal_tokens.py, d = 8).

@@ -26,7 +26,7 @@ import os
 # they spin between transforms and steal the core the Python thread needs
 # (measured: 4x slower at L = 63 on 2 cores). Users can still override it, or set libgomp's
 # GOMP_SPINCOUNT, which takes precedence: on cores of their own, spinning threads make 2-thread
-# runs at L >= 170 faster (README, "Performance": benchmarks/run.py rows T).
+# runs at L >= 170 faster (docs/performance.md: benchmarks/run.py rows T).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from importlib import import_module as _import_module

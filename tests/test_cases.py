@@ -1,6 +1,6 @@
 """Every named case runs from the CLI and shows what its comment says (acceptance 9).
 
-Long cases are shortened with --set; each claim is checked against README 'Mathematics and numerics'
+Long cases are shortened with --set; each claim is checked against docs/mathematics/index.md (Mathematics and numerics)
 (growth rates σ_l, the critical noise ν_1 = i_1(β)/β, the Langevin state).
 """
 
@@ -92,7 +92,7 @@ CHECKED_ELSEWHERE = {
     "phase_clusters_sphere": "test_sweep.py::test_sphere_cluster_count_beside_l_star",
     "phase_tokens_sa": "test_sweep.py::test_token_transition_d128_on_equiangular_prediction",
     # hand-off cases: a full run takes minutes; their short versions and claims are in
-    # test_handoff_run.py, the measured full runs in README "Past lost resolution"
+    # test_handoff_run.py, the measured full runs in docs/user-guide/handoff.md (Past lost resolution)
     "sa_beta10_staircase": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
     "usa_beta10_staircase": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
     "sa_two_clusters_handoff": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
@@ -102,7 +102,7 @@ CHECKED_ELSEWHERE = {
     "zonal_vmf_collapse_d16": "test_zonal_collapse.py::test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law",
     "zonal_vmf_collapse_d512": "test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
     # the zonal transition sweeps: their settings against β*(d) and ν_1 for every d, short runs
-    # of d = 8; the measured full sweeps (all d) in README "Phase-diagram cases"
+    # of d = 8; the measured full sweeps (all d) in docs/user-guide/sweeps.md (Phase-diagram cases)
     **{f"phase_zonal_d{d}_{kind}": "test_zonal_transition.py::test_the_named_cases_sit_below_and_"
        "above_the_tricritical_beta, test_d8_hysteresis_above_the_tricritical_beta_and_none_below"
        for d in (3, 8, 32, 128) for kind in ("continuous", "discontinuous")},

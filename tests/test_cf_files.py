@@ -168,7 +168,7 @@ if __name__ == "__main__":  # pragma: no cover
 
 @pytest.mark.parametrize("name", KINDS)
 def test_every_number_has_units(written, name):
-    """README: `units` and `long_name` on every variable. A comparison had none on its distances
+    """docs/user-guide/outputs.md (CF conventions): `units` and `long_name` on every variable. A comparison had none on its distances
     and differences, sweep.nc none on min_density, t_final, stationary_time, wall_time, ...
     (cfchecker does not ask for them). Checksums are bit patterns and text has no unit."""
     with xr.open_dataset(written / name, decode_times=False) as ds:

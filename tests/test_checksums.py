@@ -38,7 +38,7 @@ from test_file_safety import CASE, ENV, SETS, one_error, reference, run_cli, run
 
 
 def user_crc(path: Path, i: int) -> int:
-    """The README's recipe, from the documented definition only: CRC-32 of snapshot i's values
+    """The documented recipe (docs/user-guide/outputs.md, Checksums), from the definition only: CRC-32 of snapshot i's values
     of the other time-dependent variables, sorted by name, as big-endian bytes."""
     with netCDF4.Dataset(path) as nc:
         nc.set_auto_maskandscale(False)
@@ -402,7 +402,7 @@ def test_a_checksum_equal_to_the_default_fill_is_not_taken_for_a_lost_chunk(tmp_
 # -- global attributes: attribute_checksum ------------------------------------------------------
 
 def user_attribute_crc(attrs: dict) -> int:
-    """README's rule, from the documented definition only: names sorted, each as (4-byte length,
+    """The documented rule (docs/user-guide/outputs.md, Checksums), from the definition only: names sorted, each as (4-byte length,
     UTF-8 name, 4-byte length, value bytes); text b"t" + bytes, numbers b"n" + kind and size +
     big-endian values; attribute_checksum itself left out."""
     crc = 0
@@ -418,7 +418,7 @@ def user_attribute_crc(attrs: dict) -> int:
 
 
 def stored_attribute_crc(path: Path) -> tuple[int, int]:
-    """(stored attribute_checksum, the CRC of the attributes by README's rule)."""
+    """(stored attribute_checksum, the CRC of the attributes by the documented rule)."""
     with netCDF4.Dataset(path) as nc:
         attrs = nc.__dict__
     return int(attrs["attribute_checksum"]) & 0xFFFFFFFF, user_attribute_crc(attrs)
@@ -444,7 +444,7 @@ def attribute_spans(path: Path) -> dict[str, tuple[int, int]]:
 
 def test_the_attribute_checksum_follows_every_attribute_edit_of_the_package(tmp_path):
     """Created, finished (status, counters), resumed (history, status again), compressed, and every
-    netCDF-4 output: the stored CRC is README's rule over the attributes as stored."""
+    netCDF-4 output: the stored CRC is the documented rule over the attributes as stored."""
     from meanfield_pde.runs.io import write_netcdf
     path = tmp_path / "run.nc"
     meanfield_pde.run(load_case(CASE, SETS), path, progress=False)

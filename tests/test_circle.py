@@ -1,6 +1,6 @@
 """The circle S¹ (d = 2, Kuramoto): geometry, growth rates, noisy Kuramoto, k* clusters.
 
-References are the formulas of README §Linear theory: σ_k = k²[I_k(β)/β − ν] (USA),
+References are the formulas of docs/mathematics/linear-theory.md (Linear theory): σ_k = k²[I_k(β)/β − ν] (USA),
 k²[I_k(β)/(β I_0(β)) − ν] (SA); noisy Kuramoto pitchfork at ν = 1/2 with
 stationary r = I_1(r/ν)/I_0(r/ν); clusters at θ_j = (2πj − arg μ̂_k*)/k*.
 """

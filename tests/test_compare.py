@@ -81,7 +81,7 @@ def test_pde_and_limit_runs_compare_on_tau(tmp_path):
     lim = run(load_case("sa_backward_heat", ["run.kind=limit", "limit.order=1", "time.t_end=0.02",
                                              "output.every=0.01"]), progress=False)
     result = compare(pde, lim, degrees=6)
-    # both files: natural time t = β τ and `tau` (README §Case files); the result carries both
+    # both files: natural time t = β τ and `tau` (docs/user-guide/case-files.md); the result carries both
     # the output times k·0.01 and β τ, each rounded once
     np.testing.assert_allclose(result.tau.values, [0.0, 0.01, 0.02], rtol=EPS, atol=0)
     np.testing.assert_allclose(result.time.values, 100.0 * result.tau.values, rtol=EPS)

@@ -26,7 +26,7 @@ VMF = {"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]], "conce
 
 
 def fake_particles(pde, geometry, n, seed=0, snapshots=None, rotation=None, with_energy=False):
-    """A particle-run Dataset (README §Dataset contract names) of exact samples of the PDE's snapshots
+    """A particle-run Dataset (docs/user-guide/outputs.md (Dataset contract) names) of exact samples of the PDE's snapshots
     (the energy, O(n²), only on request)."""
     idx = range(pde.sizes["time"]) if snapshots is None else snapshots
     coef = pde.coef_real.values + 1j * pde.coef_imag.values

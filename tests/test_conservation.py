@@ -1,6 +1,6 @@
 """Mass, energy and free energy along runs (acceptance 4), and the energy identity.
 
-README §Energies: attention increases E_β (USA: dE/dt = ∫ f|V|² dσ; SA:
+docs/mathematics/model.md (Energies): attention increases E_β (USA: dE/dt = ∫ f|V|² dσ; SA:
 dE/dt = (1/β²) ∫ f |∇Φ|²/Φ dσ = ∫ f Φ |V|² dσ); with noise USA is the
 Wasserstein gradient flow of F = ν ∫ f log f − E_β, so F never increases.
 """

@@ -1,4 +1,4 @@
-"""Coefficient conventions as data (README §Dataset contract): written as attributes of
+"""Coefficient conventions as data (docs/user-guide/outputs.md (Dataset contract)): written as attributes of
 coef_real/coef_imag, obeyed by the stored numbers, checked when a file is read; and the one
 owner of the table <-> vector mapping, the power spectrum and the heat smoothing, each
 checked against mathematics."""

@@ -1,4 +1,4 @@
-"""shtns conventions the models rely on (README §shtns conventions), checked against closed forms."""
+"""shtns conventions the models rely on (docs/mathematics/numerics.md (shtns conventions)), checked against closed forms."""
 
 import os
 import subprocess

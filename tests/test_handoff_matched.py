@@ -2,7 +2,7 @@
 
 Mean-field theory compares n tokens with the PDE started from the same low-degree perturbation:
 the projection of their empirical measure on degrees <= l_p,
-f_lm = (1/n) Σ_i conj(Y_lm(x_i)) for l <= l_p (README "Past lost resolution"). Checked here
+f_lm = (1/n) Σ_i conj(Y_lm(x_i)) for l <= l_p (docs/user-guide/handoff.md (Past lost resolution)). Checked here
 against a direct sum of scipy's harmonics, against the sampling variance 1/n per real
 orthonormal mode, and at the start of a matched run (benchmarks/handoff_tokens.py).
 """

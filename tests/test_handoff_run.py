@@ -115,7 +115,7 @@ def test_mass_is_conserved_exactly_through_both_phases(sa_run):
 
 
 def test_energy_never_decreases_across_the_whole_run(sa_run):
-    """Noise-free SA increases E_β (README §Energies) in both phases; across the hand-off the
+    """Noise-free SA increases E_β (docs/mathematics/model.md (Energies)) in both phases; across the hand-off the
     Gauss quadrature is exact for E of the band-limited density (tests/test_handoff.py), so only
     round-off of size |E| eps × (terms) may appear."""
     _, ds = sa_run
@@ -413,7 +413,7 @@ def test_plot_of_a_hand_off_run_draws_the_staircase_figure(two_clusters, tmp_pat
 @pytest.mark.parametrize("name", ["sa_beta10_staircase", "usa_beta10_staircase", "sa_two_clusters_handoff"])
 def test_named_hand_off_cases_hand_off_in_a_short_version(name, tmp_path):
     """Each named hand-off case, cut to lmax = 31 and a short horizon, hands off and goes on as
-    particles with mass and energy as above (the full runs: README "Past lost resolution")."""
+    particles with mass and energy as above (the full runs: docs/user-guide/handoff.md (Past lost resolution))."""
     from meanfield_pde import load_case
     data = load_case(name).to_dict()
     data["domain"]["lmax"] = 31
@@ -432,7 +432,7 @@ def test_named_hand_off_cases_hand_off_in_a_short_version(name, tmp_path):
 
 
 def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
-    """benchmarks/handoff_tokens.py end to end at a tiny size (its numbers: README)."""
+    """benchmarks/handoff_tokens.py end to end at a tiny size (its numbers: docs/user-guide/handoff.md)."""
     from pathlib import Path
     path, _ = two_clusters
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "handoff_tokens.py"

@@ -82,7 +82,7 @@ def test_beta_to_zero_limit_of_lambda_over_beta():
 
 
 def test_kernel_tail_estimate():
-    """λ_l/λ_0 ≈ exp(−l(l+1)/2β) for l ≪ β (README §Funk–Hecke multipliers)."""
+    """λ_l/λ_0 ≈ exp(−l(l+1)/2β) for l ≪ β (docs/mathematics/model.md (Funk–Hecke multipliers))."""
     beta = 400.0
     l = np.arange(0, 12)
     r = ratio_multipliers(beta, 11)

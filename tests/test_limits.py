@@ -1,4 +1,4 @@
-"""Large-β limits (README §Large-β limits): backward heat (SA) and backward porous medium (USA).
+"""Large-β limits (docs/mathematics/limits.md (Large-β limits)): backward heat (SA) and backward porous medium (USA).
 
 - linear rates of the limit models about f̄ (central differences of the
   right-hand side) against the formulas, and against the PDE's rates in τ;
@@ -33,7 +33,7 @@ from test_kernels import ive_error
 
 
 def limit_rate(kind, order, beta, l):
-    """The linear rates about f̄ = 1/4π quoted in README §Large-β limits / limits.py."""
+    """The linear rates about f̄ = 1/4π quoted in docs/mathematics/limits.md (Large-β limits) / limits.py."""
     L = l * (l + 1.0)
     if kind == "SA":
         return L - order * L**2 / (2 * beta)
@@ -72,7 +72,7 @@ def test_linearisation_gives_limit_rates(kind, order, beta):
     L = np.arange(1, 13) * np.arange(2, 14.0)
     diff = model.growth_rates()[1:13] - limit_rate(kind, order, beta, np.arange(1, 13))
     assert np.all(np.abs(diff) <= 4 * EPS * (L + L**2 / beta))
-    # the stiff part is implicit and never anti-diffusive (README §Numerics)
+    # the stiff part is implicit and never anti-diffusive (docs/mathematics/numerics.md)
     assert np.all(model.linear <= 0.0)
     assert (np.all(model.linear == 0.0)) == (order == 0)
 

@@ -1,4 +1,4 @@
-"""Growth rates about the uniform density (acceptance 3), against README §Linear theory:
+"""Growth rates about the uniform density (acceptance 3), against docs/mathematics/linear-theory.md (Linear theory):
 
     σ_l^USA = l(l+1)[i_l(β)/β − ν],   σ_l^SA = l(l+1)[i_l(β)/(β i_0(β)) − ν]
 

@@ -1,6 +1,6 @@
 """Particle simulations of SA/USA (meanfield_pde.particles), tested against mathematics.
 
-Each test checks a property of the exact dynamics (README §Model): the order
+Each test checks a property of the exact dynamics (docs/mathematics/model.md (Model)): the order
 of the integrators, the equiangular reduction, the Kuramoto form on the
 circle, the Langevin stationary state of the noisy β = 0 system, energy
 growth, and the numerical guards (chunking, overflow, input validation).

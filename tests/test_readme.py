@@ -1,5 +1,8 @@
 """The README runs: every Python block and command line of README.md, from a non-editable install.
 
+(The pages of docs/ run their own code blocks when they are built: docs/_ext/snippets.py,
+with its own list of skipped commands.)
+
 The package is built into a wheel (from a copy of the source, so nothing is
 written into the checkout) and installed with ``pip --target`` into a
 temporary folder that goes first on PYTHONPATH and PATH; the snippets run in
@@ -27,43 +30,11 @@ README = REPO / "README.md"
 SKIPPED = {
     # The two commands of a fresh clone: the setup script installs system packages
     # and a virtualenv, the default run takes about a minute and the full test
-    # suite about 8 minutes (CI runs `.ci/run`, which is that command).
+    # suite about 8 minutes (CI runs `.ci/run`, which is that command and the docs build).
     "bash .ci/setup && .venv/bin/meanfield-pde run sa_beta10_noisy --output runs/sa_beta10_noisy.nc":
         "setup script + a one-minute run",
     "bash .ci/setup && .venv/bin/python -m pytest -q": "the whole test suite (minutes)",
-    # The syntax summary: CASE, FILE.nc, A.nc, ADDRESS... are placeholders.
-    "meanfield-pde run CASE [--output FILE.nc] [--overwrite] [--set key=value ...] [--threads N] "
-    "[--no-plot] [--quiet] [--force]": "syntax summary (placeholders)",
-    "meanfield-pde run --resume FILE.nc [--set time.t_end=T]": "syntax summary (placeholders)",
-    "meanfield-pde run --resume FILE.nc --drop-damaged": "syntax summary (placeholders)",
-    "meanfield-pde plot FILE.nc [--output FIG.png|FIG.pdf|FIG.svg] [--overwrite] [--times=0,10,50]":
-        "syntax summary (placeholders)",
-    "meanfield-pde animate FILE.nc [--output MOVIE.gif|MOVIE.mp4] [--fps N] [--view rotate|follow] "
-    "[--overwrite] [--quiet]": "syntax summary (placeholders)",
-    "meanfield-pde compare A.nc B.nc --output C.nc [--overwrite] [--degrees N] [--smoothing S] "
-    "[--projections P] [--no-plot] [--force]": "syntax summary (placeholders)",
-    "meanfield-pde limits CASE [--output FILE.nc] [--set key=value ...]": "syntax summary (placeholders)",
-    "meanfield-pde sweep CASE [--grid key=values ...] [--workers N | --scheduler ADDRESS | "
-    "--jobqueue KIND] [--output DIR] [--force]": "syntax summary (placeholders)",
-    # A batch cluster (tests/test_sweep_jobqueue.py checks the job script and runs --jobqueue local).
-    "meanfield-pde sweep phase_noise_beta3 --jobqueue slurm --jobs 4 --cores 32 --memory 64GB "
-    "--walltime 04:00:00 --queue compute --output /shared/runs/beta3": "needs a SLURM cluster",
-    # Sweeps of a whole phase diagram: minutes of runs.
-    "meanfield-pde sweep phase_noise_beta3 --workers 2 --output runs/beta3":
-        "a whole phase diagram (25 continued points, minutes)",
-    "meanfield-pde sweep sa_beta10_noisy --grid model.beta=5:20:4 --grid initial.seed=0:4:5 "
-    "--set time.t_end=50": "20 runs to t = 50 (about 3 minutes on 2 cores)",
-    # A cluster started by hand on other machines.
-    "dask scheduler --host 10.0.0.1 --port 8786 --protocol tls --tls-ca-file ca.pem --tls-cert "
-    "node.pem --tls-key node.key": "needs a cluster (head node, TLS files)",
-    "dask worker tls://10.0.0.1:8786 --nthreads 1 --nworkers 4 --tls-ca-file ca.pem --tls-cert "
-    "node.pem --tls-key node.key": "needs a cluster (compute nodes, TLS files)",
-    "meanfield-pde sweep CASE --scheduler tls://10.0.0.1:8786 --output /shared/runs/sweep":
-        "needs that cluster; CASE is a placeholder",
-    # The benchmarks take minutes; their smoke mode is run by tests/test_benchmarks_smoke.py.
-    "python benchmarks/run.py [--threads N]": "the benchmarks (minutes)",
-    "python benchmarks/run.py --rows 1,2": "benchmark rows (a minute)",
-    "python benchmarks/run.py --smoke": "run by tests/test_benchmarks_smoke.py",
+    "bash .ci/setup && bash .ci/docs": "the documentation build (minutes; CI runs it)",
 }
 
 # The first word of a command line in an indented (command) block.

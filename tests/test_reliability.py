@@ -77,7 +77,7 @@ def assert_clean_snapshots(ds: xr.Dataset, every: float) -> int:
     assert t.size - n <= 1 and np.all(np.diff(t) > 0), t
     for name, var in ds.data_vars.items():
         values = var.values
-        if "m" in var.dims:  # the coefficient table is NaN exactly where m > l (README §Dataset contract)
+        if "m" in var.dims:  # the coefficient table is NaN exactly where m > l (docs/user-guide/outputs.md (Dataset contract))
             upper = np.arange(values.shape[-1])[None, :] > np.arange(values.shape[-2])[:, None]
             assert np.all(np.isnan(values[:, upper])) and np.all(np.isfinite(values[:, ~upper])), name
         else:

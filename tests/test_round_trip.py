@@ -1,4 +1,4 @@
-"""Round trip of a run file (README §Output: loading a run): the stored quadrature weights give the
+"""Round trip of a run file (docs/user-guide/outputs.md (Output: loading a run)): the stored quadrature weights give the
 mass, the public helpers return the coefficients and positions, a run restarts from any stored
 snapshot, the grid density is optional and a completed file can be stored compressed."""
 

@@ -264,10 +264,10 @@ def test_a_damaged_snapshot_error_pickles_with_its_fields():
     assert (exc.index, exc.count, exc.times) == (3, 5, [0.0, 1.0])
 
 
-def test_readme_and_help_name_the_flag():
+def test_docs_and_help_name_the_flag():
     from meanfield_pde.cli.commands import make_parser
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert re.search(r"--resume FILE\.nc --drop-damaged", readme)
+    page = (Path(__file__).parents[1] / "docs" / "user-guide" / "files.md").read_text()
+    assert re.search(r"--resume FILE\.nc --drop-damaged", page)
     run = next(a for a in make_parser()._subparsers._group_actions[0].choices["run"]._actions
                if "--drop-damaged" in a.option_strings)
     assert "drop it and every later one" in run.help

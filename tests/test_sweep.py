@@ -5,7 +5,7 @@ Acceptance: 1 kill and resume on a LocalCluster, 2 a `dask scheduler` and two
 ν_1 = i_1(1), β = 3 hysteresis above i_1(3)/3), 4 circle cluster count = k*,
 5 token transition on the equiangular prediction. Every physical check is
 against mathematics computed here (scipy Bessel functions, the exact noisy
-Kuramoto state, the equiangular ODE of README §Equiangular reduction), not the package's output.
+Kuramoto state, the equiangular ODE of docs/mathematics/reduced-models.md (Equiangular reduction)), not the package's output.
 Short versions of the named cases run; the full ones make the figures.
 """
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, MPLBACKEND="Agg",
            PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
 
-# Noisy Kuramoto (circle, β = 0): stationary r = I_1(r/ν)/I_0(r/ν) (README §Stationary states at β = 0).
+# Noisy Kuramoto (circle, β = 0): stationary r = I_1(r/ν)/I_0(r/ν) (docs/mathematics/linear-theory.md (Stationary states at β = 0)).
 KURAMOTO = """\
 description = "noisy Kuramoto sweep (test)"
 [model]
@@ -339,7 +339,7 @@ def test_sphere_cluster_count_beside_l_star(tmp_path, cluster):
                    scheduler=cluster, progress=False).isel(seed=0)
     l = np.arange(1, 30)
     l_star = {b: l[np.argmax(l * (l + 1) * spherical_in(l, b))] for b in (2.0, 10.0)}
-    assert l_star == {2.0: 2, 10.0: 4}  # README §Linear theory
+    assert l_star == {2.0: 2, 10.0: 4}  # docs/mathematics/linear-theory.md (Linear theory)
     counts = ds.clusters.sel(beta=[2.0, 10.0]).values
     assert counts[0] == l_star[2.0]
     assert counts[1] >= l_star[10.0] and counts[1] > counts[0]

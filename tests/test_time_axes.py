@@ -1,4 +1,4 @@
-"""Time axes of the figures at extreme time scales (README §Figures).
+"""Time axes of the figures at extreme time scales (docs/user-guide/figures.md (Figures)).
 
 USA at β = 700 moves on times ~β² e^{−β} ≈ 1e-299: its run stopped at t = 4.5e-300 and every
 time-series panel was squeezed into one vertical line at 0 on an axis −0.05..0.05 (matplotlib

@@ -1,5 +1,4 @@
-"""Every file names its natural time `time` and a large-β rescaled time `tau` (README
-§Case files): limit runs included, so a sweep or a comparison never mixes t and τ."""
+"""Every file names its natural time `time` and a large-β rescaled time `tau` (docs/user-guide/case-files.md (Case files)): limit runs included, so a sweep or a comparison never mixes t and τ."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 References used: the unweighted token system (w_j = 1/n), duplicated points
 (a weight is a multiplicity), the double sum of the energy written out, the
 two-cluster closed form of theory/clusters.py (Dirac data, κ = ∞), monotonicity
-of E_β (README §Energies) and |x_i| = 1.
+of E_β (docs/mathematics/model.md (Energies)) and |x_i| = 1.
 """
 
 from __future__ import annotations

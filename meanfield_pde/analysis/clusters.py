@@ -15,7 +15,7 @@ in between) the count does not depend on these choices.
 Tokens: the fraction of pairs i < j with ⟨x_i, x_j⟩ > 1 − ε (Geshkovski et
 al., arXiv:2312.10794, the (t, β) phase diagram uses 1 − ε = 0.999).
 
-Weighted points (:func:`weighted_clusters`, :func:`track_clusters`): clusters as data of
+Weighted points (:func:`~meanfield_pde.particles.clusters.weighted_clusters`, :func:`~meanfield_pde.particles.clusters.track_clusters`): clusters as data of
 tokens or weighted nodes, defined in :mod:`meanfield_pde.particles.clusters` (a hand-off run
 tracks them while it runs) and re-exported here.
 """

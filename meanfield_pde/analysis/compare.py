@@ -1,11 +1,13 @@
 """Compare two runs (PDE, limit, particles) stored with the same Dataset names.
 
 Distances are computed from the orthonormal coefficients, so by Parseval
-they are L² distances of densities (w.r.t. the area measure):
+they are L² distances of densities (w.r.t. the area measure)::
+
     ‖f − g‖² = Σ_l Σ_m w_m |f_lm − g_lm|²,  w_0 = 1, w_m = 2 for m > 0
+
 (only m >= 0 is stored for a real field; on the circle l is the wavenumber k).
 
-A particle run (it has ``positions``; README §Dataset contract) stores the coefficients
+A particle run (it has ``positions``; :ref:`dataset-contract`) stores the coefficients
 of its empirical measure, (1/n) Σ_i conj(Y_lm(x_i)), under the same names, so
 the same L² distance applies to its projection on degrees <= L. Beside it,
 :func:`compare` then gives the level that sampling noise alone produces
@@ -225,7 +227,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     Parameters
     ----------
     ds_a, ds_b : Dataset
-        Runs on the same manifold with the names of README §Dataset contract. A particle
+        Runs on the same manifold with the names of :ref:`dataset-contract`. A particle
         run is recognised by its ``positions(time, particle, xyz)``; its
         coef_real/coef_imag must be the raw empirical coefficients
         (1/n) Σ_i conj(Y_lm(x_i)) (not smoothed).
@@ -270,8 +272,10 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
         for x_1..x_n i.i.d. with density f, f̂_lm = (1/n) Σ conj(Y_lm(x_i))
         is unbiased with E|f̂_lm − f_lm|² = (1/n)(∫|Y_lm|² f dσ − |f_lm|²).
         Summed over the 2l+1 orders, the addition theorem
-        Σ_m |Y_lm(x)|² = (2l+1)/(4π) makes the first term exact for any f, so
+        Σ_m |Y_lm(x)|² = (2l+1)/(4π) makes the first term exact for any f, so::
+
             E‖f̂ − f‖²_{1..L} = (1/n) Σ_{l=1}^{L} e^{−2 s l(l+1)} [(2l+1)/(4π) − P_l(f)],
+
         P_l(f) = Σ_m w_m |f_lm|² (degree l = 0 carries no noise: f̂_00 = 1/√(4π)).
         Circle: (1/n) Σ_{k=1}^{L} e^{−2 s k²} [2/(2π) − 2|f_k|²] (two real modes
         per k). Against two particle runs the variances add: factor
@@ -396,7 +400,7 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     if is_particle_run(ds_a) or is_particle_run(ds_b):
         _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, geo,
                              n_projections, seed)
-    for var in out.data_vars.values():  # README: units on every variable. The coefficients and
+    for var in out.data_vars.values():  # units on every variable (docs/user-guide/outputs.md). The coefficients and
         var.attrs.setdefault("units", "1")  # every quantity from them are pure numbers (the run
     return out                               # files' "1"); the Wasserstein ones carry radian
 

@@ -8,8 +8,7 @@ snapshot after the previous merge, or after the hand-off, holding both parents):
 parents' masses w_a, w_b and ρ0 = ⟨c_a, c_b⟩ there, the merge is predicted at
 t_0 + T_θ(ρ0, w_a, w_b) (:func:`meanfield_pde.theory.clusters.merge_time`, θ the run's
 ``cluster_angle``: the angle at which the run's single-linkage clusters join two Diracs).
-This is exact for two Dirac clusters alone (the SA/USA two-cluster ODE, README §Cluster
-dynamics) and neglects the pull of the other clusters when there are more; clusters that are
+This is exact for two Dirac clusters alone (the SA/USA two-cluster ODE, :ref:`cluster-dynamics`) and neglects the pull of the other clusters when there are more; clusters that are
 not yet Diracs (radius > 0) merge earlier than their centres' closed form says (their nearest
 nodes link first), by a time that vanishes with the radius.
 """

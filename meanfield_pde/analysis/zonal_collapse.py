@@ -2,7 +2,7 @@
 identity, and the near-Gaussian law of u.
 
 For a zonal density f̄(t), t = ⟨x, e⟩, w.r.t. the uniform probability measure σ̄ of S^{d−1}
-(:class:`meanfield_pde.core.geometry.ZonalSphere`):
+(:class:`~meanfield_pde.core.geometry.zonal.ZonalSphere`):
 
 - gap: u = 1 − ⟨t⟩/M, ⟨t⟩ = ∫ t f̄ dσ̄ = f_1/√d (p_1 = √d t), M = f_0 the mass (u ≥ 0, = 0 only
   for all mass at e). ``cluster_gap`` splits off the mass at t <= 0 (a vMF has some near −e,
@@ -19,7 +19,7 @@ For a zonal density f̄(t), t = ⟨x, e⟩, w.r.t. the uniform probability measu
   To first order in y, ⟨x, x'⟩ = 1 − |y − y'|²/2, so the SA weights e^{β⟨x,x'⟩} tilt the
   Gaussian to mean βs²/(1 + βs²) y and V = −y/(1 + βs²): the cluster stays Gaussian,
   ṡ² = −2s²/(1 + βs²), and u = E|y|²/2 = (d − 1)s²/2 obeys
-      u̇ = −2u / (1 + 2βu/(d − 1)),
+  u̇ = −2u / (1 + 2βu/(d − 1)),
   with relative errors O(u) (the curvature of the sphere); its rate −d log u/dt → 2 as u → 0 in
   every d. The first curvature term is exact at β = 0, where V = P⊥_x m, m = ⟨t⟩e, gives
   d⟨t⟩/dt = ⟨t⟩(1 − ⟨t²⟩) and, with Var t = O(u²), u̇ = −2u + 3u² + O(u³): the rate is about
@@ -162,7 +162,7 @@ def vmf_resolved_gap(lmax: int, dimension: int, max_spectral_tail: float = 1e-6)
 
     A guide to where a collapse run at this lmax stops: measured (SA β = 2 from vMF(2√d), L = 64,
     128, 256) the tail test stops the run at 2.1–2.2 times this u in d = 3, 1.5–1.7 in d = 16,
-    1.1–1.3 in d = 128 and 1.0–1.05 in d = 512 (README §Any dimension). In d = 3 it falls like
+    1.1–1.3 in d = 128 and 1.0–1.05 in d = 512 (:ref:`any-dimension`). In d = 3 it falls like
     L^{−2} (an angle √(2u) resolved by ~π/L); in high d more slowly while L < d, since the
     spectrum carries dim H_l = p_l(1)², which grows like d^l/l!. Returns nan if even κ = 1e-2
     fails. Raises ConfigError for lmax < 2 (lmax 0 has no tail: every κ "passed") or d outside

@@ -2,7 +2,7 @@
 law of t = ⟨x_i, e⟩ of the tokens against the PDE's, with the distance sampling alone gives.
 
 A zonal density f̄(t) (w.r.t. the uniform probability measure σ̄ of S^{d−1},
-:class:`meanfield_pde.core.geometry.ZonalSphere`) is the law of x ∈ S^{d−1} whose t = ⟨x, e⟩
+:class:`~meanfield_pde.core.geometry.zonal.ZonalSphere`) is the law of x ∈ S^{d−1} whose t = ⟨x, e⟩
 has the density f̄(t) c_d (1 − t²)^{(d−3)/2} on [−1, 1], c_d = Γ(d/2)/(√π Γ((d−1)/2)).
 Two distances between the empirical law of t_i = ⟨x_i, e⟩ (n tokens) and the PDE's law:
 

@@ -1,4 +1,4 @@
-"""Command line: ``meanfield-pde run | cases | plot | animate | compare | limits | sweep`` (README, 'Command line').
+"""Command line: ``meanfield-pde run | cases | plot | animate | compare | limits | sweep`` (:ref:`cli`).
 
 User errors (bad case, bad --set, unreadable file) print one line naming
 the field and exit with status 2, without a traceback. A run that stops
@@ -23,7 +23,7 @@ from ..runs.outputs import claim
 
 EXIT_USER_ERROR = 2  # EXIT_STOPPED (3) and a run's exit code come from core.stops.StopReason
 FORCE_HELP = ("run even if the estimated memory, disk or time exceeds the machine or the caps "
-              "(see README, 'Resource caps')")
+              "(see the documentation: docs/user-guide/cli.md, Resource caps)")
 
 
 def _say(*lines: str, file=None, flush: bool = False) -> None:
@@ -99,7 +99,7 @@ def _run_claimed(config, path: Path, args) -> int:
 
 
 def _run_one(config, path: Path, args) -> int:
-    """A PDE, limit-model or token run: one run file (README, 'Command line')."""
+    """A PDE, limit-model or token run: one run file (:ref:`cli`)."""
     from ..runs.particle_runner import run_particles
     from ..runs.runner import run
     progress = None if not args.quiet else False
@@ -237,7 +237,7 @@ def _run_comparison(config, path: Path, args) -> int:
 
 RUN_COMMANDS = {"pde": _run_one, "limit": _run_one, "particles": _run_one,
                 "compare": _run_comparison, "transformer": _run_study}
-"""`run` per run kind (:attr:`meanfield_pde.runs.config.Config.kind`)."""
+"""`run` per run kind (:attr:`~meanfield_pde.runs.config.case.Config.kind`)."""
 
 
 def _cmd_plot(args) -> int:
@@ -504,6 +504,8 @@ def _name(text: str) -> str:
 
 
 def make_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``meanfield-pde`` and its subcommands (run, cases, plot, animate,
+    compare, limits, sweep): every option, its help and its one-line refusal (exit 2)."""
     p = _Parser(prog="meanfield-pde",
                                 description="Mean-field dynamics of self-attention on the sphere.")
     from .. import __version__
@@ -608,6 +610,9 @@ def _warning_line(message, category, *args, **kwargs) -> None:
 
 
 def main(argv=None) -> int:
+    """Run the ``meanfield-pde`` command with ``argv`` (default: ``sys.argv[1:]``) and return its
+    exit status: 0 completed, 2 bad input (one line on stderr), 3 stopped early, 130
+    interrupted before the run began (docs/user-guide/cli.md, Stops, exit codes)."""
     args = make_parser().parse_args(argv)
     from ..core.errors import CaseKeyDeprecationWarning, DiskSpaceWarning, SnapshotsDroppedWarning
     from ..runs.outputs import OutputFull

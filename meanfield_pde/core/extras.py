@@ -1,5 +1,5 @@
 """The optional parts of the install and the system libraries: one-line errors that say
-what to install (README, 'Install').
+what to install (:ref:`install`).
 
 POT and dask.distributed (with dask-jobqueue) are extras (``pip install
 "meanfield_pde[particles]"``, ``[sweep]``, ``[all]``); shtns is required but
@@ -24,7 +24,7 @@ EXTRAS = {
 
 SHTNS_HINT = ("install FFTW, a C compiler and the Python headers (Debian/Ubuntu: "
               "apt-get install libfftw3-dev gcc python3-dev), then pip install --force-reinstall "
-              "--no-binary shtns shtns (README, 'Install')")
+              "--no-binary shtns shtns (see the documentation: docs/getting-started.md, Install)")
 
 
 class MissingDependency(ConfigError, ImportError):
@@ -33,7 +33,7 @@ class MissingDependency(ConfigError, ImportError):
 
 
 def require(module: str, what: str):
-    """Import ``module`` (a key of :data:`EXTRAS`) for ``what``, or raise MissingDependency
+    """Import ``module`` (a key of ``EXTRAS``) for ``what``, or raise MissingDependency
     naming the extra, e.g. ``pip install "meanfield_pde[sweep]"``."""
     try:
         return importlib.import_module(module)

@@ -2,15 +2,16 @@
 
 The kernel is zonal, so convolution with it is diagonal in the spectral
 basis (Funk–Hecke theorem; e.g. Atkinson & Han, *Spherical Harmonics and
-Approximations on the Unit Sphere*, Thm 2.22):
+Approximations on the Unit Sphere*, Thm 2.22)::
 
     ∫ e^{β⟨x,y⟩} Y_lm(y) dσ(y) = λ_l Y_lm(x),
     S²: λ_l = 2π ∫_{-1}^{1} e^{βt} P_l(t) dt = 4π i_l(β),  i_l(β) = √(π/2β) I_{l+1/2}(β)
     S¹: λ_k = ∫_0^{2π} e^{β cos s} e^{iks} ds = 2π I_k(β).
     S^{d−1}: λ_l = |S^{d−2}| ∫_{-1}^{1} e^{βt} C_l^{(α)}(t)/C_l^{(α)}(1) (1−t²)^{(d−3)/2} dt
                  = (2π)^{d/2} β^{1−d/2} I_{l+d/2−1}(β),   α = (d−2)/2
-    (Watson, *Bessel Functions* §3.71 / DLMF 10.32.2 with DLMF 18.17.E; Atkinson & Han
-    Thm 2.22 and eq. (2.75)).
+
+(Watson, *Bessel Functions* §3.71 / DLMF 10.32.2 with DLMF 18.17.E; Atkinson & Han
+Thm 2.22 and eq. (2.75)).
 
 Everything is computed from the exponentially scaled Bessel function
 ``scipy.special.ive`` (ive(ν, β) = e^{−β} I_ν(β)): the plain I_ν overflows
@@ -321,7 +322,7 @@ def vmf_zonal_coefficients(kappa: float, lmax: int, dimension: int) -> np.ndarra
     """Coefficients f_l = p_l(1) λ̄_l(κ)/λ̄_0(κ), l = 0..lmax, of the von Mises–Fisher density
     centred at e, f̄(t) = e^{κt}/λ̄_0(κ) w.r.t. the uniform probability measure of S^{d−1}
     (mass 1), in the orthonormal Gegenbauer basis p_l of
-    :class:`meanfield_pde.core.geometry.ZonalSphere`; shape (lmax+1,).
+    :class:`~meanfield_pde.core.geometry.zonal.ZonalSphere`; shape (lmax+1,).
 
     Funk–Hecke with x = e: ∫ e^{κ⟨e,y⟩} p_l(⟨y,e⟩) dσ̄(y) = λ̄_l(κ) p_l(1), and p_l(1)² =
     dim H_l = (2l + d − 2)/(l + d − 2) · C(l + d − 2, l) (Atkinson & Han, *Spherical

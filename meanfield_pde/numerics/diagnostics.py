@@ -1,6 +1,6 @@
-"""Per-snapshot diagnostics and the resolution monitor (README §Numerics).
+"""Per-snapshot diagnostics and the resolution monitor (:ref:`numerics`).
 
-Names match the Dataset contract (README §Dataset contract): mass, energy, free_energy,
+Names match the Dataset contract (:ref:`dataset-contract`): mass, energy, free_energy,
 order_parameter, min_density, spectral_tail.
 """
 
@@ -178,7 +178,8 @@ class ResolutionMonitor:
         nearby : callable, optional
             Returns (g, min of g on the grid) for a state g close to ``coef`` (the time loop:
             the last stage of the step and the model's ``min_density`` of it), or None; asked
-            only if :meth:`lower_bound` does not settle the sign (:meth:`nearby_bound`).
+            only if :meth:`~meanfield_pde.numerics.diagnostics.ResolutionMonitor.lower_bound` does not settle
+            the sign (:meth:`~meanfield_pde.numerics.diagnostics.ResolutionMonitor.nearby_bound`).
         finite : bool
             The caller has checked that every coefficient is finite (the time loop has).
         """

@@ -10,7 +10,7 @@ implicit terms, implicit inverse).
 
 Implemented by :class:`meanfield_pde.numerics.models.MeanFieldModel` and the
 large-β limit models of :mod:`meanfield_pde.numerics.limits`; the stepper
-(:class:`meanfield_pde.numerics.steppers.IMEXRungeKutta`), the step rule
+(:class:`~meanfield_pde.numerics.steppers.imex.IMEXRungeKutta`), the step rule
 (:class:`meanfield_pde.numerics.cfl.CFL`), the time loop and the diagnostics
 use nothing else.
 """
@@ -52,7 +52,7 @@ class IMEXModel(ABC):
         max |V| and min f on the grid at the last evaluation of the explicit
         part (V the velocity of ∂_t f = −div(f V) + L f).
 
-    and call :meth:`_set_energy_multipliers`; they implement :meth:`transport`
+    and call ``_set_energy_multipliers``; they implement :meth:`transport`
     (N into an output array) and :meth:`growth_rates`.
     """
 
@@ -109,7 +109,7 @@ class IMEXModel(ABC):
 
         The interaction energy less the constant M²/(2β) (see
         :func:`meanfield_pde.core.kernels.energy_multipliers`): one smooth function of
-        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (README §Energies).
+        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (:ref:`energies`).
         The same functional for every model, so a PDE run and a limit run with the
         same density store the same ``energy``.
         """

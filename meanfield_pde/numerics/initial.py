@@ -183,7 +183,7 @@ def von_mises_fisher_lmax(manifold: str, centres, concentrations, weights=None,
     the spectral tail (:func:`meanfield_pde.numerics.diagnostics.spectral_tail` of
     :func:`von_mises_fisher_power`) <= max_spectral_tail/2, and the Gibbs undershoot
     of the cut series, bounded below by Σ_a w_a min f_{a,L} (each component's cut series
-    is zonal: :func:`_truncated_minimum`), >= −negative_density/(2|S|).
+    is zonal: ``_truncated_minimum``), >= −negative_density/(2|S|).
     """
     from .diagnostics import TAIL_FRACTION
     lo, hi = LMAX_RANGE

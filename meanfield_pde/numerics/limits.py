@@ -1,6 +1,6 @@
 """Large-β limits of the mean-field PDE: backward heat (SA) and backward porous medium (USA).
 
-README §Large-β limits. Laplace's method on the kernel e^{β⟨x,y⟩}
+:ref:`large-beta-limits`. Laplace's method on the kernel e^{β⟨x,y⟩}
 (its Funk–Hecke multipliers λ_l = 4π i_l(β) on S², λ_k = 2π I_k(β) on S¹,
 with λ_l/λ_0 = 1 − l(l+1)/(2β) + O(β⁻²)) gives
 
@@ -33,7 +33,7 @@ Conventions
   coefficients are the geometry's orthonormal ones, shape (ncoef,).
 - Noise is not part of the limits (ν = 0 is required).
 
-Numerics (README §Numerics): the same IMEX steppers as the PDE, with a diagonal
+Numerics (:ref:`numerics`): the same IMEX steppers as the PDE, with a diagonal
 implicit part and everything else explicit. Order 0 has no implicit part
 (the anti-diffusion −Δ must *never* be implicit: 1 − dt σ_l can vanish).
 Order 1 is stiff (fourth order); its linearisation about f̄ is implicit:
@@ -73,7 +73,7 @@ def backward_heat_exact(coef: np.ndarray, tau: float, geometry: Geometry) -> np.
 
     Diagonal in the spectral basis: f_lm(τ) = e^{l(l+1)τ} f_lm(0) (S²;
     e^{k²τ} on S¹). Ill posed: the factor at the top degree L,
-    e^{L(L+1)τ}, also multiplies round-off (README §Large-β limits).
+    e^{L(L+1)τ}, also multiplies round-off (:ref:`large-beta-limits`).
 
     Parameters
     ----------
@@ -179,7 +179,7 @@ class LimitModel(IMEXModel):
 
     # -- energies ----------------------------------------------------------------------------
     def limit_energy(self, coef: np.ndarray) -> float:
-        """E_β with the kernel expanded to this order (Laplace), stored as ``limit_energy``:
+        """E_β with the kernel expanded to this order (Laplace), stored as ``limit_energy``::
 
             order 0: (λ_0/2β) ∫ f² dσ − M²/(2β) = Σ_lm w_m (λ_0/2β) |f_lm|² − |S| |f_00|²/(2β)
             order 1: (λ_0/2β) [∫ f² dσ − (1/2β) ∫ |∇f|² dσ] − M²/(2β)
@@ -195,14 +195,16 @@ class LimitModel(IMEXModel):
 
 
 class BackwardHeat(LimitModel):
-    """SA at large β in τ = t/β (README §Large-β limits):
+    """SA at large β in τ = t/β (:ref:`large-beta-limits`):
 
         order 0: ∂_τ f = −Δf                                (explicit, exact: :func:`backward_heat_exact`)
         order 1: ∂_τ f = −Δf − (1/2β) div(f ∇(Δf/f))
 
-    Split of order 1: with f∇(Δf/f) = ∇Δf − (Δf/f)∇f,
+    Split of order 1: with f∇(Δf/f) = ∇Δf − (Δf/f)∇f::
+
         implicit  −(1/2β) Δ²f          (eigenvalue −(l(l+1))²/2β, a division)
         explicit  −Δf + (1/2β) div((Δf/f) ∇f)
+
     (−Δf spectrally; the rational product on the dealiased grid). The explicit
     remainder is quadratic in f − f̄, so the linear rate about f̄ is
     l(l+1) − (l(l+1))²/(2β). Velocity (∂_τ f = −div(fV)):
@@ -244,14 +246,16 @@ class BackwardHeat(LimitModel):
 
 
 class PorousMedium(LimitModel):
-    """USA at large β in τ = t λ_0/(2β) (README §Large-β limits):
+    """USA at large β in τ = t λ_0/(2β) (:ref:`large-beta-limits`):
 
         order 0: ∂_τ f = −Δ(f²)
         order 1: ∂_τ f = −Δ(f²) − (1/β) div(f ∇Δf)
 
-    Split of order 1 (f̄ = 1/|S|, the uniform density of unit mass):
+    Split of order 1 (f̄ = 1/|S|, the uniform density of unit mass)::
+
         implicit  −(f̄/β) Δ²f           (eigenvalue −f̄ (l(l+1))²/β)
         explicit  −div(2f∇f + ((f − f̄)/β) ∇Δf)
+
     (quadratic products, exact on the dealiased grid). Linear rate about f̄:
     2f̄ l(l+1) − f̄ (l(l+1))²/β. Velocity: V = 2∇f + (1/β)∇Δf, the gradient
     of δ/δf [∫f² − (1/2β)∫|∇f|²] (Wasserstein gradient ascent).

@@ -1,6 +1,6 @@
 """Right-hand sides of the mean-field equation of self-attention (SA and USA).
 
-    ∂_t f + div(f V[f]) = ν Δf − η (Δ/Δ_L)^p f                    (README §Model)
+    ∂_t f + div(f V[f]) = ν Δf − η (Δ/Δ_L)^p f                    (:ref:`model`)
     Φ(x) = ∫ e^{β⟨x,y⟩} f(y) dσ(y)
     USA: V = ∇Φ / β          SA: V = ∇Φ / (β Φ) = ∇ log Φ / β
 

@@ -57,7 +57,7 @@ class Observer:
 
 
 class SnapshotRecorder(Observer):
-    """Turns each snapshot into a one-time Dataset (README §Dataset contract) and appends it to a sink.
+    """Turns each snapshot into a one-time Dataset (:ref:`dataset-contract`) and appends it to a sink.
 
     Parameters
     ----------

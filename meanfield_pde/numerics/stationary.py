@@ -51,7 +51,7 @@ def reseed(geometry: Geometry, coef: np.ndarray, floor: float = UNIFORM_FLOOR) -
 
 class StationaryStop(Observer):
     """The stationary stop, an observer of :func:`meanfield_pde.numerics.solver.integrate`: at
-    each output time after the start it ends the run (:class:`Finished` with
+    each output time after the start it ends the run (:class:`~meanfield_pde.numerics.observers.Finished` with
     StopReason.STATIONARY, status "completed") once the state is stationary.
 
     The state a session starts from (t = 0, or a resumed run's last snapshot) is not

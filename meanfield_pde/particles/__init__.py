@@ -1,13 +1,13 @@
 """Particle (token) simulations of the SA/USA self-attention dynamics on S^{d−1}.
 
-n tokens x_i ∈ S^{d−1} (any d >= 2) follow (README §Model; Geshkovski,
+n tokens x_i ∈ S^{d−1} (any d >= 2) follow (:ref:`model`; Geshkovski,
 Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on
 Transformers", arXiv:2312.10794)
 
     SA:  dx_i = P⊥_{x_i}( Σ_j e^{β⟨x_i,x_j⟩} x_j / Σ_k e^{β⟨x_i,x_k⟩} ) dt + √(2ν) dB_i
     USA: dx_i = P⊥_{x_i}( (1/n) Σ_j e^{β⟨x_i,x_j⟩} x_j ) dt + √(2ν) dB_i
 
-Modules: :mod:`.dynamics` (velocity fields, chunked and overflow-safe, the
+Modules: :mod:`~meanfield_pde.particles.dynamics` (velocity fields, chunked and overflow-safe, the
 Kuramoto form for d = 2, energy and order parameter), :mod:`.integrators`
 (projected Heun/RK4 and a Lie-group midpoint method, Hairer–Lubich–Wanner,
 *Geometric Numerical Integration* §IV.4 and §IV.8; geodesic Euler–Maruyama),

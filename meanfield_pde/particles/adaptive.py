@@ -1,7 +1,7 @@
 """Adaptive-in-time integration of weighted particles (noise-free), for very long runs.
 
 μ = Σ_j w_j δ_{x_j} on S^{d−1} moves by ẋ_i = V[μ](x_i) (the SA/USA field of
-:func:`.dynamics.velocity` with ``weights``; README §Cluster dynamics). The
+:func:`.dynamics.velocity` with ``weights``; :ref:`cluster-dynamics`). The
 weights never change. This module follows that flow through metastable
 plateaus to t = 10^6 and beyond:
 

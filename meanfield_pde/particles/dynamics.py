@@ -1,7 +1,7 @@
 """Velocity fields of the SA/USA token dynamics on the sphere S^{d−1}, any d >= 2.
 
 n tokens x_1..x_n (rows of X, shape (n, d), unit vectors) move with
-(README §Model; Geshkovski, Letrouit, Polyanskiy & Rigollet, "A mathematical
+(:ref:`model`; Geshkovski, Letrouit, Polyanskiy & Rigollet, "A mathematical
 perspective on Transformers", arXiv:2312.10794, the SA and USA particle
 systems with Q = K = V = I):
 
@@ -215,7 +215,7 @@ def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None
     carries w_j in place of 1/n (SA: in place of 1): A_i = Σ_j w_j e^{β⟨x_i,x_j⟩} x_j
     (USA), divided by Φ(x_i) = Σ_j w_j e^{β⟨x_i,x_j⟩} (SA).
 
-    Both are one pass of :func:`_weighted_sums` with the shift of the
+    Both are one pass of ``_weighted_sums`` with the shift of the
     exponent folded into the first product, [βx_i, −s_i]·[x_j, 1] =
     β⟨x_i,x_j⟩ − s_i, and the row sums into the second, e^{…}·[x_j, 1].
     SA shifts by s_i = β|x_i|² (the j = i term: the largest on the sphere, so
@@ -348,7 +348,7 @@ def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None 
         Inverse temperature (dimensionless).
     weights : array_like (n,) or None, keyword-only
         Masses w_j >= 0 of the weighted empirical measure μ = Σ_j w_j δ_{x_j}
-        (the mean-field velocity V[μ] at the points: README §Cluster dynamics);
+        (the mean-field velocity V[μ] at the points: :ref:`cluster-dynamics`);
         None is w_j = 1/n, today's token system, computed by the unweighted path.
         Σ w_j = 1 for a probability measure; USA velocities scale with Σ w_j,
         SA ones do not.
@@ -378,7 +378,7 @@ def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None 
     Cost O(n² d) time (one n×n product, n² exponentials, one more skinny
     product) and O(threads · chunk_rows · n) memory (O(n d) at β = 0).
     Source: Geshkovski et al., arXiv:2312.10794 (SA eq. (1.2)-(1.3) family,
-    USA the unnormalised variant); README §Model.
+    USA the unnormalised variant); :ref:`model`.
     """
     x = _as_points(x)
     if not np.all(np.isfinite(x)):  # a NaN token made every velocity NaN, silently
@@ -405,7 +405,7 @@ def energy(x, beta: float, *, weights=None, chunk_rows: int | None = None) -> fl
 
     This is E_β[μ] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) dμ dμ of the empirical measure
     μ = (1/n) Σ δ_{x_i}: the definition of
-    :meth:`meanfield_pde.numerics.models.MeanFieldModel.energy` (the interaction energy less
+    :meth:`MeanFieldModel.energy <meanfield_pde.numerics.imex_model.IMEXModel.energy>` (the interaction energy less
     the constant 1/(2β)), one smooth function of β ∈ [0, 700]. Computed as
     e^β/(2β) · (1/n²) Σ e^{β(⟨x_i,x_j⟩−1)} − 1/(2β) for β >= 1 (finite up to β = 700),
     from Σ expm1(β⟨x_i,x_j⟩) for kernels.SMALL_BETA <= β < 1 (no cancellation), and
@@ -414,7 +414,7 @@ def energy(x, beta: float, *, weights=None, chunk_rows: int | None = None) -> fl
 
     With ``weights`` w: E = (1/2β) Σ_ij w_i w_j (e^{β⟨x_i,x_j⟩} − 1), the same
     E_β of μ = Σ_j w_j δ_{x_j} (same three branches with w_i w_j for 1/n²).
-    Without noise it never decreases along the SA or USA flow (README §Energies:
+    Without noise it never decreases along the SA or USA flow (:ref:`energies`:
     dE/dt = Σ_i w_i |U_i|² (USA), Σ_i w_i |U_i|²/Φ(x_i) (SA), U_i = P⊥ Σ_j w_j e^{β⟨x_i,x_j⟩} x_j).
 
     Parameters
@@ -520,7 +520,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
 
     Notes
     -----
-    Source: README §Model (Kuramoto, d = 2); Geshkovski et al.,
+    Source: :ref:`model` (Kuramoto, d = 2); Geshkovski et al.,
     arXiv:2312.10794 (the circle case).
     """
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)

@@ -127,7 +127,7 @@ def direct_inner_products(x, gamma: float, rows=None) -> np.ndarray:
     """⟨θ_i, θ_j⟩ (i < j among ``rows``) after one layer at β = γ log n, by direct computation.
 
     The quantity of Rigollet arXiv:2512.01868 Thm 7 computed from explicit
-    tokens with :func:`attention_rows` (compare :func:`one_layer_inner_product`).
+    tokens with :func:`attention_rows` (compare :func:`~meanfield_pde.theory.long_context.one_layer_inner_product`).
 
     Parameters
     ----------
@@ -158,7 +158,7 @@ def direct_inner_products(x, gamma: float, rows=None) -> np.ndarray:
 def deep_direct(x, gamma: float, layers: int) -> np.ndarray:
     """Mean ⟨θ_i, θ_j⟩ over pairs after each of L layers x ← ATT(x)/|ATT(x)|, on explicit tokens.
 
-    The direct counterpart of :func:`deep_equiangular` (arXiv:2510.05554, deep attention).
+    The direct counterpart of :func:`~meanfield_pde.theory.long_context.deep_equiangular` (arXiv:2510.05554, deep attention).
     x : (n, d) unit tokens (dense or sparse; n up to a few thousand: O(n²) per layer).
     Returns (layers + 1,). Raises ConfigError for bad tokens, gamma or layers.
     """

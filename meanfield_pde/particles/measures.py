@@ -27,8 +27,7 @@ def density_from_particles(geometry: Geometry, points: np.ndarray, smoothing: fl
     geometry's L), 0 above: the L²(dσ) projection of (1/n) Σ δ_{x_i} on the degrees <= degree_max
     (orthonormal Y_lm, so f_00 = 1/√|S|: mass 1 for any cloud). A PDE run started from it with
     smoothing 0 and a small degree_max follows the same low-degree perturbation of the uniform
-    state as the cloud's tokens, which is what seeds an instability (README "Past lost
-    resolution"); the degrees above are what the Diracs are made of.
+    state as the cloud's tokens, which is what seeds an instability (:ref:`past-lost-resolution`); the degrees above are what the Diracs are made of.
 
     Parameters
     ----------

@@ -19,6 +19,8 @@ from .integrators import normalise
 
 
 def make_rng(seed) -> np.random.Generator:
+    """A numpy Generator from ``seed`` (an integer >= 0; a Generator is returned as it is);
+    ConfigError naming the seed otherwise."""
     if isinstance(seed, np.random.Generator):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

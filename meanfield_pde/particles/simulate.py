@@ -1,8 +1,8 @@
 """Run a particle (token) simulation of SA/USA, with or without noise.
 
-    dx_i = v_i(x) dt + √(2ν) dB_i   on S^{d−1},  v from :mod:`.dynamics`
+    dx_i = v_i(x) dt + √(2ν) dB_i   on S^{d−1},  v from :mod:`~meanfield_pde.particles.dynamics`
 
-(README §Model; Geshkovski, Letrouit, Polyanskiy & Rigollet, arXiv:2312.10794)
+(:ref:`model`; Geshkovski, Letrouit, Polyanskiy & Rigollet, arXiv:2312.10794)
 with a one-step method from :mod:`.integrators`, recording snapshots of the
 positions, the order parameter |m| = |(1/n) Σ x_i| and the empirical
 interaction energy E = (1/(2β n²)) Σ_ij (e^{β⟨x_i,x_j⟩} − 1).

@@ -186,7 +186,7 @@ def animate_run(ds, output, *, fps: int = 10, view: str = "rotate", overwrite: b
     Parameters
     ----------
     ds : xarray.Dataset
-        A run (README §Dataset contract): ``density(time, lat, lon)`` on the sphere
+        A run (:ref:`dataset-contract`): ``density(time, lat, lon)`` on the sphere
         (degrees) or ``density(time, theta)`` on the circle; optional ``order_parameter``,
         ``energy`` (time,); a particle run's ``positions(time, particle, xyz)`` are drawn
         as dots.

@@ -46,7 +46,7 @@ def event_indices(signal, valid, n: int) -> np.ndarray:
     -------
     ndarray of int
         The first and last valid snapshot and, between them, the snapshots of
-        :data:`EVENT_LEVELS` in order until ``n`` distinct ones are found; evenly spaced
+        ``EVENT_LEVELS`` in order until ``n`` distinct ones are found; evenly spaced
         snapshots fill in when the signal is flat or missing.
     """
     valid = np.asarray(valid, dtype=int)

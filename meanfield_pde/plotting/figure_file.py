@@ -1,4 +1,4 @@
-"""A run's figure written to a file: :func:`plot_run`, or for a run continued past lost resolution
+"""A run's figure written to a file: :func:`~meanfield_pde.plotting.plot.plot_run`, or for a run continued past lost resolution
 the staircase figure (:func:`meanfield_pde.plotting.handoff_plot.plot_handoff`), as PNG, PDF or
 SVG. Its own module so that both figure modules sit below it (no import cycle)."""
 
@@ -27,7 +27,7 @@ def _refuse_sweep(attrs, what: str) -> None:
 
 
 def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False) -> pathlib.Path:
-    """Draw :func:`plot_run` (a hand-off run without ``times``:
+    """Draw :func:`~meanfield_pde.plotting.plot.plot_run` (a hand-off run without ``times``:
     :func:`meanfield_pde.plotting.handoff_plot.plot_handoff`) and write it to a PNG, PDF or SVG
     file (by the suffix of ``output``).
 
@@ -39,7 +39,7 @@ def save_figure(ds_or_path, output=None, times=None, *, overwrite: bool = False)
         Figure to write (.png, .pdf or .svg).  Default: the netCDF path with
         suffix ``.png``; required when a Dataset without a source file is given.
     times : float or sequence of float, optional
-        Passed to :func:`plot_run`.
+        Passed to :func:`~meanfield_pde.plotting.plot.plot_run`.
     overwrite : bool, keyword-only
         Replace an existing figure (written through
         :func:`meanfield_pde.runs.outputs.save_png`: never into a link's target).

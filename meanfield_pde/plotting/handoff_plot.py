@@ -1,8 +1,8 @@
-"""Figure of a hand-off run (README §Past lost resolution): the staircase and its clusters.
+"""Figure of a hand-off run (:ref:`past-lost-resolution`): the staircase and its clusters.
 
 Top: the density at the start of each plateau (the hand-off, then the first snapshot after
-each merge; at most :data:`MAX_PLATEAUS`), as maps and orthographic views
-(:func:`meanfield_pde.plotting.plot.draw_sphere_maps`; after the hand-off the density is the
+each merge; at most ``MAX_PLATEAUS``), as maps and orthographic views
+(``meanfield_pde.plotting.plot.draw_sphere_maps``; after the hand-off the density is the
 measure smoothed by the heat kernel). Bottom: energy against log t (the staircase; the hand-off
 and the merges marked), the number of clusters against log t, and each merge time of the run
 (the bracket between two snapshots) against the two-Dirac closed form

@@ -2,7 +2,7 @@
 
 Every figure of a run says which equation produced it and whether its time axis is the
 natural time t of the mean-field equation (transformer depth) or a rescaled time τ of a
-large-β limit (README §Large-β limits: τ = t/β for SA → backward heat, τ = t λ₀/(2β) for
+large-β limit (:ref:`large-beta-limits`: τ = t/β for SA → backward heat, τ = t λ₀/(2β) for
 USA → porous medium), read from the run's attributes ``model``, ``equation``, ``beta``,
 ``nu``, ``n``, ``manifold`` and ``time_unit``.
 """
@@ -62,7 +62,7 @@ def time_axis(t, attrs) -> tuple[float, str]:
     attributes ``attrs``: ``(scale, label)``, the axis showing ``t / scale``.
 
     ``scale`` is 1 and ``label`` is :func:`time_label` when the largest finite |t| lies in
-    :data:`TIME_SCALE_RANGE` (or there is none, or it is 0); otherwise ``scale`` = 10^k with
+    ``TIME_SCALE_RANGE`` (or there is none, or it is 0); otherwise ``scale`` = 10^k with
     k = floor(log10 max|t|) and the label says so, e.g. 'time t (in units of 1e-300)'.
     Every time axis of the figures uses it.
     """

@@ -2,9 +2,10 @@
 the measured transitions from :mod:`meanfield_pde.analysis.phase`).
 
 Figures (``[sweep] figure``):
+
 - "lines": every final diagnostic against the first swept key;
 - "noise": stationary order parameter against ν, continued up and down, with
-  the linear threshold ν_1 (README §Linear theory, :func:`linear.critical_noise`);
+  the linear threshold ν_1 (:ref:`linear-theory`, :func:`linear.critical_noise`);
 - "clusters": number of clusters against β, every seed shown, beside the
   fastest mode k*(β) or l*(β) (:func:`linear.fastest_mode`);
 - (not a sweep figure) :func:`plot_zonal_transition`: several zonal "noise" sweeps, panels per
@@ -30,6 +31,8 @@ def _other_dims(ds, keep):
 
 
 def plot_lines(ds: xr.Dataset):
+    """The "lines" figure of a sweep: every final diagnostic of the points against the first
+    swept key, one panel each (the figure of a grid no other figure fits). Returns a Figure."""
     from matplotlib.figure import Figure
     first = ds.status.dims[0]
     names = [n for n in ds.data_vars if ds[n].dims == ds.status.dims and ds[n].dtype.kind == "f"
@@ -65,7 +68,7 @@ def plot_noise(ds: xr.Dataset):
     """|m| against ν per direction (filled: stationary; open: t_end reached first), ν_1 marked.
 
     Where the branches agree (a continuous transition) a second panel shows
-    |m|² against ν with the fit |m|² = a (ν_c − ν) (:func:`critical_noise_fit`).
+    |m|² against ν with the fit |m|² = a (ν_c − ν) (:func:`~meanfield_pde.analysis.phase.critical_noise_fit`).
     """
     from matplotlib.figure import Figure
 

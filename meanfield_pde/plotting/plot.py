@@ -117,6 +117,7 @@ def orthographic(lat, lon, lat0, lon0):
 # data helpers
 # --------------------------------------------------------------------------
 def time_values(ds):
+    """The snapshot times of a run as floats (0, 1, ... when the Dataset has no time coordinate)."""
     n = ds.sizes["time"]
     return np.asarray(ds["time"].values, dtype=float) if "time" in ds.coords else np.arange(n, dtype=float)
 
@@ -218,7 +219,7 @@ def _first_finite(y):
 def view_centre(ds, i=None):
     """(lat, lon) in degrees of the heaviest cluster of snapshot ``i`` (default: the last with data).
 
-    The density is first smoothed by the heat kernel for time :data:`CLUSTER_SMOOTHING`
+    The density is first smoothed by the heat kernel for time ``CLUSTER_SMOOTHING``
     (coefficients × e^{−s l(l+1)}): its maximum is then where the most mass lies within
     ~10°, not the sharpest peak (a narrow light cluster). Without coefficients: the
     maximum of the stored density. (0, 0) if no snapshot has data.
@@ -290,6 +291,9 @@ def draw_orthographic(ax, lat, lon, values, view, norm, tokens=None):
 
 
 def draw_sphere_maps(subfig, ds, idx, t, view):
+    """The density rows of a sphere run's figure into ``subfig``: a longitude–latitude map and an
+    orthographic disc (centred on ``view``, else the heaviest cluster) per snapshot of ``idx``,
+    on one colour scale, with the tokens of a particle run as dots."""
     dens = ds["density"].transpose("time", "lat", "lon")
     lat, lon = np.asarray(ds["lat"], float), np.asarray(ds["lon"], float)
     lat_e, lon_e = cell_edges(lat, lon)
@@ -330,6 +334,8 @@ def draw_sphere_maps(subfig, ds, idx, t, view):
 
 
 def draw_circle_lines(subfig, ds, idx, t):
+    """The density row of a circle run's figure into ``subfig``: f(θ) of each snapshot of ``idx``
+    on one axis (the curve closed at 2π), beside the uniform density 1/2π."""
     ax = subfig.subplots()
     dens = ds["density"].transpose("time", "theta")
     # Repeat the first point at θ + 2π so the periodic curve closes.

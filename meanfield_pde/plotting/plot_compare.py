@@ -245,7 +245,7 @@ def plot_comparison(ds_a, ds_b, comparison, times=None, n_times=4) -> Figure:
     Parameters
     ----------
     ds_a, ds_b : xarray.Dataset
-        The runs compared (PDE, limit or particle runs; README §Dataset contract).
+        The runs compared (PDE, limit or particle runs; :ref:`dataset-contract`).
     comparison : xarray.Dataset
         ``compare.compare(ds_a, ds_b, ...)``.
     times : float or sequence of float, optional

@@ -3,8 +3,8 @@
 One estimator for every kind of work (PDE run, particle run, comparison,
 transformer study, sweep). A case whose estimate exceeds the machine (its
 physical memory, ``os.sysconf``; the free space of the output's disk,
-``shutil.disk_usage``) or a stated cap (:data:`MAX_HOURS` of estimated wall
-time, :data:`MAX_SWEEP_POINTS`, :data:`MAX_PROJECTIONS`) is refused with a
+``shutil.disk_usage``) or a stated cap (``MAX_HOURS`` of estimated wall
+time, ``MAX_SWEEP_POINTS``, ``MAX_PROJECTIONS``) is refused with a
 ConfigError naming the field, the estimate and the cap; ``force=True``
 (CLI ``--force``) runs it anyway.
 

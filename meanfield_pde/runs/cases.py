@@ -37,7 +37,7 @@ def cases_dir() -> Path:
 
 
 def case_names() -> list[str]:
-    """Names of the cases in :func:`cases_dir`, sorted."""
+    """Names of the cases in :func:`~meanfield_pde.runs.cases.cases_dir`, sorted."""
     d = cases_dir()
     return sorted(p.stem for p in d.glob("*.toml")) if d.is_dir() else []
 

@@ -1,4 +1,4 @@
-"""The CF-1.8 metadata of every file the package writes (README §Dataset contract).
+"""The CF-1.8 metadata of every file the package writes (:ref:`dataset-contract`).
 
 CF conventions (Eaton et al., *NetCDF Climate and Forecast Metadata
 Conventions* 1.8, 2020): global ``Conventions``, ``title``, ``history``,
@@ -136,7 +136,7 @@ def cf_encode(ds: xr.Dataset, title: str | None = None) -> xr.Dataset:
         # nu, order, seed, ...): pure numbers
         if name in out.dims and var.dtype.kind in "iuf" and "units" not in var.attrs:
             var.attrs["units"] = "1"
-        # README promises units on every variable: a number without its own (a count, an id, a
+        # the documentation promises units on every variable (docs/user-guide/outputs.md): a number without its own (a count, an id, a
         # distance of coefficients, a fitted rate) is a pure number of the non-dimensional model,
         # as its times, masses and coefficients are; a dimensional one (a density, wall time in
         # s, an angle in radian) is given its units where it is made. Checksums are bit patterns.

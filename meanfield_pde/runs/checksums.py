@@ -1,14 +1,14 @@
 """Checksums that make a damaged byte of a written file an error instead of a wrong number.
 
 Two schemes for the data, one per file format, and one for the global attributes
-(README §Output files: checksums):
+(:ref:`checksums`):
 
 * **netCDF-4 (HDF5)** files written whole (a sweep's ``sweep.nc``, comparisons, a sweep's
   token points, run files compressed with ``output.format = "netcdf4-zlib"``): HDF5's
   Fletcher-32 filter on every chunked variable (:func:`with_fletcher32`). HDF5 verifies it
   on every read of a chunk; :func:`verify_netcdf4` reads each variable once so that a
   damaged chunk is found before anything uses the file (and, as HDF5's chunk index has no
-  checksum, an element reading as netCDF's default fill value: :func:`_read_all`; numbers
+  checksum, an element reading as netCDF's default fill value: ``_read_all``; numbers
   are written without ``_FillValue``, :func:`without_fill_values`, so that a lost float
   chunk reads as that fill, not as NaN). A compressed run file keeps the netCDF-3 file's
   ``record_checksum`` and ``fixed_checksum``, checked in the same pass.
@@ -24,7 +24,7 @@ Two schemes for the data, one per file format, and one for the global attributes
   the file is created. Both are stored as int32: the CRC is ``value & 0xFFFFFFFF``.
 * **Global attributes** of both (the case from which ``--resume`` rebuilds a run, its status,
   counters, history, ...): the int32 attribute ``attribute_checksum`` is the CRC-32 of every
-  other global attribute but those in :data:`UNSEALED` (a run's ``running_note``), in sorted
+  other global attribute but those in ``UNSEALED`` (a run's ``running_note``), in sorted
   order of their names, each as :func:`attribute_bytes`
   (:func:`attribute_crc`, the one rule of writer and readers). HDF5's attribute storage has no
   checksum either. The package recomputes it from the attributes as stored after each of its
@@ -37,7 +37,7 @@ Two schemes for the data, one per file format, and one for the global attributes
   empty is a legitimate value of some (a sweep point's ``error``); the CRC tells them apart.
 
 Every file given ``attribute_checksum`` when it is created also carries the global attribute
-``checksums`` (:data:`CHECKSUMS`: the names of its checksums), covered by it: a file with
+``checksums`` (``CHECKSUMS``: the names of its checksums), covered by it: a file with
 ``checksums`` but without ``attribute_checksum`` is damaged (e.g. a flipped byte in that
 attribute's name) and refused. Files written before the checksums existed have none of them and
 are read as before (a run file begun before ``attribute_checksum`` existed is continued without
@@ -154,7 +154,7 @@ def trim_running_note(ds: xr.Dataset) -> xr.Dataset:
 
 def attribute_crc(attrs: Mapping, unsealed: tuple = UNSEALED) -> int:
     """CRC-32 (:func:`zlib.crc32`) of the global attributes ``attrs`` (name -> value as a netCDF
-    reader returns it) but ``attribute_checksum`` and the names in ``unsealed`` (:data:`UNSEALED`;
+    reader returns it) but ``attribute_checksum`` and the names in ``unsealed`` (``UNSEALED``;
     () is the rule of files written before it): for each name in sorted order, its length
     (4 bytes, big-endian), its UTF-8 bytes, the length of :func:`attribute_bytes` of its value
     and those bytes. Returns an int in [0, 2**32)."""
@@ -202,7 +202,7 @@ def seal_file_attributes(path) -> None:
 
 def _attribute_fault(attrs: Mapping) -> str | None:
     """The message if ``attrs`` (a file's global attributes) fail ``attribute_checksum`` or lack
-    it where :data:`CHECKSUMS` says the file was written with it, else None (also when neither is
+    it where ``CHECKSUMS`` says the file was written with it, else None (also when neither is
     there: a file written before them)."""
     # how to keep a deliberate hand edit: the seal goes, and with it the mark that asks for one
     undo = (f"ncatted -a {ATTRIBUTE_CHECKSUM},global,d,," + (f" -a {CHECKSUMS},global,d,,"
@@ -307,7 +307,7 @@ def _text_fault(nc, attrs: Mapping) -> str | None:
 def verify_netcdf3(path: Path, where: str) -> None:
     """Check a netCDF-3 file's ``attribute_checksum``, ``record_checksum`` and ``fixed_checksum``
     (module docstring), one pass over its bytes through a memory map; global attributes that
-    fail are read again after each of :data:`HEADER_EDIT_WAITS` (a writer's edit under way)
+    fail are read again after each of ``HEADER_EDIT_WAITS`` (a writer's edit under way)
     before they are called damaged. A file without them (written before they existed, or by
     another program) passes.
 
@@ -457,7 +457,7 @@ def verify_netcdf4(path: Path, where: str) -> None:
 
 
 def _row_crcs(crcs: list):
-    """A callback for :func:`_read_all` that adds each row (snapshot) of a slice to ``crcs``."""
+    """A callback for ``_read_all`` that adds each row (snapshot) of a slice to ``crcs``."""
     def add(start: int, values: np.ndarray) -> None:
         for j, row in enumerate(values):
             crcs[start + j] = zlib.crc32(

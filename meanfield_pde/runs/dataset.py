@@ -1,4 +1,4 @@
-"""Reading a run's Dataset (README §Output: loading a run): its complex coefficients, its token
+"""Reading a run's Dataset (:ref:`outputs`): its complex coefficients, its token
 positions, its grid density (stored, or rebuilt from the coefficients) and one snapshot.
 
 Every function takes an open Dataset or the path of a run file (opened with
@@ -25,7 +25,7 @@ def as_dataset(source: xr.Dataset | str | os.PathLike, where: str = "run") -> xr
     Raises
     ------
     ConfigError
-        A missing or damaged file (:func:`open_checked`); ``source`` neither a Dataset nor a
+        A missing or damaged file (:func:`~meanfield_pde.runs.runcheck.open_checked`); ``source`` neither a Dataset nor a
         path (a str or os.PathLike).
     """
     if isinstance(source, xr.Dataset):
@@ -47,7 +47,7 @@ def coefficients(source: xr.Dataset | str | os.PathLike) -> xr.DataArray:
         Dims (time, l, m) on the sphere, NaN where m > l (shtns orthonormal spherical
         harmonics with the Condon–Shortley phase, m >= 0 of a real field:
         f = Σ_l [f_l0 Y_l0 + 2 Re Σ_{m>0} f_lm Y_lm]); (time, k) on the circle
-        (e_k = e^{ikθ}/√(2π), f = f_0 e_0 + 2 Re Σ_{k>0} f_k e_k). README §Dataset contract.
+        (e_k = e^{ikθ}/√(2π), f = f_0 e_0 + 2 Re Σ_{k>0} f_k e_k). :ref:`dataset-contract`.
 
     Raises
     ------

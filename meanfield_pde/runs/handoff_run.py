@@ -1,5 +1,5 @@
 """A noise-free PDE run that continues past lost resolution as weighted particles, in the same
-run file (the "handoff" run kind of :mod:`meanfield_pde.runs.session`; README §Past lost resolution).
+run file (the "handoff" run kind of :mod:`meanfield_pde.runs.session`; :ref:`past-lost-resolution`).
 
 Without noise the mean-field equation is a continuity equation with a smooth velocity
 V[μ], so it is solved by its characteristics and a weighted sum of Diracs stays one
@@ -16,7 +16,7 @@ V[μ], so it is solved by its characteristics and a weighted sum of Diracs stays
    ``handoff.t_end`` by :func:`meanfield_pde.particles.adaptive.integrate_weighted` (error
    control; nodes closer than ``handoff.merge_tol`` merged), snapshots log-spaced in time.
 
-Every snapshot (both phases) carries the same variables (README §Dataset contract): the
+Every snapshot (both phases) carries the same variables (:ref:`dataset-contract`): the
 coefficients (after the hand-off those of the weighted measure Σ w_j δ_{x_j}: Σ_j w_j
 conj(Y_lm(x_j)), exact, no smoothing), ``density`` (after the hand-off the measure smoothed by
 the heat kernel for ``handoff.smoothing``), mass (Σ w_j), energy, order_parameter, and
@@ -45,7 +45,7 @@ The PDE's counters (``steps``, ``rejected_steps``, summed over sessions) and ``h
 are written to the file at the hand-off (:meth:`~meanfield_pde.runs.runfile.RunFile.record_attributes`),
 so that a run killed after it (SIGKILL) ends, once resumed, with the uninterrupted run's values.
 A file written before that and killed after its hand-off keeps the counters it holds (the
-placeholder 0: the PDE's steps are unknown) and gets ``handoff_trigger`` :data:`UNKNOWN_TRIGGER`.
+placeholder 0: the PDE's steps are unknown) and gets ``handoff_trigger`` ``UNKNOWN_TRIGGER``.
 """
 
 from __future__ import annotations

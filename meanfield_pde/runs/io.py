@@ -1,4 +1,4 @@
-"""Snapshots → xarray Dataset (README §Dataset contract) → netCDF, written atomically."""
+"""Snapshots → xarray Dataset (:ref:`dataset-contract`) → netCDF, written atomically."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _software_versions() -> dict[str, str]:
 
 
 def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
-    """Variables density/coef_* and coordinates of one manifold (README §Dataset contract)."""
+    """Variables density/coef_* and coordinates of one manifold (:ref:`dataset-contract`)."""
     L = geometry.lmax
     coef_dims, table = ("time", *geometry.table_dims), geometry.to_table(np.asarray(coefs))
     if geometry.manifold == "sphere_zonal":
@@ -102,7 +102,7 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
 
 def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
                          attrs: dict) -> xr.Dataset:
-    """Build the Dataset of a run (README §Dataset contract).
+    """Build the Dataset of a run (:ref:`dataset-contract`).
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """Case → particle run → Dataset with the PDE's names (the "particles" run kind of
 :mod:`meanfield_pde.runs.session`).
 
-A particle run stores (README §Dataset contract) positions(time, particle, xyz), the
+A particle run stores (:ref:`dataset-contract`) positions(time, particle, xyz), the
 empirical coefficients (1/n) Σ_i conj(Y_lm(x_i)) as coef_real/coef_imag
 (the projection of the empirical measure: the names and normalisation of a
 PDE run, so `compare` treats both alike), order_parameter, energy and mass,

@@ -2,7 +2,7 @@
 
 The snapshots are the checkpoints (:mod:`meanfield_pde.runs.resume`); the kind
 is the one stored in the file (:func:`meanfield_pde.runs.session.stored_kind`)
-and :data:`RESUMABLE` names the run kind that continues it.
+and :data:`~meanfield_pde.runs.restart.RESUMABLE` names the run kind that continues it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .runner import PDE
 from .session import RunKind, resume_file
 
 RESUMABLE: dict[str, RunKind] = {"pde": PDE, "limit": PDE, "particles": PARTICLES, "handoff": HANDOFF}
-"""Run kind stored in a file (:attr:`meanfield_pde.runs.config.Config.kind` values) → the
+"""Run kind stored in a file (:attr:`~meanfield_pde.runs.config.case.Config.kind` values) → the
 kind that continues it. A comparison writes a PDE file and a token file (each resumed as
 such); a transformer study writes one finished Dataset, not resumable."""
 
@@ -32,7 +32,7 @@ def resume(path: str | Path, progress: bool | None = None, t_end: float | None =
     snapshot files are the checkpoints) and appends to the same file. With
     a fixed step the result equals the uninterrupted run bit for bit; with
     adaptive steps, to the step tolerance. PDE, limit-model and particle run
-    files are continued alike (:data:`RESUMABLE`; particles bit for bit too).
+    files are continued alike (:data:`~meanfield_pde.runs.restart.RESUMABLE`; particles bit for bit too).
 
     Parameters
     ----------

@@ -257,7 +257,7 @@ def unphysical_restart(monitor, mass: float, first_mass: float) -> str | None:
     below its negativity floor; :class:`meanfield_pde.numerics.diagnostics.ResolutionMonitor`,
     called by the caller and passed as ``monitor``: its reason or None) and mass conservation
     (``mass`` of the restart state against ``first_mass`` of the file's first snapshot, relative
-    tolerance :data:`MASS_RTOL`). A finite absurd value (an edited 1e300) passes the file's
+    tolerance ``MASS_RTOL``). A finite absurd value (an edited 1e300) passes the file's
     finiteness checks but not these.
     """
     if monitor is not None:

@@ -16,7 +16,7 @@ checks, in this order, and raises a ConfigError naming the first fault:
   default fill value is a chunk lost through HDF5's index); files without checksums pass;
 * ``time`` exists, is finite and strictly increasing;
 * the coefficients' conventions (attributes ``coefficient_normalization``,
-  ``coefficient_phase``, ... of coef_real/coef_imag, README §Dataset contract)
+  ``coefficient_phase``, ... of coef_real/coef_imag, :ref:`dataset-contract`)
   are those the code reads (:func:`check_conventions`);
 * the data are finite (``density``, ``positions``, the bounded diagnostics,
   the coefficients where they are defined: the S² table is NaN exactly where
@@ -123,7 +123,7 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
 
 
 def check_conventions(ds: xr.Dataset, where: str) -> None:
-    """Refuse coefficients stored with other conventions than the code's (README §Dataset contract).
+    """Refuse coefficients stored with other conventions than the code's (:ref:`dataset-contract`).
 
     The expected values are the geometry's (:attr:`Sphere.conventions` for a table with
     dims (l, m), :attr:`ZonalSphere.conventions` for a sphere_zonal file's (l,),
@@ -254,7 +254,7 @@ NOT_A_RUN_FILE = "not a run file of meanfield-pde (no 'case' or 'status' attribu
 
 
 def is_run_file(attrs) -> bool:
-    """A run file (of run, or a sweep's point) carries its case and status (README §Dataset contract)."""
+    """A run file (of run, or a sweep's point) carries its case and status (:ref:`dataset-contract`)."""
     return "case" in attrs and "status" in attrs
 
 

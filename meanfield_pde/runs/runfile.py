@@ -268,7 +268,7 @@ class RunFile:
         """Write global attributes during the run, synced, so that a run killed afterwards (even
         by SIGKILL) keeps them: what a run knows part-way, e.g. a hand-off run's counters and
         trigger at its hand-off. The end-of-run attributes of :meth:`finish` replace them;
-        :attr:`attrs` (what earlier sessions recorded) is left as it was.
+        ``attrs`` (what earlier sessions recorded) is left as it was.
 
         The header may not grow (netCDF-3 would move all the data): the bytes the attributes add
         are taken from the padding of ``running_note``. Returns False, writing nothing, when that
@@ -585,7 +585,7 @@ def _cut_records(path: Path, size: int, records: int) -> None:
 
 def drop_records(path: Path, keep: int) -> None:
     """Cut the netCDF-3 (64-bit offset) run file ``path`` back to its first ``keep`` records in
-    place (``1 <= keep`` <= its records), crash-safely (:func:`_cut_records`), with the file
+    place (``1 <= keep`` <= its records), crash-safely (``_cut_records``), with the file
     claimed (:func:`meanfield_pde.runs.outputs.hold_file`).
 
     The file's size with ``keep`` records is the start of its record section plus ``keep``

@@ -26,16 +26,16 @@ __all__ = ["run", "build", "PDE", "PDERun", "planned_snapshots"]  # build: mf.bu
 def run(config: Config, output: str | Path | None = None, progress: bool | None = None, *,
         overwrite: bool = False, initial: np.ndarray | xr.Dataset | str | Path | None = None,
         time: float | None = None, exact: bool = False, force: bool = False) -> xr.Dataset:
-    """Run a validated case and return its Dataset (README §Dataset contract); write it if ``output``.
+    """Run a validated case and return its Dataset (:ref:`dataset-contract`); write it if ``output``.
 
     Parameters
     ----------
     config : Config
-        From :func:`meanfield_pde.load_case` or :func:`meanfield_pde.runs.config.from_dict`.
+        From :func:`meanfield_pde.load_case` or :func:`meanfield_pde.runs.config.validation.from_dict`.
     output : path, optional
         netCDF file, appended and synced at every snapshot
         (:class:`meanfield_pde.runs.runfile.RunFile`), so an interrupted or killed
-        run keeps everything computed; continue it with :func:`resume`.
+        run keeps everything computed; continue it with :func:`~meanfield_pde.runs.restart.resume`.
     progress : bool or None
         Progress bar; None shows it only on a terminal.
     overwrite : bool, keyword-only
@@ -99,7 +99,7 @@ def planned_snapshots(config: Config) -> int:
 
 class PDERun(RunKind):
     """The mean-field PDE and the large-β limit models (kinds "pde" and "limit") for a
-    :class:`meanfield_pde.runs.session.Session`: built by :func:`build`, advanced by
+    :class:`meanfield_pde.runs.session.Session`: built by :func:`~meanfield_pde.runs.simulation.build`, advanced by
     :func:`meanfield_pde.numerics.solver.integrate` with the storage, progress and
     stationary-stop observers."""
 

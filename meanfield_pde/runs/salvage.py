@@ -54,7 +54,7 @@ def drop_damaged(path: str | Path, where: str, *, cli: bool = True) -> str | Non
     -------
     str or None
         The ``history`` line recording what was dropped (also warned as a
-        :class:`SnapshotsDroppedWarning`); None if no snapshot fails its checksum (nothing is
+        :class:`~meanfield_pde.core.errors.SnapshotsDroppedWarning`); None if no snapshot fails its checksum (nothing is
         changed: the resume's own checks apply), also for a netCDF-4 copy or a file without
         record checksums.
 

@@ -78,7 +78,7 @@ class RunKind(ABC):
     Attributes
     ----------
     name : str
-        Its value of :attr:`meanfield_pde.runs.config.Config.kind` (for messages and tables).
+        Its value of :attr:`~meanfield_pde.runs.config.case.Config.kind` (for messages and tables).
     interruptible : bool
         Its loop honours stop requests between steps (:func:`meanfield_pde.core.signals.check`);
         only then does the session turn SIGINT/SIGTERM into stop requests (otherwise a

@@ -125,7 +125,7 @@ EQUATION_TITLES = {"mean_field": "mean-field PDE", "limit0": "large-beta limit (
 
 
 def run_attributes(config: Config) -> dict:
-    """Global attributes known before a PDE run starts (README §Dataset contract), with placeholders
+    """Global attributes known before a PDE run starts (:ref:`dataset-contract`), with placeholders
     for the end-of-run counters (steps, rejected_steps, wall_time_s)."""
     m = config.model
     return {

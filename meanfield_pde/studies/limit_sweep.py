@@ -1,6 +1,6 @@
 """PDE versus its large-β limits: the distance at fixed τ against β, and its fitted slope.
 
-README §Large-β limits: the SA PDE in τ = t/β tends to the backward heat equation, the
+:ref:`large-beta-limits`: the SA PDE in τ = t/β tends to the backward heat equation, the
 USA PDE in τ = t λ_0/(2β) to the backward porous-medium equation; the
 distance at fixed τ falls like β⁻¹ (order-0 limit) and β⁻² (order-1 limit,
 the next term of the Laplace expansion Φ/λ_0 = f + Δf/(2β) + O(β⁻²)).
@@ -253,7 +253,7 @@ def _limit_dataset(config: Config, some: Config, betas: list[float], orders: lis
                 long_name="distance / L2 norm of the PDE's non-uniform part (1 <= l <= degrees)")),
             "slope": ("order", slopes, dict(long_name="fitted slope of log distance vs log beta")),
             "expected_slope": ("order", expected, dict(
-                long_name="slope predicted by the Laplace expansion (README §Large-β limits)")),
+                long_name="slope predicted by the Laplace expansion (docs/mathematics/limits.md)")),
             "amplification": ("beta", tables["run_amplification"].max(axis=1), dict(
                 long_name="largest factor exp(sigma_l tau) over degrees l <= lmax and the compared "
                           "runs: how much a round-off error at degree l can grow by tau "

@@ -3,8 +3,8 @@
 ``meanfield-pde run CASE`` with ``[transformer] study = ...`` runs one of
 
 * "normalisation": for each scheme of ``transformer.schemes`` the equiangular
-  (ρ, r) ODEs (:func:`meanfield_pde.particles.normalisation.solve_scheme_equiangular`)
-  and n particles started equiangular (:func:`meanfield_pde.particles.normalisation.simulate_scheme`)
+  (ρ, r) ODEs (:func:`~meanfield_pde.particles.normalisation.equiangular.solve_scheme_equiangular`)
+  and n particles started equiangular (:func:`~meanfield_pde.particles.normalisation.dynamics.simulate_scheme`)
   on log-spaced depths up to ``t_end``, the largest particle–ODE deviation and
   the fitted asymptotic rate over the last decade (arXiv:2510.22026; Rigollet
   arXiv:2512.01868 §6.2);
@@ -179,7 +179,7 @@ STUDIES = {"normalisation": normalisation_study, "long_context_phase": long_cont
 
 class TransformerStudy(RunKind):
     """A [transformer] study (kind "transformer") for a :class:`meanfield_pde.runs.session.Session`:
-    :data:`STUDIES` computes its whole Dataset at once (no snapshots, not resumable)."""
+    ``STUDIES`` computes its whole Dataset at once (no snapshots, not resumable)."""
 
     name = "transformer"
     interruptible = False  # the studies do not check for stop requests: Ctrl-C stops them at once

@@ -2,15 +2,14 @@
 
 Without noise the mean-field equation is a continuity equation with a smooth
 velocity field V[μ], so a weighted sum of Diracs μ = Σ_j w_j δ_{x_j}
-(w_j >= 0, x_j ∈ S^{d−1}) stays one, and its points follow (README
-§Cluster dynamics; Geshkovski, Letrouit, Polyanskiy & Rigollet,
+(w_j >= 0, x_j ∈ S^{d−1}) stays one, and its points follow (:ref:`cluster-dynamics`; Geshkovski, Letrouit, Polyanskiy & Rigollet,
 arXiv:2312.10794; Geshkovski, Koubbi, Polyanskiy & Rigollet, arXiv:2410.06833)
 
     ẋ_i = V[μ](x_i),   Φ(x) = Σ_j w_j e^{β⟨x,x_j⟩},
     USA: V(x) = P⊥_x Σ_j w_j e^{β⟨x,x_j⟩} x_j,   SA: V(x) = that / Φ(x).
 
 The weights never change (each Dirac is carried by the flow). The particle
-code moves the points themselves (:func:`meanfield_pde.particles.velocity`
+code moves the points themselves (:func:`meanfield_pde.particles.dynamics.velocity`
 with ``weights``); this module holds what follows from the equations alone.
 
 Reduced ODE of k clusters (Gram form)
@@ -34,7 +33,7 @@ k = 2, ρ = ⟨x_1,x_2⟩ = G_12. USA: a_12 = w_2 e^{βρ}, a_21 = w_1 e^{βρ},
     SA:  ρ̇ = (1 − ρ²) [ w_2/(w_1 E + w_2) + w_1/(w_2 E + w_1) ],   E = e^{β(1−ρ)}
 
 (SA depends on the masses only through w_1/w_2; with w_1 = w_2 it is the
-equiangular equation with n = 2, :mod:`.equiangular`). ρ = ±1 are the only
+equiangular equation with n = 2, :mod:`~meanfield_pde.theory.equiangular`). ρ = ±1 are the only
 equilibria; ρ = −1 (antipodal clusters) is unstable, ρ = 1 (one cluster)
 attracts every ρ0 > −1, only exponentially: near ρ = 1 the gap 1 − ρ decays
 like e^{−2t} (SA, any masses) and e^{−2(w_1+w_2)e^β t} (USA). Near ρ = −1,

@@ -4,8 +4,8 @@ If n unit tokens start equiangular, ⟨x_i, x_j⟩ = ρ for all i ≠ j, both fl
 keep them so (the Gram matrix obeys a closed ODE that commutes with permuting
 the tokens; an equiangular Gram matrix is permutation invariant, so by
 uniqueness it stays equiangular), and the common inner product solves a
-scalar ODE (README §Equiangular reduction; Geshkovski, Letrouit, Polyanskiy & Rigollet,
-arXiv:2312.10794, the equiangular / simplex example):
+scalar ODE (:ref:`equiangular-reduction`; Geshkovski, Letrouit, Polyanskiy & Rigollet,
+arXiv:2312.10794, the equiangular / simplex example)::
 
     SA:  ρ̇ = 2(1−ρ)(1+(n−1)ρ) / (e^{β(1−ρ)} + n − 1)
     USA: ρ̇ = (2/n) e^{βρ} (1−ρ)(1+(n−1)ρ)
@@ -15,13 +15,18 @@ positive semidefinite); both ends are equilibria (regular simplex, full
 collapse), and every ρ0 in between flows to 1.
 
 Numerics. Both right-hand sides are h(ρ)·L(ρ) with the logistic part
-L(ρ) = (1−ρ)(1+(n−1)ρ) and a speed factor h > 0 that increases with ρ:
+L(ρ) = (1−ρ)(1+(n−1)ρ) and a speed factor h > 0 that increases with ρ::
+
     SA:  h = 2/(e^{β(1−ρ)} + n − 1)        USA: h = (2/n) e^{βρ}.
+
 So in the clock s = ∫ h(ρ(t)) dt both flows are the same logistic equation,
-dρ/ds = L(ρ), solved exactly:
+dρ/ds = L(ρ), solved exactly::
+
     1−ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),   R0 = (1+(n−1)ρ0) / ((n−1)(1−ρ0)),
+
 and only the real time t(s) = ∫_0^s ds'/h(ρ(s')) is integrated (solve_ivp,
 DOP853, rtol 1e-12) and inverted. Two reasons, both about the collapse:
+
 - ρ → 1 exponentially, so 1−ρ reaches 1e-12 within a few time units and ρ
   itself carries no digits of the gap. We never form ρ: u = log(1−ρ) is
   explicit in s (``solve_equiangular(..., gap=True)`` returns e^u, accurate
@@ -181,9 +186,11 @@ def collapse_rate(kind: str, beta: float) -> float:
     """Exponential rate r of the collapse 1−ρ(t) ~ C e^{−r t} as t → ∞.
 
     Linearise at ρ = 1 with g = 1−ρ: ġ = −ρ̇ = −g · q(ρ), q(ρ) = ρ̇/(1−ρ),
-    and q(1) is the rate:
+    and q(1) is the rate::
+
         SA:  q(1) = 2(1+(n−1)) / (e^0 + n − 1) = 2n/n = 2
         USA: q(1) = (2/n) e^β (1+(n−1)) = 2 e^β
+
     Neither depends on n. (At β = 0 both are 2, matching the exact solution
     1−ρ = (n/(n−1)) / (1 + R0 e^{2t}) of the USA Riccati equation.)
 
@@ -208,7 +215,7 @@ def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.
                                 level: float = 0.999) -> float:
     """The time t* at which the equiangular ρ(t) from ρ0 reaches ``level``.
 
-    README §Equiangular reduction: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
+    :ref:`equiangular-reduction`: ρ̇ = h(ρ) L(ρ) with L = (1−ρ)(1+(n−1)ρ), h_SA = 2/(e^{β(1−ρ)} + n − 1),
     h_USA = (2/n) e^{βρ}. In the clock s with ds = h dt, ρ is logistic
     (:func:`solve_equiangular`): 1 − ρ(s) = (n/(n−1)) / (1 + R0 e^{ns}),
     R0 = (1+(n−1)ρ0)/((n−1)(1−ρ0)), so ρ = level at

@@ -2,7 +2,7 @@
 
 Setting (Chen, Lin, Polyanskiy & Rigollet, "Critical attention scaling in
 long-context transformers", arXiv:2510.05554; Rigollet, arXiv:2512.01868 §6,
-Theorem 7; README §Long context). Unit tokens x_i = √ρ e_0 + √(1−ρ) u_i with u_i
+Theorem 7; :ref:`long-context`). Unit tokens x_i = √ρ e_0 + √(1−ρ) u_i with u_i
 orthonormal and ⊥ e_0, so ⟨x_i, x_j⟩ = ρ (i ≠ j), ρ ∈ (0, 1). One attention
 layer
 

@@ -39,7 +39,7 @@ class Geometry(ABC):
         (:meth:`to_table`, :meth:`from_table`).
     conventions : dict of str
         The coefficients' conventions as the attributes written with them
-        (README §Dataset contract; checked by :func:`meanfield_pde.runs.runcheck.check_conventions`).
+        (:ref:`dataset-contract`; checked by :func:`meanfield_pde.runs.runcheck.check_conventions`).
     dimension : int
         Ambient dimension d of the sphere S^{d−1} (3 on S², 2 on S¹): the kernel
         multipliers and the linear theory depend on it.
@@ -192,7 +192,7 @@ class Geometry(ABC):
         """
         return coef * np.exp(s * self.laplacian)
 
-    # -- the stored layout (README §Dataset contract) -------------------------
+    # -- the stored layout (docs/user-guide/outputs.md (Dataset contract)) -------------------------
     table_dims: tuple[str, ...]
     conventions: dict[str, str]
 

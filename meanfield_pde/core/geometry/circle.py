@@ -1,10 +1,12 @@
 """The circle S¹ (d = 2, the Kuramoto case) in Fourier modes, behind the Geometry interface.
 
 Conventions (the circle analogue of the sphere's orthonormal harmonics):
+
 - basis e_k(θ) = e^{ikθ}/√(2π), orthonormal on [0, 2π); a real field is
   f = f_0 e_0 + 2 Re Σ_{k>0} f_k e_k, and only k = 0..K is stored;
 - grid θ_j = 2πj/N with N > 3K (the 3/2 rule: quadratic products are exact);
 - the gradient is ∂_θ (one component), the divergence of a tangent field v is ∂_θ v.
+
 Transforms are numpy's real FFTs.
 """
 
@@ -43,7 +45,7 @@ class Circle(Geometry):
     area = 2.0 * np.pi
     table_dims = ("k",)
     # The module docstring's conventions as the attributes of the stored coefficients
-    # (README §Dataset contract; the sphere's names, the circle's values).
+    # (docs/user-guide/outputs.md (Dataset contract); the sphere's names, the circle's values).
     conventions = {
         "coefficient_basis": "fourier",
         "coefficient_normalization": "orthonormal",

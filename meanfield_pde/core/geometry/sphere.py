@@ -2,6 +2,7 @@
 
 Conventions (shtns ≥ 3.6.5, checked in tests/test_geometry.py and tests/test_conventions.py;
 stored with the coefficients as :attr:`Sphere.conventions`):
+
 - coefficients f_lm for 0 <= m <= l <= L of a real field, orthonormal
   (∫ |Y_lm|² dσ = 1), Condon–Shortley phase on, shtns index order;
 - grid arrays have shape (nlat, nphi), north pole first; θ is colatitude;
@@ -194,8 +195,7 @@ class Sphere(Geometry):
     manifold = "sphere"
     area = 4.0 * np.pi
     table_dims = ("l", "m")
-    # The module docstring's conventions as the attributes of the stored coefficients (README
-    # §Dataset contract): shtns.sht_orthonormal without SHT_NO_CS_PHASE, checked numerically
+    # The module docstring's conventions as the attributes of the stored coefficients (docs/user-guide/outputs.md (Dataset contract)): shtns.sht_orthonormal without SHT_NO_CS_PHASE, checked numerically
     # against closed forms and scipy.special.sph_harm_y in tests/test_conventions.py.
     conventions = {
         "coefficient_basis": "spherical_harmonics",
@@ -284,7 +284,7 @@ class Sphere(Geometry):
         """Coefficients (ncoef,) of a real field given on the grid (nlat, nphi).
 
         ``grid`` may be any real array of that shape (converted to float64); ``out``, if
-        given, a complex128 array (ncoef,) (:meth:`zeros_coef`).
+        given, a complex128 array (ncoef,) (``zeros_coef``).
 
         Raises
         ------
@@ -307,7 +307,7 @@ class Sphere(Geometry):
     def synthesis(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Grid values (nlat, nphi) of the real field with coefficients ``coef``.
 
-        ``coef``: complex128, C-contiguous, shape (ncoef,) (:meth:`zeros_coef`); ``out``, if
+        ``coef``: complex128, C-contiguous, shape (ncoef,) (``zeros_coef``); ``out``, if
         given, float64, C-contiguous, (nlat, nphi).
 
         Raises

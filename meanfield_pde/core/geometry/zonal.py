@@ -1,6 +1,7 @@
 """Zonal densities on S^{d−1} (any d in [2, 4096]): functions of t = ⟨x, e⟩ alone.
 
 Conventions (the zonal analogue of the sphere's orthonormal harmonics):
+
 - measure: the uniform *probability* measure of S^{d−1}, whose push-forward to
   t ∈ [−1, 1] is dσ̄ = c_d (1 − t²)^{(d−3)/2} dt, c_d = Γ(d/2)/(√π Γ((d−1)/2))
   (the surface measure |S^{d−2}|(1 − t²)^{(d−3)/2} dt divided by |S^{d−1}|, which
@@ -10,7 +11,7 @@ Conventions (the zonal analogue of the sphere's orthonormal harmonics):
 - basis: the Gegenbauer polynomials C_l^{(α)}, α = (d − 2)/2, orthonormal in dσ̄
   (p_0 = 1, ∫ p_l p_k dσ̄ = δ_lk, p_l(1) > 0), evaluated by the three-term
   recurrence of the orthonormal polynomials
-      t p_l = a_{l+1} p_{l+1} + a_l p_{l−1},  a_l² = l(l + d − 3)/((2l + d − 2)(2l + d − 4)),
+  t p_l = a_{l+1} p_{l+1} + a_l p_{l−1}, a_l² = l(l + d − 3)/((2l + d − 2)(2l + d − 4)),
   a_1² = 1/d (DLMF 18.9.1 and 18.3 for the Jacobi case a = b = (d−3)/2, normalised);
   its values stay O(p_l(1)) = O(√dim H_l) with no overflow (scipy's unnormalised
   eval_gegenbauer overflows for d in the thousands); p_l is an eigenfunction of the
@@ -23,6 +24,7 @@ Conventions (the zonal analogue of the sphere's orthonormal harmonics):
 - divergence of u e_θ (for u = f ∂_θ g it is w⁻¹ d/dt[w (1 − t²) f g'],
   w = (1 − t²)^{(d−3)/2}) in weak form, (div u)_l = −∫ u ∂_θ p_l dσ̄ (integration by
   parts; w (1 − t²) vanishes at t = ±1 for d >= 2), exact on the grid by the 3/2 rule.
+
 For d = 3 this is the m = 0 part of the sphere (p_l = √(4π) Y_l0, θ the colatitude),
 for d = 2 the even part of the circle (p_l = √2 cos lθ).
 """
@@ -142,7 +144,7 @@ class ZonalSphere(Geometry):
     manifold = "sphere_zonal"
     area = 1.0
     table_dims = ("l",)
-    # The stored coefficients' conventions (README §Dataset contract): real coefficients of the
+    # The stored coefficients' conventions (docs/user-guide/outputs.md (Dataset contract)): real coefficients of the
     # Gegenbauer polynomials orthonormal in the uniform probability measure (module docstring).
     conventions = {
         "coefficient_basis": "gegenbauer",

@@ -132,7 +132,7 @@ class IMEXRungeKutta:
         :meth:`step` from this very array u (the same object, unchanged) copies it into its first
         stage instead of evaluating it, if that stage is explicit (U_0 = u); any other next step
         ignores it. The time loop evaluates F at the end of a step that holds snapshots (the
-        dense output), which is where the next step starts. Not counted in :attr:`evaluations`."""
+        dense output), which is where the next step starts. Not counted in ``evaluations``."""
         self._seed = (u, explicit)
 
     def start_explicit(self, u: np.ndarray) -> np.ndarray | None:
@@ -151,7 +151,7 @@ class IMEXRungeKutta:
             (a new array, shape (ncoef,)), or None if the tableau has no embedded pair.
         Raises whatever the explicit function raises (NumericalFault).
 
-        After the step, :attr:`last_evaluated` is the array the explicit function was last
+        After the step, ``last_evaluated`` is the array the explicit function was last
         called with, still holding that stage U_j (ARK324: its last stage), or None where a
         later stage has overwritten it (the ARS schemes do not evaluate their last stage):
         the time loop bounds the new state's minimum from that stage's grid values

@@ -224,7 +224,7 @@ class RosenbrockW:
     solves, products, block_builds : int
         Linear solves, Jacobian-vector products in them, builds of the dense block so far.
     error_tolerance : callable or None
-        u -> tol_l, shape (L+1,) (set by :class:`StepControl`): the solves stop at
+        u -> tol_l, shape (L+1,) (set by :class:`~meanfield_pde.numerics.steppers.control.StepControl`): the solves stop at
         KRYLOV_SAFETY of it. None: at the relative residual ``krylov_rtol``.
     explicit : bool
         False: no CFL bound applies (the time loop asks).

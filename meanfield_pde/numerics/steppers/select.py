@@ -23,8 +23,8 @@ SCHEMES = tuple(sorted(TABLEAUS)) + tuple(sorted(ROSENBROCK)) + (AUTO,)
 def make_stepper(name: str, model):
     """The stepper of ``time.scheme = name`` for an IMEXModel.
 
-    IMEX names (:data:`TABLEAUS`) give an :class:`IMEXRungeKutta`, Rosenbrock-W names
-    (:data:`ROSENBROCK`) a :class:`RosenbrockW`, "auto" an :class:`AutoScheme` of
+    IMEX names (:data:`~meanfield_pde.numerics.steppers.tableaus.TABLEAUS`) give an :class:`~meanfield_pde.numerics.steppers.imex.IMEXRungeKutta`, Rosenbrock-W names
+    (:data:`~meanfield_pde.numerics.steppers.rosenbrock.ROSENBROCK`) a :class:`~meanfield_pde.numerics.steppers.rosenbrock.RosenbrockW`, "auto" an :class:`~meanfield_pde.numerics.steppers.auto.AutoScheme` of
     ARK436 and ROS34PW2.
 
     Raises

@@ -1,12 +1,13 @@
 """IMEX Runge–Kutta schemes as Butcher tableaus in one registry (Dedalus style).
 
 A scheme advances u' = N(u) + L u with N explicit and L implicit (here L is
-diagonal, so each implicit stage is a division). Stage i:
+diagonal, so each implicit stage is a division). Stage i::
 
     (1 − dt a^I_ii L) U_i = u_n + dt Σ_{j<i} (a^E_ij N(U_j) + a^I_ij L U_j)
     u_{n+1} = u_n + dt Σ_j (b^E_j N(U_j) + b^I_j L U_j)
 
 Sources:
+
 - ARS222, ARS443: Ascher, Ruuth & Spiteri, Appl. Numer. Math. 25 (1997)
   151–167, §2.6 and §2.8 (their (2,2,2) and (4,4,3) schemes).
 - ARK324: Kennedy & Carpenter, Appl. Numer. Math. 44 (2003) 139–181,
@@ -17,6 +18,7 @@ Sources:
   instability, smooth formation), its step grows like tol^(1/4) instead of
   tol^(1/3): on sa_beta10_noisy's formation to t = 30 it takes half of ARK324's
   right-hand-side evaluations at the same tolerance.
+
 The order conditions of each tableau are checked in tests/test_steppers.py, and
 its order on a linear ODE in tests/test_registries.py (both parametrized over TABLEAUS).
 """

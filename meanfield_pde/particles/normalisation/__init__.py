@@ -1,8 +1,8 @@
 """Normalisation schemes of transformers as speed factors (arXiv:2510.22026; Rigollet arXiv:2512.01868 §6.2).
 
-:mod:`.schemes` (one :class:`NormalisationScheme` per scheme: speed factor, radial law,
-discrete layer), :mod:`.dynamics` (continuous token model with solve_ivp and
-the discrete layers), :mod:`.equiangular` (the (ρ, r) ODEs and asymptotic rates).
+:mod:`.schemes` (one :class:`~meanfield_pde.particles.normalisation.schemes.NormalisationScheme` per scheme: speed factor, radial law,
+discrete layer), :mod:`~meanfield_pde.particles.normalisation.dynamics` (continuous token model with solve_ivp and
+the discrete layers), :mod:`~meanfield_pde.particles.normalisation.equiangular` (the (ρ, r) ODEs and asymptotic rates).
 
     from meanfield_pde.particles.normalisation import simulate_scheme, solve_scheme_equiangular
     run = solve_scheme_equiangular("pre_ln", rho0=0.2, beta=1.0, n=16, t=[0, 10, 100])

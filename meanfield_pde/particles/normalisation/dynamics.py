@@ -1,7 +1,7 @@
 """Token dynamics of a normalisation scheme: the continuous model and its discrete layers.
 
 Continuous model (arXiv:2510.22026 §3; Rigollet arXiv:2512.01868 §6.2;
-README §Normalisation schemes), with x_i = r_i θ_i and A_i the SA attention of the directions:
+:ref:`normalisation-schemes`), with x_i = r_i θ_i and A_i the SA attention of the directions:
 
     ẋ_i = g_i θ_i + (r_i / s_i) P⊥_{θ_i} A_i,
 
@@ -40,6 +40,8 @@ def _check_positions(x) -> np.ndarray:
 
 
 def check_times(t) -> np.ndarray:
+    """``t`` as a 1-d float array of output times; ConfigError unless finite, >= 0 and
+    strictly increasing."""
     t = np.atleast_1d(np.asarray(t, dtype=float))
     if t.ndim != 1 or not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(np.diff(t) <= 0):
         raise ConfigError("t: times must be finite, >= 0 and increasing")

@@ -14,7 +14,7 @@ arXiv:2510.22026 §3-4; Rigollet arXiv:2512.01868 §6.2, the equiangular model),
 
     ρ̇ = 2E(1−ρ)(1+(n−1)ρ) / (D s),      ṙ = g(r, ⟨θ,A⟩, |A|, t).
 
-(s = 1 is the SA equation of README §Model.) We integrate u = log(1−ρ), which
+(s = 1 is the SA equation of :ref:`model`.) We integrate u = log(1−ρ), which
 stays accurate when 1−ρ is far below the float spacing of ρ:
 
     u̇ = −2E(1+(n−1)ρ)/(D s),   ρ = −expm1(u),

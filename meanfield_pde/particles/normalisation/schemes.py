@@ -2,7 +2,7 @@
 
 Framework (Karagodin, Ge, Polyanskiy & Rigollet, "Normalization in Attention
 Dynamics", arXiv:2510.22026, §2-3; Rigollet, arXiv:2512.01868 §6.2;
-README §Normalisation schemes). Tokens x_i = r_i θ_i (r_i > 0, θ_i ∈ S^{d−1}) and the SA
+:ref:`normalisation-schemes`). Tokens x_i = r_i θ_i (r_i > 0, θ_i ∈ S^{d−1}) and the SA
 attention of the directions
 
     A_i = Σ_j e^{β⟨θ_i,θ_j⟩} θ_j / Σ_k e^{β⟨θ_i,θ_k⟩}
@@ -15,7 +15,8 @@ scheme moves the directions by
 with a speed factor s_i > 0 and a radial law g_i, both functions of
 (r_i, ⟨θ_i, A_i⟩, |A_i|, t) only. Hence the particle model, the discrete
 layers' h → 0 limit and the equiangular (ρ, r) ODEs all follow from the same
-two functions (:mod:`.dynamics`, :mod:`.equiangular`).
+two functions (:mod:`~meanfield_pde.particles.normalisation.dynamics`,
+:mod:`~meanfield_pde.particles.normalisation.equiangular`).
 
 Built-in schemes (continuous model ⇐ discrete layer with step h; "LN" is
 x ↦ x/|x|, attention values are the normalised tokens). We could not read the
@@ -23,7 +24,7 @@ paper's body here: the layers below are the standard architectures
 (Post-LN: Vaswani et al. 2017; Pre-LN: Xiong et al. 2020; Mix-LN: Li et al.
 2024; Peri-LN: Kim et al. 2025; nGPT: Loshchilov et al. 2024) and the speed
 factors are derived from them as the h → 0 limit ẋ = (update)/h, which gives
-Post-LN s = 1 and Pre-LN s = r (ṙ = ⟨θ, A⟩) exactly as README §Normalisation schemes states.
+Post-LN s = 1 and Pre-LN s = r (ṙ = ⟨θ, A⟩) exactly as :ref:`normalisation-schemes` states.
 
 ============  ==================================  =================  ==================  ==========
 name          layer x ← ...                        s_i                 ṙ_i                 1−ρ(t) ~
@@ -118,7 +119,7 @@ def _positive(name: str, value) -> float:
 
 @NORMALISATIONS.register("post_ln")
 def post_ln() -> NormalisationScheme:
-    """Post-LN, x ← LN(x + h A(x)): s = 1, the SA flow on the sphere (arXiv:2510.22026 §3; README §Normalisation schemes)."""
+    """Post-LN, x ← LN(x + h A(x)): s = 1, the SA flow on the sphere (arXiv:2510.22026 §3; :ref:`normalisation-schemes`)."""
     return NormalisationScheme("post_ln", speed=lambda r, dot, norm, t: np.ones_like(dot),
                   layer=lambda x, h, t, attend: _unit(x + h * attend(x)),
                   description="Post-LN: x <- LN(x + h A(x)); s = 1 (SA)")
@@ -126,7 +127,7 @@ def post_ln() -> NormalisationScheme:
 
 @NORMALISATIONS.register("pre_ln")
 def pre_ln() -> NormalisationScheme:
-    """Pre-LN, x ← x + h A(LN x): ẋ = A, so s = r and ṙ = ⟨θ, A⟩ (arXiv:2510.22026 §3; README §Normalisation schemes)."""
+    """Pre-LN, x ← x + h A(LN x): ẋ = A, so s = r and ṙ = ⟨θ, A⟩ (arXiv:2510.22026 §3; :ref:`normalisation-schemes`)."""
     return NormalisationScheme("pre_ln", speed=lambda r, dot, norm, t: r, radial=lambda r, dot, norm, t: dot,
                   layer=lambda x, h, t, attend: x + h * attend(x),
                   description="Pre-LN: x <- x + h A(LN x); s = r, r' = <theta, A>")

@@ -25,7 +25,7 @@ MAX_SNAPSHOTS = 1e6  # a run file of more snapshots is a typo in output.every, n
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
-    """A whole validated case. Build it with :func:`from_dict` or :func:`load_case`."""
+    """A whole validated case. Build it with :func:`~meanfield_pde.runs.config.validation.from_dict` or :func:`~meanfield_pde.runs.cases.load_case`."""
     # the PDE sections are required unless run.kind = "transformer" (then unused placeholders)
     run: RunConfig = field(default_factory=RunConfig)
     model: ModelConfig = field(default_factory=lambda: ModelConfig(kind="SA", beta=0.0))
@@ -45,7 +45,7 @@ class Config:
 
     @property
     def kind(self) -> str:
-        """What ``run`` computes, one of :data:`RUN_KINDS` (the case's ``[run] kind``): "pde"
+        """What ``run`` computes, one of ``RUN_KINDS`` (the case's ``[run] kind``): "pde"
         (the mean-field PDE), "limit" (a large-β limit model), "particles" (the tokens
         only), "compare" (PDE and tokens side by side) or "transformer" (a [transformer]
         study). Every dispatch on the run kind reads this."""

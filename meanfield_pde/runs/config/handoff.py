@@ -1,5 +1,4 @@
-"""[handoff]: past lost resolution, the run continues as weighted particles (README §Past lost
-resolution; :mod:`meanfield_pde.runs.handoff_run`), and the rules it obeys with the other sections."""
+"""[handoff]: past lost resolution, the run continues as weighted particles (:ref:`past-lost-resolution`; :mod:`meanfield_pde.runs.handoff_run`), and the rules it obeys with the other sections."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def run_kind_of_old_keys(data: dict) -> dict:
     alone) mapped onto [run] kind and limit.order; a copy where anything changed.
 
     The old keys still work for one release: each one that chooses a run warns
-    (:class:`CaseKeyDeprecationWarning`, naming the new key). ``model.equation =
+    (:class:`~meanfield_pde.core.errors.CaseKeyDeprecationWarning`, naming the new key). ``model.equation =
     "mean_field"`` and ``particles.mode = "off"``, stored by every run file of
     earlier releases, choose nothing and are dropped silently. An old key that
     contradicts ``[run] kind`` or another old key is a ConfigError.

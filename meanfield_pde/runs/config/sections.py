@@ -19,7 +19,7 @@ class RunConfig:
     """[run]: what ``run`` computes, chosen by one key.
 
     kind = "pde": the mean-field PDE; "limit": its large-β limit model of
-    order ``limit.order`` (README §Large-β limits); "particles": the n tokens
+    order ``limit.order`` (:ref:`large-beta-limits`); "particles": the n tokens
     of [particles] only; "compare": PDE and tokens side by side; "transformer":
     the study ``transformer.study``. The sections of a kind hold its
     parameters; the `limits` and `sweep` commands read [limit] and [sweep].
@@ -29,7 +29,7 @@ class RunConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """[model]: which mean-field equation (README §Model); [run] kind = "limit" runs its large-β limit."""
+    """[model]: which mean-field equation (:ref:`model`); [run] kind = "limit" runs its large-β limit."""
     kind: str = _f(choices=("SA", "USA"), doc="SA (softmax) or USA (unnormalised) attention")
     beta: float = _f(lo=0.0, hi=BETA_MAX, doc="inverse temperature β")
     # ν <= 1e6: the stiffest implicit rate ν L(L+1) <= 1.05e12 (L <= 1023) keeps

@@ -21,7 +21,7 @@ class LimitConfig:
     Used by ``meanfield-pde limits CASE``: for each β the PDE and the limit
     models of the given orders run to rescaled time τ from the case's initial
     density; their distance on degrees l <= ``degrees`` is reported against β
-    with the fitted slope (README §Large-β limits: −1 for order 0, −2 for order 1).
+    with the fitted slope (:ref:`large-beta-limits`: −1 for order 0, −2 for order 1).
     """
     betas: list[float] = _f([25.0, 50.0, 100.0, 200.0, 400.0], lo=0.0, hi=BETA_MAX, lo_open=True,
                             doc="inverse temperatures of the sweep")
@@ -139,9 +139,9 @@ class SweepConfig:
     """[sweep]: a parameter sweep or phase diagram (``meanfield-pde sweep``, :mod:`meanfield_pde.studies.sweep`).
 
     The section checks its own items (each grid item's syntax and values, no key
-    twice, known measures); :func:`meanfield_pde.studies.sweep.plan_sweep` adds
+    twice, known measures); :func:`~meanfield_pde.studies.sweep.plan.plan_sweep` adds
     the --grid items, checks the continuation key against the grid and builds
-    every point through :func:`from_dict` before any work.
+    every point through :func:`~meanfield_pde.runs.config.validation.from_dict` before any work.
     """
     grid: list[str] = _f([], doc='swept keys, "section.key=values": a TOML list [a, b] or a range '
                                  '"start:stop:count" (count points, ends included)')

@@ -9,7 +9,7 @@ from .case import Config
 
 
 def time_unit(config: Config) -> float:
-    """Natural time per unit of ``time.unit`` (README §Large-β limits).
+    """Natural time per unit of ``time.unit`` (:ref:`large-beta-limits`).
 
     backward_heat: τ = t/β, so t = β τ (SA → backward heat).
     porous_medium: τ = t λ_0/(2β), so t = 2β/λ_0 · τ = β² τ/(2π sinh β) (USA → porous medium),

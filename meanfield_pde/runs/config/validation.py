@@ -1,4 +1,4 @@
-"""A nested dict (as read from TOML) → a validated :class:`Config`: the sections, the
+"""A nested dict (as read from TOML) → a validated :class:`~meanfield_pde.runs.config.case.Config`: the sections, the
 rules between sections (cross-checks) and the limits on the file's shape."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _depth(value, level: int = 0) -> int:
 
 
 def from_dict(data: dict, name: str = "case") -> Config:
-    """Validate a nested dict (as read from TOML) into a :class:`Config`.
+    """Validate a nested dict (as read from TOML) into a :class:`~meanfield_pde.runs.config.case.Config`.
 
     Raises
     ------

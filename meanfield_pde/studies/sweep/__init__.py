@@ -8,8 +8,9 @@ set, validated like ``--set``) and a task on dask.distributed: a
 LocalCluster of ``workers`` processes with one thread each, or the scheduler
 at ``scheduler`` (``tcp://host:port``) of a cluster started by hand.
 
-Output folder DIR:
-    DIR/points/<label>.nc   each point's own run (the usual Dataset, README §Dataset contract)
+Output folder DIR::
+
+    DIR/points/<label>.nc   each point's own run (the usual Dataset, :ref:`dataset-contract`)
     DIR/sweep.nc            the combined Dataset, dims = the swept keys
                             (+ ``direction`` with continuation)
     DIR/sweep.png           its figure (``[sweep] figure``)
@@ -23,7 +24,7 @@ case recomputes them. File names hold the exact grid values (``repr``); a
 plan whose points would share a name is refused. A point that raises is
 recorded (``status`` = "failed: <error>", ``stop_reason`` = "failed", ``error``) and does not stop the
 others; it is retried on the next run. So is a point whose worker process
-dies (distributed's KilledWorker, after :data:`ALLOWED_FAILURES` retries). A Ctrl-C while the
+dies (distributed's KilledWorker, after ``ALLOWED_FAILURES`` retries). A Ctrl-C while the
 points run writes sweep.nc with the finished ones and the others as ``interrupted`` (attribute
 ``interrupted`` counts them); the workers of the LocalCluster ignore it (:mod:`.worker_setup`).
 
@@ -135,7 +136,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
     force : bool
         Run even if the number of points or the summed memory/disk/time estimate
         of the points is refused (:mod:`meanfield_pde.runs.budget`), or ``workers`` exceeds
-        :data:`WORKERS_PER_CORE` per core (:func:`check_workers`).
+        ``WORKERS_PER_CORE`` per core (:func:`~meanfield_pde.studies.sweep.cluster.check_workers`).
 
     Returns
     -------
@@ -155,7 +156,7 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
 
 
 def point_specs(config: Config, plan: Plan, out: Path) -> list[dict]:
-    """The task of each point (:func:`run_point`'s ``spec``), its file in ``out``/points (an
+    """The task of each point (:func:`~meanfield_pde.studies.sweep.points.run_point`'s ``spec``), its file in ``out``/points (an
     absolute path, for the workers: the folder's links resolved, not the file's; a link at a
     point's name is replaced by the point's file, never followed to write over its target)."""
     return [{"config": p.config, "name": config.name, "label": p.label,

@@ -89,7 +89,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
             num[k][p.index] = r.get(k, np.nan)
         for k in ints:
             ints[k][p.index] = r.get(k, 0)
-    # units (README: on every variable): pure numbers as in the run files, but min_density is a
+    # units (docs/user-guide/outputs.md, CF conventions: on every variable): pure numbers as in the run files, but min_density is a
     # density (grid_units of the manifold) and wall_time seconds; text has none
     units = {"min_density": grid_units(plan.config.domain.manifold)[0], "wall_time": "s"}
     data = {n: (dims, a, {"long_name": f"final {n}", "units": units.get(n, "1")})

@@ -191,7 +191,7 @@ def plan_sweep(config: Config, extra_grid=(), continuation: str | None = None,
         domain.dimension: a point could not start from the previous one's state), a point whose
         run.kind is not in :data:`SWEEP_KINDS` (with task = "run"), an unknown measure or one
         a point cannot take (clustered_pairs without tokens, clusters with task = "tokens"); more than
-        :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` points (unless ``force``; counted
+        ``meanfield_pde.runs.budget.MAX_SWEEP_POINTS`` points (unless ``force``; counted
         before any value or point is built).
     """
     sw = config.sweep

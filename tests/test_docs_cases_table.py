@@ -1,4 +1,5 @@
-"""README's table of named cases gives the parameters of each case: they are the case file's.
+"""The table of named cases (docs/user-guide/cases.md, formerly the README's) gives the
+parameters of each case: they are the case file's. The README lists every named case.
 
 The row of `zonal_usa_noisy_d32` said ν = 0.05 (the case runs ν = 0.07) and a "clustered
 stationary state" (the case ends at t = 20, while the degree-1 mode still grows).
@@ -14,13 +15,15 @@ import pytest
 from meanfield_pde import load_case
 from meanfield_pde.runs.cases import describe_cases
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+CASES_PAGE = ROOT / "docs" / "user-guide" / "cases.md"
+README = ROOT / "README.md"
 NAMED = {name for name, _ in describe_cases()}
 
 
 def _rows():
     """(case, text of its row) for the rows of the named-case table that name one run's case."""
-    table = README.read_text().split("### Named cases")[1].split("\n\n")[1]
+    table = CASES_PAGE.read_text().split("| case | what you should see |")[1].split("\n\n")[0]
     rows = []
     for line in table.splitlines():
         m = re.match(r"\| `([a-z0-9_]+)`[^|]*\| (.*) \|$", line)
@@ -41,7 +44,7 @@ def test_the_table_has_the_named_cases():
 
 
 @pytest.mark.parametrize("name,row", _rows(), ids=[name for name, _ in _rows()])
-def test_readme_row_gives_the_cases_beta_and_nu(name, row):
+def test_row_gives_the_cases_beta_and_nu(name, row):
     config = load_case(name)
     nu, beta = _first_value("ν", row), _first_value("β", row)
     if nu is not None:
@@ -53,3 +56,8 @@ def test_readme_row_gives_the_cases_beta_and_nu(name, row):
 def test_zonal_usa_noisy_d32_claims_what_it_shows():
     row = dict(_rows())["zonal_usa_noisy_d32"]
     assert "stationary" not in row  # the run ends at t = 20, before any stationary state
+
+
+def test_the_readme_lists_every_named_case():
+    listed = set(re.findall(r"`([a-z0-9_]+)`", README.read_text().split("## Named cases")[1]))
+    assert NAMED <= listed, sorted(NAMED - listed)
