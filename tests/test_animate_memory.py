@@ -45,3 +45,21 @@ def test_a_non_finite_value_is_named_by_its_index_in_the_whole_file(tmp_path):
     with pytest.raises(ConfigError, match=rf"'density' holds non-finite values \(first at index "
                                           rf"\({last}, 5, 7\)\)"):
         open_checked(path, "test")
+
+
+def test_view_centre_reads_one_snapshot(tmp_path):
+    """The heaviest cluster of a snapshot (animate --view follow: every frame) is found from
+    that snapshot alone, read from the file; before, each call read the whole density."""
+    from meanfield_pde.plotting.plot import view_centre
+    density = np.random.default_rng(1).random((2 * BLOCK_BYTES // (32 * 64 * 8), 32, 64))
+    density[-1, 20, 40] = density[5, 3, 9] = 2.0
+    with xr.open_dataset(density_file(tmp_path / "run.nc", density)) as ds:
+        view_centre(ds, 0)  # the imports and caches of a first use, not counted
+        tracemalloc.start()
+        try:
+            centres = view_centre(ds, 5), view_centre(ds)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert centres == ((3.0, 9.0), (20.0, 40.0))  # lat, lon: here the grid's indices
+    assert peak < density.nbytes / 16, peak
