@@ -99,7 +99,7 @@ class _Mp4Writer(animation.FFMpegWriter):
     would draw the whole figure again for each frame)."""
 
     def grab_frame(self, **savefig_kwargs):
-        self._proc.stdin.write(_pixels(self.fig).tobytes())
+        self._proc.stdin.write(_pixels(self.fig))
 
 
 def _ffmpeg() -> str | None:
@@ -250,7 +250,7 @@ class _Frames:
         dens = self.snapshot(i)
         if self.circle:
             self.curve.set_ydata(np.append(dens, dens[0]))
-            title, size = f"{tsym} = {self.t[i]:.4g}", None
+            title, style = f"{tsym} = {self.t[i]:.4g}", {}
         else:
             for artist in [*ax.collections, *ax.lines, *ax.patches]:
                 artist.remove()  # the last frame's disc (ax.clear() would rebuild the whole axes)
@@ -258,9 +258,9 @@ class _Frames:
             draw_orthographic(ax, self.lat, self.lon, dens, (lat0, lon0), self.norm,
                               token_directions(self.ds, i))
             title = f"{tsym} = {self.t[i]:.4g}   (view centre {lat0:.0f}°N, {lon0:.0f}°E)"
-            size = "medium"
+            style = {"fontsize": "medium"}
         # y given: where matplotlib puts it anyway, without measuring the tick labels each frame
-        ax.set_title(title, fontsize=size, y=1.0)
+        ax.set_title(title, y=1.0, **style)
         for marker in self.markers:
             marker.set_xdata([self.t[i] / self.t_scale] * 2)
         self._compose()
