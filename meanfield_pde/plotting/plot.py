@@ -224,16 +224,17 @@ def view_centre(ds, i=None):
     ~10°, not the sharpest peak (a narrow light cluster). Without coefficients: the
     maximum of the stored density. (0, 0) if no snapshot has data.
     """
-    dens = ds["density"].transpose("time", "lat", "lon").values
+    # one snapshot at a time: a run opened from its file is read lazily, never whole
+    dens = ds["density"].transpose("time", "lat", "lon")
     order = range(dens.shape[0] - 1, -1, -1) if i is None else [i]
     for j in order:
-        if not np.isfinite(dens[j]).any():
+        grid = np.asarray(dens[j].values)
+        if not np.isfinite(grid).any():
             continue
         lat, lon = np.asarray(ds["lat"], float), np.asarray(ds["lon"], float)
-        grid = dens[j]
         if "coef_real" in ds and "m" in ds["coef_real"].dims:
             from ..analysis.compare import comparison_geometry, complex_coefficients
-            coef = complex_coefficients(ds).isel(time=j).values
+            coef = complex_coefficients(ds.isel(time=j)).values
             if np.isfinite(coef).all():
                 geo = comparison_geometry("sphere", coef.shape[0] - 1)
                 grid = geo.synthesis(geo.heat(geo.from_table(coef), CLUSTER_SMOOTHING))

@@ -60,20 +60,40 @@ def _check_length(path: Path, where: str) -> None:
                           "interrupted copy) or its header is corrupt") from None
 
 
+BLOCK_BYTES = 2**20  # what :func:`time_blocks` reads at a time
+
+
+def time_blocks(var: xr.DataArray, nbytes: int = BLOCK_BYTES):
+    """``var``'s values in blocks of whole snapshots along ``time`` (at most ``nbytes`` a block,
+    at least one snapshot), each with the index of its first snapshot; without ``time``, one
+    block. A variable of a file opened lazily is read a block at a time and not kept:
+    ``var.values`` would load it whole and keep it as long as the Dataset is open, so that
+    memory would grow with the number of snapshots."""
+    if "time" not in var.dims:
+        yield 0, np.asarray(var.values)
+        return
+    count = var.sizes["time"]
+    step = max(1, nbytes // max(1, var.size // max(1, count) * var.dtype.itemsize))
+    for start in range(0, count, step):
+        yield start, np.asarray(var.isel(time=slice(start, start + step)).values)
+
+
 def _finite(name: str, var: xr.DataArray, where: str) -> None:
     if not np.issubdtype(var.dtype, np.number):
         return
+    lower = None
     if {"l", "m"} <= set(var.dims):  # the S² coefficient table: NaN where m > l by convention
         var = var.transpose(..., "l", "m")
         lower = np.arange(var.sizes["m"])[None, :] <= np.arange(var.sizes["l"])[:, None]
-        values = np.asarray(var.values)[..., lower]
-    else:
-        values = np.asarray(var.values)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        where_t = np.argwhere(bad)[0]
-        raise ConfigError(f"{where}: variable {name!r} holds non-finite values (first at index "
-                          f"{tuple(int(i) for i in where_t)}); the file is damaged")
+    axis = var.dims.index("time") if "time" in var.dims else None
+    for start, values in time_blocks(var):
+        bad = ~np.isfinite(values if lower is None else values[..., lower])
+        if bad.any():
+            where_t = np.argwhere(bad)[0]
+            if axis is not None:
+                where_t[axis] += start
+            raise ConfigError(f"{where}: variable {name!r} holds non-finite values (first at index "
+                              f"{tuple(int(i) for i in where_t)}); the file is damaged")
 
 
 def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
@@ -342,7 +362,8 @@ def open_checked(path: str | os.PathLike, where: str, *, netcdf4: bool = True) -
     Returns
     -------
     xarray.Dataset
-        Opened lazily (the caller closes it); the checked variables are loaded.
+        Opened lazily (the caller closes it); the checks read the data a block of
+        snapshots at a time (:func:`time_blocks`) and keep none of it.
 
     Raises
     ------
