@@ -14,6 +14,10 @@ from ...runs.config import Config, apply_overrides, from_dict, grid_item_size, p
 from .points import FINALS, MEASURES
 
 
+SWEEP_KINDS = ("pde", "limit", "particles")
+"""The run kinds a point of sweep.task = "run" computes (a "compare" point ran only its PDE)."""
+
+
 NOT_SWEPT = {
     "output.path": "each point's file is DIR/points/<label>.nc, DIR the sweep's --output",
     "output.plot": "the sweep writes each point's file, without a figure ([sweep] figure draws the sweep's)",
@@ -21,8 +25,8 @@ NOT_SWEPT = {
     "output.format": "the sweep writes each point's file, as netCDF-4",
     "sweep": "the sweep's own settings hold for all its points; only sweep.dimension (the tokens' d) "
              "varies per point",
-    "transformer": "a sweep point is one run of run.kind 'pde', 'limit' or 'particles', never a "
-                   "transformer study",
+    "transformer": f"a sweep point is one run of run.kind {', '.join(map(repr, SWEEP_KINDS))}, never "
+                   "a transformer study",
 }
 """Keys (or whole sections) a sweep cannot vary: its points read them from the sweep, not from
 their own case, so every point would compute the same (sweeping output.path ran every point,
@@ -114,10 +118,6 @@ class Plan:
     @property
     def dims(self) -> list[str]:
         return dim_names([k for k, _ in self.grid]) + (["direction"] if self.continuation else [])
-
-
-SWEEP_KINDS = ("pde", "limit", "particles")
-"""The run kinds a point of sweep.task = "run" computes (a "compare" point ran only its PDE)."""
 
 
 def _check_one_clock(points: list[Point]) -> None:
