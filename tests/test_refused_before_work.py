@@ -99,7 +99,7 @@ def test_tokens_of_a_zonal_case_are_refused_before_any_work(tmp_path, capsys, ki
     case = tmp_path / "z.toml"
     case.write_text(tomli_w.dumps(data))
     line = refusal(capsys, ["run", str(case), "-o", str(tmp_path / "z.nc"), "-q", "--no-plot"])
-    assert f"run.kind = '{kind}': needs domain.manifold = 'sphere' or 'circle'" in line
+    assert f"run.kind = '{kind}': token runs are on domain.manifold = 'sphere' or 'circle'" in line
     assert "sphere_zonal" in line and sorted(os.listdir(tmp_path)) == ["z.toml"]
 
 

@@ -51,7 +51,7 @@ def test_animation_time_axes_span_their_data_and_the_marker_follows():
     from meanfield_pde.plotting import animate
     ds = circle_run()
     ds = ds.assign_coords(time=ds.time.values * 1e-300)
-    frames = animate._Frames(ds, "rotate")
+    frames = animate._Frames(ds, "rotate", dpi=80)
     for ax in frames.series_axes:
         assert _coverage(ax) > 0.8, ax.get_xlim()
     frames.draw(len(frames) - 1)

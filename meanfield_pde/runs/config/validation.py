@@ -93,7 +93,8 @@ def _cross_checks(c: Config) -> None:
     zonal = c.domain.manifold == "sphere_zonal"
     if zonal:
         check_dimension(c.domain.dimension)  # ConfigError naming domain.dimension and [2, 4096]
-        if c.kind in ("particles", "compare"):  # their runner has no zonal geometry (it read d = None)
+        # their runner has no zonal geometry (it read d = None; "compare" ran its whole PDE first)
+        if c.kind in ("particles", "compare"):
             raise ConfigError(f"run.kind = {c.kind!r}: token runs are on domain.manifold = 'sphere' or "
                               "'circle', not 'sphere_zonal' (a zonal case is a density of t = <x, e> "
                               "alone); for tokens in R^d against the zonal PDE see "
@@ -139,10 +140,6 @@ def _cross_checks(c: Config) -> None:
         if ini.weights and abs(sum(ini.weights) - 1.0) > 1e-9:
             raise ConfigError(f"initial.weights = {ini.weights}: must sum to 1 (sum is {sum(ini.weights):.12g})")
     if c.kind in ("particles", "compare"):
-        if zonal:  # "compare" ran its whole PDE first, then failed building the tokens' grid
-            raise ConfigError(f"run.kind = {c.kind!r}: needs domain.manifold = 'sphere' or 'circle' "
-                              "(got 'sphere_zonal': a case's tokens live on S² or S¹; tokens in R^d "
-                              "against the zonal PDE: meanfield_pde.analysis.zonal_tokens)")
         if c.time.unit != "natural":
             raise ConfigError(f"time.unit = {c.time.unit!r}: must be 'natural' with run.kind = {c.kind!r}")
         if c.particles.scheme not in ("auto", "euler_maruyama") and c.model.nu > 0:
