@@ -11,7 +11,7 @@ orders of magnitude on the plateaus. The whole runs (to t = 1e9) take 35–100 s
 **Shortened** (the nodes' interactions cost n² per evaluation, and the whole runs hand off
 to 8000 nodes): the staircases run at ``domain.lmax = 31`` (2048 nodes after the hand-off,
 which comes earlier) to ``handoff.t_end = 60`` (SA: past its first merges) and 0.05 (USA:
-its first merges near t ≈ 0.01); the two clusters (1079 nodes) to ``handoff.t_end = 1``:
+its first merges near t ≈ 0.01); the two clusters (1079 nodes) to ``handoff.t_end = 2``:
 the hand-off and the first contraction of the clusters (they merge only near t = 1.65e5).
 
 **What you should see.** The energy climbs a staircase, a plateau per metastable state and a
@@ -32,6 +32,6 @@ print("USA: hand-off at t =", usa.attrs["handoff_time"], "| clusters now", int(u
 fig_usa = plot_handoff(usa)
 
 # %%
-two = mf.run(mf.load_case("sa_two_clusters_handoff", {"handoff.t_end": 1.0}))
+two = mf.run(mf.load_case("sa_two_clusters_handoff", {"handoff.t_end": 2.0}))
 print("two clusters: hand-off at t =", two.attrs["handoff_time"], "| clusters", int(two.n_clusters[-1]))
 fig_two = plot_handoff(two)
