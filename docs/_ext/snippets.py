@@ -187,10 +187,12 @@ def _run_all(app, env):
 
     from sphinx.util import logging
     log = logging.getLogger(__name__)
-    all_commands = {c for blocks in env.meanfield_snippets.values()
-                    for _, lang, text in blocks if lang == "console" for c in commands(text)}
-    for stale in set(SKIPPED) - all_commands:
-        log.warning(f"snippets.SKIPPED names a command no page has: {stale!r}")
+    pages = {d for d in env.found_docs if not d.startswith(("api/", "auto_examples/"))}
+    if pages <= set(env.meanfield_snippets):  # every page's blocks known (not so after a reset)
+        all_commands = {c for blocks in env.meanfield_snippets.values()
+                        for _, lang, text in blocks if lang == "console" for c in commands(text)}
+        for stale in set(SKIPPED) - all_commands:
+            log.warning(f"snippets.SKIPPED names a command no page has: {stale!r}")
     if not app.config.snippets_run or app.builder.name not in ("html", "dirhtml"):
         return []
     pages = {d: _plan(env.meanfield_snippets[d]) for d in sorted(env.meanfield_snippets_new)
