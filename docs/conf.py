@@ -116,7 +116,9 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "show_signature": False,
     "capture_repr": (),
-    "image_scrapers": ("matplotlib", "gallery_figures.scraper"),  # docs/_ext: Figure objects
+    # docs/_ext: Figure objects made without pyplot; first, before the matplotlib scraper closes
+    # the pyplot figures (a closed figure loses the manager that tells them apart)
+    "image_scrapers": ("gallery_figures.scraper", "matplotlib"),
     "matplotlib_animations": False,
     "min_reported_time": 1,
     # no execution-times page: sphinx-gallery's loads DataTables from a CDN (an offline build)

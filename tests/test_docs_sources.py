@@ -162,6 +162,12 @@ def test_console_blocks_give_their_commands(snippets):
     assert shlex.split(quoted) == ["meanfield-pde", "limits", "x", "--set", "limit.betas=[25, 50]"]
 
 
+def test_skipped_commands_are_left_out_and_the_others_run(snippets):
+    """A command of SKIPPED (``&&`` and all) is left out of a page's steps, whatever its quoting."""
+    text = "$ bash .ci/setup && bash .ci/docs\n$ meanfield-pde cases\n$ pip install \"/path/to/clone[all]\"\n"
+    assert [c for _, _, c in snippets._plan([(1, "console", text)])] == ["meanfield-pde cases"]
+
+
 def test_a_case_fragment_with_an_unknown_key_fails_its_check(snippets):
     snippets.check_toml('[domain]\nmanifold = "sphere_zonal"\ndimension = 128\nlmax = 48\n')
     snippets.check_toml('[initial]\ntype = "von_mises_fisher"\ncentres = [[1]]\nconcentrations = [3.0]\n')

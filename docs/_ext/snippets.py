@@ -35,8 +35,8 @@ import tempfile
 import time
 import traceback
 
-# Commands of the pages that are not run, by their text as shlex.join writes it (prompt and
-# comment dropped, quoting normalised), each with the reason. An entry that matches no command of the pages fails the build.
+# Commands of the pages that are not run, by their words joined by spaces (prompt, comment and
+# quotes dropped: skip_key), each with the reason. An entry that matches no command of the pages fails the build.
 SKIPPED = {
     # The two commands of a fresh clone: the setup script installs system packages and a
     # virtualenv, the default run takes about a minute and the whole suite minutes (CI runs
@@ -46,7 +46,7 @@ SKIPPED = {
     "bash .ci/setup && .venv/bin/python -m pytest -q": "the whole test suite (minutes)",
     "bash .ci/setup && bash .ci/docs": "this build itself",
     "pip install /path/to/clone": "an install from a clone (tests/test_install.py builds and installs one)",
-    "pip install '/path/to/clone[all]'": "an install from a clone (tests/test_install.py)",
+    "pip install /path/to/clone[all]": "an install from a clone (tests/test_install.py)",
     "sudo apt-get install libfftw3-dev gcc python3-dev": "system packages (.ci/setup installs them)",
     # A batch cluster (tests/test_sweep_jobqueue.py checks the job script and runs --jobqueue local).
     "meanfield-pde sweep phase_noise_beta3 --jobqueue slurm --jobs 4 --cores 32 --memory 64GB "
@@ -87,6 +87,11 @@ def commands(text: str) -> list[str]:
             out.append(shlex.join(shlex.split(cmd, comments=True)))  # quoting kept
         i += 1
     return out
+
+
+def skip_key(command: str) -> str:
+    """The form of a command that :data:`SKIPPED` lists: its words joined by spaces."""
+    return " ".join(shlex.split(command))
 
 
 def check_toml(text: str) -> None:
@@ -161,7 +166,7 @@ def _plan(blocks):
         if lang == "python":
             steps.append((line, "python", text))
         else:
-            steps += [(line, "command", c) for c in commands(text) if c not in SKIPPED]
+            steps += [(line, "command", c) for c in commands(text) if skip_key(c) not in SKIPPED]
     return steps
 
 
@@ -187,10 +192,13 @@ def _run_all(app, env):
 
     from sphinx.util import logging
     log = logging.getLogger(__name__)
-    all_commands = {c for blocks in env.meanfield_snippets.values()
-                    for _, lang, text in blocks if lang == "console" for c in commands(text)}
-    for stale in set(SKIPPED) - all_commands:
-        log.warning(f"snippets.SKIPPED names a command no page has: {stale!r}")
+    pages = {d for d in env.found_docs if not d.startswith(("api/", "auto_examples/"))}
+    if pages <= set(env.meanfield_snippets):  # every page's blocks known (not so after a reset)
+        all_commands = {c for blocks in env.meanfield_snippets.values()
+                        for _, lang, text in blocks if lang == "console"
+                        for c in map(skip_key, commands(text))}
+        for stale in set(SKIPPED) - all_commands:
+            log.warning(f"snippets.SKIPPED names a command no page has: {stale!r}")
     if not app.config.snippets_run or app.builder.name not in ("html", "dirhtml"):
         return []
     pages = {d: _plan(env.meanfield_snippets[d]) for d in sorted(env.meanfield_snippets_new)
