@@ -33,7 +33,7 @@ EPS = float(np.finfo(float).eps)  # one unit in the last place of 1 (float64)
 
 def potential_gain(geometry, beta: float) -> float:
     """max over the zonal grid's nodes t_j of Σ_l (λ_l/λ_0)|p_l(t_j)| (``geometry`` a
-    :class:`~meanfield_pde.core.geometry.ZonalSphere`): what a change of the density's
+    :class:`~meanfield_pde.core.geometry.zonal.ZonalSphere`): what a change of the density's
     coefficients by its mass M moves SA's normalised potential Φ/λ_0 by, at most, in units of
     M, which Φ/λ_0 of the uniform density is. The coefficients of any state carry round-off of
     ~ε M, so where ε times this is 1 or more Φ/λ_0 has no correct digit, not even its sign, at

@@ -271,7 +271,7 @@ class ZonalSphere(Geometry):
 
 def _basis(t: np.ndarray, lmax: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     """(p, dp) of :func:`gegenbauer_normalised` on the nodes t, overflow allowed (inf: see
-    :func:`_holds`)."""
+    ``_holds``)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return gegenbauer_normalised(t, lmax, d, derivative=True)
 
@@ -292,7 +292,7 @@ SAFE_WEIGHT, SAFE_VALUE = 1e-290, 1e150  # see _safe
 def _safe(w: np.ndarray, p: np.ndarray) -> bool:
     """The default grid of some lmax holds its basis with room to spare: every weight a normal
     float >= SAFE_WEIGHT (none underflowed) and every basis value <= SAFE_VALUE (its square
-    finite). Then the norms are exact to round-off (:func:`_holds`), and so for every smaller
+    finite). Then the norms are exact to round-off (``_holds``), and so for every smaller
     lmax, whose outermost weight is larger and whose values are smaller (the extreme nodes move
     outwards as N grows): the bisection of :func:`largest_lmax` cannot stop below this lmax,
     which is therefore <= largest_lmax(d) without computing it."""
@@ -304,13 +304,13 @@ def largest_lmax(dimension: int) -> int:
     """The largest lmax a :class:`ZonalSphere` takes in dimension d (default grid): the one
     bound its refusal names and enforces, the same for every lmax asked (deterministic).
 
-    Bisection over [2, LMAX_LIMIT] (:func:`_holds` at each probe; LMAX_LIMIT if it holds
+    Bisection over [2, LMAX_LIMIT] (``_holds`` at each probe; LMAX_LIMIT if it holds
     there). Where the outer weights underflow the test can flip between neighbouring lmax (at
     d = 4096 it failed at 343 and held at 344 and 345): a bisection from the requested lmax
     named 342 for 343 and 345 for 1023 and let 344 through. This one is fixed by d alone;
     an lmax below it whose norm test flips is taken (its norms are off by ~1e-10, as its
     neighbours' are). A few seconds in high d, once per process and d; the usual lmax never
-    asks (:func:`_safe`).
+    asks (``_safe``).
     """
     d = check_dimension(dimension)
 

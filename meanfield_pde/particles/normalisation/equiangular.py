@@ -184,7 +184,7 @@ MIN_FIT_TIMES = 3  # times a rate is fitted on, at least
 def rate_window(run: EquiangularRun, decades: float = 1.0) -> np.ndarray:
     """The times :func:`fitted_rate` fits (a boolean mask of ``run.times``): those of the last
     ``decades`` of t where 1−ρ > 0 (an exponential collapse reaches 0 in float64: e^{−2t}
-    underflows at t ≈ 370). A rate needs :data:`MIN_FIT_TIMES` of them."""
+    underflows at t ≈ 370). A rate needs ``MIN_FIT_TIMES`` of them."""
     t = run.times
     return (t >= t[-1] * 10.0 ** (-decades)) & (t > 0) & (run.gap > 0)
 
@@ -198,7 +198,7 @@ def fitted_rate(run: EquiangularRun, kind: str, decades: float = 1.0) -> float:
     Raises
     ------
     ConfigError
-        Unknown kind, or fewer than :data:`MIN_FIT_TIMES` positive times in the window
+        Unknown kind, or fewer than ``MIN_FIT_TIMES`` positive times in the window
         (:func:`rate_window`).
     """
     variables = {"exponential": lambda t: t, "power": np.log, "stretched": np.sqrt}

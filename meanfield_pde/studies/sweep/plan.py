@@ -46,7 +46,7 @@ def grid_of(config: Config, extra=(), force: bool = False) -> list[tuple[str, li
     added or replacing the same key.
 
     The number of points (the product of the grid sizes) is checked against
-    :data:`meanfield_pde.runs.budget.MAX_SWEEP_POINTS` (unless ``force``) before any value is
+    ``meanfield_pde.runs.budget.MAX_SWEEP_POINTS`` (unless ``force``) before any value is
     built: a range "0.3:0.4:1000000000000" is refused at once (building it first ran out of memory).
     """
     from ...runs.budget import check_sweep_points
