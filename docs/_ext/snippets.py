@@ -43,7 +43,8 @@ SKIPPED = {
     # `.ci/run`, which is these commands and the docs build).
     "bash .ci/setup && .venv/bin/meanfield-pde run sa_beta10_noisy --output runs/sa_beta10_noisy.nc":
         "setup script + a one-minute run",
-    "bash .ci/setup && .venv/bin/python -m pytest -q": "the whole test suite (minutes)",
+    "bash .ci/setup && .venv/bin/python -m pytest -q && bash .ci/docs":
+        "the whole test suite and this build (minutes; CI runs it)",
     "bash .ci/setup && bash .ci/docs": "this build itself",
     "pip install /path/to/clone": "an install from a clone (tests/test_install.py builds and installs one)",
     "pip install /path/to/clone[all]": "an install from a clone (tests/test_install.py)",
