@@ -207,7 +207,7 @@ def test_a_zonal_file_without_the_grid_density_reads_and_resumes(tmp_path):
     with xr.open_dataset(lean) as raw:
         assert "density" not in raw and raw.attrs["status"] == "completed"
     expected = xr.load_dataset(full).density
-    assert ds.density.dims == ("time", "t")
+    assert ds.density.dims == ("time", "cos_polar_angle")
     # the same synthesis of the same stored coefficients: the same numbers
     np.testing.assert_array_equal(ds.density, expected)
     np.testing.assert_array_equal(mf.density(lean), expected)

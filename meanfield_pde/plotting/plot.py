@@ -23,6 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ..core.errors import NotARunError  # noqa: E402
+from ..runs.cf import ZONAL_GRID  # noqa: E402
 from .events import departure, event_indices  # noqa: E402
 from .growth import draw_growth  # noqa: E402
 from .labels import equation_title, time_axis, time_symbol  # noqa: E402
@@ -354,8 +355,8 @@ def _draw_zonal_lines(subfig, ds, idx, t):
     """Zonal runs on S^{d−1}: f against the angle θ = arccos t to the axis (linear and log
     scale: in high d the mass sits near θ = 90° and a cluster is many decades above it)."""
     axes = subfig.subplots(1, 2)
-    dens = ds["density"].transpose("time", "t")
-    theta = np.degrees(np.arccos(np.clip(np.asarray(ds["t"], float), -1.0, 1.0)))
+    dens = ds["density"].transpose("time", ZONAL_GRID)
+    theta = np.degrees(np.arccos(np.clip(np.asarray(ds[ZONAL_GRID], float), -1.0, 1.0)))
     for ax, log in zip(axes, (False, True)):
         for i in idx:
             y = dens.values[i]
@@ -500,7 +501,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
         raise NotARunError("dataset has no 'density' variable (a PDE run is needed; "
                          f"variables present: {sorted(ds.data_vars)})")
     dims = set(ds["density"].dims)
-    zonal = dims == {"time", "t"}
+    zonal = dims == {"time", ZONAL_GRID}
     if dims == {"time", "lat", "lon"}:
         circle = False
     elif dims == {"time", "theta"} or zonal:
@@ -508,7 +509,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     else:
         raise ValueError(f"'density' has dimensions {ds['density'].dims}; expected "
                          "(time, lat, lon) on the sphere, (time, theta) on the circle or "
-                         "(time, t) on sphere_zonal")
+                         f"(time, {ZONAL_GRID}) on sphere_zonal")
     idx = select_times(ds, times, n_times)
     t = time_values(ds)
 

@@ -33,6 +33,11 @@ import xarray as xr
 
 CONVENTIONS = "CF-1.8"
 
+ZONAL_GRID = "cos_polar_angle"
+"""The dimension of a zonal (sphere_zonal) file's grid: t = ⟨x, e⟩ = cos θ, the cosine of the
+polar angle θ of a point x of S^{d−1} to the axis e (the auxiliary coordinate ``polar_angle``
+along it holds θ in radians)."""
+
 # name -> attributes (added where the Dataset has no value of its own)
 COORDINATES = {
     # no axis = "T" nor standard_name = "time": CF reserves them for times with a reference
@@ -42,6 +47,11 @@ COORDINATES = {
     "lat": dict(units="degrees_north", standard_name="latitude", axis="Y", long_name="Gauss latitude"),
     "lon": dict(units="degrees_east", standard_name="longitude", axis="X", long_name="longitude"),
     "theta": dict(units="radian", long_name="angle theta on the circle", axis="X"),
+    # a zonal file's grid: t = <x, e> = cos(theta) at the Gauss-Jacobi nodes (ZONAL_GRID)
+    "cos_polar_angle": dict(units="1", long_name="cosine of the polar angle, <x, e> (Gauss-Jacobi nodes)",
+                            comment="x a point of the unit sphere S^{d-1}, e its axis (the last "
+                                    "Cartesian axis); the polar angle is polar_angle = arccos of it"),
+    "polar_angle": dict(units="radian", long_name="polar angle theta = arccos <x, e> to the axis e"),
     "l": dict(units="1", long_name="spherical-harmonic degree"),
     "m": dict(units="1", long_name="spherical-harmonic order"),
     "k": dict(units="1", long_name="Fourier wavenumber"),

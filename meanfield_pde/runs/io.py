@@ -14,7 +14,7 @@ import xarray as xr
 from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
-from .cf import cf_encode, grid_units
+from .cf import COORDINATES, ZONAL_GRID, cf_encode, grid_units
 from .checksums import (CHECKSUMS, NETCDF4_CHECKSUMS, TEXT_CHECKSUM, seal_attributes, seal_text,
                         with_fletcher32, without_fill_values)
 from .outputs import check_output, write_file
@@ -61,12 +61,11 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
     coef_dims, table = ("time", *geometry.table_dims), geometry.to_table(np.asarray(coefs))
     if geometry.manifold == "sphere_zonal":
         d = geometry.dimension
-        coords = {"t": ("t", geometry.t, dict(units="1", long_name="t = <x, e>, cosine of the angle "
-                                                             "to the axis e (Gauss-Jacobi nodes)")),
-                  "polar_angle": ("t", np.arccos(geometry.t),
-                                  dict(units="radian", long_name="angle theta = arccos t to the axis e")),
+        # the grid coordinate is t = <x, e> = cos(theta), named for what it is (not a time)
+        coords = {ZONAL_GRID: (ZONAL_GRID, geometry.t, dict(COORDINATES[ZONAL_GRID])),
+                  "polar_angle": (ZONAL_GRID, np.arccos(geometry.t), dict(COORDINATES["polar_angle"])),
                   "l": ("l", np.arange(L + 1), dict(long_name="Gegenbauer degree"))}
-        grid_dims = ("time", "t")
+        grid_dims = ("time", ZONAL_GRID)
         weights = geometry.weights  # the Gauss–Jacobi rule of the probability measure (sum 1)
         convention = ZONAL_CONVENTION.format(d=d, a=(d - 2) / 2)
         density_name = (f"density f of t = <x, e> on S^{d - 1} w.r.t. the uniform probability "
