@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.errors import NotARunError
-from .cf import ZONAL_GRID, grid_units
+from .cf import ZONAL_GRID, density_attrs
 
 
 GRID_DIMS = {"sphere": ("lat", "lon"), "circle": ("theta",), "sphere_zonal": (ZONAL_GRID,)}
@@ -50,9 +50,10 @@ def rebuilt_density(ds: xr.Dataset) -> xr.DataArray:
     grid = GRID_DIMS.get(geometry.manifold, GRID_DIMS["sphere"])
     # the grid's nodes: geometry.lat, .lon, .theta; on sphere_zonal geometry.t (= cos_polar_angle)
     coords = {d: ds[d] if d in ds else getattr(geometry, "t" if d == ZONAL_GRID else d) for d in grid}
+    attrs = density_attrs(geometry.manifold, getattr(geometry, "dimension", None))
+    attrs["long_name"] += ", synthesised from the coefficients"
     return xr.DataArray(grids, dims=("time", *grid), coords={"time": ds["time"], **coords}, name="density",
-                        attrs=dict(long_name="density f w.r.t. area, synthesised from the coefficients",
-                                   units=grid_units(geometry.manifold)[0]))
+                        attrs=attrs)
 
 
 def with_density(ds: xr.Dataset) -> xr.Dataset:
