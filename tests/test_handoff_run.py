@@ -150,7 +150,7 @@ def test_after_the_hand_off_the_variables_are_those_of_the_weighted_measure(sa_r
 
 def test_a_compressed_hand_off_run_file_keeps_its_text_as_characters_and_passes_its_checks(sa_run, tmp_path):
     """output.format = "netcdf4-zlib" rewrites a finished run file as netCDF-4 (runfile.compress).
-    A hand-off run's component_label, stored as characters in the netCDF-3 file whose
+    A hand-off run's component label, stored as characters in the netCDF-3 file whose
     fixed_checksum took their bytes, became a variable-length string there: every reader then
     refused the compressed file as damaged ("variables without time ... fail their checksum")."""
     import shutil
@@ -161,10 +161,10 @@ def test_a_compressed_hand_off_run_file_keeps_its_text_as_characters_and_passes_
     shutil.copyfile(sa_run[0], path)
     compress(path)
     with netCDF4.Dataset(path) as nc:
-        assert nc.file_format == "NETCDF4" and nc["component_label"].dtype == np.dtype("S1")
+        assert nc.file_format == "NETCDF4" and nc["component"].dtype == np.dtype("S1")
     ds = open_checked(path, "test")  # raised ConfigError: the file is damaged
     with ds, xr.open_dataset(sa_run[0]) as before:
-        assert list(ds.component_label.values) == ["x", "y", "z"]
+        assert list(ds.component.values) == ["x", "y", "z"]
         assert set(ds.data_vars) == set(before.data_vars) - {"record_checksum"}  # read and dropped
         for name in ds.data_vars:
             np.testing.assert_array_equal(ds[name].values, before[name].values)
