@@ -151,15 +151,68 @@ def test_package_source_names_the_installed_version():
 
 
 def test_text_coordinates_are_labels_and_come_back_as_an_index(tmp_path):
-    """CF §5: coordinate variables are numeric; a text dimension is stored as <dim>_label."""
+    """CF §6.1: a text dimension's coordinate is a label (a char array, named by every variable
+    along it in ``coordinates``); read back it is the dimension's index again."""
     import xarray as xr
     from meanfield_pde.runs.io import write_netcdf
-    ds = xr.Dataset({"v": (("scheme",), [1.0, 2.0])}, coords={"scheme": ["pre_ln", "post_ln"]})
+    ds = xr.Dataset({"v": (("scheme",), [1.0, 2.0]), "w": (("x", "scheme"), [[1.0, 2.0]])},
+                    coords={"scheme": ["pre_ln", "post_ln"], "x": [0.5],
+                            "depth": (("x",), [3.0])})
     write_netcdf(ds, tmp_path / "s.nc", title="labels")
-    back = xr.open_dataset(tmp_path / "s.nc").set_xindex("scheme_label")
-    assert float(back.v.sel(scheme_label="post_ln")) == 2.0
+    back = xr.open_dataset(tmp_path / "s.nc")
+    assert float(back.v.sel(scheme="post_ln")) == 2.0 and "scheme" in back.indexes
+    assert float(back.w.sel(scheme="pre_ln", x=0.5)) == 1.0 and "depth" in back.coords
     assert back.attrs["title"] == "labels"
     assert_cf(tmp_path / "s.nc")
+
+
+def test_sweep_nc_read_back_selects_a_direction(written):
+    """Issue 35: read back from disk, sweep.nc had no ``direction`` coordinate (the text was in
+    ``direction_label``), so the docs' ``.sel(direction="up")`` raised KeyError."""
+    with xr.open_dataset(written / "sweep" / "sweep.nc") as ds:
+        assert "direction" in ds.indexes and list(ds.direction.values) == ["up", "down"]
+        up, down = ds.sel(direction="up"), ds.sel(direction="down")
+        assert up.nu.values.tolist() == [0.3, 0.4] and up.order_parameter.dims == ("nu",)
+        # each entry is the run of its own direction: the point files say which
+        assert all(str(p).endswith("_up.nc") for p in up.path.values)
+        assert all(str(p).endswith("_down.nc") for p in down.path.values)
+        # and the same text in every file the package writes with a text dimension
+        with xr.open_dataset(written / "transformer.nc") as t:
+            assert "scheme" in t.indexes and t.sel(scheme=str(t.scheme.values[0])).sizes
+
+
+def test_quantities_on_the_unit_sphere_carry_no_metre(written):
+    """Issue 35: densities were in m-2 and weights in m2 (the unit sphere read as a sphere of
+    1 m), while time was a pure number labelled "time [1]" by xarray. Every quantity of the
+    non-dimensional model is now dimensionless (wall time excepted): a density on S² per
+    steradian, on S¹ per radian, a zonal one w.r.t. the probability measure (1), its long_name
+    naming the measure; density × weight is a pure number whose sum is the mass."""
+    from cfunits import Units
+    for name in KINDS:
+        with xr.open_dataset(written / name, decode_times=False) as ds:
+            for var, v in ds.variables.items():
+                units = v.attrs.get("units")
+                if units is None or (var == "wall_time" and units == "s"):
+                    continue
+                assert Units(units).isvalid and Units(units).equivalent(Units("1")), (name, var, units)
+                assert "m" not in units.replace("radian", ""), (name, var, units)
+            if "time" in ds.coords:
+                assert "dimensionless" in ds.time.attrs["long_name"], (name, ds.time.attrs)
+            if "density" in ds and "weights" in ds:
+                d, w = ds.density, ds.weights
+                assert (Units(d.attrs["units"]) * Units(w.attrs["units"])).equivalent(Units("1"))
+                assert "w.r.t." in d.attrs["long_name"] or "empirical" in d.attrs["long_name"], name
+                mass = (d * w).sum(w.dims)
+                np.testing.assert_allclose(mass, ds.mass, rtol=1e-10, err_msg=name)
+    with xr.open_dataset(written / "pde.nc") as ds:
+        assert ds.density.attrs["units"] == "sr-1" and ds.weights.attrs["units"] == "sr"
+        assert abs(float(ds.weights.sum()) - 4 * np.pi) < 1e-12  # the solid angle of S²
+        assert "solid angle" in ds.density.attrs["long_name"] and "1/4π" in ds.density.attrs["long_name"]
+    with xr.open_dataset(written / "circle.nc") as ds:
+        assert ds.density.attrs["units"] == "radian-1" and ds.weights.attrs["units"] == "radian"
+    with xr.open_dataset(written / "zonal.nc") as ds:
+        assert ds.density.attrs["units"] == "1" and "probability measure" in ds.density.attrs["long_name"]
+        assert abs(float(ds.weights.sum()) - 1) < 1e-12
 
 
 if __name__ == "__main__":  # pragma: no cover
@@ -180,4 +233,4 @@ def test_every_number_has_units(written, name):
         if "min_density" in ds and "density" in ds:
             assert ds.min_density.attrs["units"] == ds.density.attrs["units"]
         if name == "sweep/sweep.nc":
-            assert ds.min_density.attrs["units"] == "m-2" and ds.wall_time.attrs["units"] == "s"
+            assert ds.min_density.attrs["units"] == "sr-1" and ds.wall_time.attrs["units"] == "s"

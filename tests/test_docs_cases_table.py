@@ -61,3 +61,30 @@ def test_zonal_usa_noisy_d32_claims_what_it_shows():
 def test_the_readme_lists_every_named_case():
     listed = set(re.findall(r"`([a-z0-9_]+)`", README.read_text().split("## Named cases")[1]))
     assert NAMED <= listed, sorted(NAMED - listed)
+
+
+def test_zonal_usa_noisy_d32_states_sigma_1_of_the_linear_theory_to_its_digits():
+    """Issue 35: σ_1 of `zonal_usa_noisy_d32` was given as 0.257; the linear theory gives
+    0.256174. Computed here from the Funk–Hecke eigenvalue of e^{β⟨x,y⟩} on S^{d−1} w.r.t. the
+    uniform probability measure, λ̄_1(β) = Γ(d/2) (2/β)^{d/2−1} I_{d/2}(β), with USA's rate of
+    degree 1, σ_1 = (d − 1)(λ̄_1/β − ν) (mpmath, 30 digits): every place that states it (the
+    case table, the gallery example, the case file) gives it to the digits it shows, and the
+    growth factor by t = 15 as e^{15 σ_1} rounded."""
+    import mpmath as mp
+    mp.mp.dps = 30
+    config = load_case("zonal_usa_noisy_d32")
+    d, beta, nu = config.domain.dimension, mp.mpf(config.model.beta), mp.mpf(str(config.model.nu))
+    lam1 = mp.gamma(mp.mpf(d) / 2) * (2 / beta) ** (mp.mpf(d) / 2 - 1) * mp.besseli(mp.mpf(d) / 2, beta)
+    sigma1 = float((d - 1) * (lam1 / beta - nu))
+    factor = round(float(mp.exp(15 * (d - 1) * (lam1 / beta - nu))))
+    places = {"cases.md": dict(_rows())["zonal_usa_noisy_d32"],
+              "gallery": (ROOT / "docs" / "examples" / "plot_zonal_usa_noisy_d32.py").read_text(),
+              "case file": (ROOT / "cases" / "zonal_usa_noisy_d32.toml").read_text()}
+    for where, text in places.items():
+        stated = re.findall(r"(?:σ_1|sigma_1)(?: = [^=\n]*?)? = (\d+\.\d+)", text)
+        assert stated, where
+        for value in stated:
+            digits = len(value.split(".")[1])
+            assert abs(float(value) - sigma1) <= 0.5 * 10.0 ** -digits, (where, value, sigma1)
+            assert digits >= 6, (where, value)
+        assert re.search(rf"[×x]{factor} by t = 15", text), (where, factor)

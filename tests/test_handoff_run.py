@@ -150,7 +150,7 @@ def test_after_the_hand_off_the_variables_are_those_of_the_weighted_measure(sa_r
 
 def test_a_compressed_hand_off_run_file_keeps_its_text_as_characters_and_passes_its_checks(sa_run, tmp_path):
     """output.format = "netcdf4-zlib" rewrites a finished run file as netCDF-4 (runfile.compress).
-    A hand-off run's component_label, stored as characters in the netCDF-3 file whose
+    A hand-off run's component label, stored as characters in the netCDF-3 file whose
     fixed_checksum took their bytes, became a variable-length string there: every reader then
     refused the compressed file as damaged ("variables without time ... fail their checksum")."""
     import shutil
@@ -161,10 +161,10 @@ def test_a_compressed_hand_off_run_file_keeps_its_text_as_characters_and_passes_
     shutil.copyfile(sa_run[0], path)
     compress(path)
     with netCDF4.Dataset(path) as nc:
-        assert nc.file_format == "NETCDF4" and nc["component_label"].dtype == np.dtype("S1")
+        assert nc.file_format == "NETCDF4" and nc["component"].dtype == np.dtype("S1")
     ds = open_checked(path, "test")  # raised ConfigError: the file is damaged
     with ds, xr.open_dataset(sa_run[0]) as before:
-        assert list(ds.component_label.values) == ["x", "y", "z"]
+        assert list(ds.component.values) == ["x", "y", "z"]
         assert set(ds.data_vars) == set(before.data_vars) - {"record_checksum"}  # read and dropped
         for name in ds.data_vars:
             np.testing.assert_array_equal(ds[name].values, before[name].values)
@@ -429,6 +429,73 @@ def test_named_hand_off_cases_hand_off_in_a_short_version(name, tmp_path):
     assert np.any(ds.phase.values == 1)
     assert np.max(np.abs(ds.mass.values - ds.mass.values[0])) <= ds.attrs["handoff_grid_nodes"] * EPS
     assert np.all(np.diff(ds.energy.values) >= -energy_step_rounding(ds))
+
+
+def disc_centres(fig) -> list[np.ndarray]:
+    """The centre of each orthographic disc of a hand-off figure, as its title states it
+    ("centred on 30°N, 0°E"), as unit vectors."""
+    import re
+    out = []
+    for ax in fig.axes:
+        m = re.match(r"centred on (?:the heaviest cluster \()?(-?[0-9.]+)°N, (-?[0-9.]+)°E", ax.get_title())
+        if m:
+            lat, lon = np.radians(float(m[1])), np.radians(float(m[2]))
+            out.append(np.array([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)]))
+    return out
+
+
+def test_each_disc_of_the_hand_off_figure_is_centred_on_its_own_clusters(two_clusters):
+    """Issue 35: every disc was centred on the final cluster, so the early clusters sat on the
+    rim (here the light one at 77° from the centre, where the disc shows it edge-on). The disc of
+    the hand-off snapshot is now centred between its two clusters (the initial vMF centres, 120°
+    apart, moved < 1° by the hand-off at t = 0.0009): each at about half their separation from
+    the centre, the centre within the clusters' angular radius (25°: κ = 10) of their centroid,
+    to the node spacing of the L = 21 grid (180°/32 = 5.6°). The last disc is on the merged
+    cluster."""
+    from meanfield_pde.plotting.handoff_plot import plateau_starts, plot_handoff
+    _, ds = two_clusters
+    idx = plateau_starts(ds)
+    fig = plot_handoff(ds)
+    centres = disc_centres(fig)
+    a, b = np.array([0.0, 0.0, 1.0]), np.array([0.8660254037844387, 0.0, -0.5])
+    spacing = np.radians(180 / 32 + 0.5)  # nodes, and the title's whole degrees
+    angles = [np.arccos(np.clip(centres[0] @ c, -1, 1)) for c in (a, b)]
+    assert max(angles) <= np.radians(60) + spacing, np.degrees(angles)
+    midpoint = (a + b) / np.linalg.norm(a + b)
+    assert np.arccos(np.clip(centres[0] @ midpoint, -1, 1)) <= min(np.sqrt(2 / 10.0), spacing)
+    assert len(centres) == len(idx) == 2  # each disc says where it is centred
+    merged = ds.cluster_centre.values[idx[-1], 0]
+    assert int(ds.n_clusters.values[idx[-1]]) == 1
+    assert np.arccos(np.clip(centres[-1] @ merged, -1, 1)) <= spacing
+
+
+def test_the_cluster_count_axis_of_the_hand_off_figure_has_whole_number_ticks(two_clusters):
+    """Issue 35: the axis of the number of clusters (1 and 2 here) had ticks at 1.2, 1.4, ..."""
+    from meanfield_pde.plotting.handoff_plot import plot_handoff
+    fig = plot_handoff(two_clusters[1])
+    fig.canvas.draw()
+    (counts,) = [ax for ax in fig.axes if ax.get_ylabel() == "number of clusters"]
+    lo, hi = counts.get_ylim()
+    ticks = [y for y in counts.get_yticks() if lo <= y <= hi]
+    assert len(ticks) >= 2 and all(float(y).is_integer() for y in ticks), ticks
+
+
+def test_smallest_cap_centre_holds_every_point_as_near_the_centre_as_possible():
+    """Three points on the equator at 0°, 40° and 160°: the smallest cap is centred at 80° (the
+    midpoint of the two far ones, radius 80°); their mean direction (50°) would leave the third
+    110° away, behind the disc."""
+    from meanfield_pde.plotting.handoff_plot import smallest_cap_centre
+    lon = np.radians([0.0, 40.0, 160.0])
+    p = np.stack([np.cos(lon), np.sin(lon), np.zeros(3)], axis=1)
+    c, r = smallest_cap_centre(p)
+    assert r == pytest.approx(np.radians(80.0), abs=1e-12)
+    assert c == pytest.approx([np.cos(np.radians(80.0)), np.sin(np.radians(80.0)), 0.0], abs=1e-12)
+    # brute force over a fine sphere grid: no centre holds the three in a smaller cap
+    g = np.random.default_rng(0).standard_normal((200_000, 3))
+    g /= np.linalg.norm(g, axis=1, keepdims=True)
+    assert np.arccos(np.clip(g @ p.T, -1, 1)).max(axis=1).min() >= r - 1e-12
+    # one point is its own centre
+    assert smallest_cap_centre(p[:1])[1] == pytest.approx(0.0, abs=1e-7)
 
 
 def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):

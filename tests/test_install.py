@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,6 +89,27 @@ def test_a_command_without_its_extra_names_the_extra(monkeypatch, tmp_path, caps
     err = _one_line(capsys)
     assert f'pip install "meanfield_pde[{extra}]"' in err, err
     assert list(tmp_path.iterdir()) == []  # nothing was run or written
+
+
+def test_the_all_extra_holds_every_extra_a_command_names():
+    """Issue 35: `animate` to an MP4 says to install ``meanfield_pde[animate]``, which ``[all]``
+    did not hold, so the install the docs give for every command ("/path/to/clone[all]") refused
+    MP4. Every extra the package's messages and docs name for a command is in ``all``."""
+    import re
+    import tomllib
+
+    from meanfield_pde.core.extras import EXTRAS
+    root = Path(__file__).resolve().parent.parent
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    (line,) = extras["all"]
+    held = set(re.fullmatch(r"meanfield_pde\[([a-z_,]+)\]", line)[1].split(","))
+    texts = [f.read_text() for f in [*root.joinpath("meanfield_pde").rglob("*.py"), root / "README.md",
+                                     *root.joinpath("docs").rglob("*.md")]]
+    named = {m for text in texts for m in re.findall(r"meanfield_pde\[([a-z_]+)\]", text)}
+    named |= {extra for extra, _ in EXTRAS.values()}  # the extras of the one-line refusals
+    named -= {"all", "test", "docs"}
+    assert "animate" in named and named <= held, (sorted(named), sorted(held))
+    assert held <= set(extras), sorted(held - set(extras))
 
 
 def test_the_distance_of_token_runs_without_pot_names_the_extra(monkeypatch):

@@ -84,7 +84,7 @@ def test_animate_of_a_folder_says_it_is_a_folder(tmp_path, capsys):
 
 
 def test_animate_of_a_zonal_run_says_what_draws_it(tmp_path, capsys):
-    """`animate` of a zonal run said "'density' has dimensions ('time', 't'); expected (time, lat,
+    """`animate` of a zonal run said "'density' has dimensions ('time', 't') (now cos_polar_angle); expected (time, lat,
     lon) or (time, theta)": now that a zonal run has no map, and that `plot` draws it."""
     out = tmp_path / "z.nc"
     assert main(["run", "zonal_vmf_collapse_d3", "-o", str(out), "--no-plot", "-q",

@@ -258,8 +258,8 @@ def test_a_normalisation_study_past_the_collapse_keeps_its_work(tmp_path, capsys
         "t_end": 4000.0}}))
     out = tmp_path / "n.nc"
     assert main(["run", str(case), "-o", str(out), "-q", "--no-plot"]) == 0, capsys.readouterr().err
-    with xr.open_dataset(out) as ds:  # the schemes in their order (the file stores scheme_label)
-        assert list(ds.scheme_label.values) == ["post_ln", "pre_ln"]
+    with xr.open_dataset(out) as ds:  # the schemes in their order
+        assert list(ds.scheme.values) == ["post_ln", "pre_ln"]
         post, pre = ds.isel(scheme=0), ds.isel(scheme=1)
         assert np.isnan(post.fitted_rate) and not (post.gap_ode.sel(time=slice(400, None)) > 0).any()
         assert float(pre.fitted_rate) == pytest.approx(-2.0, rel=0.01)

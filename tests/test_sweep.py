@@ -104,6 +104,32 @@ def test_grid_values_ranges_and_errors():
         plan_sweep(config, [], continuation="model.beta")
 
 
+def test_a_range_gives_the_floats_its_decimals_mean_and_short_exact_file_names():
+    """Issue 35: "model.nu=0.34:0.37:4" named a point file model.nu=0.35000000000000003.nc (numpy's
+    linspace value, one ulp from the 0.35 the range means). Each value is now the float nearest
+    start + i (stop − start)/(count − 1) computed in exact decimals (Fraction), and the file is
+    named by the shortest text that reads back as that float."""
+    from fractions import Fraction
+    config = load_case("phase_noise_beta1")
+    plan = plan_sweep(config, ["model.nu=0.34:0.37:4"], continuation="")
+    values = [p.overrides["model.nu"] for p in plan.points]
+    assert values == [float(Fraction(34 + i, 100)) for i in range(4)] == [0.34, 0.35, 0.36, 0.37]
+    labels = [p.label for p in plan.points]
+    assert labels == ["model.nu=0.34", "model.nu=0.35", "model.nu=0.36", "model.nu=0.37"]
+    for p in plan.points:  # the name reads back as the very float the point runs with
+        assert float(p.label.split("=")[1]) == p.overrides["model.nu"]
+    # a value that needs 17 digits keeps them: names are exact, not rounded
+    sixth = plan_sweep(config, ["model.nu=0:1:7"], continuation="").points[1]
+    assert sixth.overrides["model.nu"] == float(Fraction(1, 6))
+    assert float(sixth.label.split("=")[1]) == float(Fraction(1, 6))
+    # the 25 points of the case's own range: all short, all distinct
+    labels = [p.label for p in plan_sweep(config, ["model.nu=0.335:0.395:25"], continuation="").points]
+    assert len(set(labels)) == 25 and max(map(len, labels)) <= len("model.nu=0.3375")
+    # two values one file would hold are still refused before any work
+    with pytest.raises(ConfigError, match="would share"):
+        plan_sweep(config, ["model.nu=[0.3, 0.3]"], continuation="")
+
+
 def test_plan_continuation_chains_run_up_and_down():
     plan = plan_sweep(load_case("phase_noise_beta3"), ["model.nu=[0.8, 0.7, 0.9]"])
     assert plan.dims == ["nu", "direction"]

@@ -180,13 +180,21 @@ def zonal_run(tmp_path_factory):
 
 
 def test_a_zonal_run_file_has_density_of_t_and_gegenbauer_coefficients(zonal_run):
+    """Issue 35: the grid dimension was named ``t``, which is ⟨x, e⟩, not time; read back from
+    disk it is ``cos_polar_angle`` with CF attributes (a pure number, the cosine of the polar
+    angle) and ``polar_angle`` (radian) along it."""
     with xr.open_dataset(zonal_run) as ds:
-        assert ds["density"].dims == ("time", "t")
+        assert ds["density"].dims == ("time", "cos_polar_angle")
+        assert "t" not in ds.dims and "t" not in ds.variables
         assert ds["coef_real"].dims == ("time", "l")
-        assert ds["t"].attrs["units"] == "1" and "<x, e>" in ds["t"].attrs["long_name"]
+        c = ds["cos_polar_angle"]
+        assert c.attrs["units"] == "1" and "cosine of the polar angle" in c.attrs["long_name"]
+        assert "<x, e>" in c.attrs["long_name"]
+        assert ds["polar_angle"].dims == ("cos_polar_angle",)
         assert ds["polar_angle"].attrs["units"] == "radian"
+        assert -1 < c.values.min() and c.values.max() < 1 and np.all(np.diff(c.values) > 0)
         # θ = arccos t within ε·θ (θ <= π), then cos within ε: |cos θ − t| <= (π + 1)ε
-        np.testing.assert_allclose(np.cos(ds["polar_angle"].values), ds["t"].values, rtol=0,
+        np.testing.assert_allclose(np.cos(ds["polar_angle"].values), c.values, rtol=0,
                                    atol=(math.pi + 1) * EPS)
         assert ds.attrs["manifold"] == "sphere_zonal" and int(ds.attrs["dimension"]) == 16
         assert ds["coef_real"].attrs["coefficient_basis"] == "gegenbauer"

@@ -7,7 +7,7 @@ alone, so the PDE is one-dimensional in every d), noisy USA at β = 8 and ν = 0
 the critical noise ν_1(8, 32) = 0.0783. Runs whole (a few seconds).
 
 **What you should see.** A small degree-1 perturbation of the uniform density grows at
-σ_1 = 0.257 (the order parameter ×46 by t = 15) while the free energy never increases; the
+σ_1 = 0.256174 (the order parameter ×47 by t = 15) while the free energy never increases; the
 density is drawn against the polar angle.
 """
 

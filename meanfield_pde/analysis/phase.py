@@ -71,18 +71,9 @@ def critical_noise_fit(nu, m, window: float = 0.02) -> tuple[float, float]:
     return float(-icept / slope), float(-slope)
 
 
-def with_direction_labels(ds: xr.Dataset) -> xr.Dataset:
-    """``ds`` with its ``direction`` coordinate as text ("up", "down"), also when read back from
-    a sweep.nc, which stores that text as the auxiliary coordinate ``direction_label``."""
-    if "direction_label" in ds.coords:
-        ds = ds.assign_coords(direction=[str(v) for v in ds.direction_label.values])
-    return ds
-
-
 def branch_gap(ds: xr.Dataset) -> xr.DataArray:
     """|m_up − m_down| per ν of a continuation sweep (dims nu, direction with "up" and "down"),
     NaN where either branch is not stationary. Shape (n_nu,)."""
-    ds = with_direction_labels(ds)
     m = ds.order_parameter.where(ds.stationary == 1)
     return abs(m.sel(direction="up") - m.sel(direction="down"))
 
@@ -103,7 +94,6 @@ def hysteresis_window(ds: xr.Dataset, rel: float = 0.1, tol: float = 1e-3) -> tu
         stationary (every point failed or stopped early, e.g. a short time.t_end): nothing
         tells a continuous transition from a hysteresis loop there.
     """
-    ds = with_direction_labels(ds)
     if "direction" not in ds.dims or not {"up", "down"} <= set(map(str, ds.direction.values)):
         raise ValueError("hysteresis_window: needs a sweep continued in nu with directions "
                          "['up', 'down']")

@@ -2,7 +2,8 @@
 what to install (:ref:`install`).
 
 POT and dask.distributed (with dask-jobqueue) are extras (``pip install
-"meanfield_pde[particles]"``, ``[sweep]``, ``[all]``); shtns is required but
+"meanfield_pde[particles]"``, ``[sweep]``; imageio-ffmpeg for MP4 animations ``[animate]``;
+``[all]`` has every one); shtns is required but
 builds from source against the system FFTW, so a machine without it fails at
 install or at import with an error that names neither. Each is imported here
 when a command needs it, never at package import.

@@ -3,7 +3,8 @@
 Top: the density at the start of each plateau (the hand-off, then the first snapshot after
 each merge; at most ``MAX_PLATEAUS``), as maps and orthographic views
 (``meanfield_pde.plotting.plot.draw_sphere_maps``; after the hand-off the density is the
-measure smoothed by the heat kernel). Bottom: energy against log t (the staircase; the hand-off
+measure smoothed by the heat kernel), each disc centred on its own snapshot's clusters
+(:func:`disc_centre`). Bottom: energy against log t (the staircase; the hand-off
 and the merges marked), the number of clusters against log t, and each merge time of the run
 (the bracket between two snapshots) against the two-Dirac closed form
 (:func:`meanfield_pde.analysis.merges.merge_checks`).
@@ -17,13 +18,94 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ..analysis.merges import merge_checks, merge_events  # noqa: E402
-from ..core.errors import printable  # noqa: E402
-from .labels import attr_number, status_lines  # noqa: E402
-from .plot import draw_circle_lines, draw_sphere_maps, drawable, time_values  # noqa: E402
+from .labels import run_description, run_title  # noqa: E402
+from .plot import (draw_circle_lines, draw_sphere_maps, drawable, lat_lon, smoothed_snapshot,  # noqa: E402
+                   time_values, view_centre)
 
 MAX_PLATEAUS = 6
+PEAK_RADIUS = 0.2     # radians: a cluster is a maximum of the smoothed density within ~11°
+PEAK_FRACTION = 0.01  # ... at least this fraction of the highest one (lighter: not drawn as one)
+MAX_PEAKS = 24        # the highest peaks considered for a disc's centre
+
+
+def cluster_peaks(ds, i) -> np.ndarray:
+    """Unit vectors (k, 3), highest first, of the clusters of snapshot ``i`` of a sphere run as
+    its figure sees them: the maxima within ``PEAK_RADIUS`` of the density smoothed as
+    :func:`meanfield_pde.plotting.plot.smoothed_snapshot` (the heat kernel of time 0.02 on the
+    coefficients) above the uniform level 1/4π and above ``PEAK_FRACTION`` of the highest; at most
+    ``MAX_PEAKS``. Shape (0, 3) for a snapshot without data. The same for the spectral snapshots
+    and the particle ones (whose cluster variables are single-linkage groups of nodes: two broad
+    clusters joined by a few stray nodes are one group there, two peaks here)."""
+    found = smoothed_snapshot(ds, i)
+    if found is None:
+        return np.zeros((0, 3))
+    grid, lat, lon = found
+    f = np.where(np.isfinite(grid), grid, -np.inf)
+    # the maxima of their 3 × 3 cells (longitude periodic), highest first ...
+    padded = np.pad(np.pad(f, ((0, 0), (1, 1)), mode="wrap"), ((1, 1), (0, 0)), constant_values=-np.inf)
+    around = np.max([padded[1 + a:padded.shape[0] - 1 + a, 1 + b:padded.shape[1] - 1 + b]
+                     for a in (-1, 0, 1) for b in (-1, 0, 1)], axis=0)
+    level = max(1.0 / (4.0 * np.pi), PEAK_FRACTION * float(np.max(f)))
+    a, b = np.nonzero((f >= around) & (f > level))
+    order = np.argsort(-f[a, b], kind="stable")
+    la, lo = np.radians(lat[a[order]]), np.radians(lon[b[order]])
+    x = np.stack([np.cos(la) * np.cos(lo), np.cos(la) * np.sin(lo), np.sin(la)], axis=-1)
+    # ... each a peak unless a higher one lies within PEAK_RADIUS (a plateau, a ripple on a flank)
+    peaks: list[np.ndarray] = []
+    for v in x:
+        if len(peaks) == MAX_PEAKS:
+            break
+        if not peaks or np.max(np.asarray(peaks) @ v) < np.cos(PEAK_RADIUS):
+            peaks.append(v)
+    return np.asarray(peaks).reshape(-1, 3)  # at the nodes: to the grid's spacing (~180°/L)
+
+
+def smallest_cap_centre(points: np.ndarray) -> tuple[np.ndarray, float]:
+    """(c, r): the centre (unit vector) and angular radius (radians) of the smallest spherical cap
+    holding every one of the unit vectors ``points`` (k >= 1, 3). As in the plane, the smallest
+    cap is fixed by two points (centre their midpoint) or three (their circumcentre): every
+    candidate is tried, O(k⁴) for the k <= MAX_PEAKS peaks of a figure."""
+    p = np.asarray(points, float)
+    cands = [p]
+    if len(p) >= 2:
+        i, j = np.triu_indices(len(p), 1)
+        cands.append(p[i] + p[j])
+    if len(p) >= 3:
+        i, j, k = (a.ravel() for a in np.meshgrid(*[np.arange(len(p))] * 3, indexing="ij"))
+        keep = (i < j) & (j < k)
+        n = np.cross(p[j[keep]] - p[i[keep]], p[k[keep]] - p[i[keep]])
+        cands += [n, -n]
+    c = np.concatenate(cands)
+    norm = np.linalg.norm(c, axis=1)
+    c = c[norm > 1e-12] / norm[norm > 1e-12, None]
+    radius = np.arccos(np.clip(c @ p.T, -1.0, 1.0)).max(axis=1)
+    best = int(np.argmin(radius))
+    return c[best], float(radius[best])
+
+
+def disc_centre(ds, i) -> tuple[float, float]:
+    """(lat, lon) in degrees on which the hand-off figure centres the disc of snapshot ``i``.
+
+    The centre of the smallest cap holding that snapshot's clusters (:func:`cluster_peaks`,
+    :func:`smallest_cap_centre`), so that each is as far from the disc's rim as any view can put
+    it: two clusters sit symmetrically about the centre. Why not the final cluster (one view for
+    every disc, as :func:`meanfield_pde.plotting.plot.plot_run` draws): an early cluster may be
+    anywhere relative to where the last one ends, and sat on the rim or behind it. Why not the
+    mass-weighted centroid of the clusters (their mean direction ∫ x f dσ): it leans to the
+    heavy ones, putting a light cluster on the rim (masses 0.65 and 0.35, 120° apart: 87.5° from
+    the centroid, where the disc shows nothing). Where the clusters fit in no hemisphere, no disc
+    shows them all (the map above it does): the heaviest one is centred instead."""
+    peaks = cluster_peaks(ds, i)
+    if len(peaks) == 0:
+        return view_centre(ds, i)
+    centre, radius = smallest_cap_centre(peaks)
+    if radius >= np.radians(85.0):
+        return view_centre(ds, i)
+    lat, lon = lat_lon(centre[None])
+    return float(lat[0]), float(lon[0])
 
 
 def plateau_starts(ds) -> list[int]:
@@ -61,7 +143,8 @@ def plot_handoff(ds) -> Figure:
     if circle:
         draw_circle_lines(top, ds, idx, t)
     else:
-        draw_sphere_maps(top, ds, idx, t, None)
+        # each disc on its own snapshot's clusters (disc_centre says why)
+        draw_sphere_maps(top, ds, idx, t, [disc_centre(ds, i) for i in idx])
     ax_e, ax_n, ax_m = bottom.subplots(1, 3)
     positive = t > 0
     t_h = float(ds.attrs["handoff_time"]) if "handoff_time" in ds.attrs else None
@@ -80,6 +163,7 @@ def plot_handoff(ds) -> Figure:
     ax_e.set(ylabel="energy E_β", title="energy: one step per merge")
     ax_e.legend(fontsize="small")
     ax_n.set(ylabel="number of clusters", title="clusters (grey: merges)")
+    ax_n.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: no 2.5 clusters on the axis
     checks = merge_checks(ds)
     if checks:
         pred = np.array([c.predicted for c in checks])
@@ -101,9 +185,8 @@ def plot_handoff(ds) -> Figure:
     else:
         ax_m.text(0.5, 0.5, "no merges", ha="center", va="center", transform=ax_m.transAxes)
         ax_m.set_axis_off()
-    # the status on its own wrapped lines, as under plot_run's title: a long one was cut off
-    fig.suptitle("\n".join([printable(
-        f"{ds.attrs.get('model', '?')} on {ds.attrs.get('manifold', '?')}: β = {attr_number(ds.attrs, 'beta')}, "
-        f"ν = 0, lmax = {attr_number(ds.attrs, 'lmax')}, hand-off to {ds.attrs.get('handoff_nodes', '?')} "
-        f"nodes at t = {t_h if t_h is not None else float('nan'):.3g}")] + status_lines(ds.attrs)))
+    # as plot_run's title: the case and what ran; a stopped run's status on its own wrapped lines
+    fig.suptitle(run_title(ds.attrs, f"{run_description(ds.attrs)}, hand-off to "
+                                     f"{ds.attrs.get('handoff_nodes', '?')} nodes at t = "
+                                     f"{t_h if t_h is not None else float('nan'):.3g}"))
     return fig

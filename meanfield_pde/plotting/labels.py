@@ -16,8 +16,8 @@ import numpy as np
 
 from ..core.errors import printable
 
-__all__ = ["time_symbol", "time_label", "time_axis", "equation_title", "status_lines",
-           "STATUS_WIDTH", "TIME_SCALE_RANGE"]
+__all__ = ["time_symbol", "time_label", "time_axis", "equation_title", "run_description", "run_title",
+           "status_lines", "STATUS_WIDTH", "TIME_SCALE_RANGE"]
 
 STATUS_WIDTH = 110  # characters per line of a run's status under the title
 
@@ -76,13 +76,10 @@ def time_axis(t, attrs) -> tuple[float, str]:
     return 10.0 ** k, f"{label} (in units of 1e{k})"
 
 
-def equation_title(attrs, manifold: str | None = None) -> str:
-    """A line naming the equation of a run, e.g.
-    'SA mean-field PDE on the sphere: β = 10, ν = 0.02 (noisy), lmax = 63, time t', then the
-    run's status wrapped at STATUS_WIDTH characters (at most 3 lines).
-
-    ``attrs`` are a run's global attributes (file values: control characters are escaped).
-    """
+def run_description(attrs, manifold: str | None = None) -> str:
+    """What ran, without the case: e.g. 'SA mean-field PDE on the sphere, β = 10, ν = 0.02,
+    lmax = 63' ('SA tokens (n = 1000)', 'SA large-β limit, order 0' for the other equations;
+    ``manifold`` names the domain where the attribute does not say enough)."""
     model = str(attrs.get("model", "?"))
     equation = str(attrs.get("equation", "mean_field"))
     if equation == "particles":
@@ -91,12 +88,32 @@ def equation_title(attrs, manifold: str | None = None) -> str:
         what = f"{model} large-β limit, order {equation[len('limit'):]}"
     else:
         what = f"{model} mean-field PDE"
-    nu = attr_number(attrs, "nu")
-    noise = "noiseless" if nu == "0" else "noisy"
     where = manifold or attrs.get("manifold", "sphere")
-    line = (f"{what} on the {where}:  β = {attr_number(attrs, 'beta')},  ν = {nu} ({noise}),"
-            f"  lmax = {attr_number(attrs, 'lmax')},  time {time_symbol(attrs)}")
-    return "\n".join([printable(line)] + status_lines(attrs))
+    return (f"{what} on the {where}, β = {attr_number(attrs, 'beta')}, ν = {attr_number(attrs, 'nu')}, "
+            f"lmax = {attr_number(attrs, 'lmax')}")
+
+
+def run_title(attrs, description: str) -> str:
+    """A figure's title: the case (attribute ``case_name``, where there is one), then
+    ``description`` (what ran, with its parameters) on one line; under it the status only when
+    the run did not complete ('stopped: <reason>', 'running', ...: :func:`status_lines`).
+    Control characters of the file's attributes are escaped."""
+    case = str(attrs.get("case_name", "") or "")
+    line = f"{case}: {description}" if case else description
+    status = str(attrs.get("status", "completed"))
+    return "\n".join([printable(line)] + ([] if status == "completed" else status_lines(attrs)))
+
+
+def equation_title(attrs, manifold: str | None = None) -> str:
+    """The title of a run's figure: :func:`run_title` of :func:`run_description`, e.g.
+    'sa_beta10_noisy: SA mean-field PDE on the sphere, β = 10, ν = 0.02, lmax = 63', and for a
+    run that stopped early a second line 'stopped: <reason>' (wrapped at STATUS_WIDTH
+    characters, at most 3 lines). The time variable is named on the time axes
+    (:func:`time_label`), not here.
+
+    ``attrs`` are a run's global attributes (file values: control characters are escaped).
+    """
+    return run_title(attrs, run_description(attrs, manifold))
 
 
 def status_lines(attrs) -> list[str]:

@@ -72,9 +72,7 @@ def plot_noise(ds: xr.Dataset):
     """
     from matplotlib.figure import Figure
 
-    from ..analysis.phase import with_direction_labels
     from ..theory.linear import critical_noise
-    ds = with_direction_labels(ds)  # read back from sweep.nc: the text is in direction_label
     m_all = ds.order_parameter.values
     st_all = ds.stationary.values.astype(bool)
     continuous = ("direction" in ds.dims and ds.sizes["direction"] == 2 and
@@ -196,9 +194,8 @@ def plot_zonal_transition(sweeps):
 
     from ..theory.linear import critical_noise
     from ..theory.transition import pitchfork_slope, transition_order, tricritical_beta
-    from ..analysis.phase import with_direction_labels
     by_d: dict[int, list] = {}
-    for ds in map(with_direction_labels, sweeps):
+    for ds in sweeps:
         by_d.setdefault(int(ds.attrs["dimension"]), []).append(ds)
     dims = sorted(by_d)
     fig = Figure(figsize=(4.2 * len(dims), 4.4), layout="constrained")

@@ -23,11 +23,12 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ..core.errors import NotARunError  # noqa: E402
+from ..runs.cf import ZONAL_GRID  # noqa: E402
 from .events import departure, event_indices  # noqa: E402
 from .growth import draw_growth  # noqa: E402
 from .labels import equation_title, time_axis, time_symbol  # noqa: E402
 
-__all__ = ["plot_run", "cell_edges", "orthographic", "select_times", "view_centre",
+__all__ = ["plot_run", "cell_edges", "orthographic", "select_times", "view_centre", "smoothed_snapshot",
            "degree_power", "token_directions", "lat_lon", "draw_orthographic"]
 
 DENSITY_LABEL = "density f (uniform = 1/4π)"
@@ -216,29 +217,40 @@ def _first_finite(y):
 # --------------------------------------------------------------------------
 # panels
 # --------------------------------------------------------------------------
+def smoothed_snapshot(ds, i):
+    """(grid, lat, lon) of snapshot ``i`` of a sphere run: its density smoothed by the heat kernel
+    for time ``CLUSTER_SMOOTHING`` (coefficients × e^{−s l(l+1)}, synthesised on the Gauss grid of
+    their degree), so that a maximum is where the most mass lies within ~10°, not the sharpest
+    peak (a narrow light cluster); without finite coefficients the stored density on the run's
+    grid. None where the snapshot has no finite value. Degrees; the grid is (nlat, nlon)."""
+    grid = np.asarray(ds["density"].transpose("time", "lat", "lon")[i].values)
+    if not np.isfinite(grid).any():
+        return None
+    lat, lon = np.asarray(ds["lat"], float), np.asarray(ds["lon"], float)
+    if "coef_real" in ds and "m" in ds["coef_real"].dims:
+        from ..analysis.compare import comparison_geometry, complex_coefficients
+        coef = complex_coefficients(ds.isel(time=i)).values
+        if np.isfinite(coef).all():
+            geo = comparison_geometry("sphere", coef.shape[0] - 1)
+            grid = geo.synthesis(geo.heat(geo.from_table(coef), CLUSTER_SMOOTHING))
+            lat, lon = geo.lat, geo.lon
+    return grid, lat, lon
+
+
 def view_centre(ds, i=None):
     """(lat, lon) in degrees of the heaviest cluster of snapshot ``i`` (default: the last with data).
 
-    The density is first smoothed by the heat kernel for time ``CLUSTER_SMOOTHING``
-    (coefficients × e^{−s l(l+1)}): its maximum is then where the most mass lies within
-    ~10°, not the sharpest peak (a narrow light cluster). Without coefficients: the
-    maximum of the stored density. (0, 0) if no snapshot has data.
+    The maximum of the snapshot's density smoothed as :func:`smoothed_snapshot` says: where the
+    most mass lies within ~10°, not the sharpest peak (a narrow light cluster). Without
+    coefficients: the maximum of the stored density. (0, 0) if no snapshot has data.
     """
     # one snapshot at a time: a run opened from its file is read lazily, never whole
-    dens = ds["density"].transpose("time", "lat", "lon")
-    order = range(dens.shape[0] - 1, -1, -1) if i is None else [i]
+    order = range(ds.sizes["time"] - 1, -1, -1) if i is None else [i]
     for j in order:
-        grid = np.asarray(dens[j].values)
-        if not np.isfinite(grid).any():
+        found = smoothed_snapshot(ds, j)
+        if found is None:
             continue
-        lat, lon = np.asarray(ds["lat"], float), np.asarray(ds["lon"], float)
-        if "coef_real" in ds and "m" in ds["coef_real"].dims:
-            from ..analysis.compare import comparison_geometry, complex_coefficients
-            coef = complex_coefficients(ds.isel(time=j)).values
-            if np.isfinite(coef).all():
-                geo = comparison_geometry("sphere", coef.shape[0] - 1)
-                grid = geo.synthesis(geo.heat(geo.from_table(coef), CLUSTER_SMOOTHING))
-                lat, lon = geo.lat, geo.lon
+        grid, lat, lon = found
         a, b = np.unravel_index(np.nanargmax(grid), grid.shape)
         return float(lat[a]), float(lon[b])
     return 0.0, 0.0
@@ -293,16 +305,21 @@ def draw_orthographic(ax, lat, lon, values, view, norm, tokens=None):
 
 def draw_sphere_maps(subfig, ds, idx, t, view):
     """The density rows of a sphere run's figure into ``subfig``: a longitude–latitude map and an
-    orthographic disc (centred on ``view``, else the heaviest cluster) per snapshot of ``idx``,
-    on one colour scale, with the tokens of a particle run as dots."""
+    orthographic disc per snapshot of ``idx``, on one colour scale, with the tokens of a particle
+    run as dots. ``view``: (lat, lon) in degrees, the centre of every disc (so they compare);
+    None: the heaviest cluster at the end (:func:`view_centre`); or a list of one (lat, lon)
+    per snapshot of ``idx``, each disc centred on its own (its title says where)."""
     dens = ds["density"].transpose("time", "lat", "lon")
     lat, lon = np.asarray(ds["lat"], float), np.asarray(ds["lon"], float)
     lat_e, lon_e = cell_edges(lat, lon)
     snaps = np.asarray(dens.values[idx], float)
     finite = snaps[np.isfinite(snaps)]
     norm = Normalize(*(finite.min(), finite.max()) if finite.size else (0.0, 1.0))
-    # one view for all discs (so they compare), centred on the heaviest cluster at the end
-    lat0, lon0 = view if view is not None else view_centre(ds)
+    # one view for all discs (so they compare), centred on the heaviest cluster at the end,
+    # unless the caller gives each disc its own
+    own = isinstance(view, list)
+    views = view if own else [view if view is not None else view_centre(ds)] * len(idx)
+    lat0, lon0 = views[0]
     tsym = time_symbol(ds.attrs)
 
     axes = subfig.subplots(2, len(idx), squeeze=False)
@@ -323,8 +340,12 @@ def draw_sphere_maps(subfig, ds, idx, t, view):
         if col == 0:
             ax.set_ylabel("latitude (°N)")
         ax = axes[1, col]
-        draw_orthographic(ax, lat, lon, snap, (lat0, lon0), norm, tokens)
-        if col == 0:
+        draw_orthographic(ax, lat, lon, snap, views[col], norm, tokens)
+        if own:
+            ax.set_title(f"centred on {views[col][0]:.0f}°N, {views[col][1]:.0f}°E"
+                         + ("\nwhite dots: tokens" if tokens is not None and col == 0 else ""),
+                         fontsize="small")
+        elif col == 0:
             ax.set_title(f"centred on the heaviest cluster ({lat0:.0f}°N, {lon0:.0f}°E)"
                          + ("\nwhite dots: tokens" if tokens is not None else ""), fontsize="small")
     cbar = subfig.colorbar(mesh, ax=axes, label=DENSITY_LABEL, shrink=0.9)
@@ -354,8 +375,8 @@ def _draw_zonal_lines(subfig, ds, idx, t):
     """Zonal runs on S^{d−1}: f against the angle θ = arccos t to the axis (linear and log
     scale: in high d the mass sits near θ = 90° and a cluster is many decades above it)."""
     axes = subfig.subplots(1, 2)
-    dens = ds["density"].transpose("time", "t")
-    theta = np.degrees(np.arccos(np.clip(np.asarray(ds["t"], float), -1.0, 1.0)))
+    dens = ds["density"].transpose("time", ZONAL_GRID)
+    theta = np.degrees(np.arccos(np.clip(np.asarray(ds[ZONAL_GRID], float), -1.0, 1.0)))
     for ax, log in zip(axes, (False, True)):
         for i in idx:
             y = dens.values[i]
@@ -500,7 +521,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
         raise NotARunError("dataset has no 'density' variable (a PDE run is needed; "
                          f"variables present: {sorted(ds.data_vars)})")
     dims = set(ds["density"].dims)
-    zonal = dims == {"time", "t"}
+    zonal = dims == {"time", ZONAL_GRID}
     if dims == {"time", "lat", "lon"}:
         circle = False
     elif dims == {"time", "theta"} or zonal:
@@ -508,7 +529,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
     else:
         raise ValueError(f"'density' has dimensions {ds['density'].dims}; expected "
                          "(time, lat, lon) on the sphere, (time, theta) on the circle or "
-                         "(time, t) on sphere_zonal")
+                         f"(time, {ZONAL_GRID}) on sphere_zonal")
     idx = select_times(ds, times, n_times)
     t = time_values(ds)
 

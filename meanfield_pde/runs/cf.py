@@ -4,17 +4,24 @@ CF conventions (Eaton et al., *NetCDF Climate and Forecast Metadata
 Conventions* 1.8, 2020): global ``Conventions``, ``title``, ``history``,
 ``source`` (§2.6.2); ``units`` on every quantity (§3.1), ``standard_name``
 only where the CF table has one (§3.3: latitude, longitude); ``axis`` on the
-coordinates (§4); ``cell_measures`` pointing at the quadrature weights (§7.2).
-:func:`cf_encode` adds them to a Dataset just before it is written (run files
-in :mod:`meanfield_pde.runs.runfile`, the others in
+coordinates (§4). :func:`cf_encode` adds them to a Dataset just before it is
+written (run files in :mod:`meanfield_pde.runs.runfile`, the others in
 :func:`meanfield_pde.runs.io.write_netcdf`), so one table serves every kind of
 file. tests/test_cf_files.py runs the ``cfchecker`` package on a file of every kind.
 
-The model is non-dimensional (the sphere has radius 1, time is in the units of
-the equation): times, energies and masses have ``units = "1"``; a density is
-per unit area of the unit sphere (m-2 in CF's terms, radius 1 m; per radian
-on the circle) and the weights are those areas (m2; radians), so that
-``(density * weights).sum()`` is the mass.
+Units: this module owns them (:data:`COORDINATES`, :data:`VARIABLES`,
+:func:`density_attrs`, :func:`weight_attrs`, :func:`grid_units`). The model is
+non-dimensional: the sphere has radius 1 (no metre anywhere) and time is in the
+units of the equation. Times, energies, masses and coefficients are pure numbers,
+``units = "1"`` (CF's dimensionless unit; the ``long_name`` of time says
+"dimensionless time t", so xarray's label "dimensionless time t [1]" reads as meant).
+Areas of the unit sphere S² are solid angles, so a density on S² is per steradian
+(``sr-1``, w.r.t. the unnormalised area measure σ, |S²| = 4π sr, uniform = 1/4π) and its
+quadrature weights are the nodes' solid angles (``sr``, sum 4π); on the circle
+``radian-1`` and ``radian`` (arc length, sum 2π); a zonal density on S^{d−1} is w.r.t. the
+uniform *probability* measure (``1``, uniform = 1; weights ``1``, sum 1). In every case
+``(density * weights).sum()`` over the grid is the mass. No ``cell_measures``: CF §7.2
+wants an area measure in m2, which would make the unit sphere a sphere of 1 m.
 """
 
 from __future__ import annotations
@@ -33,15 +40,25 @@ import xarray as xr
 
 CONVENTIONS = "CF-1.8"
 
+ZONAL_GRID = "cos_polar_angle"
+"""The dimension of a zonal (sphere_zonal) file's grid: t = ⟨x, e⟩ = cos θ, the cosine of the
+polar angle θ of a point x of S^{d−1} to the axis e (the auxiliary coordinate ``polar_angle``
+along it holds θ in radians)."""
+
 # name -> attributes (added where the Dataset has no value of its own)
 COORDINATES = {
     # no axis = "T" nor standard_name = "time": CF reserves them for times with a reference
     # date ("s since ..."); the model's time is a pure number
-    "time": dict(units="1", long_name="time t (natural units of the equation)"),
-    "tau": dict(units="1", long_name="rescaled time tau of the large-beta limit"),
+    "time": dict(units="1", long_name="dimensionless time t"),
+    "tau": dict(units="1", long_name="dimensionless rescaled time tau of the large-beta limit"),
     "lat": dict(units="degrees_north", standard_name="latitude", axis="Y", long_name="Gauss latitude"),
     "lon": dict(units="degrees_east", standard_name="longitude", axis="X", long_name="longitude"),
     "theta": dict(units="radian", long_name="angle theta on the circle", axis="X"),
+    # a zonal file's grid: t = <x, e> = cos(theta) at the Gauss-Jacobi nodes (ZONAL_GRID)
+    "cos_polar_angle": dict(units="1", long_name="cosine of the polar angle, <x, e> (Gauss-Jacobi nodes)",
+                            comment="x a point of the unit sphere S^{d-1}, e its axis (the last "
+                                    "Cartesian axis); the polar angle is polar_angle = arccos of it"),
+    "polar_angle": dict(units="radian", long_name="polar angle theta = arccos <x, e> to the axis e"),
     "l": dict(units="1", long_name="spherical-harmonic degree"),
     "m": dict(units="1", long_name="spherical-harmonic order"),
     "k": dict(units="1", long_name="Fourier wavenumber"),
@@ -56,11 +73,39 @@ VARIABLES = {
 
 
 def grid_units(manifold: str) -> tuple[str, str]:
-    """(units of a density, units of a quadrature weight) on the manifold: m-2, m2 on S² (CF
-    §7.2 wants area measures in m2: the unit sphere is read as radius 1 m, area 4π m2);
-    radian-1, radian on S¹ (length 2π; CF has no length measure, so no cell_measures there);
-    1, 1 on sphere_zonal (a density of the uniform probability measure of S^{d−1}: no area)."""
-    return {"circle": ("radian-1", "radian"), "sphere_zonal": ("1", "1")}.get(manifold, ("m-2", "m2"))
+    """(units of a density, units of a quadrature weight) on the manifold (module docstring):
+    ``sr-1``, ``sr`` on S² (solid angle: the area of the unit sphere, 4π sr); ``radian-1``,
+    ``radian`` on S¹ (arc length, 2π); ``1``, ``1`` on sphere_zonal (the uniform probability
+    measure of S^{d−1}, total 1). Any other manifold name is read as the sphere."""
+    return {"circle": ("radian-1", "radian"), "sphere_zonal": ("1", "1")}.get(manifold, ("sr-1", "sr"))
+
+
+_DENSITY_NAMES = {
+    "sphere": "density f w.r.t. the area (solid angle) of the unit sphere (uniform = 1/4π)",
+    "circle": "density f w.r.t. arc length on the unit circle (uniform = 1/2π)",
+    "sphere_zonal": "density f of <x, e> on S^{d_minus_1} w.r.t. the uniform probability measure (uniform = 1)",
+}
+_WEIGHT_NAMES = {
+    "sphere": "quadrature weight: solid angle of the node (sum 4π)",
+    "circle": "quadrature weight: arc length of the node (sum 2π)",
+    "sphere_zonal": "quadrature weight of the uniform probability measure (sum 1)",
+}
+MASS_COMMENT = "sum(density * weights) over the grid is the mass"
+
+
+def density_attrs(manifold: str, dimension: int | None = None) -> dict[str, str]:
+    """``long_name``, ``units`` and ``comment`` of a run's ``density`` on the manifold
+    ("sphere", "circle" or "sphere_zonal", which needs ``dimension`` d for its S^{d−1}):
+    the measure it is a density of and its units (:func:`grid_units`, module docstring)."""
+    key = manifold if manifold in _DENSITY_NAMES else "sphere"
+    name = _DENSITY_NAMES[key].replace("d_minus_1", str(int(dimension or 0) - 1))
+    return dict(long_name=name, units=grid_units(key)[0], comment=MASS_COMMENT)
+
+
+def weight_attrs(manifold: str) -> dict[str, str]:
+    """``long_name`` and ``units`` of a run's quadrature ``weights`` on the manifold."""
+    key = manifold if manifold in _WEIGHT_NAMES else "sphere"
+    return dict(long_name=_WEIGHT_NAMES[key], units=grid_units(key)[1])
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,25 +152,38 @@ def append_history(previous: str | None, line: str | None = None) -> str:
     return f"{previous}\n{line}" if previous else line
 
 
+def _coordinates_text(ds: xr.Dataset, name: str, labels: list) -> str:
+    """The ``coordinates`` attribute of variable ``name`` of a Dataset with text labels along
+    the dimensions ``labels`` (:func:`cf_encode`): what xarray would list (the non-dimension
+    coordinates along its dimensions) and the labels along its dimensions.
+
+    A text label along a dimension (``direction`` of a sweep, ``scheme`` of a transformer study,
+    ``run`` of a limit study) is stored under the dimension's own name as a char array
+    (dims: the dimension and ``strlen_<name>``), so that ``xr.open_dataset(f).sel(direction="up")``
+    works on the file as on the Dataset written; CF §5 wants coordinate variables numeric, and
+    a 2-d char array is not one but a label (CF §6.1), an auxiliary coordinate which every
+    variable along the dimension names in its ``coordinates`` attribute."""
+    dims = set(ds.variables[name].dims)
+    aux = [c for c in ds.coords if c not in ds.dims and c != name and set(ds[c].dims) <= dims]
+    return " ".join(sorted(aux) + [d for d in labels if d in dims])
+
+
 def cf_encode(ds: xr.Dataset, title: str | None = None) -> xr.Dataset:
     """A copy of ``ds`` with the CF-1.8 attributes and encodings (module docstring).
 
     Global: ``Conventions``, ``title`` (the Dataset's own, else ``title``, else one naming the
     package), ``history`` (the Dataset's, plus one line for this command), ``source``
     (:func:`package_source`), ``date_created``. Variables: the tables above (an attribute
-    already set is kept); coordinates get no ``_FillValue``; a variable without a long_name is named by its name, a
+    already set is kept); a text coordinate along a dimension (``direction``, ``scheme``, ``run``)
+    is a label (:func:`_coordinates_text`) that reads back as the dimension's index;
+    coordinates get no ``_FillValue``; a variable without a long_name is named by its name, a
     numeric coordinate or variable without units (a swept parameter, a count, a distance of
     coefficients) gets "1" (checksums excepted); strings are stored as
     fixed-width char arrays (UTF-8). 64-bit integers are stored as int32 where they fit (all but a
     swept seed beyond 2**31, kept in the netCDF-4 files that hold one) and booleans as int8.
     """
     out = ds.copy()
-    # CF §5: a coordinate variable is numeric; text labels along a dimension (run, scheme,
-    # direction) are stored as the auxiliary coordinate <dim>_label
-    # (reading: ``ds.set_xindex("scheme_label")`` gives ``ds.sel(scheme_label=...)`` back)
     labels = [d for d in out.dims if d in out.coords and out[d].dtype.kind in "OUS"]
-    if labels:
-        out = out.rename_vars({d: f"{d}_label" for d in labels})
     for name, attrs in {**COORDINATES, **VARIABLES}.items():
         if name in out.variables:
             out[name].attrs = {**attrs, **out[name].attrs}
@@ -155,6 +213,9 @@ def cf_encode(ds: xr.Dataset, title: str | None = None) -> xr.Dataset:
             var.encoding.update(dtype="S1", char_dim_name=f"strlen_{name}")
         if name in out.coords or name == "weights":
             var.encoding["_FillValue"] = None
+        if name not in labels and any(d in var.dims for d in labels):
+            var.attrs.pop("coordinates", None)
+            var.encoding["coordinates"] = _coordinates_text(out, name, labels)
     attrs = dict(out.attrs)
     attrs["Conventions"] = CONVENTIONS
     attrs.setdefault("title", title or "meanfield-pde output")

@@ -257,7 +257,7 @@ def seal_first_record(nc) -> None:
     (a ``netCDF4.Dataset`` of one record, with both placeholders in place), from the
     values as stored."""
     nc.set_auto_maskandscale(False)
-    nc.set_auto_chartostring(False)  # text variables (component_label) as their stored chars
+    nc.set_auto_chartostring(False)  # text variables (a hand-off run's component) as their stored chars
     variables = nc.variables
     nc.variables[RECORD_CHECKSUM][0] = as_stored(record_crc({n: variables[n][0] for n in record_names(variables)}))
     nc.setncattr(FIXED_CHECKSUM, as_stored(crc32(variables[n][...] for n in fixed_names(variables))))

@@ -91,8 +91,9 @@ def density(source: xr.Dataset | str | os.PathLike) -> xr.DataArray:
     Returns
     -------
     xarray.DataArray
-        Dims (time, lat, lon) on the sphere, (time, theta) on the circle, per unit area
-        (uniform = 1/4π; 1/2π on the circle).
+        Dims (time, lat, lon) on the sphere, per steradian (uniform = 1/4π); (time, theta) on
+        the circle, per radian (1/2π); (time, cos_polar_angle) on sphere_zonal, w.r.t. the
+        uniform probability measure (1). Units in ``attrs`` (:mod:`meanfield_pde.runs.cf`).
     """
     ds = as_dataset(source, "density:")
     if "density" in ds:

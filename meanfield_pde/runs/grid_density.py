@@ -9,9 +9,10 @@ import numpy as np
 import xarray as xr
 
 from ..core.errors import NotARunError
+from .cf import ZONAL_GRID, density_attrs
 
 
-GRID_DIMS = {"sphere": ("lat", "lon"), "circle": ("theta",), "sphere_zonal": ("t",)}
+GRID_DIMS = {"sphere": ("lat", "lon"), "circle": ("theta",), "sphere_zonal": (ZONAL_GRID,)}
 """The dimensions of a run's grid (of ``density`` after ``time``), by manifold."""
 
 
@@ -33,7 +34,7 @@ def grid_geometry(ds: xr.Dataset):
     if manifold == "circle":
         return Circle(lmax, ds.sizes.get("theta", 0))
     if manifold == "sphere_zonal":  # S^{d-1}, d the run's attribute dimension
-        return ZonalSphere(lmax, int(ds.attrs.get("dimension", 0)), ds.sizes.get("t", 0))
+        return ZonalSphere(lmax, int(ds.attrs.get("dimension", 0)), ds.sizes.get(ZONAL_GRID, 0))
     return Sphere(lmax, ds.sizes.get("lat", 0), ds.sizes.get("lon", 0))
 
 
@@ -41,17 +42,18 @@ def rebuilt_density(ds: xr.Dataset) -> xr.DataArray:
     """The ``density`` variable synthesised from the coefficients (the values a run stores: it
     computes its density by the same synthesis; a token run's after the heat kernel of time
     ``smoothing``), with the run's grid coordinates."""
-    from .cf import grid_units
     geometry = grid_geometry(ds)
     coef = geometry.from_table((ds.coef_real + 1j * ds.coef_imag).values)
     # a token run stores its empirical measure smoothed by the heat kernel (attribute smoothing)
     s = float(ds.attrs.get("smoothing", 0.0)) if "positions" in ds else 0.0
     grids = np.array([geometry.synthesis(geometry.heat(c, s) if s > 0 else c) for c in coef])
     grid = GRID_DIMS.get(geometry.manifold, GRID_DIMS["sphere"])
-    coords = {d: ds[d] if d in ds else getattr(geometry, d) for d in grid}  # geometry.lat, .t, ...
+    # the grid's nodes: geometry.lat, .lon, .theta; on sphere_zonal geometry.t (= cos_polar_angle)
+    coords = {d: ds[d] if d in ds else getattr(geometry, "t" if d == ZONAL_GRID else d) for d in grid}
+    attrs = density_attrs(geometry.manifold, getattr(geometry, "dimension", None))
+    attrs["long_name"] += ", synthesised from the coefficients"
     return xr.DataArray(grids, dims=("time", *grid), coords={"time": ds["time"], **coords}, name="density",
-                        attrs=dict(long_name="density f w.r.t. area, synthesised from the coefficients",
-                                   units=grid_units(geometry.manifold)[0]))
+                        attrs=attrs)
 
 
 def with_density(ds: xr.Dataset) -> xr.Dataset:

@@ -14,7 +14,7 @@ import xarray as xr
 from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
-from .cf import cf_encode, grid_units
+from .cf import COORDINATES, ZONAL_GRID, cf_encode, density_attrs, weight_attrs
 from .checksums import (CHECKSUMS, NETCDF4_CHECKSUMS, TEXT_CHECKSUM, seal_attributes, seal_text,
                         with_fletcher32, without_fill_values)
 from .outputs import check_output, write_file
@@ -61,23 +61,19 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
     coef_dims, table = ("time", *geometry.table_dims), geometry.to_table(np.asarray(coefs))
     if geometry.manifold == "sphere_zonal":
         d = geometry.dimension
-        coords = {"t": ("t", geometry.t, dict(units="1", long_name="t = <x, e>, cosine of the angle "
-                                                             "to the axis e (Gauss-Jacobi nodes)")),
-                  "polar_angle": ("t", np.arccos(geometry.t),
-                                  dict(units="radian", long_name="angle theta = arccos t to the axis e")),
+        # the grid coordinate is t = <x, e> = cos(theta), named for what it is (not a time)
+        coords = {ZONAL_GRID: (ZONAL_GRID, geometry.t, dict(COORDINATES[ZONAL_GRID])),
+                  "polar_angle": (ZONAL_GRID, np.arccos(geometry.t), dict(COORDINATES["polar_angle"])),
                   "l": ("l", np.arange(L + 1), dict(long_name="Gegenbauer degree"))}
-        grid_dims = ("time", "t")
+        grid_dims = ("time", ZONAL_GRID)
         weights = geometry.weights  # the Gauss–Jacobi rule of the probability measure (sum 1)
         convention = ZONAL_CONVENTION.format(d=d, a=(d - 2) / 2)
-        density_name = (f"density f of t = <x, e> on S^{d - 1} w.r.t. the uniform probability "
-                        "measure (uniform = 1)")
     elif geometry.manifold == "circle":
         coords = {"theta": ("theta", geometry.theta, dict(units="radian", long_name="angle θ")),
                   "k": ("k", np.arange(L + 1), dict(long_name="Fourier wavenumber"))}
         grid_dims = ("time", "theta")
         weights = np.full(geometry.npoints, 2.0 * np.pi / geometry.npoints)
         convention = CIRCLE_CONVENTION
-        density_name = "density f w.r.t. arc length (uniform = 1/2π)"
     else:
         coords = {"lat": ("lat", geometry.lat, dict(units="degrees_north", long_name="Gauss latitude")),
                   "lon": ("lon", geometry.lon, dict(units="degrees_east", long_name="longitude")),
@@ -86,18 +82,16 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
         grid_dims = ("time", "lat", "lon")
         weights = geometry.weights
         convention = COEF_CONVENTION
-        density_name = "density f w.r.t. area (uniform = 1/4π)"
-    density_units, weight_units = grid_units(geometry.manifold)
     variables = {
         # the quadrature of the grid: sum(density * weights) is the mass (exact for degree <= 2L)
         # (attributes kept short: a run file's header over 8 KiB makes netCDF-C pad the file)
-        "weights": (grid_dims[1:], weights, dict(units=weight_units, long_name="quadrature weight")),
+        "weights": (grid_dims[1:], weights, weight_attrs(geometry.manifold)),
         "coef_real": (coef_dims, table.real, dict(long_name="real part of the coefficients",
                                                   convention=convention, **geometry.conventions)),
         "coef_imag": (coef_dims, table.imag, dict(long_name="imaginary part of the coefficients",
                                                   convention=convention, **geometry.conventions)),
     }
-    return variables, coords, grid_dims, density_name, density_units
+    return variables, coords, grid_dims
 
 
 def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
@@ -114,18 +108,16 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
     attrs : dict
         Global attributes (model, beta, nu, status, case, ...).
     """
-    variables, coords, grid_dims, density_name, density_units = _layout(geometry, coefs)
-    variables["density"] = (grid_dims, np.asarray(densities, dtype=np.float64),
-                            dict(long_name=density_name, units=density_units,
-                                 **({"cell_measures": "area: weights"} if geometry.manifold == "sphere"
-                                    else {})))
-    coords["time"] = ("time", np.asarray(times, dtype=np.float64), dict(long_name="time"))
+    variables, coords, grid_dims = _layout(geometry, coefs)
+    density = density_attrs(geometry.manifold, getattr(geometry, "dimension", None))
+    variables["density"] = (grid_dims, np.asarray(densities, dtype=np.float64), density)
+    coords["time"] = ("time", np.asarray(times, dtype=np.float64), dict(COORDINATES["time"]))
     ds = xr.Dataset(variables, coords=coords)
     for name, meta in DIAGNOSTIC_ATTRS.items():
         if diagnostics and name in diagnostics[0]:
             ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64), meta)
     if "min_density" in ds:
-        ds["min_density"].attrs["units"] = density_units
+        ds["min_density"].attrs["units"] = density["units"]
     ds.attrs.update({k: (int(v) if isinstance(v, bool) else v) for k, v in attrs.items()})
     return ds
 

@@ -512,7 +512,7 @@ def compress(path: Path, claimed_as: Path | None = None) -> None:
         for name, var in ds.variables.items():  # the encoding argument replaces the variables' own
             if name in ds.coords or "_FillValue" in var.encoding:
                 encoding[name]["_FillValue"] = None
-            # text (a hand-off run's component_label) stays a char array, as fixed_checksum took
+            # text (a hand-off run's component label) stays a char array, as fixed_checksum took
             # its bytes; without these, xarray would store a variable-length string instead
             if var.dtype.kind in "OSU":
                 encoding[name].update({k: var.encoding[k] for k in TEXT_ENCODING if k in var.encoding})

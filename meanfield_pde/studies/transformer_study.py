@@ -90,7 +90,7 @@ def normalisation_study(config: Config) -> xr.Dataset:
             "expected_rate": ("scheme", np.array(out["expected_rate"])),
             "rate_kind": ("scheme", np.array(out["rate_kind"])),
         },
-        coords={"scheme": list(tr.schemes), "time": ("time", times, dict(long_name="depth t"))})
+        coords={"scheme": list(tr.schemes), "time": ("time", times, dict(long_name="dimensionless depth t", units="1"))})
     ds.attrs.update(beta=tr.beta, n=tr.n, dimension=tr.dimension, rho0=tr.rho0, radius0=tr.radius0,
                     switch_time=tr.switch_time, alpha=tr.alpha)
     return ds

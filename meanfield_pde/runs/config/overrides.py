@@ -6,9 +6,8 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from fractions import Fraction
 from typing import Any, NamedTuple
-
-import numpy as np
 
 from ...core.checks import short_repr
 from ...core.errors import ConfigError
@@ -48,10 +47,18 @@ GRID_RANGE = re.compile(r"^\s*([-+0-9.eE]+)\s*:\s*([-+0-9.eE]+)\s*:\s*([0-9]+)\s
 
 class _Range(NamedTuple):
     """A range "start:stop:count" as read, before its values are built."""
-    start: float
-    stop: float
+    start: Fraction  # the ends as written ("0.34" is 17/50, not the float nearest it)
+    stop: Fraction
     count: int
     integers: bool  # both ends written as integers
+
+
+def _exact(text: str, value: float) -> Fraction:
+    """The decimal ``text`` (a finite float ``value``) as an exact fraction ("0.34" is 17/50);
+    with an exponent beyond ±400 (which would build a power of ten of that many digits) the
+    float itself."""
+    e = re.search(r"[eE]([-+]?[0-9]+)$", text)
+    return Fraction(value) if e and abs(int(e[1])) > 400 else Fraction(text)
 
 
 def _read_values(raw: Any, where: str) -> _Range | list:
@@ -79,6 +86,7 @@ def _read_values(raw: Any, where: str) -> _Range | list:
                                   "numbers start, stop and an integer count, e.g. 0.1:0.5:9") from None
             if not (math.isfinite(start) and math.isfinite(stop)):
                 raise ConfigError(f"{where} = {short_repr(raw)}: start and stop must be finite numbers")
+            start, stop = _exact(m[1], start), _exact(m[2], stop)
             if count < 1:
                 raise ConfigError(f"{where} = {short_repr(raw)}: a range needs count >= 1")
             integers = bool(re.fullmatch(r"[-+]?[0-9]+", m[1]) and re.fullmatch(r"[-+]?[0-9]+", m[2]))
@@ -100,18 +108,24 @@ def count_values(raw: Any, where: str) -> int:
 
 
 def parse_values(raw: Any, where: str) -> list:
-    """Grid values: a list, a range string "start:stop:count" (linspace) or one value.
+    """Grid values: a list, a range string "start:stop:count" (count points from start to stop,
+    equally spaced) or one value.
 
-    A range of integers with integer steps gives ints ("0:9:10" -> 0, 1, ..., 9). A range's
-    values are built: check its size first (:func:`count_values`).
+    A range's point i is start + i (stop − start)/(count − 1) computed exactly from the decimals
+    as written, then rounded once to the nearest float: "0.34:0.37:4" gives 0.34, 0.35, 0.36,
+    0.37, the floats the text means (numpy's linspace gives 0.35000000000000003, one ulp off, a
+    value nobody wrote, which also named its sweep point file). A range of integers with integer
+    steps gives ints ("0:9:10" -> 0, 1, ..., 9). A range's values are built: check its size
+    first (:func:`count_values`).
     """
     values = _read_values(raw, where)
     if not isinstance(values, _Range):
         return values
-    built = np.linspace(values.start, values.stop, values.count)
-    if values.integers and np.all(built == np.round(built)):
-        return [int(v) for v in built]  # "0:9:10" -> seeds 0..9
-    return [float(v) for v in built]
+    a, b, n = values.start, values.stop, values.count
+    exact = [a] if n == 1 else [a + i * (b - a) / (n - 1) for i in range(n)]
+    if values.integers and all(v.denominator == 1 for v in exact):
+        return [int(v) for v in exact]  # "0:9:10" -> seeds 0..9
+    return [float(v) for v in exact]
 
 
 def _split_grid_item(item: str, where: str) -> tuple[str, Any]:

@@ -10,7 +10,7 @@ import numpy as np
 import xarray as xr
 
 from ...core.stops import StopReason
-from ...runs.cf import grid_units
+from ...runs.cf import COORDINATES, grid_units
 from .plan import COUNT_VARIABLES, NUMBER_VARIABLES, TEXT_VARIABLES, Plan, dim_names, fmt_value
 from .points import MEASURES
 
@@ -110,7 +110,7 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
             if name in r["series"] and "times" in r:
                 arr[p.index + (_nearest(times, np.asarray(r["times"], float)),)] = r["series"][name]
         data[name] = (dims + ["time"], arr, {"long_name": MEASURES.get(name, name), "units": "1"})
-        coords["time"] = ("time", times, {"long_name": "time"})
+        coords["time"] = ("time", times, dict(COORDINATES["time"]))
     ds = xr.Dataset(data, coords=coords)
     c = plan.config
     failed = int(sum(r["stop_reason"] == StopReason.FAILED.value for r in records))
