@@ -614,4 +614,10 @@ def distance(run, other, **options) -> xr.Dataset:
     runs = [_run(r, f"{where} ({label} run)") for r, label in ((run, "first"), (other, "second"))]
     for ds, label in zip(runs, ("first", "second")):
         _need(ds, ("coef_real", "coef_imag"), f"{where} ({label} run)", "the distances are computed from")
-    return compare(*runs, **options)
+    out = compare(*runs, **options)
+    labels = {"time": runs[0]["time"].attrs, "l": dict(long_name="degree (wavenumber on the circle)",
+                                                       units="1")}
+    for name, attrs in labels.items():  # the coordinates labelled as the run's
+        if name in out.coords:
+            out[name].attrs = {**attrs, **out[name].attrs}
+    return out

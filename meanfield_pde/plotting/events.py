@@ -32,7 +32,7 @@ def event_indices(signal, valid, n: int) -> np.ndarray:
     Parameters
     ----------
     signal : array_like, shape (time,)
-        A positive measure of the state, e.g. :func:`departure`; NaN or <= 0 entries are ignored.
+        A positive measure of the state, e.g. :func:`~meanfield_pde.analysis.growth.departure`; NaN or <= 0 entries are ignored.
     valid : array_like of int
         Indices of the snapshots that may be shown (finite time), increasing.
     n : int >= 1
