@@ -96,7 +96,11 @@ def _manifold(ds: xr.Dataset) -> str:
 
 
 def _time(ds: xr.Dataset) -> xr.DataArray:
-    return ds["time"].copy()
+    """The run's time coordinate, labelled as the files label it (also a Dataset in memory)."""
+    from ..runs.cf import COORDINATES
+    t = ds["time"].copy()
+    t.attrs = {**COORDINATES["time"], **t.attrs}
+    return t
 
 
 def _rate_units(ds: xr.Dataset) -> str:
@@ -380,11 +384,12 @@ def fitted_growth_rates(run, window: tuple[float, float] | None = None,
         idx = np.arange(linear_window(power, level))
         how = f"the first snapshots with ||f - f_bar|| <= {level:g} ||f_bar||"
         if idx.size < 3:
+            out = (f"||f - f_bar||/||f_bar|| = {ratio[idx.size]:.3g} at t = {t[idx.size]:g}"
+                   if idx.size < t.size else f"the run has {t.size} snapshot(s)")
             raise ConfigError(
                 f"{where}: the linear window (||f - f_bar|| <= {level:g} ||f_bar||) holds "
-                f"{idx.size} snapshot(s), fewer than 3 (||f - f_bar||/||f_bar|| = {ratio[0]:.3g} at "
-                f"t = {t[0]:g}{f', {ratio[min(idx.size, t.size - 1)]:.3g} at t = {t[min(idx.size, t.size - 1)]:g}' if t.size > 1 else ''}): "
-                "pass window=(t0, t1), or store snapshots more often (output.every)")
+                f"{idx.size} snapshot(s), fewer than 3 ({out}): pass window=(t0, t1), or store "
+                "snapshots more often (output.every)")
     else:
         try:
             t0, t1 = (float(v) for v in window)
@@ -615,8 +620,8 @@ def distance(run, other, **options) -> xr.Dataset:
     for ds, label in zip(runs, ("first", "second")):
         _need(ds, ("coef_real", "coef_imag"), f"{where} ({label} run)", "the distances are computed from")
     out = compare(*runs, **options)
-    labels = {"time": runs[0]["time"].attrs, "l": dict(long_name="degree (wavenumber on the circle)",
-                                                       units="1")}
+    labels = {"time": _time(runs[0]).attrs, "l": dict(long_name="degree (wavenumber on the circle)",
+                                                      units="1")}
     for name, attrs in labels.items():  # the coordinates labelled as the run's
         if name in out.coords:
             out[name].attrs = {**attrs, **out[name].attrs}
