@@ -5,7 +5,8 @@ f_lm(t) = f_lm(0) e^{σ_l t} while the perturbation is small, with the growth ra
 :func:`meanfield_pde.theory.linear.growth_rates` (Geshkovski, Letrouit, Polyanskiy &
 Rigollet, arXiv:2312.10794, linearisation about the uniform measure; :ref:`linear-theory`). So the amplitude of degree l, A_l(t) = (C_l(t))^{1/2} = (Σ_m |f_lm(t)|²)^{1/2},
 is A_l(0) e^{σ_l t}: a straight line of slope σ_l on a log axis. :func:`draw_growth`
-draws the measured A_l(t) of the fastest modes with that prediction beside each.
+draws the measured A_l(t) of the fastest modes with that prediction beside each; the rates
+fitted to the measured A_l are :func:`meanfield_pde.analysis.dataset.fitted_growth_rates`.
 """
 
 from __future__ import annotations
