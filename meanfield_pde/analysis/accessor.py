@@ -111,6 +111,8 @@ class _AfterXarray(importlib.abc.Loader):
         _register_quietly()
 
     def __getattr__(self, name):  # get_resource_reader, is_package, ...: the real loader's
+        if name == "loader":  # not set yet (a copy): no recursion
+            raise AttributeError(name)
         return getattr(self.loader, name)
 
 
