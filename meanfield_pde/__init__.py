@@ -66,3 +66,8 @@ def __dir__():
 
 
 _compat.install(_LAZY)  # the old flat module paths, for one release
+
+# ds.mf on every xarray.Dataset: now if xarray is loaded, else when it is (importing no numerics)
+from .analysis.accessor import install as _install_accessor  # noqa: E402
+
+_install_accessor()

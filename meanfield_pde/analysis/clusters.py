@@ -109,34 +109,69 @@ PEAK_RADIUS = 0.2
 PEAK_THRESHOLD = 1.0
 
 
+def peak_indices(points: np.ndarray, density: np.ndarray, area: float, radius: float = PEAK_RADIUS,
+                 threshold: float = PEAK_THRESHOLD) -> np.ndarray:
+    """Flat indices of the grid points where f > threshold/|S| and f is the maximum within ``radius``.
+
+    Parameters
+    ----------
+    points : ndarray (..., dim)
+        Unit vectors of the grid.
+    density : ndarray (...)
+        Values of f there (per unit area: the uniform density of unit mass is 1/|S|).
+    area : float
+        |S| (4π on S², 2π on S¹, 1 for a zonal density w.r.t. the probability measure).
+    radius : float in [0, π]
+        Geodesic radius (radians) of the neighbourhood.
+    threshold : float
+        In units of the uniform density 1/|S|.
+
+    Returns
+    -------
+    ndarray of int, shape (n_peaks,), increasing: indices into ``density.ravel()``. Equal
+    values on a plateau count once (the first point in grid order).
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        points and density do not match (one point per value), area not > 0, radius not in [0, π].
+    """
+    from scipy.spatial import cKDTree
+    if np.shape(points)[:-1] != np.shape(density):  # was an IndexError from the tree's indices
+        raise ConfigError(f"points: shape {np.shape(points)}: must be the density's "
+                          f"{np.shape(density)} plus one axis of coordinates")
+    x = np.asarray(points, float).reshape(-1, np.shape(points)[-1])
+    f = np.asarray(density, float).ravel()
+    area = check_number("area", area, 1e-300, np.inf)
+    radius = check_number("radius", radius, 0.0, np.pi)
+    candidates = np.flatnonzero(f > threshold / area)
+    if candidates.size == 0:
+        return candidates
+    tree = cKDTree(x)
+    chord = 2.0 * np.sin(radius / 2.0)
+    peaks = []
+    for i, near in zip(candidates, tree.query_ball_point(x[candidates], chord)):
+        fmax = f[near].max()
+        if f[i] == fmax and i == min(j for j in near if f[j] == fmax):
+            peaks.append(i)
+    return np.asarray(peaks, dtype=int)
+
+
 def count_peaks(points: np.ndarray, density: np.ndarray, area: float, radius: float = PEAK_RADIUS,
                 threshold: float = PEAK_THRESHOLD) -> int:
-    """Number of grid points where f > threshold/|S| and f is the maximum within ``radius``.
+    """Number of grid points where f > threshold/|S| and f is the maximum within ``radius``
+    (:func:`peak_indices`, whose arguments and errors it has).
 
     points : (..., dim) unit vectors of the grid; density : (...) values of f there;
     radius : geodesic radius (radians) of the neighbourhood; area : |S|.
     Equal values on a plateau count once (the first point in grid order).
+    For a run's Dataset, :func:`meanfield_pde.analysis.dataset.cluster_centres` builds the
+    points from the grid's coordinates.
 
     Raises ConfigError (a ValueError) if points and density do not match (one point per value),
     area is not > 0 or radius not >= 0.
     """
-    from scipy.spatial import cKDTree
-    x = np.asarray(points, float).reshape(-1, np.shape(points)[-1])
-    f = np.asarray(density, float).ravel()
-    if np.shape(points)[:-1] != np.shape(density):  # was an IndexError from the tree's indices
-        raise ConfigError(f"points: shape {np.shape(points)}: must be the density's "
-                          f"{np.shape(density)} plus one axis of coordinates")
-    area = check_number("area", area, 1e-300, np.inf)
-    radius = check_number("radius", radius, 0.0, np.pi)
-    tree = cKDTree(x)
-    chord = 2.0 * np.sin(radius / 2.0)
-    count = 0
-    for i in np.flatnonzero(f > threshold / area):
-        near = tree.query_ball_point(x[i], chord)
-        fmax = f[near].max()
-        if f[i] == fmax and i == min(j for j in near if f[j] == fmax):
-            count += 1
-    return count
+    return int(peak_indices(points, density, area, radius, threshold).size)
 
 
 def clustered_pair_fraction(positions: np.ndarray, level: float = PAIR_LEVEL) -> np.ndarray:

@@ -1,11 +1,15 @@
 """Measured transitions of sweeps, set against theory: crossing times, the token
 transition, agreement within one grid cell, the critical-noise fit, and the hysteresis window
-of a sweep continued up and down in ν."""
+of a sweep continued up and down in ν; and the plateaus of a run's time series
+(:func:`plateau_intervals`: the metastable states of its order parameter)."""
 
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
+
+from ..core.checks import check_int, check_number
+from ..core.errors import ConfigError
 
 
 def crossing_time(times, values, level: float = 0.5) -> float:
@@ -107,3 +111,53 @@ def hysteresis_window(ds: xr.Dataset, rel: float = 0.1, tol: float = 1e-3) -> tu
     m = ds.order_parameter.where(ds.stationary == 1).max("direction")
     nu = gap.nu.values[np.asarray(gap.values > np.maximum(tol, rel * m.values))]
     return (float(nu.min()), float(nu.max())) if nu.size else (np.nan, np.nan)
+
+
+PLATEAU_RATE = 1e-3
+"""|dv/dt| at most this (units of the series per unit time) between consecutive snapshots: a plateau."""
+PLATEAU_MIN_SNAPSHOTS = 3
+"""A plateau holds at least this many snapshots (two intervals)."""
+
+
+def plateau_intervals(times, values, rate: float = PLATEAU_RATE,
+                      min_snapshots: int = PLATEAU_MIN_SNAPSHOTS) -> list[tuple[int, int]]:
+    """The plateaus of a time series: (first, last) snapshot indices of every maximal run of
+    consecutive snapshots between which |v_{i+1} − v_i| / (t_{i+1} − t_i) <= ``rate``, holding
+    at least ``min_snapshots`` snapshots; in time order.
+
+    The difference quotient is v' at a point between the two snapshots (mean value theorem),
+    so a plateau's first and last times lie within one snapshot interval of the times where
+    |v'| crosses ``rate``, when v' is monotone across each crossing. A NaN value ends a plateau.
+
+    Parameters
+    ----------
+    times : array_like (n,), increasing;  values : array_like (n,);
+    rate : float >= 0, in units of ``values`` per unit time;  min_snapshots : int >= 2.
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        times and values not 1-d of one length, times not increasing, rate < 0 or
+        min_snapshots < 2.
+    """
+    t, v = np.asarray(times, float), np.asarray(values, float)
+    if t.ndim != 1 or v.shape != t.shape:
+        raise ConfigError(f"plateau_intervals: times (shape {t.shape}) and values (shape {v.shape}) "
+                          "must be two 1-d arrays of the same length")
+    if not np.all(np.diff(t) > 0):
+        raise ConfigError("plateau_intervals: times must be increasing")
+    rate = check_number("rate", rate, 0.0, np.inf)
+    min_snapshots = check_int("min_snapshots", min_snapshots, 2)
+    flat = np.abs(np.diff(v)) <= rate * np.diff(t)  # False where either value is NaN
+    out, i = [], 0
+    while i < flat.size:
+        if not flat[i]:
+            i += 1
+            continue
+        j = i
+        while j < flat.size and flat[j]:
+            j += 1
+        if j - i + 1 >= min_snapshots:  # intervals i..j-1: snapshots i..j
+            out.append((i, j))
+        i = j
+    return out

@@ -134,12 +134,22 @@ class ClusterTracker:
 
     def update(self, t: float, x, weights=None) -> tuple[Clusters, list]:
         """The clusters at time ``t`` of the points x (n, d) with masses ``weights`` (ids set),
-        and the list of :class:`MergeEvent` since the previous call (empty on the first)."""
+        and the list of :class:`MergeEvent` since the previous call (empty on the first).
+
+        No points (n = 0: e.g. no density peak above a threshold) gives no clusters and ends
+        the tracks: the clusters of the next call are new (they appear; they do not merge),
+        with ids after every earlier one."""
+        x = np.asarray(x, dtype=float)
+        if x.ndim == 2 and x.shape[0] == 0:
+            none = Clusters(np.zeros((0, x.shape[1])), np.zeros(0), np.zeros(0),
+                            np.zeros(0, dtype=int), np.zeros(0, dtype=int))
+            self.previous, self.t_previous = None, float(t)
+            return none, []
         c = weighted_clusters(x, weights, self.angle, self.min_mass)
         events = []
         prev = self.previous
         if prev is None:
-            ids = np.arange(c.masses.size)
+            ids = np.arange(c.masses.size) + self.next_id
         else:
             ids = np.full(c.masses.size, -1)
             if c.masses.size and prev.masses.size:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.growth import departure  # D(t): one definition, with the growth fits
+
 __all__ = ["departure", "event_indices", "EVENT_LEVELS"]
 
 # The inner panels in order of preference: ("linear", q) is the first snapshot where
@@ -24,19 +26,13 @@ EVENT_LEVELS = (("linear", 0.5), ("log", 0.97), ("linear", 0.1), ("log", 0.9), (
                 ("log", 0.5), ("log", 0.25))
 
 
-def departure(power) -> np.ndarray:
-    """D(t) = (Σ_{l≥1} C_l(t))^{1/2}, shape (time,), from the power per degree (time, L+1)."""
-    p = np.asarray(power, dtype=float)
-    return np.sqrt(np.sum(p[:, 1:], axis=1))
-
-
 def event_indices(signal, valid, n: int) -> np.ndarray:
     """Indices of up to ``n`` snapshots where ``signal`` changes (sorted, unique).
 
     Parameters
     ----------
     signal : array_like, shape (time,)
-        A positive measure of the state, e.g. :func:`departure`; NaN or <= 0 entries are ignored.
+        A positive measure of the state, e.g. :func:`~meanfield_pde.analysis.growth.departure`; NaN or <= 0 entries are ignored.
     valid : array_like of int
         Indices of the snapshots that may be shown (finite time), increasing.
     n : int >= 1

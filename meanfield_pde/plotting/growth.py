@@ -5,35 +5,20 @@ f_lm(t) = f_lm(0) e^{σ_l t} while the perturbation is small, with the growth ra
 :func:`meanfield_pde.theory.linear.growth_rates` (Geshkovski, Letrouit, Polyanskiy &
 Rigollet, arXiv:2312.10794, linearisation about the uniform measure; :ref:`linear-theory`). So the amplitude of degree l, A_l(t) = (C_l(t))^{1/2} = (Σ_m |f_lm(t)|²)^{1/2},
 is A_l(0) e^{σ_l t}: a straight line of slope σ_l on a log axis. :func:`draw_growth`
-draws the measured A_l(t) of the fastest modes with that prediction beside each.
+draws the measured A_l(t) of the fastest modes with that prediction beside each; the rates
+fitted to the measured A_l are :func:`meanfield_pde.analysis.dataset.fitted_growth_rates`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+# the prediction and the linear regime are those of the fits (one place: analysis.growth)
+from ..analysis.growth import LINEAR_REGIME, linear_window, predicted_rates  # noqa: F401
+
 __all__ = ["draw_growth", "predicted_rates", "N_MODES", "LINEAR_REGIME"]
 
 N_MODES = 3  # degrees drawn: the fastest-growing ones (the least damped if none grows)
-LINEAR_REGIME = 0.1  # D(0)/f̄ above this: the start is not a small perturbation, no prediction
-
-
-def predicted_rates(attrs, lmax: int, circle: bool):
-    """σ_l, shape (lmax+1,), in 1/time of the run, or (None, why) when linear theory of the
-    mean-field equation does not apply (limit equations, rescaled time, unknown parameters)."""
-    from ..theory.linear import growth_rates
-    if str(attrs.get("equation", "mean_field")) not in ("mean_field", "particles"):
-        return None, "no linear theory drawn for a large-β limit equation"
-    if str(attrs.get("time_unit", "natural")) != "natural":
-        return None, "no linear theory drawn in rescaled time"
-    manifold = str(attrs.get("manifold", "circle" if circle else "sphere"))
-    try:
-        dimension = int(attrs["dimension"]) if manifold == "sphere_zonal" else None
-        sigma = growth_rates(str(attrs["model"]), float(attrs["beta"]), float(attrs["nu"]),
-                             int(lmax), manifold, dimension)
-    except (KeyError, TypeError, ValueError) as exc:
-        return None, f"no linear theory: {exc}"
-    return sigma, ""
 
 
 def _growth_window_end(t, amp) -> float:
@@ -94,9 +79,7 @@ def draw_growth(ax, t, power, attrs, circle: bool, t_symbol: str = "t", t_label:
     rank = sigma[candidates] if sigma is not None else \
         np.log(np.maximum(amp[-1, candidates], 1e-300)) - np.log(np.maximum(start[candidates - 1], 1e-300))
     degrees = sorted(candidates[np.argsort(-rank, kind="stable")[:N_MODES]])
-    f_bar = np.sqrt(power[0, 0]) if power[0, 0] > 0 else np.nan
-    departure0 = np.sqrt(np.sum(power[0, 1:]))
-    if sigma is not None and not departure0 <= LINEAR_REGIME * f_bar:
+    if sigma is not None and linear_window(power[:1]) == 0:  # D(0) > LINEAR_REGIME ‖f̄‖
         sigma, why = None, "start far from uniform: no linear prediction"
     top = np.nanmax(np.where(amp[:, degrees] > 0, amp[:, degrees], np.nan))
     for l in degrees:

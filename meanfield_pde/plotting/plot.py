@@ -22,6 +22,7 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from ..analysis.growth import degree_power  # noqa: E402 (C_l of a run: one place, with the growth fits)
 from ..core.errors import NotARunError  # noqa: E402
 from ..runs.cf import ZONAL_GRID  # noqa: E402
 from .events import departure, event_indices  # noqa: E402
@@ -159,22 +160,6 @@ def select_times(ds, times, n_times):
                              f"allowed times are {lo:g} <= t <= {hi:g}")
         out.append(valid[np.argmin(np.abs(tv - req))])  # nearest stored snapshot
     return np.unique(out)
-
-
-def degree_power(ds):
-    """(degrees, power C_l per snapshot (time, L+1)) of the stored coefficients
-    (:meth:`Geometry.power_spectrum`); (None, None) if absent. A NaN snapshot has NaN power."""
-    if "coef_real" not in ds or "coef_imag" not in ds:
-        return None, None
-    from ..analysis.compare import comparison_geometry
-    table = ds["coef_real"] + 1j * ds["coef_imag"]  # NaN where m > l is never read
-    if ds.attrs.get("manifold") == "sphere_zonal":  # one real coefficient per degree: C_l = f_l²
-        power = np.abs(table.transpose("time", "l").values) ** 2
-        return np.arange(power.shape[1]), power
-    dims = ("time", "l", "m") if "m" in table.dims else ("time", [d for d in table.dims if d != "time"][0])
-    lmax = table.sizes[dims[1]] - 1
-    geo = comparison_geometry("sphere" if "m" in table.dims else "circle", lmax)
-    return np.arange(lmax + 1), geo.power_spectrum(geo.from_table(table.transpose(*dims).values))[:, :lmax + 1]
 
 
 # Beyond about 1e307 matplotlib's axis and colour-bar ranges (max − min, with margins) overflow:
