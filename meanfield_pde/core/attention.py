@@ -253,9 +253,13 @@ class HeadSchedule:
                 current = layer
         return current
 
-    def heads_at(self, t: float) -> tuple[Head, ...]:
-        """The heads at time t (β ramped where the layer says so)."""
-        layer = self.layer_at(t)
+    def heads_at(self, t: float, within: tuple[float, float] | None = None) -> tuple[Head, ...]:
+        """The heads at time t (β ramped where the layer says so).
+
+        ``within`` = (a, b), an interval free of breaks that holds t: the layer is the one in
+        force inside it (at t = b, a layer start, that is the layer before the start: a
+        Runge–Kutta stage at the end of a step that ends on a break takes the left limit)."""
+        layer = self.layer_at(t if within is None else 0.5 * (within[0] + within[1]))
         if layer.beta_end is None:
             return layer.heads
         s = min(1.0, max(0.0, (t - layer.start) / (layer.ramp_end - layer.start)))

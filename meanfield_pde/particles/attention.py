@@ -78,7 +78,8 @@ def head_attention(x: np.ndarray, head: Head, kind: str, *, chunk_rows: int | No
         values = np.empty((n, d + 1))
         values[:, :d], values[:, d] = vx, 1.0
         sums = exponential_sums(left, right, values, chunk_rows=chunk_rows, threads=threads)
-        out = sums[:, :d] / sums[:, d:]
+        with np.errstate(invalid="ignore", divide="ignore"):  # underflowed rows: redone below
+            out = sums[:, :d] / sums[:, d:]
         bad = ~(sums[:, d] > _TINY_SUM)
         if bad.any():  # the bound was far above the row's maximum: subtract the maximum itself
             g = beta * (qx[bad] @ kx.T)
@@ -164,9 +165,15 @@ class AttentionField:
     def autonomous(self) -> bool:
         return self.schedule.constant
 
-    def __call__(self, x: np.ndarray, t: float = 0.0) -> np.ndarray:
-        return head_field(x, self.schedule.heads_at(t), self.kind, chunk_rows=self.chunk_rows,
-                          threads=self.threads)
+    def __call__(self, x: np.ndarray, t: float = 0.0, within: tuple[float, float] | None = None
+                 ) -> np.ndarray:
+        return head_field(x, self.schedule.heads_at(t, within), self.kind,
+                          chunk_rows=self.chunk_rows, threads=self.threads)
+
+    def piece(self, a: float, b: float):
+        """``field(x, t)`` for t in [a, b], an interval free of the schedule's breaks: the layer
+        in force inside (a, b) also at its ends (left and right limits)."""
+        return lambda x, t: self(x, t, (a, b))
 
 
 def gradient_flow_head(heads) -> Head | None:

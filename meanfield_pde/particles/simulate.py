@@ -306,6 +306,8 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
             for k in range(start + 1, grid.size):
                 rng = interval_rng(seed, k)
                 for a, b in _pieces(grid[k - 1], grid[k], breaks):
+                    if timed:
+                        field = attention.piece(a, b)
                     span = b - a
                     m = max(1, math.ceil(span / dt - 1e-9))
                     h = span / m
