@@ -72,7 +72,7 @@ import math
 import numpy as np
 
 from .attention import Head, check_heads
-from .checks import check_kind
+from .checks import BETA_MAX, check_kind
 from .errors import ConfigError, NumericalFault
 
 TOL = 64 * float(np.finfo(float).eps)
@@ -218,6 +218,9 @@ class HeadOperator:
         self.head = head
         self.u, self.d, self.w = proper_svd(head.A)
         self.c = head.beta * float(np.max(np.abs(self.d)))
+        if self.c > BETA_MAX:
+            raise ConfigError(f"head beta = {head.beta:g}: β‖A‖₂ = {self.c:.4g} with A = QᵀK: must be "
+                              f"<= {BETA_MAX:g} (e^(β xᵀAy) reaches e^(β‖A‖), finite in float64 below ~709)")
         self.zero = self.c == 0.0
         self.tol = tol
         if self.zero:
