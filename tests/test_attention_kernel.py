@@ -171,6 +171,20 @@ def test_zero_kernel_and_zero_beta(sphere, density):
         assert np.max(np.abs(vp - np.sum(ref * ep, -1))) <= 1e-14
 
 
+def test_zero_kernel_potential_and_energy(sphere, density):
+    """The constant kernel's Ψ = M and ∇Ψ = m, and E = (1/2) mᵀAm at β = 0 (the β → 0 limit of
+    (1/2β)∬(e^{β xᵀAy} − 1) f f)."""
+    x = sphere.points
+    f = sphere.synthesis(density)
+    m = np.array([sphere.integrate(x[..., k] * f) for k in range(3)])
+    a = np.diag([1.0, 0.5, -0.2])
+    kernel = AttentionKernel(sphere, Head(0.0, K=a, V=a), "USA")
+    psi, grad = kernel.potential(density)
+    assert np.max(np.abs(psi - sphere.integrate(f))) <= 1e-14
+    assert np.max(np.abs(grad - m[:, None, None])) <= 1e-14
+    assert abs(kernel.energy(density) - 0.5 * m @ a @ m) <= 1e-15
+
+
 def test_heads_add(sphere, density):
     h1 = Head(3.0, K=CASES["non-symmetric"](None), V=VALUE)
     h2 = Head(5.0, Q=np.diag([1.0, 0.5, 0.2]), V=-np.eye(3))

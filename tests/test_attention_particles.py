@@ -58,6 +58,20 @@ def test_scaled_identity_is_todays_model_at_c_beta(kind):
     assert np.max(np.abs(general - today)) <= rounding_bound(n, 4, c * beta) * scale * 1.1
 
 
+@pytest.mark.parametrize("kind", ["SA", "USA"])
+def test_scaled_identity_run_is_todays_run(kind):
+    """A = cI over a run (RK4, 20 steps): each step differs from today's by a rounding-level
+    velocity difference (:func:`rounding_bound`) times h, carried by a flow whose Lipschitz
+    constant over the run is O(1) here (β' = 3, t = 1): the final positions agree to
+    steps · bound · scale."""
+    c, beta, n = 1.5, 2.0, 50
+    x0 = uniform_sphere(n, 3, seed=12)
+    general = simulate(x0, kind, None, 0.0, 1.0, 0.05, 1.0, heads=Head(beta, Q=c * np.eye(3)))
+    today = simulate(x0, kind, c * beta, 0.0, 1.0, 0.05, 1.0)
+    scale = np.exp(c * beta) if kind == "USA" else 1.0
+    assert np.max(np.abs(general.final - today.final)) <= general.steps * rounding_bound(n, 3, c * beta) * scale
+
+
 def test_value_multiple_is_todays_model_in_time_vt():
     """V = vI: ẋ = v F(x), today's model in time s = vt; RK4 with step h on vF is RK4 with step
     vh on F (the same arithmetic up to rounding), so the runs agree to rounding."""

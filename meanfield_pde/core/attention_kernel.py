@@ -195,11 +195,17 @@ def _real_harmonics(basis: _RealBasis, directions: np.ndarray) -> np.ndarray:
     from scipy.special import sph_legendre_p_all
     theta = np.arccos(np.clip(directions[:, 2], -1.0, 1.0))
     phi = np.arctan2(directions[:, 1], directions[:, 0])
-    table = sph_legendre_p_all(basis.lmax, basis.lmax, theta)[0]  # (L+1, 2L+1, n); m >= 0 at m
-    legendre = table[basis.l, basis.m]  # (size, n)
-    angle = np.outer(basis.m, phi)
-    trig = np.where(basis.sine[:, None], np.sin(angle), np.cos(angle))
-    return np.ascontiguousarray((legendre * trig * basis.factor[:, None]).T)
+    out = np.empty((directions.shape[0], basis.size))
+    # points in chunks: scipy's table holds all 2L+1 orders, (L+1)(2L+1) values a point
+    # (at L = 48, 5400 points at once it was 205 MB, and the whole build peaked at 694 MB)
+    step = max(1, 2**22 // ((basis.lmax + 1) * (2 * basis.lmax + 1)))
+    for lo in range(0, theta.size, step):
+        hi = min(lo + step, theta.size)
+        table = sph_legendre_p_all(basis.lmax, basis.lmax, theta[lo:hi])[0]  # (L+1, 2L+1, k)
+        angle = np.outer(basis.m, phi[lo:hi])
+        trig = np.where(basis.sine[:, None], np.sin(angle), np.cos(angle))
+        out[lo:hi] = (table[basis.l, basis.m] * trig * basis.factor[:, None]).T
+    return out
 
 
 class HeadOperator:
@@ -405,14 +411,13 @@ class AttentionKernel:
         self._analysis = _plan(self._lin, g.nlat, g.nphi)
         self._synth, self._cut = {}, {}
         self._coef_index = _index(self._lin, g.degree, g.order)  # f's coefficients at degree L + 1
-        self._exp_rho = []
+        self._rho = []  # ρ(x) = (r² + c²)/(2c) of each head on the grid (e^ρ taken when needed)
         for op in self.operators:
             if op.zero:
-                self._exp_rho.append(None)
+                self._rho.append(None)
                 continue
-            r2 = sum((op.head.beta * (op.head.A[:, k] @ np.stack([pts[..., j] for j in range(3)], -1)
-                                      .reshape(-1, 3).T)).reshape(g.nlat, g.nphi) ** 2 for k in range(3))
-            self._exp_rho.append((r2 + op.c ** 2) / (2.0 * op.c))  # ρ(x); e^ρ taken when needed
+            z = op.head.beta * (pts @ op.head.A)  # rows (βAᵀx)ᵀ = β xᵀA, (nlat, nphi, 3)
+            self._rho.append((np.sum(z * z, axis=-1) + op.c ** 2) / (2.0 * op.c))
         self._last = None
 
     # -- the contract ----------------------------------------------------------------------
@@ -489,10 +494,10 @@ class AttentionKernel:
         f = moments[0]
         mass = math.sqrt(4.0 * math.pi) * float(coef[0].real)
         if op.zero:
-            m = np.array([math.sqrt(4.0 * math.pi) * float(moments[1][k][0].real) for k in range(3)])
+            m = np.array([math.sqrt(4.0 * math.pi) * float(moments[1][k][0].real) for k in (1, 2, 3)])
             return 0.5 * float(m @ head.A @ m)
         q = self._head_fields(0, op, moments, values_only=True)[0]
-        total = g.integrate(np.exp(self._exp_rho[0]) * q * f)
+        total = g.integrate(np.exp(self._rho[0]) * q * f)
         return (total - mass * mass) / (2.0 * head.beta)
 
     # -- pieces ----------------------------------------------------------------------------
@@ -503,18 +508,17 @@ class AttentionKernel:
         moments = self._inputs(coef, None)
         if op.zero:
             mass = math.sqrt(4.0 * math.pi) * float(coef[0].real)
-            m = [math.sqrt(4.0 * math.pi) * float(moments[1][k][0].real) for k in range(3)]
+            m = [math.sqrt(4.0 * math.pi) * float(moments[1][k][0].real) for k in (1, 2, 3)]
             shape = (self.geometry.nlat, self.geometry.nphi)
             return np.full(shape, mass), np.stack([np.full(shape, v) for v in m])
-        import ducc0  # noqa: F401  (apply needs it)
         alm = self._alm_in(op, moments)
         out = op.apply(alm, np.eye(4))
         fields = self._synthesise(op, out)
-        scale = np.exp(self._exp_rho[head])
+        scale = np.exp(self._rho[head])
         return fields[0] * scale, np.stack([fields[k] * scale for k in (1, 2, 3)])
 
     def _scale(self, i: int) -> np.ndarray:
-        return np.exp(self._exp_rho[i])
+        return np.exp(self._rho[i])
 
     def _inputs(self, coef: np.ndarray, density: np.ndarray | None):
         """(f on the grid, [coefficients of f, y₁f, y₂f, y₃f] in the layout of degree L + 1)."""
