@@ -180,7 +180,7 @@ class HeadSchedule:
 
     The heads at time t (:meth:`heads_at`) are those of the last layer with start <= t; within
     a layer with a ramp, head h has β_h(t) = β_h + (t − start)/(ramp_end − start)·(β_end,h − β_h)
-    until ramp_end, then β_end,h. :attr:`breaks` lists the times where the heads jump (layer
+    until ramp_end, then β_end,h. ``breaks`` lists the times where the heads jump (layer
     starts > 0) or stop being smooth (ramp ends): a Runge–Kutta step should not straddle them
     (one that does loses its order).
 

@@ -104,8 +104,9 @@ def scaled_spherical_in(l: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 def proper_svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A = U diag(d) Wᵀ with U, W proper rotations (det +1) and d real (|d| the singular values,
-    the sign of the last one absorbing the reflections of numpy's SVD)."""
+    """A = U diag(d) Wᵀ for a real (3, 3) A: U, W (3, 3) proper rotations (det +1) and d (3,)
+    real (|d| the singular values in decreasing order, the sign of the last one absorbing the
+    reflections of numpy's SVD). numpy.linalg.svd's errors (LinAlgError) pass through."""
     u, s, wt = np.linalg.svd(a)
     w = wt.T
     d = s.copy()
@@ -177,7 +178,7 @@ class _RealBasis:
         return np.where(self.sine, -a.imag, a.real) * self.factor
 
     def to_complex(self, u: np.ndarray) -> np.ndarray:
-        """(k, size) real -> (k, nalm) complex (the inverse of :meth:`from_complex`)."""
+        """(k, size) real -> (k, nalm) complex (the inverse of ``from_complex``)."""
         out = np.empty((u.shape[0], _nalm(self.lmax)), dtype=complex)
         out.real[:, self._cos_alm] = u[:, self._cos] * self._cos_inv
         out.imag[:, self._cos_alm] = 0.0
@@ -217,12 +218,19 @@ class HeadOperator:
     lmax_in : int
         The largest input degree that may be asked for (the solution's L + 1).
     tol : float
-        Cut of the built matrix (:data:`TOL`).
+        Cut of the built matrix (``TOL``).
 
     Attributes
     ----------
     degree : int, P (output degree);  input_degree : int, L_in;  c : float, the Gaussian's
-    centre radius β‖A‖₂;  zero : bool, β‖A‖ = 0 (the kernel is 1: Ψ = mass, ∇Ψ = ∫ y f).
+    centre radius β‖A‖₂;  zero : bool, β‖A‖ = 0 (the kernel is 1: Ψ = mass, ∇Ψ = ∫ y f);
+    nbytes : int, the memory of the blocks.
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        The head is not 3×3; β‖A‖₂ > 700 (e^{β xᵀAy} overflows); the operator would exceed
+        ``MAX_MATRIX_BYTES`` (its degree grows like 8.6√(β‖A‖)).
     """
 
     def __init__(self, head: Head, lmax_in: int, tol: float = TOL):
@@ -359,7 +367,7 @@ class AttentionKernel:
     normalisation : {"SA", "USA"}
         SA divides each head's N_h by Ψ_h (softmax), USA does not.
     tol : float in [16ε, 1e-8]
-        Cut of each head's operator (:data:`TOL`).
+        Cut of each head's operator (``TOL``).
 
     Attributes
     ----------
@@ -370,7 +378,7 @@ class AttentionKernel:
     ConfigError (a ValueError)
         geometry not a Sphere; heads not 3×3 Heads of one dimension (:class:`Head` checks
         β and the matrices); normalisation not SA/USA; tol out of range; a head whose operator
-        exceeds :data:`MAX_MATRIX_BYTES`.
+        exceeds ``MAX_MATRIX_BYTES``.
 
     Notes
     -----
@@ -587,7 +595,7 @@ class AttentionKernel:
 
 def _plan(lmax: int, nlat: int, nphi: int):
     """A shtns plan of degree ``lmax`` on the Gauss grid (nlat, nphi), orthonormal, one thread:
-    that of a :class:`~meanfield_pde.core.geometry.Sphere` on this grid (cached per process)."""
+    that of a :class:`~meanfield_pde.core.geometry.sphere.Sphere` on this grid (cached per process)."""
     from .geometry import Sphere
     return Sphere(max(int(lmax), 2), nlat=int(nlat), nphi=int(nphi), threads=1).sh
 
