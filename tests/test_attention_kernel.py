@@ -254,3 +254,36 @@ def test_bad_input_refused(sphere):
     with pytest.raises(ConfigError, match="GiB"):  # degree ~8.6√700 = 228: 2.7 GB of blocks
         HeadOperator(Head(700.0, K=np.diag([1.0, 0.5, 0.0])), 512)
     assert math.isfinite(HeadOperator(h, 8).c)
+
+
+def test_von_mises_fisher_closed_form_and_power_method():
+    """For f = e^{κ⟨p,y⟩}/(4π i_0(κ)) (f_lm = i_l(κ)/i_0(κ) conj Y_lm(p), Funk–Hecke) the kernel is
+    known everywhere: Ψ(z) = i_0(|w|)/i_0(κ), ∇Ψ = i_1(|w|)/i_0(κ) ŵ, w = z + κp, so the SA
+    velocity is P⊥_x V ŵ i_1(|w|)/i_0(|w|) at every grid point. The kernel matches it to
+    rounding at L = 63 (the truncated tail e^{−L²/2κ} < 1e-20 for κ <= 40), and at the cluster's
+    centre the velocity approaches the power-method velocity P⊥_p V p (the Dirac limit, whose
+    flow is p(t) = e^{tV}p₀/|e^{tV}p₀|) like 1/κ (ŵ − p = O(β|A|/κ))."""
+    g = Sphere(63)
+    a = CASES["non-symmetric"](None)
+    head = Head(5.0 / np.linalg.norm(a, 2), K=a, V=VALUE)
+    kernel = AttentionKernel(g, head, "SA")
+    j, k = 30, 50
+    p = g.points[j, k]
+    ylm = g.basis(p[None, :])[0]
+    x = g.points
+    et, ep = np.stack(kernel._etheta, -1), np.stack(kernel._ephi, -1)
+    kappas, distances = [5.0, 10.0, 20.0, 40.0], []
+    for kappa in kappas:
+        f = scaled_spherical_in(g.degree, kappa) / scaled_spherical_in(0, kappa) * np.conj(ylm)
+        w = head.beta * (x @ head.A) + kappa * p
+        r = np.linalg.norm(w, axis=-1)
+        mean = (scaled_spherical_in(1, r) / scaled_spherical_in(0, r))[..., None] * w / r[..., None]
+        n = mean @ VALUE.T
+        n -= np.sum(n * x, -1, keepdims=True) * x
+        vt, vp = kernel.velocity(f)
+        # sums of (L+1)² = 4096 terms of size <= |V| Σ|f_l|/Ψ_min: rounding ~ (L+1)²ε·κ-fold
+        assert np.max(np.hypot(vt - np.sum(n * et, -1), vp - np.sum(n * ep, -1))) <= 1e-10
+        power = VALUE @ p - (p @ VALUE @ p) * p
+        distances.append(float(np.hypot(vt[j, k] - power @ et[j, k], vp[j, k] - power @ ep[j, k])))
+    slope = np.polyfit(np.log(kappas[1:]), np.log(distances[1:]), 1)[0]
+    assert np.all(np.diff(distances) < 0) and -1.1 <= slope <= -0.75, (slope, distances)
