@@ -287,3 +287,22 @@ def test_von_mises_fisher_closed_form_and_power_method():
         distances.append(float(np.hypot(vt[j, k] - power @ et[j, k], vp[j, k] - power @ ep[j, k])))
     slope = np.polyfit(np.log(kappas[1:]), np.log(distances[1:]), 1)[0]
     assert np.all(np.diff(distances) < 0) and -1.1 <= slope <= -0.75, (slope, distances)
+
+
+def test_zonal_kernels_implement_the_contract():
+    """The Funk–Hecke kernel on the sphere, the circle and S^{d−1} through the same contract:
+    the model's velocity, energy and linearisation (the same numbers)."""
+    from meanfield_pde.core.geometry import ZonalSphere
+    from meanfield_pde.numerics.models import FunkHeckeKernel
+    for geometry in (Sphere(15), Circle(16), ZonalSphere(12, 5)):
+        f = perturbed_uniform(geometry, 0.2, 1, 6, seed=1)
+        for kind in ("SA", "USA"):
+            kernel = FunkHeckeKernel(geometry, kind, 3.0)
+            model = MeanFieldModel(geometry, kind, 3.0)
+            assert isinstance(kernel, InteractionKernel)
+            for a, b in zip(kernel.velocity(f), model.velocity(f)):
+                np.testing.assert_array_equal(a, b)
+            assert kernel.speed_bound() > 0.0
+            assert kernel.energy(f) == pytest.approx(model.energy(f), rel=1e-14, abs=0)
+            np.testing.assert_array_equal(kernel.growth_rates(), model.growth_rates())
+            assert kernel.energy_multipliers().shape == f.shape
