@@ -43,11 +43,10 @@ class InteractionKernel(Protocol):
     the velocity is divided by the potential), not a string the model tests.
 
     Implemented by :class:`meanfield_pde.core.attention_kernel.AttentionKernel` (general heads
-    β_h, Q_h, K_h, V_h on S²). For the Funk–Hecke kernels of this module (sphere, circle, zonal
-    S^{d−1}) the same methods sit today on :class:`meanfield_pde.numerics.models.MeanFieldModel`
-    (velocity, max_speed, the energy multipliers, growth_rates), which builds them from the
-    multipliers; a kernel object would take them over and the model keep the flux, the
-    divergence and the implicit part.
+    β_h, Q_h, K_h, V_h on S²) and by :class:`meanfield_pde.numerics.models.FunkHeckeKernel` (the
+    Funk–Hecke kernels of this module on the sphere, the circle and S^{d−1}, a face of
+    :class:`~meanfield_pde.numerics.models.MeanFieldModel`, which still holds these methods
+    itself: the model would take a kernel and keep the flux, the divergence and the implicit part).
 
     Attributes
     ----------
