@@ -43,11 +43,14 @@ on the grid:
 2. Ψ ranges over e^{±r} across the sphere: the coefficients of x ↦ Ψ(z(x)) carry a rounding of
    ε·max Ψ, which at the points of small r (rank-deficient A) is 4e-9 relative at β‖A‖ = 20
    (measured). The operator therefore maps f to the coefficients of the rescaled
-   Q(x) = e^{−ρ(x)} Ψ(z(x)), ρ = (r² + c²)/(2c), c = β‖A‖₂, whose kernel is the Gaussian
+   Q(x) = e^{−ρ(x)} Ψ(z(x)), ρ = (r² + c²)/(2c), c = β‖A‖₂ (or the midpoint of
+   [βσ_min, βσ_max] where σ_min ≪ σ_max at large β‖A‖: ``LOSS_MAX``), whose kernel is the Gaussian
    e^{⟨z,y⟩−ρ} = e^{−|z − c y|²/(2c)} ∈ (0, 1] (complete the square; |y| = 1): Q varies by
-   e^{(r − c)²/(2c)} <= e^{c/2} instead of e^{r}, at the same degree (measured: pointwise 1e-13
-   at β‖A‖ = 20, rank 1). SA divides the factor out (N/Ψ = V Q_∇/Q); USA multiplies e^{ρ(x)}
-   back in, pointwise and exact.
+   e^{loss}, loss = max (r − c)²/(2c) <= min(β‖A‖/2, 12) for β‖A‖ <= 48 and <= β‖A‖/4 beyond,
+   instead of e^{r} (measured, rank 1, pointwise against quadrature: 5e-12 at β‖A‖ = 20;
+   1.4e-8 at β‖A‖ = 50, where the unscaled coefficients gave 9e-6). Full-rank A loses less
+   (3e-12 at β‖A‖ = 50, the non-symmetric case of the tests). SA divides the factor out
+   (N/Ψ = V Q_∇/Q); USA multiplies e^{ρ(x)} back in, pointwise and exact.
 3. The gradient needs no derivative: ∇Ψ(z) = ∫ y e^{⟨z,y⟩} f dσ is the same operator applied
    to y_j f (j = 1, 2, 3, computed on the grid and analysed), so one block matrix product acts
    on four right-hand sides [f, y₁f, y₂f, y₃f], and V_h combines the outputs before synthesis.
@@ -83,6 +86,11 @@ rounding floor of ~5ε relative (measured: rows of degree 28-60 of the zonal cas
 
 MAX_MATRIX_BYTES = 2**30
 """Largest operator matrix of one head (bytes): above, ConfigError before building it."""
+
+LOSS_MAX = 12.0
+"""Largest exponent of the pointwise rounding gain e^{loss} of one head's operator taken with the
+Gaussian radius c = β‖A‖ (e^12·ε ≈ 4e-11); above, c is the midpoint of [β σ_min, β σ_max]
+(:class:`HeadOperator`)."""
 
 _R_TINY = 1e-150  # below, r is 0: i_l(r) = δ_l0 + O(r²) (√(π/2r) overflows for subnormal r)
 
@@ -223,8 +231,9 @@ class HeadOperator:
     Attributes
     ----------
     degree : int, P (output degree);  input_degree : int, L_in;  c : float, the Gaussian's
-    centre radius β‖A‖₂;  zero : bool, β‖A‖ = 0 (the kernel is 1: Ψ = mass, ∇Ψ = ∫ y f);
-    nbytes : int, the memory of the blocks.
+    radius (β‖A‖₂, or the midpoint of [βσ_min, βσ_max] where that gains accuracy);  zero : bool, β‖A‖ = 0 (the kernel is 1: Ψ = mass, ∇Ψ = ∫ y f);
+    nbytes : int, the memory of the blocks;  loss : float, the exponent of the pointwise rounding
+    gain, max over the sphere of (r − c)²/(2c) (relative errors of Ψ, ∇Ψ ~ ε·e^{loss}·(P+1)).
 
     Raises
     ------
@@ -245,11 +254,24 @@ class HeadOperator:
         self.zero = self.c == 0.0
         self.tol = tol
         if self.zero:
-            self.degree, self.input_degree = 0, 0
+            self.degree, self.input_degree, self.loss = 0, 0, 0.0
             return
+        # The Gaussian's radius c: Q = e^{−ρ}Ψ varies by e^{(r − c)²/(2c)} over r ∈ [r_min, r_max]
+        # (r_min = β σ_min(A)), its coefficients' rounding is ε·max Q, so the pointwise relative
+        # error grows by e^{loss}, loss = max_r (r − c)²/(2c). c = r_max keeps the kernel's degree
+        # (8.6√c, as the zonal one) with loss (r_max − r_min)²/(2 r_max) <= r_max/2; where that
+        # exceeds LOSS_MAX (rank-deficient A at β‖A‖ >~ 24: 9e-6 relative at β‖A‖ = 50, rank 1,
+        # measured), c = (r_min + r_max)/2, the minimiser, with loss <= r_max/4 and up to √2 the
+        # degree (8.6 r_max/√c).
+        r_max = self.c
+        r_min = head.beta * float(np.min(np.abs(self.d)))
+        if (r_max - r_min) ** 2 / (2.0 * r_max) > LOSS_MAX:
+            self.c = 0.5 * (r_min + r_max)
+        self.loss = max((self.c - r_min) ** 2, (r_max - self.c) ** 2) / (2.0 * self.c)
         from .kernels import resolving_lmax
-        guess = resolving_lmax(self.c, 1e-16)  # the zonal kernel at β = c (8.6√c)
-        p_build = guess + 8  # measured P: guess − 3 (rank 1) to guess (β‖A‖ = 20); else grown below
+        guess_out = resolving_lmax(min(r_max * r_max / self.c, BETA_MAX), 1e-16)  # x side: β' = r_max²/c
+        guess = resolving_lmax(r_max, 1e-16)  # y side: e^{⟨z,y⟩}, |z| <= r_max (8.6√r_max)
+        p_build = guess_out + 8  # measured P: guess − 3 (rank 1) to guess (β‖A‖ = 20); else grown below
         l_build = min(lmax_in, guess + 6)
         for _ in range(5):
             blocks, degree, in_degree = self._build(p_build, l_build)
@@ -384,8 +406,9 @@ class AttentionKernel:
     -----
     Source: the velocity of the continuity equation of multi-head attention (module docstring;
     Geshkovski, Letrouit, Polyanskiy & Rigollet, arXiv:2312.10794, §2.2–2.3). Accuracy: the
-    Gaussian rescaling keeps the pointwise relative error of Ψ and ∇Ψ at ~ε·e^{c/2}·(P+1)
-    or below (tests/test_attention_kernel.py: 1e-10 against quadrature at β‖A‖ = 20).
+    Gaussian rescaling keeps the pointwise relative error of Ψ and ∇Ψ at ~ε·e^{loss}·(P+1)
+    or below (``HeadOperator.loss``; tests/test_attention_kernel.py: 1e-10 against quadrature
+    at β‖A‖ = 20).
     """
 
     def __init__(self, geometry, heads, normalisation: str = "SA", tol: float = TOL):
@@ -492,7 +515,7 @@ class AttentionKernel:
         The constant M²/(2β) is subtracted as in :meth:`IMEXModel.energy
         <meanfield_pde.numerics.imex_model.IMEXModel.energy>` (A = I gives that energy). At
         β = 0: (1/2) mᵀAm, m = ∫ y f dσ. Computed as (1/2β)(∫ e^ρ Q f dσ − M²) on the grid
-        (Gauss quadrature); relative rounding ~ε·e^{c/2}/(β E)."""
+        (Gauss quadrature); relative rounding ~ε·e^{loss}·M²/(β E) (``HeadOperator.loss``)."""
         head = self.gradient_flow()
         if head is None:
             return None
