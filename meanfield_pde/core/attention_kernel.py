@@ -231,7 +231,8 @@ class HeadOperator:
     Attributes
     ----------
     degree : int, P (output degree);  input_degree : int, L_in;  c : float, the Gaussian's
-    radius (β‖A‖₂, or the midpoint of [βσ_min, βσ_max] where that gains accuracy);  zero : bool, β‖A‖ = 0 (the kernel is 1: Ψ = mass, ∇Ψ = ∫ y f);
+    radius (β‖A‖₂, or the midpoint of [βσ_min, βσ_max] where that gains accuracy);
+    zero : bool, β‖A‖ = 0 (the kernel is 1: Ψ = mass, ∇Ψ = ∫ y f);
     nbytes : int, the memory of the blocks;  loss : float, the exponent of the pointwise rounding
     gain, max over the sphere of (r − c)²/(2c) (relative errors of Ψ, ∇Ψ ~ ε·e^{loss}·(P+1)).
 
@@ -271,7 +272,7 @@ class HeadOperator:
         from .kernels import resolving_lmax
         guess_out = resolving_lmax(min(r_max * r_max / self.c, BETA_MAX), 1e-16)  # x side: β' = r_max²/c
         guess = resolving_lmax(r_max, 1e-16)  # y side: e^{⟨z,y⟩}, |z| <= r_max (8.6√r_max)
-        p_build = guess_out + 8  # measured P: guess − 3 (rank 1) to guess (β‖A‖ = 20); else grown below
+        p_build = guess_out + 8  # measured P at β‖A‖ = 20: guess_out − 3 (rank 1) to guess_out; else grown below
         l_build = min(lmax_in, guess + 6)
         for _ in range(5):
             blocks, degree, in_degree = self._build(p_build, l_build)
@@ -287,7 +288,7 @@ class HeadOperator:
     # -- build -----------------------------------------------------------------------------
     def _build(self, p: int, lin: int):
         """The blocks at output degree p and input degree lin, and the degrees they need."""
-        size = (p + 1) ** 2 * (lin + 1) ** 2 / 8 * 8
+        size = 8.0 * (p + 1) ** 2 * (lin + 1) ** 2 / 8  # bytes: 8 blocks of 1/64 of the full matrix
         if size > MAX_MATRIX_BYTES:
             raise ConfigError(
                 f"head beta = {self.head.beta:g}, |A| = {self.c / self.head.beta:.4g}: the kernel "
@@ -303,7 +304,7 @@ class HeadOperator:
                          np.array([0.0, 0.0, 1.0]))
         # 4π e^{−ρ} i_l(r) = 4π e^{−r} i_l(r) · e^{−(r − c)²/(2c)}
         gauss = 4.0 * np.pi * np.exp(-((r - self.c) ** 2) / (2.0 * self.c))
-        basis_in, basis_out = _RealBasis(lin), _RealBasis(p)
+        basis_in = _RealBasis(lin)
         radial = scaled_spherical_in(np.arange(lin + 1)[None, :], r[:, None]) * gauss[:, None]
         values = _real_harmonics(basis_in, omega)  # (npts, n_in)
         values *= radial[:, basis_in.l]
