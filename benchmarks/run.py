@@ -41,6 +41,11 @@ T. 1 versus 2 threads for the right-hand side and the particle velocity; the sam
 S. The start of the command line (issue 18): CPU time of ``meanfield-pde cases``
    and ``--help`` in new processes (median and spread of interleaved repeats),
    and their ratio to ``python -c pass``.
+A. General attention (issue 32): the particle velocity with a general head (non-symmetric A,
+   V ≠ I) / today's velocity at n = 10⁴; the right-hand side −div(f v) with the general kernel
+   on S² (one head, β‖A‖ = 20, SA) / today's zonal right-hand side at L = 63, and its cost
+   model; direct quadrature of the same velocity / the kernel's; L = 127: the kernel's peak
+   memory and its right-hand side / the zonal one.
 """
 
 from __future__ import annotations
@@ -81,10 +86,12 @@ from meanfield_pde.core.threads import resolve_threads, single_threaded_blas  # 
 FULL = dict(lmax=[63, 127, 255], rounds=5, n=[2000, 8000, 20000], t_end3=200.0, lmax3=63,
             n_threads=8000, pde_L=[7, 10, 15, 21, 31], pde_rtol=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
             particle_n=[(500, 8), (2000, 4)], ref_L=47, t5=0.3,
-            whole=[(63, 80.0, 2.0), (127, 16.0, 2.0), (255, 3.0, 0.5)], whole_reps=7, whole_alone=0.5)
+            whole=[(63, 80.0, 2.0), (127, 16.0, 2.0), (255, 3.0, 0.5)], whole_reps=7, whole_alone=0.5,
+            attention_n=10000, attention_L=63, attention_big_L=127)
 SMOKE = dict(lmax=[15, 23], rounds=2, n=[100, 200], t_end3=2.0, lmax3=15, n_threads=200,
              pde_L=[7, 10], pde_rtol=[1e-2, 1e-4], particle_n=[(50, 2), (100, 2)], ref_L=15, t5=0.1,
-             whole=[(15, 0.5, 0.25)], whole_reps=2, whole_alone=0.05)
+             whole=[(15, 0.5, 0.25)], whole_reps=2, whole_alone=0.05,
+             attention_n=300, attention_L=15, attention_big_L=23)
 
 
 # -- timing ------------------------------------------------------------------------
@@ -538,6 +545,125 @@ def start_rows(table: Table, cfg: dict) -> None:
                   f"{med:.3f}", "< 0.5 s", med < 0.5)
 
 
+# -- row A: general attention (issue 32) ------------------------------------------------------
+ATTENTION_A = np.array([[0.9, -0.6, 0.2], [0.5, 0.3, -0.4], [0.1, 0.7, 0.6]])  # non-symmetric
+ATTENTION_V = np.array([[1.0, 0.3, 0.0], [-0.2, 0.8, 0.1], [0.0, 0.4, 1.2]])
+
+
+def attention_head(scale: float = 20.0):
+    """One general head: K = A non-symmetric, V ≠ I, β with β‖A‖₂ = ``scale``."""
+    from meanfield_pde.core.attention import Head
+    return Head(scale / float(np.linalg.norm(ATTENTION_A, 2)), K=ATTENTION_A, V=ATTENTION_V)
+
+
+def general_rhs(kernel, coef):
+    """−div(f v) with the general kernel: f on the grid, v, the flux, the vector analysis (the
+    right-hand side a model of the contract would evaluate; the zonal model fuses its first two)."""
+    g = kernel.geometry
+    f = g.synthesis(coef)
+    vt, vp = kernel.velocity(coef, f)
+    vt *= f
+    vp *= f
+    out = g.divergence((vt, vp))
+    out *= -1.0
+    return out
+
+
+def attention_rows(table: Table, cfg: dict) -> None:
+    """Row A (issue 32), one thread, CPU clock, ratios per interleaved repetition."""
+    from meanfield_pde.core.attention import Head
+    from meanfield_pde.core.attention_kernel import AttentionKernel, quadrature_potential
+    from meanfield_pde.particles.attention import attention_velocity
+    # particles: a general head against today's velocity (Q = K = V = I), SA, β = 4
+    n = cfg["attention_n"]
+    x = uniform_sphere(n, 3, seed=1)
+    head = Head(4.0, K=ATTENTION_A / np.linalg.norm(ATTENTION_A, 2), V=ATTENTION_V)
+    rounds = 3 if n >= 8000 else cfg["rounds"]
+    t = {k: np.array(v) for k, v in repetitions(
+        {"today": lambda: dynamics.velocity(x, "SA", 4.0, threads=1),
+         "general": lambda: attention_velocity(x, head, "SA", threads=1)},
+        rounds, min_time=0.0, cpu=True).items()}
+    ratio = t["general"] / t["today"]
+    table.add("A", f"particle velocity, general head (non-symmetric A, V ≠ I) / today's, n = {n}, "
+                   f"SA, 1 thread ({np.median(t['general']):.3g} / {np.median(t['today']):.3g} s)",
+              show(ratio), "<= 1.5", spread(ratio)[0] <= 1.5)
+    # the PDE right-hand side at L, SA, one head with β‖A‖ = 20
+    L = cfg["attention_L"]
+    g = Sphere(L, threads=1)
+    u = perturbed_uniform(g, 0.1, 1, min(L, 20), seed=0)
+    head = attention_head(20.0)
+    t0 = time.process_time()
+    kernel = AttentionKernel(g, head, "SA")
+    build = time.process_time() - t0
+    op = kernel.operators[0]
+    zonal, out = MeanFieldModel(g, "SA", 10.0), g.zeros_coef()
+    t = {k: np.array(v) for k, v in repetitions(
+        {"zonal": lambda: zonal.transport(u, out), "general": lambda: general_rhs(kernel, u)},
+        cfg["rounds"], cpu=True).items()}
+    ratio = t["general"] / t["zonal"]
+    # Cost model (module docstring of meanfield_pde.core.attention_kernel): per evaluation
+    # 1 synthesis of f + 3 analyses of y_j f (degree L + 1) + 2 batched coefficient rotations
+    # (ducc0 rotate_alm: 4 inputs at L_in, 4 outputs at P) + the 8 parity blocks times 4
+    # columns ((P+1)²(L_in+1)²/8 multiply-adds each) + 4 syntheses of degree P + 1 vector
+    # analysis of the flux: ~9 transforms against the zonal right-hand side's ~3 (fused).
+    table.add("A", f"general RHS / zonal RHS, L = {L}, SA, one head β‖A‖ = 20 (P = {op.degree}, "
+                   f"L_in = {op.input_degree}, operator {op.nbytes / 2**20:.2g} MiB, built in "
+                   f"{build:.2g} s; per evaluation 1 synthesis + 3 analyses + 2 rotations + "
+                   f"blocks + 4 syntheses (degree P) + 1 vector analysis; "
+                   f"{np.median(t['general']) * 1e3:.3g} / {np.median(t['zonal']) * 1e3:.3g} ms)",
+              show(ratio), "<= 30", spread(ratio)[0] <= 30)
+    # direct quadrature of the same velocity over the grid itself (exact to degree
+    # min(2·nlat − 1, nphi − 1) >= L + 8.6√20: the integrand is resolved; its rounding
+    # <= nquad·ε): blocked, no grid×grid matrix kept
+    f = g.synthesis(u)
+    pts = g.points
+
+    def direct():
+        psi, grad = quadrature_potential(head, pts, g, f)
+        n_ = grad @ ATTENTION_V.T
+        xs = pts.reshape(-1, 3)
+        n_ -= np.sum(n_ * xs, axis=1, keepdims=True) * xs
+        return n_ / psi[:, None]
+
+    ref = direct()
+    vt, vp = kernel.velocity(u, f)
+    et, ep = (np.stack(e, -1).reshape(-1, 3) for e in (kernel._etheta, kernel._ephi))
+    err = float(np.max(np.hypot(vt.reshape(-1) - np.sum(ref * et, 1), vp.reshape(-1) - np.sum(ref * ep, 1)))
+                / np.max(np.linalg.norm(ref, axis=1)))
+    t = {k: np.array(v) for k, v in repetitions(
+        {"direct": direct, "kernel": lambda: kernel.velocity(u, f)},
+        max(2, cfg["rounds"] // 2), min_time=0.0, cpu=True).items()}
+    speed = t["direct"] / t["kernel"]
+    table.add("A", f"direct quadrature / kernel velocity, L = {L}, SA, β‖A‖ = 20, same accuracy "
+                   f"(they differ by {err:.1e} relative; quadrature's own bound {g.weights.size * EPS:.1e}) "
+                   f"({np.median(t['direct']):.3g} s / {np.median(t['kernel']) * 1e3:.3g} ms)",
+              show(speed, ".0f"), ">= 100", spread(speed)[0] >= 100)
+    # L = 127: memory (no grid×grid matrix) and the ratio there
+    L = cfg["attention_big_L"]
+    g = Sphere(L, threads=1)
+    u = perturbed_uniform(g, 0.1, 1, min(L, 20), seed=0)
+    tracemalloc.start()
+    kernel = AttentionKernel(g, head, "SA")
+    general_rhs(kernel, u)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    zonal, out = MeanFieldModel(g, "SA", 10.0), g.zeros_coef()
+    t = {k: np.array(v) for k, v in repetitions(
+        {"zonal": lambda: zonal.transport(u, out), "general": lambda: general_rhs(kernel, u)},
+        cfg["rounds"], cpu=True).items()}
+    ratio = t["general"] / t["zonal"]
+    table.add("A", f"L = {L}: peak memory of building the kernel and one RHS (tracemalloc; process "
+                   f"max RSS {rss / 2**20:.0f} MiB)", f"{peak / 2**20:.0f} MiB", "< 2 GiB",
+              peak < 2 * 2**30)
+    table.add("A", f"general RHS / zonal RHS, L = {L}, SA, β‖A‖ = 20 "
+                   f"({np.median(t['general']) * 1e3:.3g} / {np.median(t['zonal']) * 1e3:.3g} ms)",
+              show(ratio), "<= 30", spread(ratio)[0] <= 30)
+
+
+EPS = float(np.finfo(float).eps)
+
+
 # -- row 5 -------------------------------------------------------------------------------------
 MIXTURE = {"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]],
            "concentrations": [2.0, 1.5], "weights": [0.6, 0.4]}
@@ -624,8 +750,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=0,
                    help="threads of the PDE rows: rows 1, 2 and 7 run at 1 thread and at this "
                         "many, row 3 at this many (default: MEANFIELD_PDE_THREADS, else all cores)")
-    p.add_argument("--rows", default="1,2,3,4,5,6,7,T,S",
-                   help="comma-separated rows to run (default all: 1,2,3,4,5,6,7,T,S; 1 and 2 run together)")
+    p.add_argument("--rows", default="1,2,3,4,5,6,7,T,S,A",
+                   help="comma-separated rows to run (default all: 1,2,3,4,5,6,7,T,S,A; 1 and 2 run together)")
     p.add_argument("--output", "-o", default=None,
                    help="Markdown file for the table (default: benchmarks/results.md; "
                         "with --smoke none unless given)")
@@ -693,6 +819,8 @@ def _rows(table: Table, cfg: dict, threads: int, rows: set) -> None:
         thread_rows(table, cfg)
     if "S" in rows:
         start_rows(table, cfg)
+    if "A" in rows:
+        attention_rows(table, cfg)
 
 
 if __name__ == "__main__":

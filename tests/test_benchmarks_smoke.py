@@ -25,11 +25,13 @@ def test_benchmark_smoke(tmp_path):
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.returncode == 0, proc.stderr
     table = out.read_text()
-    for row in ("1", "2", "3", "4", "5", "6", "T", "S"):  # every row of issue 6, threads, CLI start
+    for row in ("1", "2", "3", "4", "5", "6", "T", "S", "A"):  # issue 6, threads, CLI start, attention
         assert f"| {row} |" in table, row
     for scheme in ("ARS222", "ARS443", "ARK324"):
         assert scheme in table
     assert "extrapolated" in table or "measured" in table  # row 5 says which
+    # row A (issue 32): the cost model is stated beside the measured ratio
+    assert "1 synthesis + 3 analyses + 2 rotations" in table and "direct quadrature" in table
     # row T with the threads spinning, and both settings side by side (new processes each)
     assert "| T | the same, GOMP_SPINCOUNT=100000" in table
     assert table.count("beside another / alone") == 2

@@ -23,11 +23,61 @@ the unscaled value (USA).
 from __future__ import annotations
 
 import math
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from scipy.special import ive
 
 from .checks import BETA_MAX, check_beta, check_dimension  # noqa: F401  (BETA_MAX: public here before)
+
+
+@runtime_checkable
+class InteractionKernel(Protocol):
+    """What the mean-field model needs of the interaction: the contract of every kernel.
+
+    The model ∂_t f + div(f v[f]) = ν Δf (:mod:`meanfield_pde.numerics.models`) asks its kernel
+    for the velocity v[f] on the geometry's grid and, where they exist, for the structure that
+    the zonal formulas give today (energy, linearisation about the uniform density). A kernel
+    that has no such structure returns None: it is never computed with zonal formulas
+    (ARCHITECTURE §3, "Kernel × model"). SA and USA are the kernel's ``normalisation`` (whether
+    the velocity is divided by the potential), not a string the model tests.
+
+    Implemented by :class:`meanfield_pde.core.attention_kernel.AttentionKernel` (general heads
+    β_h, Q_h, K_h, V_h on S²) and by :class:`meanfield_pde.numerics.models.FunkHeckeKernel` (the
+    Funk–Hecke kernels of this module on the sphere, the circle and S^{d−1}, a face of
+    :class:`~meanfield_pde.numerics.models.MeanFieldModel`, which still holds these methods
+    itself: the model would take a kernel and keep the flux, the divergence and the implicit part).
+
+    Attributes
+    ----------
+    geometry : Geometry
+        Coefficients (geometry.ncoef,) in, grid arrays out.
+    normalisation : {"SA", "USA"}
+    """
+
+    geometry: object
+    normalisation: str
+
+    def velocity(self, coef: np.ndarray, density: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """v[f] on the grid, components as ``geometry.gradient`` ((v_θ, v_φ) on S², one on S¹),
+        from the coefficients (ncoef,) of f (and f on the grid if the caller has it). Raises
+        NumericalFault where v is not defined (SA: a potential that is not positive)."""
+
+    def speed_bound(self) -> float:
+        """max |v| on the grid at the last :meth:`velocity` (0 before the first): the CFL bound."""
+
+    def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float | None:
+        """The energy E[f] the noise-free flow never decreases (a gradient flow), or None when
+        the flow has none."""
+
+    def energy_multipliers(self) -> np.ndarray | None:
+        """Per-coefficient weights w with E[f] = Σ w |f_lm|² (shape (ncoef,)) when the energy is
+        diagonal in the basis (zonal kernels), else None."""
+
+    def growth_rates(self) -> np.ndarray | None:
+        """σ_l of degree l about the uniform density, l = 0..L (the Jacobian diagonal of the
+        Rosenbrock steppers), or None when the uniform density is not a stationary state with a
+        per-degree linearisation (general heads)."""
 
 
 def scaled_multipliers(beta: float, lmax: int, manifold: str = "sphere",

@@ -383,3 +383,59 @@ class MeanFieldModel(IMEXModel):
         lin = np.zeros(g.lmax + 1)
         lin[g.degree] = self.linear
         return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold, g.dimension) + lin
+
+
+class FunkHeckeKernel:
+    """The zonal kernel e^{β⟨x,y⟩} (sphere, circle, zonal S^{d−1}) through the kernel contract
+    :class:`meanfield_pde.core.kernels.InteractionKernel`, the one the general attention kernel
+    (:class:`meanfield_pde.core.attention_kernel.AttentionKernel`) implements.
+
+    A face of :class:`MeanFieldModel` (its multipliers, checks and velocity, the same numbers):
+    the step before the model takes a kernel instead of (kind, beta). Everything a zonal kernel
+    has exists here: the energy, diagonal in the basis (:func:`meanfield_pde.core.kernels.energy_multipliers`
+    times the Parseval weights), and the linearisation about the uniform density
+    (:func:`meanfield_pde.theory.linear.growth_rates`, noise-free: ν belongs to the model).
+
+    Parameters
+    ----------
+    geometry : Geometry (Sphere, Circle or ZonalSphere)
+    normalisation : {"SA", "USA"}
+    beta : float in [0, 700]
+
+    Raises
+    ------
+    ValueError
+        As :class:`MeanFieldModel` (an unknown kind, β out of range).
+    """
+
+    def __init__(self, geometry: Geometry, normalisation: str, beta: float):
+        self._model = MeanFieldModel(geometry, normalisation, beta)
+        self.geometry, self.normalisation, self.beta = geometry, normalisation, float(beta)
+        g = geometry
+        self._weights = (energy_multipliers(beta, g.lmax, g.manifold, dimension=g.dimension)[g.degree]
+                         * g.parseval_weight)
+        self._last: tuple[np.ndarray, ...] | None = None
+
+    def velocity(self, coef: np.ndarray, density: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """V[f] on the grid (:meth:`MeanFieldModel.velocity`); ``density`` is not needed."""
+        self._last = self._model.velocity(coef)
+        return self._last
+
+    def speed_bound(self) -> float:
+        """max |V| on the grid at the last :meth:`velocity` (0 before the first)."""
+        if self._last is None:
+            return 0.0
+        return math.sqrt(float(np.max(sum(c * c for c in self._last))))
+
+    def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float:
+        """E_β[f] (:meth:`MeanFieldModel.energy`): SA and USA are gradient flows of it."""
+        return float(np.sum(self._weights * np.abs(coef) ** 2))
+
+    def energy_multipliers(self) -> np.ndarray:
+        """The weights w (ncoef,) of E_β[f] = Σ w |f_lm|² (a new array)."""
+        return self._weights.copy()
+
+    def growth_rates(self) -> np.ndarray:
+        """σ_l about the uniform density without noise, l = 0..L (shape (L+1,))."""
+        g = self.geometry
+        return growth_rates(self.normalisation, self.beta, 0.0, g.lmax, g.manifold, g.dimension)

@@ -72,6 +72,14 @@ def _integrator(name: str, order: float, stochastic: bool = False, deterministic
 
 
 
+def _stage(field: Field, t: float | None):
+    """The field at a stage: ``ev(y, c)`` is field(y) for an autonomous field (t None), else
+    field(y, t + c) (a time-dependent field, e.g. heads that change with depth)."""
+    if t is None:
+        return lambda y, c: field(y)
+    return lambda y, c: field(y, t + c)
+
+
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise inner products ⟨a_i, b_i⟩ as a column (n, 1)."""
     return np.einsum("ij,ij->i", a, b)[:, None]
@@ -139,7 +147,7 @@ def rotate(x: np.ndarray, y: np.ndarray, w: np.ndarray, h: float) -> np.ndarray:
 
 # -- deterministic ----------------------------------------------------------------
 @INTEGRATORS.register("heun", make=_integrator("heun", 2.0))
-def heun_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
+def heun_step(x: np.ndarray, h: float, field: Field, t: float | None = None) -> np.ndarray:
     """Projected Heun (RK2) in R^d + x/|x|, order 2 [Hairer, Lubich & Wanner, Geometric Numerical Integration, §IV.4].
 
     k1 = v(x), k2 = v(x + h k1), x ← π(x + h (k1 + k2)/2) with π(x) = x/|x|.
@@ -150,19 +158,22 @@ def heun_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
     Parameters
     ----------
     x : ndarray (n, d), unit rows;  h : float > 0, step (time);
-    field : callable (n, d) -> (n, d), the velocity.
+    field : callable (n, d) -> (n, d), the velocity;
+    t : float or None, the time at x: None for an autonomous field, else the field is called
+    as field(y, time) at the stage times (t, t + h).
 
     Returns
     -------
     ndarray (n, d), unit rows.
     """
-    k1 = field(x)
-    k2 = field(x + h * k1)
+    ev = _stage(field, t)
+    k1 = ev(x, 0.0)
+    k2 = ev(x + h * k1, h)
     return normalise(x + (0.5 * h) * (k1 + k2))
 
 
 @INTEGRATORS.register("rk4", make=_integrator("rk4", 4.0))
-def rk4_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
+def rk4_step(x: np.ndarray, h: float, field: Field, t: float | None = None) -> np.ndarray:
     """Projected classical RK4 in R^d + x/|x|, order 4 [Hairer, Lubich & Wanner, §IV.4 Algorithm 4.2].
 
     Classical RK4 on the ambient ODE ẋ = v(x) in R^d, then x ← x/|x|
@@ -171,15 +182,16 @@ def rk4_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
 
     Parameters and returns as :func:`heun_step`.
     """
-    k1 = field(x)
-    k2 = field(x + (0.5 * h) * k1)
-    k3 = field(x + (0.5 * h) * k2)
-    k4 = field(x + h * k3)
+    ev = _stage(field, t)  # stage times t, t + h/2, t + h/2, t + h
+    k1 = ev(x, 0.0)
+    k2 = ev(x + (0.5 * h) * k1, 0.5 * h)
+    k3 = ev(x + (0.5 * h) * k2, 0.5 * h)
+    k4 = ev(x + h * k3, h)
     return normalise(x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
 
 
 @INTEGRATORS.register("lie_midpoint", make=_integrator("lie_midpoint", 2.0))
-def lie_midpoint_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
+def lie_midpoint_step(x: np.ndarray, h: float, field: Field, t: float | None = None) -> np.ndarray:
     """Lie-group explicit midpoint with SO(d) rotations (RKMK), order 2 [Munthe-Kaas, BIT 38 (1998) 92–111].
 
     SO(d) acts on the sphere; the ODE is ẋ = Ω(x) x with
@@ -194,14 +206,15 @@ def lie_midpoint_step(x: np.ndarray, h: float, field: Field) -> np.ndarray:
 
     Parameters and returns as :func:`heun_step`.
     """
-    y = sphere_exp(x, (0.5 * h) * field(x))
-    return normalise(rotate(x, normalise(y), field(y), h))
+    ev = _stage(field, t)
+    y = sphere_exp(x, (0.5 * h) * ev(x, 0.0))
+    return normalise(rotate(x, normalise(y), ev(y, 0.5 * h), h))
 
 
 # -- stochastic -------------------------------------------------------------------
 @INTEGRATORS.register("euler_maruyama", make=_integrator("euler_maruyama", 0.5, True, 1.0))
 def euler_maruyama_step(x: np.ndarray, h: float, field: Field, nu: float,
-                        xi: np.ndarray) -> np.ndarray:
+                        xi: np.ndarray, t: float | None = None) -> np.ndarray:
     """Geodesic Euler–Maruyama, strong order 1/2 (1 at ν = 0) [the Euler scheme of Kloeden & Platen 1992 §10.2 along geodesics].
 
     Step for dx = v(x) dt + √(2ν) dB (B Brownian on the sphere).
@@ -215,13 +228,14 @@ def euler_maruyama_step(x: np.ndarray, h: float, field: Field, nu: float,
     ----------
     x : ndarray (n, d), unit rows;  h : float > 0, step (time);
     field : callable, the drift velocity;  nu : float >= 0, noise level (1/time);
-    xi : ndarray (n, d), standard normal draws (ignored if nu = 0).
+    xi : ndarray (n, d), standard normal draws (ignored if nu = 0);
+    t : float or None, the time at x (None: autonomous field, else field(x, t)).
 
     Returns
     -------
     ndarray (n, d), unit rows.
     """
-    w = h * field(x)
+    w = h * (field(x) if t is None else field(x, t))
     if nu > 0.0:
         noise = xi - _dot(x, xi) * x
         w += np.sqrt(2.0 * nu * h) * noise

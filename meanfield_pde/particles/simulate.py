@@ -150,11 +150,34 @@ def interval_rng(seed: int, k: int) -> np.random.Generator:
     return np.random.default_rng([int(seed), int(k)])
 
 
-def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, every: float,
+def _pieces(a: float, b: float, breaks) -> list[tuple[float, float]]:
+    """[a, b] cut at the breaks strictly inside it (a list of (start, end))."""
+    cuts = [float(a)] + [float(c) for c in breaks if a < c < b] + [float(b)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _schedule_beta(schedule) -> float:
+    """β of a constant one-head schedule (the run's ``beta``), else NaN."""
+    if schedule.constant and len(schedule.layers[0].heads) == 1:
+        return schedule.layers[0].heads[0].beta
+    return math.nan
+
+
+def _schedule_energy(schedule):
+    """The energy diagnostic of a schedule: E_A for one constant head with V = A symmetric,
+    else a function returning NaN (no energy exists; a number would be a wrong one)."""
+    from .attention import attention_energy, gradient_flow_head
+    head = gradient_flow_head(schedule.layers[0].heads) if schedule.constant else None
+    if head is None:
+        return lambda state: math.nan
+    return lambda state: attention_energy(state, head)
+
+
+def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: float, every: float,
              scheme: str = "rk4", seed: int = 0, *, chunk_rows: int | None = None,
              store_positions: bool = True, start: int = 0,
              on_snapshot: Callable[[float, np.ndarray, float, float], None] | None = None,
-             threads: int | None = None) -> ParticleRun:
+             threads: int | None = None, heads=None) -> ParticleRun:
     """Integrate the SA/USA particle system from x0 and record snapshots.
 
     Between consecutive snapshot times t_k < t_{k+1} (multiples of ``every``
@@ -167,7 +190,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     x0 : array_like, shape (n, d)
         Initial tokens, n >= 2, d >= 2, unit rows to 1e-10. Not modified.
     kind : {"SA", "USA"}
-    beta : float in [0, 700]
+    beta : float in [0, 700], or None with ``heads``
         Inverse temperature (dimensionless).
     nu : float >= 0
         Noise level ν (1/time): dx = v dt + √(2ν) dB on the sphere.
@@ -200,6 +223,16 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         Called at every recorded snapshot (e.g. to append it to a file),
         except the starting one of a resumed run (``start`` > 0).
 
+    heads : Head, sequence of Head or HeadSchedule, keyword-only
+        General attention (:mod:`meanfield_pde.core.attention`): heads with their own β, Q, K,
+        V, possibly changing with depth (layers, β ramps), velocity
+        :func:`meanfield_pde.particles.attention.attention_velocity`; ``beta`` must then be
+        None. Steps never straddle the schedule's breaks (layer starts, ramp ends): an
+        interval between snapshots is cut there and each piece takes equal steps <= dt, so
+        Runge–Kutta keeps its order. ``energy`` is E_A (:func:`~meanfield_pde.particles.attention.attention_energy`)
+        for one constant head with V = A symmetric, NaN otherwise (no energy exists);
+        ``beta`` of the result is the head's β for one constant head, else NaN.
+
     A KeyboardInterrupt (SIGINT, SIGTERM via
     :func:`meanfield_pde.core.signals.stop_on_signals`) or non-finite positions
     stop the run early: the last good state is recorded and ``status``
@@ -220,7 +253,18 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         nu > 0, seed not an integer >= 0, chunk_rows.
     """
     x = _check_positions(x0)
-    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
+    attention = None
+    if heads is not None:
+        from .attention import AttentionField
+        if beta is not None:
+            raise ConfigError(f"beta = {beta!r}: must be None when heads are given (each head has its β)")
+        attention = AttentionField(heads, kind, chunk_rows=chunk_rows, threads=threads)
+        if attention.schedule.dimension != x.shape[1]:
+            raise ConfigError(f"heads: dimension d = {attention.schedule.dimension}, but x0 is "
+                              f"{x.shape}: the tokens must live in the heads' R^d")
+        beta = _schedule_beta(attention.schedule)
+    kind, chunk_rows = check_kind(kind), check_chunk(chunk_rows)
+    beta = beta if attention is not None else check_beta(beta)
     nu = _check_positive("nu", nu, allow_zero=True)
     t_end = _check_positive("t_end", t_end, allow_zero=True)
     dt = _check_positive("dt", dt, allow_zero=False)
@@ -233,7 +277,13 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         raise ConfigError(f"seed = {seed!r}: must be an integer >= 0")
 
     threads = resolve_threads(threads)
-    field = partial(field_velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
+    if attention is None:
+        field = partial(field_velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
+        timed, breaks, energy_of = False, (), partial(energy, beta=beta, chunk_rows=chunk_rows)
+    else:
+        attention.threads = threads
+        field, timed, breaks = attention, not attention.autonomous, attention.schedule.breaks
+        energy_of = _schedule_energy(attention.schedule)
     grid = snapshot_times(t_end, every)
     if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start < grid.size:
         raise ConfigError(f"start = {start!r}: must be a snapshot index in [0, {grid.size - 1}]")
@@ -245,7 +295,7 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         if store_positions:
             positions.append(state.copy())
         op.append(order_parameter(state))
-        en.append(energy(state, beta, chunk_rows=chunk_rows))
+        en.append(energy_of(state))
         if on_snapshot is not None and notify:
             on_snapshot(t, state, op[-1], en[-1])
 
@@ -254,21 +304,25 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
         steps, status, t, reason = 0, "completed", float(grid[start]), StopReason.COMPLETED
         try:
             for k in range(start + 1, grid.size):
-                span = grid[k] - grid[k - 1]
-                m = max(1, math.ceil(span / dt - 1e-9))
-                h = span / m
                 rng = interval_rng(seed, k)
-                for j in range(m):
-                    check_stop_request()
-                    if spec.stochastic:
-                        xi = rng.standard_normal((n, d)) if nu > 0.0 else None
-                        new = spec.step(x, h, field, nu, xi)
-                    else:
-                        new = spec.step(x, h, field)
-                    if not np.all(np.isfinite(new)):
-                        raise FloatingPointError(f"non-finite positions at t = {grid[k - 1] + (j + 1) * h:.6g}")
-                    x, t = new, float(grid[k - 1] + (j + 1) * h)
-                    steps += 1
+                for a, b in _pieces(grid[k - 1], grid[k], breaks):
+                    if timed:
+                        field = attention.piece(a, b)
+                    span = b - a
+                    m = max(1, math.ceil(span / dt - 1e-9))
+                    h = span / m
+                    for j in range(m):
+                        check_stop_request()
+                        when = {"t": float(a + j * h)} if timed else {}
+                        if spec.stochastic:
+                            xi = rng.standard_normal((n, d)) if nu > 0.0 else None
+                            new = spec.step(x, h, field, nu, xi, **when)
+                        else:
+                            new = spec.step(x, h, field, **when)
+                        if not np.all(np.isfinite(new)):
+                            raise FloatingPointError(f"non-finite positions at t = {a + (j + 1) * h:.6g}")
+                        x, t = new, float(a + (j + 1) * h)
+                        steps += 1
                 t = float(grid[k])
                 record(t, x)
         except KeyboardInterrupt as exc:
@@ -281,4 +335,5 @@ def simulate(x0, kind: str, beta: float, nu: float, t_end: float, dt: float, eve
     return ParticleRun(times=np.array(times), positions=np.array(positions) if store_positions else None,
                        order_parameter=np.array(op), energy=np.array(en), kind=kind, beta=beta,
                        nu=nu, dt=dt, scheme=scheme, seed=int(seed), steps=steps, status=status,
-                       stop_reason=reason, final=x)
+                       stop_reason=reason, final=x,
+                       attrs={"heads": repr(attention.schedule)} if attention is not None else {})
