@@ -18,18 +18,21 @@ use it), with F̃ the CDF lifted to R (F̃(x + 1) = F̃(x) + 1)::
     W_p^p(μ, ν) = min_θ ∫_0^1 |F̃_μ^{-1}(q) − F̃_ν^{-1}(q + θ)|^p dq.
 
 Algorithm. Each measure's quantile function on a great circle is taken at Q equally spaced
-levels q_k = (k + ½)/Q (:func:`circle_quantiles`), so each measure becomes Q atoms of mass
-1/Q, and between two such measures an optimal θ is a multiple of 1/Q (the breakpoints of
-the piecewise linear cost). A support shared by many measures (a PDE's grid at every
-snapshot) is projected and sorted once per great circle and its quantiles for all those
-measures come from one cumulative sum (:func:`shared_quantiles`). Then (:func:`circle_cost`)
+levels q_k = (k + ½)/Q, so each measure becomes Q atoms of mass 1/Q, and between two such
+measures an optimal θ is a multiple of 1/Q (the breakpoints of the piecewise linear cost).
+Q >= QUANTILE_LEVELS is a multiple of the token counts (:func:`quantile_levels`), so that n
+tokens (sorted on each circle, :func:`circle_quantiles`) are represented exactly. A density
+on a grid (a weighted measure of more than HISTOGRAM_BINS points, a PDE run's snapshots) is
+binned on each circle into B = HISTOGRAM_BINS equal bins, each point moved to its bin's
+centre, every snapshot at once (:func:`histogram_quantiles`: weighted bincounts, no sort).
+Then (:func:`circle_cost`)
 
 - p = 2: the cost of every shift s = θQ at once, (1/Q) Σ_k (a_k − b̃_{k+s})² with b̃ the
   lifted quantiles, from one circular cross-correlation (FFT) and cumulative sums:
   O(Q log Q) per great circle, no search;
 - p = 1: the closed form W_1 = ∫_0^1 |F_μ − F_ν − m| dt, m a median of F_μ − F_ν under
-  dt (Rabin, Delon & Gousseau, J. Math. Imaging Vis. 41, 2011; Hundrieser, Klatt & Munk
-  2022), from the merged atoms.
+  dt (Hundrieser, Klatt & Munk, "The statistics of circular optimal transport", 2022; POT's
+  ``wasserstein1_circle``), from the merged atoms.
 
 Both are exact for the Q-atom measures. Error (:class:`SlicedEstimate` ``error_bound``): the
 coupling q ↦ (F̃^{-1}(q), a_{k(q)}), k(q) the cell [k/Q, (k+1)/Q] of q, costs on
@@ -37,12 +40,12 @@ coupling q ↦ (F̃^{-1}(q), a_{k(q)}), k(q) the cell [k/Q, (k+1)/Q] of q, costs
 nondecreasing from 0 to g_k, paired with a_{k−1} up to k/Q and with a_k after, so the cost
 is <= (φ(k/Q)^p + (g_k − φ(k/Q))^p)/(2Q) <= g_k^p/(2Q). Hence
 ε^p = (1/2Q) Σ_k (a_k − a_{k−1})^p (lifted, a_{−1} = a_{Q−1} − 1) bounds W_p^p between the
-measure and its Q atoms, and ε = 0 when every
-atom's mass is a multiple of 1/Q (n equal atoms with Q a multiple of n:
-:func:`quantile_levels`); on each great circle |W_p − W_p,Q| ≤ ε_μ + ε_ν + ε_round (triangle
-inequality; ε_round the floating-point error of the sums, :func:`rounding_error`), and over
-the circles (Minkowski in L^p(U)) |SSW_p − SSW_p,Q| ≤ (mean_U (ε_μ + ε_ν + ε_round)^p)^{1/p}.
-The Monte Carlo error of the P great circles is separate (``std_error``).
+measure and its Q atoms (:func:`quantile_error`), ε = 0 when every atom's mass is a
+multiple of 1/Q, and binning adds 1/(2B) (each point moves at most that far). On each great
+circle |W_p − W_p,Q| <= ε_μ + ε_ν + ε_round (triangle inequality; ε_round the
+floating-point error of the sums, :func:`rounding_error`), and over the circles (Minkowski
+in L^p(U)) |SSW_p − SSW_p,Q| <= (mean_U (ε_μ + ε_ν + ε_round)^p)^{1/p}. The Monte Carlo
+error of the P great circles is separate (``std_error``).
 """
 
 from __future__ import annotations
@@ -281,10 +284,10 @@ def rounding_error(levels: int, p: int) -> float:
     """Bound (turns) on the floating-point error of one great circle's W_p (Q = levels).
 
     p = 2: Q·C(s) is a sum of terms of size <= Q (the centred atoms are <= ½): running sums
-    (sequential: error <= Q ε Σ|x| <= Q² ε / 2 each; Higham, *Accuracy and Stability of
-    Numerical Algorithms*, §4.2) and the FFT's cross-correlation (error ~ε log2 Q ‖a‖ ‖b‖
-    <= ε Q log2 Q / 4), so |ΔC| <= ε (2Q + log2 Q) and W_2 = √C is off by at most its square
-    root. p = 1: 2Q lengths times levels <= 2Q, over Q: <= 8 Q ε.
+    (recursive summation of Q terms: error <= Q ε Σ|x| <= Q² ε / 2 each) and the FFT's
+    cross-correlation (error ~ε log2 Q ‖a‖ ‖b‖ <= ε Q log2 Q / 4), so |ΔC| <= ε (2Q + log2 Q)
+    and W_2 = √C is off by at most its square root. p = 1: 2Q lengths times levels <= 2Q,
+    over Q: <= 8 Q ε.
     """
     eps = float(np.finfo(float).eps)
     if p == 2:
