@@ -120,13 +120,14 @@ def test_circle_cost_finds_every_shift():
 
 def pot_bisection_bound(ssw_turns: float, p: int) -> float:
     """POT's circle solver for p = 2 stops when the bracket of the optimal shift θ is narrower
-    than eps/L = 1e-6/10 and takes the cost there; the cost's slope in θ is at most
-    Σ_j |Δy_j| · 2 max|y − F^{-1}| <= 1 · 2 · 1.5 = 3 (turns, lifted atoms within 1.5 of each
-    other), so each W_2^2 is high by at most 3e-7 and SSW_2 by sqrt(s² + 3e-7) − s. For p = 1
-    POT uses the closed form (exact). In radians."""
+    than eps/L = 1e-6/10 and takes the cost at a θ inside it; the cost's slope in θ is
+    Σ_j Δy_j (y_j + y_{j+1} − 2 F^{-1}), at most Σ_j |Δy_j| · 2 max|y − F^{-1}| <= 1 · 2 · 2
+    (turns: one turn of atoms, shifted by |θ| <= 1), so each W_2^2 is high by at most 4e-7
+    and SSW_2 by sqrt(s² + 4e-7) − s. For p = 1 POT uses the closed form (exact). In
+    radians."""
     if p == 1:
         return 0.0
-    return TURN * (math.sqrt(ssw_turns ** 2 + 3e-7) - ssw_turns)
+    return TURN * (math.sqrt(ssw_turns ** 2 + 4e-7) - ssw_turns)
 
 
 def pot(xs, xt, a, b, proj, p):
