@@ -194,7 +194,8 @@ def test_the_reported_monte_carlo_error_is_the_spread_over_seeds(measures):
 
 @pytest.mark.parametrize("kwargs, field", [
     (dict(n_projections=0), "n_projections"), (dict(n_projections=-3), "n_projections"),
-    (dict(n_projections=2.5), "n_projections"), (dict(p=3), "p = 3"), (dict(p=True), "p = True"),
+    (dict(n_projections=2.5), "n_projections"), (dict(seed=-1), "seed"), (dict(p=3), "p = 3"),
+    (dict(p=True), "p = True"),
     (dict(levels=1), "levels"), (dict(projections=np.zeros((4, 2, 2))), "projections"),
 ])
 def test_bad_settings_are_refused_naming_the_field(kwargs, field):

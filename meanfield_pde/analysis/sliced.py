@@ -75,7 +75,7 @@ class SlicedEstimate:
         The estimate (SSW_p over the P great circles; on the circle: W_p itself).
     error_bound : float
         Bound on |distance − SSW_p on the same great circles computed exactly| (quantile
-        discretisation and rounding; module docstring).
+        discretisation, a grid's binning and rounding; module docstring).
     std_error : float
         Monte Carlo standard error over the great circles: (SSW_p^p + s)^{1/p} − SSW_p, with
         s = std_U(W_p^p)/√P (0 on the circle: no slicing).
@@ -93,7 +93,7 @@ class Measure:
     """Weighted points: ``points`` (N, 3) on the sphere or (N, 2) on the circle, unit vectors;
     ``weights`` (N,) >= 0 with a positive sum (normalised where used), or None for equal
     weights. Measures that share one ``points`` array (a grid at every snapshot) are projected
-    and sorted once."""
+    once per block of great circles (and binned together, :func:`histogram_quantiles`)."""
     points: np.ndarray
     weights: np.ndarray | None = None
 
@@ -107,9 +107,10 @@ def sphere_projections(n_projections: int, seed: int = 0) -> np.ndarray:
     Raises
     ------
     ConfigError
-        If n_projections is not a whole number >= 1.
+        If n_projections is not a whole number >= 1 or seed not one >= 0.
     """
     _check_count(n_projections, "n_projections", 1)
+    _check_count(seed, "seed", 0)
     z = np.random.default_rng(seed).standard_normal((int(n_projections), 3, 2))
     return np.linalg.qr(z)[0]
 
