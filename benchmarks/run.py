@@ -1,4 +1,4 @@
-"""The performance benchmark: every row of issues 6 and 18, each measured ratio beside its target.
+"""The performance benchmark: every row of issues 6, 18 and 35, each measured ratio beside its target.
 
     python benchmarks/run.py [--threads N] [--output benchmarks/results.md]
     python benchmarks/run.py --smoke          # tiny sizes, a few seconds (run by the tests)
@@ -13,7 +13,7 @@ multithreaded ones (wall clock). The table is printed and written as
 Markdown to ``--output`` (docs/performance.md shows it), with the processor and the
 load average (other processes on the cores make the spread wide).
 
-Rows (issues 6 and 18):
+Rows (issues 6, 18 and 35):
 1. PDE right-hand side / the transforms it calls, timed alone (the fused
    synthesis of f and ∇ of the potential, SHqst_to_spat; the vector analysis
    of the flux; SA adds the synthesis of Φ), L = 63, 127, 255, SA and USA,
@@ -46,6 +46,12 @@ A. General attention (issue 32): the particle velocity with a general head (non-
    on S² (one head, β‖A‖ = 20, SA) / today's zonal right-hand side at L = 63, and its cost
    model; direct quadrature of the same velocity / the kernel's; L = 127: the kernel's peak
    memory and its right-hand side / the zonal one.
+D. The distances of a compare run (issue 35): on particles_usa_beta4_vmf (n = 1000 tokens,
+   200 great circles) the CPU time of ``compare`` (L² quantities, the sliced Wasserstein
+   distance at every snapshot and its floor) / the CPU time of the two runs (PDE and
+   particles, each written to its file), one thread, in each repetition; and the distances
+   against POT's ``sliced_wasserstein_sphere`` on the same measures and great circles at the
+   first and last snapshot, beside the sampling floor the file reports and the error bound.
 """
 
 from __future__ import annotations
@@ -83,12 +89,15 @@ from meanfield_pde.numerics.solver import integrate  # noqa: E402
 from meanfield_pde.numerics.steppers import TABLEAUS, IMEXRungeKutta, StepControl  # noqa: E402
 from meanfield_pde.core.threads import resolve_threads, single_threaded_blas  # noqa: E402
 
-FULL = dict(lmax=[63, 127, 255], rounds=5, n=[2000, 8000, 20000], t_end3=200.0, lmax3=63,
+FULL = dict(distance_case={}, distance_reps=5,
+            lmax=[63, 127, 255], rounds=5, n=[2000, 8000, 20000], t_end3=200.0, lmax3=63,
             n_threads=8000, pde_L=[7, 10, 15, 21, 31], pde_rtol=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
             particle_n=[(500, 8), (2000, 4)], ref_L=47, t5=0.3,
             whole=[(63, 80.0, 2.0), (127, 16.0, 2.0), (255, 3.0, 0.5)], whole_reps=7, whole_alone=0.5,
             attention_n=10000, attention_L=63, attention_big_L=127)
-SMOKE = dict(lmax=[15, 23], rounds=2, n=[100, 200], t_end3=2.0, lmax3=15, n_threads=200,
+SMOKE = dict(distance_case={"particles.n": 100, "domain.lmax": 31, "time.t_end": 0.2,
+                           "particles.projections": 20}, distance_reps=2,
+             lmax=[15, 23], rounds=2, n=[100, 200], t_end3=2.0, lmax3=15, n_threads=200,
              pde_L=[7, 10], pde_rtol=[1e-2, 1e-4], particle_n=[(50, 2), (100, 2)], ref_L=15, t5=0.1,
              whole=[(15, 0.5, 0.25)], whole_reps=2, whole_alone=0.05,
              attention_n=300, attention_L=15, attention_big_L=23)
@@ -664,6 +673,69 @@ def attention_rows(table: Table, cfg: dict) -> None:
 EPS = float(np.finfo(float).eps)
 
 
+# -- row D ------------------------------------------------------------------------------------
+DISTANCE_TARGET = 0.2  # issue 35: the distances cost at most 0.2x the two runs
+
+
+def distance_rows(table: Table, cfg: dict) -> None:
+    """Row D: compare / (PDE run + particle run) of particles_usa_beta4_vmf, CPU time on one
+    thread, per repetition (each repetition runs both and compares them, as a compare run
+    does); then the sliced Wasserstein distance against POT's on the same measures and the
+    same great circles at the first and the last common snapshot."""
+    import dataclasses
+    import tempfile
+
+    from meanfield_pde.analysis.compare import compare, grid_points, grid_weights, comparison_geometry
+    from meanfield_pde.analysis.compare import snapshot_positions
+    from meanfield_pde.analysis.sliced import sphere_projections
+    from meanfield_pde.runs.particle_runner import run_particles
+
+    config = mf.load_case("particles_usa_beta4_vmf", {**cfg["distance_case"], "domain.threads": 1,
+                                                      "output.plot": False})
+    pde_config = dataclasses.replace(config, run=dataclasses.replace(config.run, kind="pde"))
+    p = config.particles
+    ratios, parts = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(cfg["distance_reps"]):
+            t0 = time.process_time()
+            pde = mf.run(pde_config, Path(tmp) / f"pde{rep}.nc", progress=False)
+            t1 = time.process_time()
+            tokens = run_particles(config, Path(tmp) / f"tokens{rep}.nc")
+            t2 = time.process_time()
+            result = compare(pde, tokens, smoothing=p.smoothing, n_projections=p.projections,
+                             progress=False)
+            t3 = time.process_time()
+            ratios.append((t3 - t2) / (t2 - t0))
+            parts.append((t1 - t0, t2 - t1, t3 - t2))
+    pde_s, tok_s, cmp_s = (statistics.median(x) for x in zip(*parts))
+    table.add("D", f"distances / the two runs, particles_usa_beta4_vmf (n = {p.n}, {p.projections} "
+                   f"great circles, {result.sizes['time']} snapshots; compare {cmp_s:.2f} s, PDE "
+                   f"{pde_s:.2f} s, particles {tok_s:.2f} s), CPU, 1 thread",
+              show(ratios), f"<= {DISTANCE_TARGET}", spread(ratios)[0] <= DISTANCE_TARGET)
+    # against POT, on the same measures and great circles (POT: one bisection per circle)
+    import ot
+    geometry = comparison_geometry("sphere", int(pde.attrs["lmax"]))
+    points = grid_points(geometry)
+    proj = sphere_projections(p.projections, int(result.attrs["seed"]))
+    floor = float(result.sliced_wasserstein_floor)
+    bound = float(result.sliced_wasserstein.attrs["error_bound"])
+    diffs, pot_s = [], []
+    for i in (0, result.sizes["time"] - 1):
+        coef = geometry.from_table((pde.coef_real + 1j * pde.coef_imag).fillna(0.0).values[i])
+        t0 = time.process_time()
+        ref = 2 * np.pi * ot.sliced_wasserstein_sphere(
+            snapshot_positions(tokens, i), points, None, grid_weights(geometry, coef),
+            n_projections=len(proj), p=int(result.attrs["wasserstein_p"]), projections=proj)
+        pot_s.append(time.process_time() - t0)
+        diffs.append(abs(float(result.sliced_wasserstein[i]) - float(ref)))
+    worst = max(diffs)
+    table.add("D", f"largest difference of the sliced Wasserstein distance from POT's on the same measures and great circles at t = "
+                   f"{float(result.time[0]):g} and {float(result.time[-1]):g} (POT {max(pot_s):.1f} s a "
+                   f"snapshot; compare above: {cmp_s:.2f} s for all and the floor): radian, beside "
+                   f"the file's error bound {bound:.2g} and sampling floor {floor:.3f}",
+              f"{worst:.1e}", "<= bound < floor", worst <= bound < floor)
+
+
 # -- row 5 -------------------------------------------------------------------------------------
 MIXTURE = {"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]],
            "concentrations": [2.0, 1.5], "weights": [0.6, 0.4]}
@@ -750,8 +822,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=0,
                    help="threads of the PDE rows: rows 1, 2 and 7 run at 1 thread and at this "
                         "many, row 3 at this many (default: MEANFIELD_PDE_THREADS, else all cores)")
-    p.add_argument("--rows", default="1,2,3,4,5,6,7,T,S,A",
-                   help="comma-separated rows to run (default all: 1,2,3,4,5,6,7,T,S,A; 1 and 2 run together)")
+    p.add_argument("--rows", default="1,2,3,4,5,6,7,T,S,A,D",
+                   help="comma-separated rows to run (default all: 1,2,3,4,5,6,7,T,S,A,D; 1 and 2 run together)")
     p.add_argument("--output", "-o", default=None,
                    help="Markdown file for the table (default: benchmarks/results.md; "
                         "with --smoke none unless given)")
@@ -821,6 +893,8 @@ def _rows(table: Table, cfg: dict, threads: int, rows: set) -> None:
         start_rows(table, cfg)
     if "A" in rows:
         attention_rows(table, cfg)
+    if "D" in rows:
+        distance_rows(table, cfg)
 
 
 if __name__ == "__main__":

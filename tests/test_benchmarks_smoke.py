@@ -25,7 +25,7 @@ def test_benchmark_smoke(tmp_path):
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.returncode == 0, proc.stderr
     table = out.read_text()
-    for row in ("1", "2", "3", "4", "5", "6", "T", "S", "A"):  # issue 6, threads, CLI start, attention
+    for row in ("1", "2", "3", "4", "5", "6", "T", "S", "A", "D"):  # issue 6, threads, CLI start, attention, distances
         assert f"| {row} |" in table, row
     for scheme in ("ARS222", "ARS443", "ARK324"):
         assert scheme in table

@@ -12,8 +12,8 @@ import pytest
 import xarray as xr
 
 from meanfield_pde import ConfigError, run
-from meanfield_pde.analysis.compare import (FLOOR_DRAWS, _sphere_projections, compare,
-                                            wasserstein_distance)
+from meanfield_pde.analysis.compare import FLOOR_DRAWS, compare, wasserstein_distance
+from meanfield_pde.analysis.sliced import sphere_projections
 from meanfield_pde.core.geometry import Circle, Sphere
 from meanfield_pde.particles.measures import sample_density
 from meanfield_pde.numerics.diagnostics import DIAGNOSTIC_ATTRS
@@ -72,7 +72,7 @@ def sphere_runs():
 @pytest.fixture(scope="module")
 def comparison(sphere_runs):
     pde, _, particles = sphere_runs
-    return compare(pde, particles, n_projections=50)
+    return compare(pde, particles, smoothing=0.0, n_projections=50)
 
 
 def test_l2_distance_sits_at_the_statistical_level(sphere_runs, comparison):
@@ -89,7 +89,7 @@ def test_l2_distance_sits_at_the_statistical_level(sphere_runs, comparison):
     assert float(np.abs(r.order_parameter_difference).max()) < 5 / np.sqrt(4000)
     assert float(np.abs(r.energy_difference / pde.energy).max()) < 5 / np.sqrt(4000)
     # the same comparison with the runs swapped
-    swapped = compare(particles, pde, n_projections=0)
+    swapped = compare(particles, pde, smoothing=0.0, n_projections=0)
     np.testing.assert_allclose(swapped.l2_distance, r.l2_distance, rtol=1e-12)
     assert "sliced_wasserstein" not in swapped
 
@@ -98,7 +98,7 @@ def test_heat_smoothing_damps_both_runs_and_the_level(sphere_runs):
     pde, _, particles = sphere_runs
     s = 0.02
     r = compare(pde, particles, smoothing=s, n_projections=0)
-    raw = compare(pde, particles, n_projections=0)
+    raw = compare(pde, particles, smoothing=0.0, n_projections=0)
     l = raw.l
     np.testing.assert_allclose(r.degree_power_difference,
                                raw.degree_power_difference * np.exp(-2 * s * l * (l + 1)), rtol=1e-10)
@@ -115,11 +115,11 @@ def test_l2_distance_scales_like_inverse_sqrt_n(sphere_runs):
     pde, g, _ = sphere_runs
     small = fake_particles(pde, g, 1000, seed=11, snapshots=[1])
     large = fake_particles(pde, g, 16000, seed=12, snapshots=[1])
-    d_small = float(compare(pde, small, n_projections=0).l2_distance[0])
-    d_large = float(compare(pde, large, n_projections=0).l2_distance[0])
+    d_small = float(compare(pde, small, smoothing=0.0, n_projections=0).l2_distance[0])
+    d_large = float(compare(pde, large, smoothing=0.0, n_projections=0).l2_distance[0])
     assert d_small / d_large == pytest.approx(4.0, rel=0.2)
     # two particle runs: the variances add (1/n_a + 1/n_b), f estimated from both, bootstrap floor
-    both = compare(small, large, n_projections=20)
+    both = compare(small, large, smoothing=0.0, n_projections=20)
     assert 0.7 < float(both.l2_distance_over_statistical[0]) < 1.4
     assert "bootstrap" in both.sliced_wasserstein_floor.attrs["method"]
     assert float(both.sliced_wasserstein[0]) < 2 * float(both.sliced_wasserstein_floor)
@@ -136,7 +136,7 @@ def test_sliced_wasserstein_near_its_floor_and_far_for_a_rotated_cloud(sphere_ru
     c, s = np.cos(np.pi / 2), np.sin(np.pi / 2)
     turned = particles.positions.values[0] @ np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]).T
     x_pde, w_pde = g.points.reshape(-1, 3), (g.weights * pde.density.values[0]).ravel()
-    far = wasserstein_distance("sphere", turned, x_pde, None, w_pde, projections=_sphere_projections(50, 0))
+    far = wasserstein_distance("sphere", turned, x_pde, None, w_pde, projections=sphere_projections(50, 0))
     assert far > 8 * floor
 
 
@@ -150,7 +150,7 @@ def test_wasserstein_distances_against_closed_forms():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((300, 3))
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    proj = _sphere_projections(20, 3)
+    proj = sphere_projections(20, 3)
     assert wasserstein_distance("sphere", x, x, projections=proj) < 1e-5
     c, s_ = np.cos(0.2), np.sin(0.2)
     turned = x @ np.array([[c, -s_, 0], [s_, c, 0], [0, 0, 1]]).T
@@ -176,7 +176,7 @@ def test_circle_particles():
     ratios, sw = [], []
     for seed in range(3):
         particles = fake_particles(pde, g, 4000, seed=100 * seed)
-        r = compare(pde, particles)
+        r = compare(pde, particles, smoothing=0.0)
         ratios.append(float(r.l2_distance_over_statistical.mean()))
         sw.append(float(r.sliced_wasserstein.mean() / r.sliced_wasserstein_floor))
     np.testing.assert_allclose(r.expected_statistical_l2_uniform, np.sqrt(2 * 32 / (2 * np.pi * 4000)),

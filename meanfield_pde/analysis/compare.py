@@ -12,7 +12,12 @@ of its empirical measure, (1/n) Σ_i conj(Y_lm(x_i)), under the same names, so
 the same L² distance applies to its projection on degrees <= L. Beside it,
 :func:`compare` then gives the level that sampling noise alone produces
 (``expected_statistical_l2``) and a Wasserstein distance between the
-measures themselves (``sliced_wasserstein``, with its noise floor).
+measures themselves (``sliced_wasserstein``, with its noise floor), computed by
+:mod:`meanfield_pde.analysis.sliced` (POT's definition, not POT's solver).
+
+The defaults (smoothing, great circles, their seed, p) are those of
+:mod:`meanfield_pde.runs.compare_settings`, which ``meanfield-pde compare`` and a compare
+run (``run.kind = "compare"``) share.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ import numpy as np
 import xarray as xr
 
 from ..core.errors import ConfigError, NotARunError
+from ..runs import compare_settings
 from ..runs.runcheck import check_conventions
+from .sliced import HISTOGRAM_BINS, Measure, SlicedWasserstein, check_power, sphere_projections
 
 TIME_TOLERANCE = 1e-9  # relative: snapshots of two runs at "the same" output time
 FLOOR_DRAWS = 3  # at most this many independent exact samples averaged in sliced_wasserstein_floor
@@ -105,24 +112,21 @@ def coefficient_distance(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None
 # --------------------------------------------------------------------------
 # Wasserstein distances on the circle and (sliced) on the sphere
 # --------------------------------------------------------------------------
-def _sphere_projections(n_projections: int, seed: int) -> np.ndarray:
-    """Random orthonormal pairs U (n_projections, 3, 2): QR of Gaussian matrices (as in POT)."""
-    z = np.random.default_rng(seed).standard_normal((n_projections, 3, 2))
-    return np.linalg.qr(z)[0]
-
-
 def wasserstein_distance(manifold: str, xs: np.ndarray, xt: np.ndarray, a=None, b=None,
                          n_projections: int = 200, seed: int = 0,
                          projections: np.ndarray | None = None) -> float:
-    """Wasserstein distance (radians) between two weighted point sets on the sphere or the circle.
+    """POT's Wasserstein distance (radians) between two weighted point sets on the sphere or the
+    circle: the reference that :func:`meanfield_pde.analysis.sliced.sliced_wasserstein` (what
+    :func:`compare` uses) is checked against. Needs POT (the extra ``[particles]``).
 
     Sphere: the spherical sliced 2-Wasserstein distance of Bonet et al.
     (ICLR 2023), ``ot.sliced_wasserstein_sphere(xs, xt, a, b, n_projections,
     p=2, seed=...)``: SSW₂² = mean over random great circles U of W₂²(P_U#μ,
-    P_U#ν) with P_U(x) = Uᵀx/|Uᵀx|; the same projections (POT's
-    construction, drawn from numpy's default_rng(seed) unless given) and the
-    same circle problem (POT's solver). Circle: the exact W₂ on S¹,
-    ``ot.wasserstein_circle`` (no slicing).
+    P_U#ν) with P_U(x) = Uᵀx/|Uᵀx|; the great circles of
+    :func:`~meanfield_pde.analysis.sliced.sphere_projections` (POT's construction, drawn
+    from numpy's default_rng(seed)) unless given, and POT's circle solver (a bisection
+    over the shift per great circle). Circle: the exact W₂ on S¹, ``ot.wasserstein_circle``
+    (no slicing).
 
     Parameters
     ----------
@@ -153,7 +157,7 @@ def wasserstein_distance(manifold: str, xs: np.ndarray, xt: np.ndarray, a=None, 
         turns = [(np.arctan2(p[:, 1], p[:, 0]) / (2.0 * np.pi)) % 1.0 for p in (xs, xt)]
         w2 = ot.wasserstein_circle(turns[0], turns[1], a, b, p=2)
         return float(2.0 * np.pi * np.sqrt(np.ravel(w2)[0]))
-    proj = _sphere_projections(n_projections, seed) if projections is None else projections
+    proj = sphere_projections(n_projections, seed) if projections is None else projections
     return float(2.0 * np.pi * ot.sliced_wasserstein_sphere(xs, xt, a, b, n_projections=len(proj), p=2,
                                                            projections=proj))
 
@@ -182,22 +186,20 @@ def comparison_geometry(manifold: str, lmax: int, dimension: int | None = None):
                          None if manifold != "sphere_zonal" else int(dimension))
 
 
-def _grid_measure(geometry, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A density as weighted atoms: grid points, weights ∝ quadrature weight × max(f, 0), sum 1."""
+def grid_points(geometry) -> np.ndarray:
+    """The grid's points as unit vectors (npoints, 3) on the sphere, (npoints, 2) on the circle."""
+    return geometry.points.reshape(-1, geometry.points.shape[-1])
+
+
+def grid_weights(geometry, coef: np.ndarray) -> np.ndarray:
+    """A density as weighted atoms at :func:`grid_points`: weights (npoints,) ∝ quadrature weight
+    × max(f, 0) (negative values clipped), normalised to sum 1."""
     f = np.clip(geometry.synthesis(coef), 0.0, None)
     if geometry.manifold == "sphere":
         w = geometry.weights * f
     else:
         w = f * (2.0 * np.pi / geometry.npoints)
-    pts = geometry.points.reshape(-1, geometry.points.shape[-1])
-    return pts, (w / np.sum(w)).ravel()
-
-
-def _measures(ds: xr.Dataset, coef: xr.DataArray, i: int, geometry):
-    """(points, weights or None) of snapshot i: particles as they are, a PDE run as its weighted grid."""
-    if is_particle_run(ds):
-        return snapshot_positions(ds, i), None
-    return _grid_measure(geometry, geometry.from_table(coef.isel(time=i).values))
+    return (w / np.sum(w)).ravel()
 
 
 def _degree_weights(geometry, top: int, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
@@ -221,7 +223,9 @@ def _truncated(geometry, table: xr.DataArray, top: int) -> np.ndarray:
 
 
 def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
-            smoothing: float | None = None, n_projections: int = 200, seed: int = 0) -> xr.Dataset:
+            smoothing: float | None = None, n_projections: int = compare_settings.PROJECTIONS,
+            seed: int = compare_settings.SEED, p: int = compare_settings.POWER, *,
+            progress: bool | None = None) -> xr.Dataset:
     """Differences of two runs (PDE, limit or particles) at their common snapshot times.
 
     Parameters
@@ -238,18 +242,29 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
         e^{−s l(l+1)} (circle: e^{−s k²}) before every L² quantity, i.e. both
         densities are compared after Brownian motion for time s (the
         particle cloud becomes a smooth density; a PDE density is smoothed
-        alike, so the two stay comparable). Default None: no smoothing, the
-        raw projections on degrees <= ``degrees`` are compared. Written to
-        attrs["smoothing"] (0 for None).
-    n_projections : int
-        Great circles of the sliced Wasserstein distance (sphere); 0 skips
-        the Wasserstein distance and its floor.
-    seed : int
-        Seed of the great circles and of the floor's samples.
+        alike, so the two stay comparable). Default None:
+        :func:`meanfield_pde.runs.compare_settings.default_smoothing`, i.e. 0.01 when
+        either run is a particle run (as ``particles.smoothing`` of a compare run and
+        ``meanfield-pde compare``), 0 between two PDE or limit runs (the raw projections
+        on degrees <= ``degrees``). Written to attrs["smoothing"].
+    n_projections : int >= 0
+        Great circles of the sliced Wasserstein distance (sphere; default 200); 0 skips
+        the Wasserstein distance and its floor. Written to attrs["n_projections"] (0 when
+        no distance was computed or on the circle, where W_p needs no slicing).
+    seed : int >= 0
+        Seed of the great circles and of the floor's samples (default 0). attrs["seed"].
+    p : 1 or 2
+        The power of the (sliced) Wasserstein distance SSW_p (default 2, as POT's
+        ``sliced_wasserstein_sphere``). attrs["wasserstein_p"].
+    progress : bool or None, keyword-only
+        Progress of the Wasserstein distances on stderr: None on a terminal only, True
+        always (lines of text when stderr is not a terminal), False never.
 
     Returns
     -------
-    Dataset with dims (time, l):
+    Dataset with dims (time, l), and the settings used as attributes: ``smoothing``,
+    ``n_projections`` (0 when no Wasserstein distance was computed, or on the circle),
+    ``seed``, ``wasserstein_p``, ``degrees_compared``:
 
     degree_power_difference(time, l)
         Σ_m w_m |a_lm − b_lm|² (after smoothing).
@@ -298,15 +313,21 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     l2_distance_over_statistical(time)
         l2_distance / expected_statistical_l2 (about 1 for an exact sampler).
     sliced_wasserstein(time)
-        Sphere: the spherical sliced 2-Wasserstein distance
-        (``ot.sliced_wasserstein_sphere(X_s, X_t, a, b, n_projections, p=2)``,
-        see :func:`wasserstein_distance`); circle: the exact W₂ on S¹. In
-        radians. A particle run is its positions with weights 1/n; a PDE run
+        Sphere: the spherical sliced p-Wasserstein distance (Bonet et al. 2023; the
+        definition of ``ot.sliced_wasserstein_sphere(X_s, X_t, a, b, n_projections, p)``),
+        computed by :class:`meanfield_pde.analysis.sliced.SlicedWasserstein` on the same
+        great circles for every time; circle: the exact W_p on S¹. In radians.
+        Its attribute ``error_bound`` bounds (max over times and the floor's draws) its
+        difference from the exact value on the same great circles (the quantile
+        discretisation at Q = ``quantile_levels`` levels, a grid's binning, rounding).
+        A particle run is its positions with weights 1/n; a PDE run
         is its Gauss grid (points as unit vectors; circle: θ_j) with weights
         quadrature weight × density, negative values clipped to 0 and
         renormalised to mass 1 (its full coefficients, not smoothed nor
         truncated to ``degrees``). Neither ``smoothing`` nor ``degrees``
         applies to it.
+    sliced_wasserstein_std_error(time)
+        Its Monte Carlo standard error over the great circles (0 on the circle).
     sliced_wasserstein_floor (scalar)
         The same distance when the particles are an exact sample: PDE vs
         particles, the distance between n points drawn from the PDE density
@@ -324,8 +345,8 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     ConfigError
         If a Dataset is not a run (no coef_real/coef_imag) or stores its coefficients
         with other conventions (:func:`meanfield_pde.runs.runcheck.check_conventions`), the runs are on
-        different manifolds, share no snapshot time, or degrees < 0,
-        smoothing < 0 or n_projections < 0.
+        different manifolds, share no snapshot time, or (before any work) degrees < 0,
+        smoothing < 0, n_projections < 0, seed < 0 or p not 1 or 2.
     """
     for label, ds in (("first", ds_a), ("second", ds_b)):
         if "coef_real" not in ds or "coef_imag" not in ds:
@@ -346,11 +367,9 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
     if manifold == "sphere_zonal" and (is_particle_run(ds_a) or is_particle_run(ds_b)):
         raise ConfigError("compare: particle runs against sphere_zonal runs are not supported here; "
                           "use meanfield_pde.analysis.zonal_tokens (benchmarks/zonal_tokens.py)")
-    if smoothing is not None and not (np.isfinite(smoothing) and smoothing >= 0):
-        raise ConfigError(f"compare: smoothing = {smoothing}: must be a number >= 0 (or None)")
-    if n_projections < 0:
-        raise ConfigError(f"compare: n_projections = {n_projections}: must be >= 0 (0 skips Wasserstein)")
-    s = float(smoothing or 0.0)
+    check_settings(smoothing, n_projections, seed, p)
+    particles = is_particle_run(ds_a) or is_particle_run(ds_b)
+    s = float(compare_settings.default_smoothing(particles) if smoothing is None else smoothing)
     ds_a, ds_b = on_common_time_axis(ds_a, ds_b)
     ia, ib = common_times(ds_a, ds_b)
     full_a, full_b = complex_coefficients(ds_a), complex_coefficients(ds_b)
@@ -394,15 +413,39 @@ def compare(ds_a: xr.Dataset, ds_b: xr.Dataset, degrees: int | None = None,
                      case_a=ds_a.attrs.get("case", ""), case_b=ds_b.attrs.get("case", ""),
                      kind_a="particles" if is_particle_run(ds_a) else ds_a.attrs.get("kind", "pde"),
                      kind_b="particles" if is_particle_run(ds_b) else ds_b.attrs.get("kind", "pde"),
-                     smoothing=s,
+                     smoothing=s, n_projections=0, seed=int(seed), wasserstein_p=int(p),
                      note="L² distances from orthonormal coefficients (Parseval); "
                           "degrees above the smaller lmax are not compared")
-    if is_particle_run(ds_a) or is_particle_run(ds_b):
+    if particles:
         _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, geo,
-                             n_projections, seed)
+                             n_projections, seed, p, progress)
     for var in out.data_vars.values():  # units on every variable (docs/user-guide/outputs.md). The coefficients and
         var.attrs.setdefault("units", "1")  # every quantity from them are pure numbers (the run
     return out                               # files' "1"); the Wasserstein ones carry radian
+
+
+def check_settings(smoothing, n_projections, seed, p) -> None:
+    """Refuse bad settings of :func:`compare` before any work, naming the field and its range.
+
+    Raises
+    ------
+    ConfigError
+        smoothing not None and not a number >= 0, n_projections or seed not a whole number
+        >= 0, p not 1 or 2.
+    """
+    if smoothing is not None and not (isinstance(smoothing, (int, float, np.number))
+                                      and not isinstance(smoothing, bool)
+                                      and np.isfinite(smoothing) and smoothing >= 0):
+        raise ConfigError(f"compare: smoothing = {smoothing!r}: must be a number >= 0 (or None: "
+                          f"{compare_settings.SMOOTHING} with a particle run, else 0)")
+    for name, value, what in (("n_projections", n_projections, " (0 skips the Wasserstein distance)"),
+                              ("seed", seed, "")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ConfigError(f"compare: {name} = {value!r}: must be a whole number >= 0{what}")
+    try:
+        check_power(p)
+    except ConfigError as exc:
+        raise ConfigError(f"compare: {exc}") from None
 
 
 def same_energy(ds_a: xr.Dataset, ds_b: xr.Dataset) -> bool:
@@ -412,7 +455,7 @@ def same_energy(ds_a: xr.Dataset, ds_b: xr.Dataset) -> bool:
 
 
 def _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, geo,
-                         n_projections, seed):
+                         n_projections, seed, p, progress):
     """Add the sampling-noise level and the Wasserstein distance (see :func:`compare`);
     ``geo`` holds the degrees <= top."""
     manifold = geo.manifold
@@ -454,56 +497,71 @@ def _particle_statistics(out, ds_a, ds_b, ia, ib, full_a, full_b, top, s, geo,
         return
     geo_a = None if is_particle_run(ds_a) else comparison_geometry(manifold, int(full_a.l.max()))
     geo_b = None if is_particle_run(ds_b) else comparison_geometry(manifold, int(full_b.l.max()))
-    proj = _sphere_projections(n_projections, seed) if manifold == "sphere" else None
-    sw = []
-    for i, j in zip(ia, ib):
-        xa, wa = _measures(ds_a, full_a, i, geo_a)
-        xb, wb = _measures(ds_b, full_b, j, geo_b)
-        sw.append(wasserstein_distance(manifold, xa, xb, wa, wb, projections=proj))
-    method = "sliced Wasserstein SSW_2 (Bonet et al. 2023), POT's definition" if manifold == "sphere" \
-        else "exact W_2 on the circle"
-    out["sliced_wasserstein"] = ("time", np.array(sw), dict(
+    engine = SlicedWasserstein(manifold, n_projections, p, seed)
+    grids, made = {}, {}  # one points array per grid: projected and sorted once for every time
+
+    def measure(ds, full, i, geometry) -> Measure:
+        if is_particle_run(ds):
+            return Measure(snapshot_positions(ds, i))
+        if (id(geometry), i) not in made:  # the floor's grid measure is the first time's, computed once
+            points = grids.setdefault(id(geometry), grid_points(geometry))
+            coef = geometry.from_table(full.isel(time=i).values)
+            made[id(geometry), i] = Measure(points, grid_weights(geometry, coef))
+        return made[id(geometry), i]
+
+    pairs = [(measure(ds_a, full_a, i, geo_a), measure(ds_b, full_b, j, geo_b)) for i, j in zip(ia, ib)]
+    floor_pairs, how = _floor_pairs(ds_a, ds_b, ia[0], ib[0], full_a, full_b, geo_a, geo_b, seed, measure)
+    estimates = engine.distances(pairs + floor_pairs, progress, "compare: sliced Wasserstein")
+    sw, floor = estimates[:len(pairs)], estimates[len(pairs):]
+    method = (f"spherical sliced Wasserstein SSW_{p} (Bonet et al. 2023; POT's definition) over "
+              f"{n_projections} great circles" if manifold == "sphere" else f"exact W_{p} on the circle")
+    out["sliced_wasserstein"] = ("time", np.array([e.distance for e in sw]), dict(
         long_name=f"{method} between the two measures", units="radian",
         representation="particles: positions, weights 1/n; PDE: Gauss grid points, weights "
-                       "quadrature weight × max(density, 0), renormalised"))
-    floor, how = _wasserstein_floor(ds_a, ds_b, ia[0], ib[0], full_a, full_b, geo_a, geo_b,
-                                    manifold, proj, seed)
-    out["sliced_wasserstein_floor"] = ((), floor, dict(
-        long_name="sliced_wasserstein of an exact sample (sampling noise alone)", units="radian",
-        method=how))
-    out.attrs.update(n_projections=int(n_projections) if manifold == "sphere" else 0, seed=int(seed))
+                       "quadrature weight × max(density, 0), renormalised",
+        algorithm=f"quantile functions on each great circle at Q levels (a grid of more than "
+                  f"{HISTOGRAM_BINS} points binned into {HISTOGRAM_BINS} bins first); W_2 minimised "
+                  "over every shift at once (FFT), W_1 by its closed form (meanfield_pde.analysis.sliced)",
+        quantile_levels=int(max(e.levels for e in estimates)),
+        error_bound=float(max(e.error_bound for e in estimates))))
+    out["sliced_wasserstein_std_error"] = ("time", np.array([e.std_error for e in sw]), dict(
+        long_name="Monte Carlo standard error of sliced_wasserstein over its great circles",
+        units="radian"))
+    out["sliced_wasserstein_floor"] = ((), float(np.mean([e.distance for e in floor])) if floor else np.nan,
+                                       dict(long_name="sliced_wasserstein of an exact sample (sampling "
+                                                      "noise alone)", units="radian", method=how))
+    out.attrs.update(n_projections=int(n_projections) if manifold == "sphere" else 0)
 
 
 def _floor_draws(n: int) -> int:
     return int(np.clip(FLOOR_POINTS // max(n, 1), 1, FLOOR_DRAWS))
 
 
-def _wasserstein_floor(ds_a, ds_b, i0, j0, full_a, full_b, geo_a, geo_b, manifold, proj, seed):
-    """(floor, description): the distance an exact sample gives at the first common time."""
+def _floor_pairs(ds_a, ds_b, i0, j0, full_a, full_b, geo_a, geo_b, seed, measure):
+    """(pairs of Measure, description): the measures whose distance is the floor, at the first
+    common time; no pair (the floor NaN) when the PDE density cannot be sampled."""
     from ..particles.measures import sample_density
     rng = np.random.default_rng([seed, 1])
     if is_particle_run(ds_a) and is_particle_run(ds_b):
         x0 = snapshot_positions(ds_a, i0)
         na, nb = _n_particles(ds_a), _n_particles(ds_b)
         draws = FLOOR_DRAWS
-        values = [wasserstein_distance(manifold, x0[rng.integers(0, len(x0), na)],
-                                       x0[rng.integers(0, len(x0), nb)], projections=proj)
-                  for _ in range(draws)]
-        return float(np.mean(values)), (f"two independent bootstrap samples (n_a = {na}, n_b = {nb}) "
-                                        f"of run A's first snapshot, mean of {draws}")
+        pairs = [(Measure(x0[rng.integers(0, len(x0), na)]), Measure(x0[rng.integers(0, len(x0), nb)]))
+                 for _ in range(draws)]
+        return pairs, (f"two independent bootstrap samples (n_a = {na}, n_b = {nb}) "
+                       f"of run A's first snapshot, mean of {draws}")
     if is_particle_run(ds_a):
         pde, full, geo, i, n = ds_b, full_b, geo_b, j0, _n_particles(ds_a)
     else:
         pde, full, geo, i, n = ds_a, full_a, geo_a, i0, _n_particles(ds_b)
     coef = geo.from_table(full.isel(time=i).values)
-    pts, w = _grid_measure(geo, coef)
+    grid = measure(pde, full, i, geo)
     draws = _floor_draws(n)
     try:
-        values = [wasserstein_distance(manifold, sample_density(geo, coef, n, seed=int(seed_i)),
-                                       pts, None, w, projections=proj)
-                  for seed_i in rng.integers(2**31, size=draws)]
+        pairs = [(Measure(sample_density(geo, coef, n, seed=int(seed_i))), grid)
+                 for seed_i in rng.integers(2**31, size=draws)]
     except ConfigError as err:
-        return np.nan, f"not available: {err}"
+        return [], f"not available: {err}"
     t0 = float(pde.time.values[i])
-    return float(np.mean(values)), (f"n = {n} points sampled exactly from the PDE density at t = {t0:g} "
-                                    f"vs its grid measure, mean of {draws} draw(s)")
+    return pairs, (f"n = {n} points sampled exactly from the PDE density at t = {t0:g} "
+                   f"vs its grid measure, mean of {draws} draw(s)")

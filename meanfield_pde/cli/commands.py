@@ -211,7 +211,8 @@ def _run_comparison(config, path: Path, args) -> int:
     from ..studies.compare_particles import comparison_paths, run_comparison
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunStoppedWarning)
-        out = run_comparison(config, path, overwrite=args.overwrite, force=args.force)
+        out = run_comparison(config, path, overwrite=args.overwrite, force=args.force,
+                             progress=False if args.quiet else True)
     paths = comparison_paths(path)
     status = out["pde"].attrs["status"]
     c = out["compare"]
@@ -344,15 +345,21 @@ def _cmd_compare(args) -> int:
         runs = [open_checked(name, f"compare: {name!r}") for name in inputs]
         _check_projections(args, runs, output)
         result = compare(*runs, degrees=args.degrees, smoothing=args.smoothing,
-                         n_projections=args.projections)
+                         n_projections=args.projections, seed=args.seed,
+                         progress=False if args.quiet else True)
         write_netcdf(result, output, overwrite=args.overwrite, inputs=inputs)
         if figure is not None:  # the figure is what a user looks at first: written by default
             from ..plotting.plot_compare import save_comparison_figure
             save_comparison_figure(*runs, result, figure, overwrite=args.overwrite)
     d = result.l2_distance.values
-    _say(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}: "
-         f"L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
+    _say(f"{len(d)} common snapshots, degrees l <= {result.attrs['degrees_compared']}, smoothing "
+         f"{result.attrs['smoothing']:g}: L2 distance {d[0]:.3e} at t = {float(result.time[0]):g}, "
          f"{d[-1]:.3e} at t = {float(result.time[-1]):g} (max {d.max():.3e})")
+    if "sliced_wasserstein" in result:
+        sw = result.sliced_wasserstein.values
+        _say(f"sliced Wasserstein ({result.attrs['n_projections']} great circles, seed "
+             f"{result.attrs['seed']}): {sw[0]:.3e} at t = {float(result.time[0]):g}, {sw[-1]:.3e} "
+             f"at t = {float(result.time[-1]):g} (floor {float(result.sliced_wasserstein_floor):.3e})")
     _say(f"wrote {output}")
     if figure is not None:
         _say(f"wrote {figure}")
@@ -371,8 +378,6 @@ def _check_projections(args, runs, output) -> None:
     """Refuse (unless --force) projections beyond the machine's memory, before any work."""
     from ..runs.budget import check, projections_estimate
     if args.projections > 0 and any("positions" in ds for ds in runs):
-        from ..core.extras import require
-        require("ot", "compare --projections of token runs (0 skips them)")
         import numpy as np
         points = [ds.sizes.get("particle") or int(np.prod([ds.sizes[d] for d in ds.density.dims[1:]]))
                   for ds in runs]
@@ -495,6 +500,20 @@ def _count(flag: str):
     return parse
 
 
+def _time(flag: str):
+    """An argparse type for ``flag``: a finite number >= 0 (argparse names the flag, this the
+    range)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 0):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a number >= 0")
+        return value
+    return parse
+
+
 def _name(text: str) -> str:
     """An argparse type for --output: not empty (``-o "$OUT"`` with OUT unset wrote to the
     default name instead of saying so)."""
@@ -534,17 +553,33 @@ def make_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("cases", help="list the named cases")
     c.set_defaults(func=_cmd_cases)
-    cmp = sub.add_parser("compare", help="distances between two runs at their common times")
+    from ..runs import compare_settings as cs  # the defaults a compare run uses too (no numpy)
+    cmp = sub.add_parser("compare", help="distances between two runs at their common times",
+                         description="Distances between two runs at their common times: L² of the "
+                                     "densities per degree and, with a particle run, the sampling "
+                                     "level and the sliced Wasserstein distance with its floor. The "
+                                     "defaults are those of a compare run (run.kind = 'compare'), so "
+                                     "`compare FILE.nc FILE_particles.nc` gives its numbers; the "
+                                     "output records the settings used.")
     cmp.add_argument("a", help="first run (.nc)")
     cmp.add_argument("b", help="second run (.nc)")
     cmp.add_argument("--output", "-o", type=_name, required=True, help="netCDF file for the comparison")
     cmp.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    cmp.add_argument("--degrees", type=int, help="compare degrees l <= DEGREES only")
-    cmp.add_argument("--smoothing", type=float, help="heat-kernel time s applied to both runs first")
-    cmp.add_argument("--projections", type=_count("--projections"), default=200,
-                     help="great circles of the sliced Wasserstein distance (particle runs; 0: skip)")
+    cmp.add_argument("--degrees", type=int, help="compare degrees l <= DEGREES only (default: the "
+                                                 "smaller lmax)")
+    cmp.add_argument("--smoothing", type=_time("--smoothing"), metavar="S",
+                     help=f"heat-kernel time s applied to both runs before the L² distances "
+                          f"(default: {cs.SMOOTHING:g} when either run is a particle run, as "
+                          f"particles.smoothing of a compare run; 0 between two PDE runs)")
+    cmp.add_argument("--projections", type=_count("--projections"), default=cs.PROJECTIONS,
+                     help="great circles of the sliced Wasserstein distance (particle runs; "
+                          "0: skip it; default: %(default)s)")
+    cmp.add_argument("--seed", type=_count("--seed"), default=cs.SEED,
+                     help="seed of the great circles and of the floor's samples (default: %(default)s)")
     cmp.add_argument("--force", action="store_true", help=FORCE_HELP)
     cmp.add_argument("--no-plot", action="store_true", help="do not write the figure OUTPUT with .png")
+    cmp.add_argument("--quiet", "-q", action="store_true",
+                     help="no progress (otherwise a bar on a terminal, lines of text in a log)")
     cmp.set_defaults(func=_cmd_compare)
     pl = sub.add_parser("plot", help="figure of a run (density maps, diagnostics, spectrum) or of a sweep")
     pl.add_argument("file", help="a .nc file written by `meanfield-pde run`, or a sweep's DIR/sweep.nc")

@@ -26,12 +26,19 @@ def comparison_paths(output: Path) -> dict[str, Path]:
 
 
 def run_comparison(config: Config, output: str | Path, *, overwrite: bool = False,
-                   force: bool = False) -> dict[str, xr.Dataset]:
+                   force: bool = False, progress: bool | None = None) -> dict[str, xr.Dataset]:
     """PDE and particles from the same initial law, and their comparison (all written).
 
-    Returns {"pde": ..., "particles": ..., "compare": ...} Datasets; the
-    comparison uses the heat smoothing of [particles] smoothing for its L²
-    distance (see :func:`meanfield_pde.analysis.compare.compare`).
+    Returns {"pde": ..., "particles": ..., "compare": ...} Datasets. The comparison is
+    :func:`meanfield_pde.analysis.compare.compare` of the two runs with the heat smoothing
+    ``particles.smoothing`` and ``particles.projections`` great circles, the other settings
+    (seed, p) at :mod:`meanfield_pde.runs.compare_settings`' defaults: what
+    ``meanfield-pde compare FILE.nc FILE_particles.nc`` computes from the two files when
+    those keys are at their defaults (the file records them: attrs smoothing, n_projections,
+    seed, wasserstein_p).
+
+    ``progress`` (None: on a terminal only; True: lines of text off a terminal; False:
+    none): the PDE run's bar and the distances' progress.
 
     Raises
     ------
@@ -39,12 +46,7 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
         A bad path or, without ``overwrite``, an existing one; checked for
         all three files before anything runs. Without ``force``, resource
         estimates (both runs and the projections) beyond the machine or the caps.
-    MissingDependency
-        POT (the extra ``[particles]``) is not installed and particles.projections > 0.
     """
-    if config.particles.projections > 0:  # before any work, not after both runs
-        from ..core.extras import require
-        require("ot", "run.kind = 'compare' with particles.projections > 0")
     check_case(config, Path(output), force=force)  # the three pieces together, then each is cleared
     paths = comparison_paths(Path(output))
     files = (paths["pde"], paths["particles"], paths["compare"])
@@ -54,9 +56,10 @@ def run_comparison(config: Config, output: str | Path, *, overwrite: bool = Fals
         for path in files:
             check_output_path(path, overwrite=overwrite)
         pde_config = dataclasses.replace(config, run=dataclasses.replace(config.run, kind="pde"))
-        pde = run(pde_config, output=paths["pde"], overwrite=overwrite, force=True)
+        pde = run(pde_config, output=paths["pde"], progress=False if progress is False else None,
+                  overwrite=overwrite, force=True)
         particles = run_particles(config, output=paths["particles"], overwrite=overwrite, force=True)
         result = compare(pde, particles, smoothing=config.particles.smoothing,
-                         n_projections=config.particles.projections, seed=config.particles.seed)
+                         n_projections=config.particles.projections, progress=progress)
         write_netcdf(result, paths["compare"], overwrite=overwrite)
     return {"pde": pde, "particles": particles, "compare": result}

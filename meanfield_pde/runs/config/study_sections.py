@@ -9,6 +9,7 @@ from ...core.errors import ConfigError
 from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special (~0.2 s)
 from ...particles.integrators import INTEGRATORS
 from ...particles.normalisation.schemes import NORMALISATIONS
+from .. import compare_settings
 from .overrides import grid_item_size
 from .schema import field_spec as _f
 from .schema import nearest_hint
@@ -57,8 +58,11 @@ class ParticlesConfig:
     seed: int = _f(0, lo=0, doc="seed of the initial sample and the noise")
     # e^{sΔ} spreads a token over √(2s) radians: at s = 1 over 80°, and degree 1 is already
     # damped by e^{-2s}; a larger s stores a nearly uniform map that shows no cluster.
-    smoothing: float = _f(0.01, lo=0.0, hi=1.0, doc="heat-kernel time s of the stored density e^{sΔ}μ_n")
-    projections: int = _f(200, lo=0, hi=100_000,
+    # (the defaults of smoothing and projections are `meanfield-pde compare`'s: runs/compare_settings.py)
+    smoothing: float = _f(compare_settings.SMOOTHING, lo=0.0, hi=1.0,
+                          doc="heat-kernel time s of the stored density e^{sΔ}μ_n and of the "
+                              "comparison's L² distances (run.kind = 'compare')")
+    projections: int = _f(compare_settings.PROJECTIONS, lo=0, hi=100_000,
                           doc="great circles of the sliced Wasserstein distance in mode compare (0: skip)")
 
 
