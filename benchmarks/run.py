@@ -582,7 +582,7 @@ def attention_rows(table: Table, cfg: dict) -> None:
     """Row A (issue 32), one thread, CPU clock, ratios per interleaved repetition."""
     from meanfield_pde.core.attention import Head
     from meanfield_pde.core.attention_kernel import AttentionKernel, quadrature_potential
-    from meanfield_pde.particles.attention import attention_velocity
+    from meanfield_pde.particles.heads import attention_velocity
     # particles: a general head against today's velocity (Q = K = V = I), SA, β = 4
     n = cfg["attention_n"]
     x = uniform_sphere(n, 3, seed=1)

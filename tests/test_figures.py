@@ -169,6 +169,7 @@ def test_the_title_is_case_model_and_parameters_and_the_status_only_when_not_com
     assert fig.get_suptitle() == "sa_beta10_noisy: SA mean-field PDE on the sphere, β = 10, ν = 0.02, lmax = 3"
     plot.plt.close(fig)
     ds.attrs["status"] = LONG_STATUS
+    ds.attrs["stop_reason"] = "resolution_lost"  # a run file has both
     fig = plot.plot_run(ds)
     first, *status = fig.get_suptitle().split("\n")
     assert first == "sa_beta10_noisy: SA mean-field PDE on the sphere, β = 10, ν = 0.02, lmax = 3"

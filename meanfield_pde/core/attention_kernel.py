@@ -3,7 +3,7 @@
 For heads h with β_h, Q_h, K_h, V_h (3×3; :mod:`meanfield_pde.core.attention`), A_h = Q_hᵀK_h
 and a density f w.r.t. the area measure σ of S² (|S²| = 4π, ∫ f dσ = 1; as everywhere in
 the package, :mod:`meanfield_pde.core.geometry.sphere`), the continuity equation
-∂_t f + div(f v[f]) = ν Δf of the token dynamics of :mod:`meanfield_pde.particles.attention`
+∂_t f + div(f v[f]) = ν Δf of the token dynamics of :mod:`meanfield_pde.particles.heads`
 has the velocity (Sander, Ablin, Blondel & Peyré, "Sinkformers", AISTATS 2022, arXiv:2110.11773,
 §2 (attention as a map of measures); Geshkovski, Letrouit, Polyanskiy & Rigollet,
 arXiv:2312.10794, §2.2 and the continuity equation (2.5) of §2.3):

@@ -166,7 +166,7 @@ def _schedule_beta(schedule) -> float:
 def _schedule_energy(schedule):
     """The energy diagnostic of a schedule: E_A for one constant head with V = A symmetric,
     else a function returning NaN (no energy exists; a number would be a wrong one)."""
-    from .attention import attention_energy, gradient_flow_head
+    from .heads import attention_energy, gradient_flow_head
     head = gradient_flow_head(schedule.layers[0].heads) if schedule.constant else None
     if head is None:
         return lambda state: math.nan
@@ -226,10 +226,10 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
     heads : Head, sequence of Head or HeadSchedule, keyword-only
         General attention (:mod:`meanfield_pde.core.attention`): heads with their own β, Q, K,
         V, possibly changing with depth (layers, β ramps), velocity
-        :func:`meanfield_pde.particles.attention.attention_velocity`; ``beta`` must then be
+        :func:`meanfield_pde.particles.heads.attention_velocity`; ``beta`` must then be
         None. Steps never straddle the schedule's breaks (layer starts, ramp ends): an
         interval between snapshots is cut there and each piece takes equal steps <= dt, so
-        Runge–Kutta keeps its order. ``energy`` is E_A (:func:`~meanfield_pde.particles.attention.attention_energy`)
+        Runge–Kutta keeps its order. ``energy`` is E_A (:func:`~meanfield_pde.particles.heads.attention_energy`)
         for one constant head with V = A symmetric, NaN otherwise (no energy exists);
         ``beta`` of the result is the head's β for one constant head, else NaN.
 
@@ -255,7 +255,7 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
     x = _check_positions(x0)
     attention = None
     if heads is not None:
-        from .attention import AttentionField
+        from .heads import AttentionField
         if beta is not None:
             raise ConfigError(f"beta = {beta!r}: must be None when heads are given (each head has its β)")
         attention = AttentionField(heads, kind, chunk_rows=chunk_rows, threads=threads)

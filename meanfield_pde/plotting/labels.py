@@ -15,6 +15,7 @@ import textwrap
 import numpy as np
 
 from ..core.errors import printable
+from ..core.stops import StopReason
 
 __all__ = ["time_symbol", "time_label", "time_axis", "equation_title", "run_description", "run_title",
            "status_lines", "STATUS_WIDTH", "TIME_SCALE_RANGE"]
@@ -100,8 +101,10 @@ def run_title(attrs, description: str) -> str:
     Control characters of the file's attributes are escaped."""
     case = str(attrs.get("case_name", "") or "")
     line = f"{case}: {description}" if case else description
-    status = str(attrs.get("status", "completed"))
-    return "\n".join([printable(line)] + ([] if status == "completed" else status_lines(attrs)))
+    # the reason, not the status text, says whether the run completed (core.stops)
+    completed = str(attrs.get("stop_reason", StopReason.COMPLETED.value)) in (
+        StopReason.COMPLETED.value, StopReason.STATIONARY.value)
+    return "\n".join([printable(line)] + ([] if completed else status_lines(attrs)))
 
 
 def equation_title(attrs, manifold: str | None = None) -> str:
