@@ -64,7 +64,9 @@ def test_every_model_implements_the_contract(name):
     delta = np.where(g.degree > 0, np.abs(uniform), 0.0)
     explicit_rates = np.abs(model.growth_rates()[g.degree] - model.linear)
     assert np.max(np.abs(out)) <= 2 * np.max(explicit_rates * delta)
-    assert np.max(np.abs(model.implicit_terms(uniform))) == 0.0
+    # L f̄ = 0 exactly in degree 0; in l >= 1 the implicit part multiplies the analysis' δ
+    # (zero with shtns >= 3.7, a few ε·f̄ with 3.6.5), one rounding of each product
+    assert np.max(np.abs(model.implicit_terms(uniform))) <= (1 + EPS) * np.max(np.abs(model.linear) * delta)
     assert model.speed_bound() < 1e-10
     # ∫ f̄ log f̄ dσ = −log|S|
     density = g.synthesis(uniform)
