@@ -1,0 +1,132 @@
+"""No compatibility with layouts that were never released (issue 34): the package was never
+released before v0.1.0, so the old flat module paths (``meanfield_pde.runner``, ...), the
+names they renamed (``SCHEMES``, ``Scheme``, ...) and the old case keys that chose a run
+(``model.equation``, ``particles.mode``, ``transformer.study`` alone) are not there: an old
+path does not import, an old name is no attribute, an old key gets the error of any unknown
+key. ``import meanfield_pde`` installs no import finder but the xarray accessor's hook.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import meanfield_pde
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = Path(meanfield_pde.__file__).resolve().parent
+
+# the flat modules of the layout before the layers (each now lives in a layer's package);
+# ``cli`` and ``particles`` kept their names
+OLD_MODULES = (
+    "errors", "threads", "signals", "kernels", "geometry", "linear", "equiangular", "models",
+    "limits", "steppers", "initial", "diagnostics", "solver", "observers", "stationary",
+    "measures", "normalisation", "config", "cases", "io", "runfile", "outputs", "runcheck",
+    "resume", "budget", "compare", "clusters", "sweep", "limit_sweep", "transformer_study",
+    "plot", "plot_compare", "transformer_plot", "long_context", "phase", "runner",
+    "particle_runner",
+)
+# module -> the names it had before they were renamed to say which registry they are
+OLD_NAMES = {
+    "numerics.steppers": ("SCHEMES", "get_scheme"),
+    "numerics.steppers.tableaus": ("SCHEMES", "get_scheme"),
+    "particles": ("SCHEMES", "Scheme"),
+    "particles.integrators": ("SCHEMES", "Scheme"),
+    "particles.normalisation": ("SCHEMES", "Scheme", "simulate", "velocity"),
+    "particles.normalisation.schemes": ("SCHEMES", "Scheme"),
+    "particles.normalisation.dynamics": ("Scheme", "simulate", "velocity"),
+}
+
+FRESH = """
+import importlib, json, sys, types
+before = list(sys.meta_path)
+import meanfield_pde
+added = [f"{type(f).__module__}.{type(f).__qualname__}" for f in sys.meta_path if f not in before]
+imported = []
+for old in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(f"meanfield_pde.{old}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"meanfield_pde.{old}":
+            raise
+    else:
+        imported.append(old)
+print(json.dumps({"added": added, "imported": imported,
+                  "root": type(sys.modules["meanfield_pde"]) is types.ModuleType}))
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh():
+    """What a fresh interpreter finds: the finders ``import meanfield_pde`` adds, the old
+    paths that import, whether the root is a plain module."""
+    proc = subprocess.run([sys.executable, "-c", FRESH, json.dumps(OLD_MODULES)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_no_old_flat_module_path_imports(fresh):
+    assert fresh["imported"] == []
+    assert not (PACKAGE / "_compat.py").exists()
+
+
+def test_the_only_finder_the_package_installs_is_the_accessors_hook(fresh):
+    """``import meanfield_pde`` (xarray not loaded yet) adds the hook that registers ``ds.mf``
+    when xarray loads (analysis/accessor.py), nothing else; the root is a plain module."""
+    assert fresh["added"] == ["meanfield_pde.analysis.accessor._XarrayHook"]
+    assert fresh["root"]
+
+
+@pytest.mark.parametrize("where", sorted(OLD_NAMES))
+def test_no_renamed_name_answers_under_its_old_name(where):
+    module = importlib.import_module(f"meanfield_pde.{where}")
+    for old in OLD_NAMES[where]:
+        assert not hasattr(module, old), f"meanfield_pde.{where}.{old}"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module an import statement of ``path`` names (relative ones resolved)."""
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    package = parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.add(module)
+            found.update(f"{module}.{a.name}" for a in node.names)
+    return found
+
+
+# in text: not the root's own names (``meanfield_pde.resume`` is its function)
+OLD_PATH = re.compile(r"\bmeanfield_pde\.(" + "|".join(sorted(set(OLD_MODULES) - set(dir(meanfield_pde))))
+                      + r")\b")
+
+
+def test_no_code_test_or_page_uses_an_old_module_path():
+    """No import of the package, the tests, the benchmarks or the docs' code names an old path,
+    and no page, docstring or comment of the package shows one."""
+    found = []
+    for path in sorted(REPO.glob("*/**/*.py")) + sorted(REPO.glob("*.py")):
+        if ".venv" in path.parts or path.name == Path(__file__).name or "build" in path.parts:
+            continue
+        for module in _imported_modules(path):
+            head = module.split(".")
+            if head[0] == "meanfield_pde" and len(head) > 1 and head[1] in OLD_MODULES:
+                found.append(f"{path.relative_to(REPO)}: import {module}")
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    for path in pages + sorted(PACKAGE.rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if OLD_PATH.search(line):
+                found.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not found, found
