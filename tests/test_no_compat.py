@@ -9,16 +9,22 @@ key. ``import meanfield_pde`` installs no import finder but the xarray accessor'
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import json
 import re
 import subprocess
 import sys
+import tomllib
+import warnings
 from pathlib import Path
 
 import pytest
 
 import meanfield_pde
+from meanfield_pde import ConfigError
+
+from conftest import TINY_TOML, assert_user_error, cli
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(meanfield_pde.__file__).resolve().parent
@@ -128,5 +134,72 @@ def test_no_code_test_or_page_uses_an_old_module_path():
     for path in pages + sorted(PACKAGE.rglob("*.py")):
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if OLD_PATH.search(line):
+                found.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not found, found
+
+
+# -- the old case keys: unknown keys like any other -----------------------------------------------
+
+OLD_KEYS = [("model", "equation", value) for value in ("mean_field", "limit0", "limit1")] + \
+           [("particles", "mode", value) for value in ("off", "particles", "compare")]
+
+
+def _valid_keys(section: str) -> str:
+    from meanfield_pde.runs.config import SECTIONS
+    return ", ".join(f.name for f in dataclasses.fields(SECTIONS[section]))
+
+
+@pytest.mark.parametrize("section, key, value", OLD_KEYS)
+def test_an_old_key_is_an_unknown_key_naming_the_valid_ones(section, key, value):
+    from meanfield_pde.runs.config import from_dict
+    data = tomllib.loads(TINY_TOML)
+    data.setdefault(section, {})[key] = value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused, not mapped with a warning
+        with pytest.raises(ConfigError) as info:
+            from_dict(data)
+    assert str(info.value) == f"{section}.{key}: unknown key; valid keys in [{section}]: {_valid_keys(section)}"
+
+
+def test_a_study_without_its_run_kind_is_refused_by_the_rule_of_the_study():
+    """transformer.study alone chose the transformer run: now the case is a PDE run (the default
+    kind) that names a study, which the rule of [transformer] refuses."""
+    from meanfield_pde.runs.config import from_dict
+    data = tomllib.loads(TINY_TOML)
+    data["transformer"] = {"study": "normalisation", "n": 4, "dimension": 4, "t_end": 1.0}
+    with pytest.raises(ConfigError, match=r"transformer.study = 'normalisation'.*needs run.kind = 'transformer'"):
+        from_dict(data)
+
+
+def test_the_command_line_refuses_an_old_key_with_one_line(tmp_path):
+    (tmp_path / "old.toml").write_text(TINY_TOML + '\n[particles]\nmode = "particles"\nn = 20\n')
+    assert_user_error(cli("run", "old.toml", "-o", "p.nc", "-q", cwd=tmp_path),
+                      f"particles.mode: unknown key; valid keys in [particles]: {_valid_keys('particles')}")
+    assert not (tmp_path / "p.nc").exists()
+
+
+def test_no_deprecation_machinery_is_left():
+    from meanfield_pde.core import errors
+    from meanfield_pde.runs import config
+    assert not hasattr(errors, "CaseKeyDeprecationWarning")
+    assert not hasattr(config, "OLD_KIND_KEYS") and not hasattr(config, "run_kind_of_old_keys")
+
+
+# (not an attribute: sim.model.equation is the model's equation)
+OLD_KEY_TEXT = re.compile(r"(?<![\w.])(model\.equation|particles\.mode)|model__equation|particles__mode"
+                          r"|[\"']equation[\"']\s*:\s*[\"'](mean_field|limit)"
+                          r"|[\"']mode[\"']\s*:\s*[\"'](off|particles|compare)[\"']"
+                          r"|^\s*(equation\s*=\s*[\"'](mean_field|limit)|mode\s*=\s*[\"'](off|particles|compare))")
+
+
+def test_no_case_code_test_or_page_uses_an_old_key():
+    found = []
+    for path in [*sorted((REPO / "cases").glob("*.toml")), REPO / "README.md",
+                 *sorted((REPO / "docs").rglob("*.md")), *sorted(PACKAGE.rglob("*.py")),
+                 *sorted((REPO / "tests").glob("*.py")), *sorted((REPO / "benchmarks").rglob("*.py"))]:
+        if path.name == Path(__file__).name:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if OLD_KEY_TEXT.search(line):
                 found.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert not found, found

@@ -46,7 +46,7 @@ def test_the_names_imported_before_the_split_are_still_there():
     config = importlib.import_module("meanfield_pde.runs.config")
     for name in ("Config", "from_dict", "parse_toml", "parse_override", "apply_overrides",
                  "parse_grid_item", "parse_values", "time_unit", "RUN_KINDS", "SECTIONS",
-                 "INITIAL_TYPES", "MAX_DESCRIPTION", "SWEEP_MEASURES", "CaseKeyDeprecationWarning",
+                 "INITIAL_TYPES", "MAX_DESCRIPTION", "SWEEP_MEASURES",
                  "VonMisesFisher", "PerturbedUniform", "SphericalHarmonic", "LimitConfig",
                  "SweepConfig", "TransformerConfig", "BETA_MAX", "RTOL_MIN", "CFL_MIN"):
         assert hasattr(config, name), name
