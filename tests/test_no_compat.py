@@ -19,12 +19,13 @@ import tomllib
 import warnings
 from pathlib import Path
 
+import netCDF4
 import pytest
 
 import meanfield_pde
-from meanfield_pde import ConfigError
+from meanfield_pde import ConfigError, NotARunError
 
-from conftest import TINY_TOML, assert_user_error, cli
+from conftest import CIRCLE, TINY_TOML, assert_user_error, cli
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(meanfield_pde.__file__).resolve().parent
@@ -138,6 +139,35 @@ def test_no_code_test_or_page_uses_an_old_module_path():
     assert not found, found
 
 
+# -- a run without stop_reason: not a run, whatever its status says --------------------------------
+
+def test_the_stop_reason_is_never_read_from_the_status_text():
+    from meanfield_pde.core.stops import StopReason, stop_reason
+    for status in ("completed", "stopped: interrupted (SIGTERM) at t = 0.35", "running"):
+        with pytest.raises(NotARunError, match="no 'stop_reason' attribute"):
+            stop_reason({"status": status})
+        assert stop_reason({"status": status, "stop_reason": "max_steps"}) is StopReason.MAX_STEPS
+
+
+def test_a_run_file_without_stop_reason_is_not_resumed(tmp_path, capsys):
+    """A run file whose stop_reason was deleted (with its seal, as the hint for hand edits says)
+    is refused with one line naming the attribute; the file is left as it was."""
+    from meanfield_pde.cli.commands import main
+    from meanfield_pde.runs.config import from_dict
+    path = tmp_path / "r.nc"
+    meanfield_pde.run(from_dict(tomllib.loads(CIRCLE), name="circle"), output=path, progress=False)
+    with netCDF4.Dataset(path, "a") as nc:
+        for name in ("stop_reason", "attribute_checksum", "checksums"):
+            nc.delncattr(name)
+        nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 0.05")
+    before = path.read_bytes()
+    assert main(["run", "--resume", str(path), "--set", "time.t_end=0.2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"meanfield-pde: error: --resume {str(path)!r}: not a run of meanfield-pde "
+                   "(no 'stop_reason' attribute)"), err
+    assert path.read_bytes() == before
+
+
 # -- the old case keys: unknown keys like any other -----------------------------------------------
 
 OLD_KEYS = [("model", "equation", value) for value in ("mean_field", "limit0", "limit1")] + \
@@ -179,10 +209,11 @@ def test_the_command_line_refuses_an_old_key_with_one_line(tmp_path):
 
 
 def test_no_deprecation_machinery_is_left():
-    from meanfield_pde.core import errors
+    from meanfield_pde.core import errors, stops
     from meanfield_pde.runs import config
     assert not hasattr(errors, "CaseKeyDeprecationWarning")
     assert not hasattr(config, "OLD_KIND_KEYS") and not hasattr(config, "run_kind_of_old_keys")
+    assert not hasattr(stops, "reason_from_old_status")
 
 
 # (not an attribute: sim.model.equation is the model's equation)
