@@ -3,7 +3,8 @@ released before v0.1.0, so the old flat module paths (``meanfield_pde.runner``, 
 names they renamed (``SCHEMES``, ``Scheme``, ...) and the old case keys that chose a run
 (``model.equation``, ``particles.mode``, ``transformer.study`` alone) are not there: an old
 path does not import, an old name is no attribute, an old key gets the error of any unknown
-key. ``import meanfield_pde`` installs no import finder but the xarray accessor's hook.
+key, and a file without ``stop_reason`` is not a run (its status text is never read). ``import
+meanfield_pde`` installs no import finder but the xarray accessor's hook.
 """
 
 from __future__ import annotations
