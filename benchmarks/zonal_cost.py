@@ -23,7 +23,7 @@ from meanfield_pde.numerics.models import MeanFieldModel
 from meanfield_pde.numerics.solver import integrate
 from meanfield_pde.numerics.steppers import IMEXRungeKutta
 from meanfield_pde.numerics.steppers.control import StepControl
-from meanfield_pde.numerics.steppers.tableaus import get_scheme
+from meanfield_pde.numerics.steppers.tableaus import get_tableau
 
 
 def solve(d: int, lmax: int, t_end: float):
@@ -31,7 +31,7 @@ def solve(d: int, lmax: int, t_end: float):
     model = MeanFieldModel(g, "SA", 2.0 * math.sqrt(d))
     f = np.exp(math.sqrt(d) * (g.t - 1.0))
     u0 = g.analysis(f / g.integrate(f))
-    control = StepControl(IMEXRungeKutta.for_model(get_scheme("ARS443"), model), g, rtol=1e-10)
+    control = StepControl(IMEXRungeKutta.for_model(get_tableau("ARS443"), model), g, rtol=1e-10)
     start = time.perf_counter()
     res = integrate(model, control, u0, t_end, every=t_end, dt=1e-3 * t_end)
     seconds = time.perf_counter() - start

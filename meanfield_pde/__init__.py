@@ -33,7 +33,6 @@ from importlib import import_module as _import_module
 from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _version
 
-from . import _compat
 from .core.errors import ConfigError, NotARunError, NumericalFault, RunStoppedWarning
 
 try:  # the one source of the version: the git tag, read by setuptools-scm at install time
@@ -64,8 +63,6 @@ def __getattr__(name):
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
-
-_compat.install(_LAZY)  # the old flat module paths, for one release
 
 # ds.mf on every xarray.Dataset: now if xarray is loaded, else when it is (importing no numerics)
 from .analysis.accessor import install as _install_accessor  # noqa: E402

@@ -1,6 +1,6 @@
 """Checksums (meanfield_pde.runs.checksums): a flipped byte in the data of a run file (netCDF-3,
 CRC-32 per snapshot) or of a netCDF-4 output (HDF5 Fletcher-32) is a one-line error in every
-reader, never numbers read as valid; old files without checksums still load; extreme but
+reader, never numbers read as valid; files without checksums still load; extreme but
 valid values draw without crashing; a failed close on a full disk does not segfault later.
 
 Tiny circle runs (the reference file of test_file_safety): each test takes seconds.
@@ -172,20 +172,21 @@ def test_a_damaged_fixed_variable_is_refused(run_file):
         open_checked(run_file, "check")
 
 
-def test_files_without_checksums_still_load_and_resume(run_file):
-    """Written before the checksums: read as before, and a resume appends without them."""
+def test_a_run_written_again_without_its_checksums_loads_and_resumes(run_file):
+    """A run file loaded with plain xarray and written again without its checksums, as
+    docs/user-guide/outputs.md says to: read without them, and a resume appends without them."""
     ds = xr.load_dataset(run_file).drop_vars("record_checksum")
     del ds.attrs["fixed_checksum"], ds.attrs["attribute_checksum"], ds.attrs["checksums"]
     ds.attrs["status"] = "stopped: interrupted (SIGTERM) at t = 1"
     ds.attrs["stop_reason"] = "interrupted"
     run_file.unlink()
     ds.to_netcdf(run_file, format="NETCDF3_64BIT", unlimited_dims=["time"])
-    with open_checked(run_file, "old", netcdf4=False) as old:
-        assert "record_checksum" not in old and old.time.size == 5
+    with open_checked(run_file, "unsealed", netcdf4=False) as ds:
+        assert "record_checksum" not in ds and ds.time.size == 5
     code, _, err = run_cli("run", "--resume", run_file, "--set", "time.t_end=1.5", "-q")
     assert code == 0, err
-    with open_checked(run_file, "old") as old:
-        assert old.time.size == 7
+    with open_checked(run_file, "unsealed") as ds:
+        assert ds.time.size == 7
     with netCDF4.Dataset(run_file) as nc:
         assert "attribute_checksum" not in nc.ncattrs() and "record_checksum" not in nc.variables
 
@@ -540,11 +541,11 @@ def netcdf4_output(tmp_path_factory) -> Path:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
-def test_a_flipped_byte_in_the_name_attribute_checksum_is_refused_not_read_as_an_older_file(
+def test_a_flipped_byte_in_the_name_attribute_checksum_is_refused_not_read_as_an_unsealed_file(
         reference, netcdf4_output, monkeypatch, data):
     """One bit of one byte of the name "attribute_checksum" flipped (in a run file and in a
     netCDF-4 output): the file has no attribute of that name any more. On the original main it
-    read as a file from before attribute checksums, none of its attributes verified; its mark
+    read as a file without attribute checksums, none of its attributes verified; its mark
     `checksums` (written with it, covered by it) now says it was written with one: refused with
     one line naming the file."""
     from meanfield_pde.runs import checksums
@@ -582,7 +583,7 @@ def test_a_flipped_byte_in_the_name_attribute_checksum_is_refused_not_read_as_an
 def test_a_hand_edit_without_its_seal_is_refused_until_the_mark_goes_too(run_file):
     """attribute_checksum deleted alone (a hand edit, as the old hint said): the mark says it is
     missing; the message gives the ncatted line that deletes the mark too, after which the file
-    reads as one from before attribute checksums."""
+    reads as one without attribute checksums."""
     with netCDF4.Dataset(run_file, "a") as nc:
         nc.delncattr("attribute_checksum")
     with pytest.raises(ConfigError, match=r"have no attribute_checksum, which the file was written with "
@@ -593,20 +594,21 @@ def test_a_hand_edit_without_its_seal_is_refused_until_the_mark_goes_too(run_fil
     open_checked(run_file, "check", netcdf4=False).close()
 
 
-def test_files_with_record_checksums_but_no_attribute_checksum_load_and_resume(run_file):
-    """Written after the record checksums, before attribute_checksum: read as before; a resume
-    keeps it without one (adding an attribute could outgrow the header and move the data)."""
+def test_a_hand_edit_that_deletes_the_seal_and_its_mark_loads_and_resumes(run_file):
+    """Attributes edited by hand with attribute_checksum and its mark deleted (the ncatted line
+    of the message): read with the record checksums only; a resume keeps it without one (adding
+    an attribute could outgrow the header and move the data)."""
     with netCDF4.Dataset(run_file, "a") as nc:
         nc.delncattr("attribute_checksum")
-        nc.delncattr("checksums")  # its mark, which came later still
+        nc.delncattr("checksums")
         nc.setncattr("status", "stopped: interrupted (SIGTERM) at t = 1")
         nc.setncattr("stop_reason", "interrupted")
-    open_checked(run_file, "old", netcdf4=False).close()
+    open_checked(run_file, "unsealed", netcdf4=False).close()
     code, _, err = run_cli("run", "--resume", run_file, "--set", "time.t_end=1.5", "-q")
     assert code == 0, err
     with netCDF4.Dataset(run_file) as nc:
         assert "attribute_checksum" not in nc.ncattrs() and nc.status == "completed"
-    with open_checked(run_file, "old") as ds:
+    with open_checked(run_file, "unsealed") as ds:
         assert ds.time.size == 7 and "attribute_checksum" not in ds.attrs
 
 
@@ -670,21 +672,6 @@ def test_a_run_killed_as_it_deletes_its_running_note_keeps_attributes_that_match
     verify_checksums(run_file, "finished")
     with netCDF4.Dataset(run_file) as nc:
         assert nc.status == "completed" and "running_note" not in nc.ncattrs()
-
-
-def test_files_sealed_with_their_running_note_still_verify(run_file):
-    """Files written before the note was left out (an unfinished run: its note covered by the
-    checksum) verify; an edit of the note there, or of anything else, is still refused."""
-    from meanfield_pde.runs.checksums import ATTRIBUTE_CHECKSUM, as_stored, attribute_crc
-    from meanfield_pde.runs.runcheck import verify_checksums
-    with netCDF4.Dataset(run_file, "a") as nc:
-        nc.setncatts({"status": "running", "stop_reason": "running", "running_note": "note ".ljust(300)})
-        nc.setncattr(ATTRIBUTE_CHECKSUM, as_stored(attribute_crc(nc.__dict__, ())))  # the old rule
-    verify_checksums(run_file, "old rule")
-    with netCDF4.Dataset(run_file, "a") as nc:
-        nc.setncattr("status", "completed")  # the same length: in place
-    with pytest.raises(ConfigError, match="fail their checksum"):
-        verify_checksums(run_file, "edited")
 
 
 # -- a chunk lost through HDF5's chunk index ------------------------------------------------------

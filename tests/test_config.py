@@ -452,11 +452,7 @@ def test_kind_names_what_run_computes():
     from meanfield_pde.runs.config import RUN_KINDS
     assert from_dict(BASE).kind == "pde"
     assert from_dict(with_(run={"kind": "limit"}, model__beta=50.0)).kind == "limit"
-    with pytest.warns(DeprecationWarning, match="run.kind"):  # the old key, one more release
-        assert from_dict(with_(model__equation="limit0", model__beta=50.0)).kind == "limit"
     for mode in ("particles", "compare"):
         assert from_dict(with_(run={"kind": mode})).kind == mode
-        with pytest.warns(DeprecationWarning, match="run.kind"):
-            assert from_dict(with_(particles__mode=mode)).kind == mode
     assert load_case("normalisation_schemes").kind == "transformer"
     assert set(RUN_KINDS) == {"pde", "limit", "particles", "compare", "transformer"}

@@ -63,18 +63,13 @@ def no_workers(*args, **kwargs):
     raise AssertionError("a worker was started for a sweep with a bad point")
 
 
-@pytest.mark.parametrize("run_kind", [
-    {"run": {"kind": "limit"}},
-    {"model": {"equation": "limit0"}},  # the old key: same rule, same refusal
-])
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_a_sweep_refuses_a_bad_point_before_any_worker_starts(run_kind, tmp_path, monkeypatch):
+def test_a_sweep_refuses_a_bad_point_before_any_worker_starts(tmp_path, monkeypatch):
     """Every grid point goes through from_dict in the plan: a limit run with noise at
     the second point is refused with the point's name, and no worker is started."""
     import meanfield_pde.studies.sweep as sweep
     monkeypatch.setattr(sweep, "dask_client", no_workers)
     monkeypatch.setattr(sweep, "_run_sweep", no_workers)
-    data = case(**copy.deepcopy(run_kind))
+    data = case(run={"kind": "limit"})
     data["model"].update(beta=50.0)
     data["domain"].update(kernel_tol=1.0)
     data["sweep"] = {"grid": ["model.nu=[0.0, 0.1]"]}

@@ -99,7 +99,7 @@ def test_one_thread_cap_for_every_way_of_setting_it(tmp_path, how, monkeypatch):
 @pytest.mark.parametrize("seed", [3_000_000_000, 2**64 + 5])
 def test_integer_attributes_and_the_case_keep_their_exact_value(tmp_path, seed):
     from meanfield_pde.runs.config import from_dict, parse_toml
-    (tmp_path / "c.toml").write_text(CIRCLE + f"\n[particles]\nmode = 'particles'\nn = 20\nseed = {seed}\n")
+    (tmp_path / "c.toml").write_text(CIRCLE + f"\n[run]\nkind = 'particles'\n[particles]\nn = 20\nseed = {seed}\n")
     assert cli("run", "c.toml", "-o", "p.nc", "-q", cwd=tmp_path).returncode == 0
     with xr.open_dataset(tmp_path / "p.nc") as ds:
         assert int(ds.attrs["seed"]) == seed and str(ds.attrs["seed"]) == str(seed)

@@ -51,7 +51,7 @@ def test_a_pde_run_does_not_load_the_sweep_scheduler(tmp_path):
 
 def test_the_package_root_loads_its_functions_on_first_use():
     """`import meanfield_pde` is light, and `mf.run`, `mf.load_case` still work (module
-    __getattr__), as do dir() and the names the old import paths had."""
+    __getattr__), as does dir()."""
     code = ("import sys, meanfield_pde as mf\n"
             f"assert not any(m in sys.modules for m in {HEAVY!r}), sorted(sys.modules)\n"
             "assert {'run', 'resume', 'load_case', 'Config'} <= set(dir(mf))\n"

@@ -6,8 +6,7 @@ Layers, lowest first (siblings in braces may not import each other)::
 
     core -> theory -> {numerics, particles} -> runs -> analysis -> {studies, plotting} -> cli
 
-The package root, ``__main__`` and the ``_compat`` aliases of the old flat
-module paths sit on top with the command line.
+The package root and ``__main__`` sit on top with the command line.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ ROOT = Path(meanfield_pde.__file__).resolve().parent
 # rank of each layer; equal ranks are siblings, which must not import each other
 LAYERS = {"core": 0, "theory": 1, "numerics": 2, "particles": 2, "runs": 3, "analysis": 4,
           "studies": 5, "plotting": 5, "cli": 6}
-# The package root, __main__ and _compat are entry points: they count as the cli layer.
-ENTRY_POINTS = (PACKAGE, f"{PACKAGE}.__main__", f"{PACKAGE}._compat")
+# The package root and __main__ are entry points: they count as the cli layer.
+ENTRY_POINTS = (PACKAGE, f"{PACKAGE}.__main__")
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -96,7 +95,7 @@ def problems(graph) -> list[str]:
             name_d, rank_d = layer(dep)
             if rank_d > rank_m or (rank_d == rank_m and name_d != name_m):
                 found.append(f"upward: {module} ({name_m}) imports {dep} ({name_d})")
-            # a package may import its own private submodule (the root's _compat)
+            # a package may import its own private submodule
             own_module = dep == f"{target}.{name}" and target in (module, module.rpartition(".")[0])
             if name is not None and name.startswith("_") and not name.startswith("__") \
                     and not own_module:

@@ -206,7 +206,8 @@ def test_limit_config_rules(change, fragments):
 def test_limit_models_built_from_config():
     for kind, cls in (("SA", BackwardHeat), ("USA", PorousMedium)):
         for order in (0, 1):
-            sim = build(make_config(model={"kind": kind, "beta": 30.0, "equation": f"limit{order}"}))
+            sim = build(make_config(run={"kind": "limit"}, limit={"order": order},
+                                    model={"kind": kind, "beta": 30.0}))
             assert isinstance(sim.model, cls)
             assert (sim.model.kind, sim.model.beta, sim.model.nu, sim.model.order) == (kind, 30.0, 0.0, order)
             assert sim.model.equation == f"limit{order}"
@@ -293,7 +294,7 @@ def test_circle_porous_medium_slopes():
 def test_limit_time_is_tau_with_either_unit():
     """time.unit = "backward_heat" (the limit's own unit) and "natural" mean the same for a limit."""
     from meanfield_pde import run
-    runs = [run(make_config(model={"kind": "SA", "beta": 50.0, "equation": "limit1"},
+    runs = [run(make_config(run={"kind": "limit"}, limit={"order": 1}, model={"kind": "SA", "beta": 50.0},
                             time={"t_end": 0.02, "unit": unit}, output={"every": 0.01}), progress=False)
             for unit in ("natural", "backward_heat")]
     np.testing.assert_array_equal(runs[0].coef_real.values, runs[1].coef_real.values)

@@ -1,7 +1,9 @@
 """The packages runs/config/ and studies/sweep/ (split from one module each) keep one import
 path: every public name defined in one of their modules is importable from the package, as
 before the split (callers, tests and README import from ``meanfield_pde.runs.config`` and
-``meanfield_pde.studies.sweep`` only)."""
+``meanfield_pde.studies.sweep`` only). The package root offers the public functions, and a
+name that says which registry it is (``TABLEAUS``, ``INTEGRATORS``, ...) is one object in every
+module that offers it."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import inspect
 import pkgutil
 
 import pytest
+
+import meanfield_pde
 
 PACKAGES = ["meanfield_pde.runs.config", "meanfield_pde.studies.sweep"]
 
@@ -42,7 +46,7 @@ def test_the_names_imported_before_the_split_are_still_there():
     config = importlib.import_module("meanfield_pde.runs.config")
     for name in ("Config", "from_dict", "parse_toml", "parse_override", "apply_overrides",
                  "parse_grid_item", "parse_values", "time_unit", "RUN_KINDS", "SECTIONS",
-                 "INITIAL_TYPES", "MAX_DESCRIPTION", "SWEEP_MEASURES", "CaseKeyDeprecationWarning",
+                 "INITIAL_TYPES", "MAX_DESCRIPTION", "SWEEP_MEASURES",
                  "VonMisesFisher", "PerturbedUniform", "SphericalHarmonic", "LimitConfig",
                  "SweepConfig", "TransformerConfig", "BETA_MAX", "RTOL_MIN", "CFL_MIN"):
         assert hasattr(config, name), name
@@ -53,3 +57,37 @@ def test_the_names_imported_before_the_split_are_still_there():
                  "dim_names", "Plan", "Point", "MEASURES", "FINALS", "ALLOWED_FAILURES", "_fmt",
                  "_run_sweep"):
         assert hasattr(sweep, name), name
+
+
+def test_public_api_of_the_root():
+    from meanfield_pde.core.errors import ConfigError, NumericalFault, RunStoppedWarning
+    from meanfield_pde.runs.cases import load_case
+    from meanfield_pde.runs.config import Config, from_dict
+    from meanfield_pde.runs.restart import resume
+    from meanfield_pde.runs.runner import run
+    assert (meanfield_pde.run, meanfield_pde.resume, meanfield_pde.load_case, meanfield_pde.from_dict,
+            meanfield_pde.Config, meanfield_pde.ConfigError, meanfield_pde.NumericalFault,
+            meanfield_pde.RunStoppedWarning) == (run, resume, load_case, from_dict, Config,
+                                                 ConfigError, NumericalFault, RunStoppedWarning)
+    from meanfield_pde.cli import main  # the entry point named in pyproject.toml
+    assert callable(main)
+
+
+# the registries and functions whose names say which one they are (TABLEAUS, INTEGRATORS,
+# NORMALISATIONS, ...): module -> the names it offers, each one object wherever it is offered
+ONE_MEANING = {
+    "numerics.steppers.tableaus": ("TABLEAUS", "get_tableau"), "numerics.steppers": ("TABLEAUS", "get_tableau"),
+    "particles.integrators": ("INTEGRATORS", "Integrator"), "particles": ("INTEGRATORS", "Integrator"),
+    "particles.normalisation.schemes": ("NORMALISATIONS", "NormalisationScheme"),
+    "particles.normalisation.dynamics": ("simulate_scheme", "scheme_velocity", "NormalisationScheme"),
+    "particles.normalisation": ("NORMALISATIONS", "NormalisationScheme", "simulate_scheme", "scheme_velocity"),
+}
+
+
+def test_each_public_name_has_one_meaning():
+    """No two modules offer one of these names for different objects."""
+    seen = {}
+    for where, names in ONE_MEANING.items():
+        module = importlib.import_module(f"meanfield_pde.{where}")
+        for name in names:
+            assert seen.setdefault(name, getattr(module, name)) is getattr(module, name), (where, name)

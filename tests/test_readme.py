@@ -113,7 +113,7 @@ def _env(installed):
 def test_install_is_used_not_the_checkout(installed, tmp_path):
     """The snippets import the installed copy, and it carries the named cases."""
     target, _ = installed
-    code = ("import meanfield_pde, meanfield_pde.cases as c; "
+    code = ("import meanfield_pde, meanfield_pde.runs.cases as c; "
             "print(meanfield_pde.__file__); print(c.cases_dir()); print(len(c.case_names()))")
     out = subprocess.run([sys.executable, "-c", code], env=_env(installed), cwd=tmp_path,
                          check=True, capture_output=True, text=True).stdout.split("\n")

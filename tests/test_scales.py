@@ -264,7 +264,7 @@ def test_pde_and_limit_runs_of_one_density_store_one_energy(tmp_path):
     common = dict(model={"kind": "USA", "beta": 100.0}, domain={"lmax": 15, "kernel_tol": 1.0},
                   time={"t_end": 0.0, "unit": "porous_medium"})
     pde = run(make_config(**common), progress=False)
-    lim = run(make_config(**{**common, "model": {"kind": "USA", "beta": 100.0, "equation": "limit0"},
+    lim = run(make_config(**{**common, "run": {"kind": "limit"}, "limit": {"order": 0},
                              "time": {"t_end": 0.0}}), progress=False)
     np.testing.assert_array_equal(pde.density.values, lim.density.values)
     r = compare(pde, lim)
@@ -305,4 +305,4 @@ def test_a_limit_model_below_beta_1_is_refused(beta):
     with pytest.raises(ValueError, match="model.beta"):
         make_limit_model(Sphere(6), "SA", beta, 1)
     with pytest.raises(ConfigError, match=r"model.beta = .*must be in \[1, 700\]"):
-        run(make_config(model={"kind": "SA", "beta": beta, "equation": "limit1"}), progress=False)
+        run(make_config(run={"kind": "limit"}, model={"kind": "SA", "beta": beta}), progress=False)

@@ -1,6 +1,5 @@
 """Structured stop reasons: every way a run ends is stored as ``stop_reason`` beside the
-human-readable ``status`` and gives its exit code; no module decides anything from status text;
-files written before the attribute existed are still read and resumed.
+human-readable ``status`` and gives its exit code; no module decides anything from status text.
 
 Stops provoked here in process, with a patched loop (the real triggers, signals, full disks,
 lost resolution, non-finite values, are exercised in test_reliability.py and
@@ -14,7 +13,6 @@ import importlib
 import re
 from pathlib import Path
 
-import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
@@ -22,7 +20,7 @@ import xarray as xr
 import meanfield_pde
 from meanfield_pde.cli.commands import main
 from meanfield_pde.core.signals import Interrupted, WriteFailed
-from meanfield_pde.core.stops import StopReason, reason_from_old_status, stop_reason
+from meanfield_pde.core.stops import StopReason
 
 PDE_CASE = "sa_beta10_noisy"
 PDE_SETS = ["domain.lmax=12", "time.adaptive=false", "time.dt=0.01", "output.every=0.05",
@@ -116,81 +114,6 @@ def test_exit_codes_follow_from_the_reason(reason):
                                         StopReason.TOLERANCE, StopReason.STEP_UNDERFLOW))
 
 
-# status texts as the earlier versions wrote them (the formats of solver.py, simulate.py,
-# signals.py, runfile.py and sweep.py before stop_reason)
-OLD_STATUSES = [
-    ("completed", {}, StopReason.COMPLETED),
-    ("completed", {"stationary": 1}, StopReason.STATIONARY),
-    ("running", {}, StopReason.RUNNING),
-    ("stopped: interrupted (SIGTERM) at t = 0.35", {}, StopReason.INTERRUPTED),
-    ("stopped: could not write the file (File too large) at t = 2.5", {}, StopReason.IO_ERROR),
-    ("stopped: reached time.max_steps = 15 at t = 0.15", {}, StopReason.MAX_STEPS),
-    ("stopped: time step underflow (dt = 0) at t = 0", {}, StopReason.STEP_UNDERFLOW),
-    ("stopped: error tolerance not met after 26 retries at t = 1 (dt = 1e-09)", {},
-     StopReason.TOLERANCE),
-    ("stopped: resolution lost: spectral tail 2.1e-03 > 1e-03 at lmax = 15 at t = 12.3; the last "
-     "good state (t = 12.2) is kept (raise domain.lmax, add noise or hyperviscosity)", {},
-     StopReason.RESOLUTION_LOST),
-    ("stopped: non-finite values in the density at t = 0.11 (dt = 0.01)", {},
-     StopReason.NUMERICAL_FAULT),
-    ("stopped: non-finite positions at t = 0.13 (reduce dt); the last good state (t = 0.12) is kept",
-     {}, StopReason.NUMERICAL_FAULT),
-    ("failed: ConfigError: initial.concentrations", {}, StopReason.FAILED),
-]
-
-
-@pytest.mark.parametrize("status,attrs,reason", OLD_STATUSES)
-def test_files_without_stop_reason_get_it_from_their_status(status, attrs, reason):
-    assert reason_from_old_status(status, attrs) is reason
-    assert stop_reason({"status": status, **attrs}) is reason
-    # a file that has the attribute is never second-guessed from its text
-    assert stop_reason({"status": status, "stop_reason": "max_steps"}) is StopReason.MAX_STEPS
-
-
-def _as_old_file(path: Path, status: str | None = None) -> None:
-    """Make ``path`` look like a file written before stop_reason existed."""
-    with netCDF4.Dataset(path, "a") as nc:
-        nc.delncattr("stop_reason")
-        nc.delncattr("attribute_checksum")  # which came later still
-        nc.delncattr("checksums")  # (and its mark)
-        if status is not None:
-            nc.setncattr("status", status)
-
-
-def _stopped_file(tmp_path, monkeypatch) -> Path:
-    out = tmp_path / "old.nc"
-    with monkeypatch.context() as mp:
-        mp.setattr("meanfield_pde.numerics.solver.check_stop_request",
-                   _raise_after(12, Interrupted("SIGINT")))
-        assert main(["run", PDE_CASE, "-o", str(out), "-q", "--no-plot",
-                     *[a for s in PDE_SETS for a in ("--set", s)]]) == 3
-    return out
-
-
-def test_an_old_interrupted_file_without_stop_reason_still_resumes(tmp_path, monkeypatch):
-    reference = meanfield_pde.run(meanfield_pde.load_case(PDE_CASE, PDE_SETS), progress=False)
-    out = _stopped_file(tmp_path, monkeypatch)
-    _as_old_file(out)
-    with xr.open_dataset(out) as ds:
-        assert "stop_reason" not in ds.attrs and ds.attrs["status"].startswith("stopped: interrupted")
-    assert main(["run", "--resume", str(out), "-q", "--no-plot"]) == 0
-    with xr.open_dataset(out) as ds:
-        assert ds.attrs["stop_reason"] == "completed" and ds.attrs["status"] == "completed"
-        np.testing.assert_array_equal(ds.sel(time=reference.time).coef_real.values,
-                                      reference.coef_real.values)
-
-
-def test_an_old_file_stopped_for_lost_resolution_is_still_refused(tmp_path, monkeypatch, capsys):
-    out = _stopped_file(tmp_path, monkeypatch)
-    _as_old_file(out, "stopped: resolution lost: spectral tail 2e-03 > 1e-03 at lmax = 12 at t = 0.1; "
-                      "the last good state (t = 0.1) is kept (raise domain.lmax, add noise or "
-                      "hyperviscosity)")
-    before = out.read_bytes()
-    assert main(["run", "--resume", str(out), "-q", "--no-plot"]) == 2
-    assert "would stop there again" in capsys.readouterr().err
-    assert out.read_bytes() == before
-
-
 # -- nothing decides from status text ----------------------------------------------------------
 
 PACKAGE = Path(meanfield_pde.__file__).parent
@@ -235,18 +158,10 @@ def status_parsing(source: str) -> list[int]:
     return lines
 
 
-def _compat_lines(source: str) -> set[int]:
-    tree = ast.parse(source)
-    return {n.lineno for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
-            and f.name == "reason_from_old_status" for n in ast.walk(f) if hasattr(n, "lineno")}
-
-
 def test_no_module_parses_status_text():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        source = path.read_text()
-        compat = _compat_lines(source) if path.name == "stops.py" else set()
-        found += [f"{path.relative_to(PACKAGE)}:{n}" for n in status_parsing(source) if n not in compat]
+        found += [f"{path.relative_to(PACKAGE)}:{n}" for n in status_parsing(path.read_text())]
     assert not found, f"status text parsed at {found}: read stop_reason (core.stops) instead"
 
 

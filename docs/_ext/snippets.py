@@ -100,7 +100,7 @@ def check_toml(text: str) -> None:
     import dataclasses
     import tomllib
 
-    from meanfield_pde.runs.config import INITIAL_TYPES, OLD_KIND_KEYS, SECTIONS
+    from meanfield_pde.runs.config import INITIAL_TYPES, SECTIONS
     data = tomllib.loads(text)
     for name, table in data.items():
         if name == "description":
@@ -109,7 +109,6 @@ def check_toml(text: str) -> None:
             raise ValueError(f"[{name}] is not a section of a case file")
         classes = INITIAL_TYPES.values() if SECTIONS[name] is None else [SECTIONS[name]]
         keys = {f.name for c in classes for f in dataclasses.fields(c)}
-        keys |= {k for (sec, k) in OLD_KIND_KEYS if sec == name}
         unknown = set(table) - keys
         if unknown:
             raise ValueError(f"[{name}] has no key {', '.join(sorted(unknown))}")

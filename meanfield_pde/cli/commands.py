@@ -649,7 +649,7 @@ def main(argv=None) -> int:
     exit status: 0 completed, 2 bad input (one line on stderr), 3 stopped early, 130
     interrupted before the run began (docs/user-guide/cli.md, Stops, exit codes)."""
     args = make_parser().parse_args(argv)
-    from ..core.errors import CaseKeyDeprecationWarning, DiskSpaceWarning, SnapshotsDroppedWarning
+    from ..core.errors import DiskSpaceWarning, SnapshotsDroppedWarning
     from ..runs.outputs import OutputFull
     # over the file-size limit (ulimit -f) a write fails with EFBIG instead of killing the process
     main_thread = threading.current_thread() is threading.main_thread()
@@ -657,7 +657,6 @@ def main(argv=None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DiskSpaceWarning)
-            warnings.simplefilter("always", CaseKeyDeprecationWarning)  # the user's case file: say so
             warnings.simplefilter("always", SnapshotsDroppedWarning)  # --drop-damaged: what it dropped
             warnings.showwarning = _warning_line
             return args.func(args)

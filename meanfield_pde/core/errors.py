@@ -33,13 +33,6 @@ class RunStoppedWarning(RuntimeWarning):
     """
 
 
-class CaseKeyDeprecationWarning(DeprecationWarning):
-    """A case uses a key that a later release removes; the message names the key to use.
-
-    (Defined here, not with the case keys, so that the command line can show it without
-    loading the case schema.)"""
-
-
 class DiskSpaceWarning(UserWarning):
     """A planned run file would take more than half of the free disk space."""
 

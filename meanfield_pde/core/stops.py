@@ -4,17 +4,15 @@ The time loops return a StopReason together with the human-readable
 ``status`` text ("completed", "stopped: resolution lost: ... at t = ...").
 Every decision about a finished run (exit code, whether ``--resume`` may
 continue it, whether a sweep point is done) reads the reason, never the text:
-the text is for people and may be reworded freely.
-
-Files written before ``stop_reason`` existed have only ``status``;
-:func:`reason_from_old_status` (the one place that reads status text) derives
-the reason for them.
+the text is for people and may be reworded freely. Nothing reads the text.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+
+from .errors import NotARunError
 
 EXIT_OK, EXIT_STOPPED = 0, 3
 
@@ -64,37 +62,12 @@ def stop_reason(attrs: Mapping) -> StopReason:
 
     Raises
     ------
+    NotARunError
+        No ``stop_reason`` attribute: not a run of meanfield-pde (every run file has one from
+        its first snapshot on, every Dataset a run returns too).
     ValueError
         A ``stop_reason`` attribute that is not a StopReason value.
     """
-    if "stop_reason" in attrs:
-        return StopReason(str(attrs["stop_reason"]))
-    return reason_from_old_status(str(attrs.get("status", "")), attrs)
-
-
-# -- compatibility: files written before the stop_reason attribute -------------------------------
-_OLD_PREFIXES = (  # the status texts those versions wrote, most specific first
-    ("stopped: interrupted", StopReason.INTERRUPTED),
-    ("stopped: could not write", StopReason.IO_ERROR),
-    ("stopped: reached time.max_steps", StopReason.MAX_STEPS),
-    ("stopped: time step underflow", StopReason.STEP_UNDERFLOW),
-    ("stopped: error tolerance not met", StopReason.TOLERANCE),
-    ("stopped: resolution lost", StopReason.RESOLUTION_LOST),
-    ("stopped: ", StopReason.NUMERICAL_FAULT),  # non-finite values, a model's NumericalFault
-    ("failed", StopReason.FAILED),
-    ("running", StopReason.RUNNING),
-)
-
-
-def reason_from_old_status(status: str, attrs: Mapping = {}) -> StopReason:  # noqa: B006 - read only
-    """COMPATIBILITY ONLY: the StopReason of a file without ``stop_reason``, from its status text.
-
-    The only function of the package that reads status text; used by
-    :func:`stop_reason` for files that lack the attribute, nothing else.
-    """
-    if status == "completed":
-        return StopReason.STATIONARY if int(attrs.get("stationary", 0)) else StopReason.COMPLETED
-    for prefix, reason in _OLD_PREFIXES:
-        if status.startswith(prefix):
-            return reason
-    return StopReason.RUNNING  # no recognisable end: treat like a killed run
+    if "stop_reason" not in attrs:
+        raise NotARunError("not a run of meanfield-pde (no 'stop_reason' attribute)")
+    return StopReason(str(attrs["stop_reason"]))

@@ -39,10 +39,10 @@ Two schemes for the data, one per file format, and one for the global attributes
 Every file given ``attribute_checksum`` when it is created also carries the global attribute
 ``checksums`` (``CHECKSUMS``: the names of its checksums), covered by it: a file with
 ``checksums`` but without ``attribute_checksum`` is damaged (e.g. a flipped byte in that
-attribute's name) and refused. Files written before the checksums existed have none of them and
-are read as before (a run file begun before ``attribute_checksum`` existed is continued without
-it); so are files written with ``attribute_checksum`` before ``checksums`` existed, whose
-missing ``attribute_checksum`` cannot be told from an older file's.
+attribute's name) and refused. A file with neither is read without them: one written by another
+program (a Dataset the package returned, changed and written again without its checksums, as
+:ref:`checksums` says), or one whose attributes were edited by hand, deleting both as the
+message of a failed ``attribute_checksum`` says (a run file so is continued without it).
 
 CRC-32: ITU-T V.42 / ISO 3309 (the zlib and PNG checksum); Fletcher-32: J. G. Fletcher,
 "An arithmetic checksum for serial transmissions", IEEE Trans. Commun. 30 (1982) 247-252,
@@ -65,10 +65,9 @@ RECORD_CHECKSUM = "record_checksum"
 FIXED_CHECKSUM = "fixed_checksum"
 ATTRIBUTE_CHECKSUM = "attribute_checksum"
 # The mark of a file whose writer sealed its global attributes: written when the file is created,
-# covered by attribute_checksum. Without it, a file lacking attribute_checksum could be one
-# written before it existed or one whose attribute_checksum lost its name (a flipped byte), and
-# nothing else tells them apart: the first version with attribute_checksum wrote no other mark
-# (record_checksum and fixed_checksum are older).
+# covered by attribute_checksum. Without it, a file lacking attribute_checksum could be one never
+# sealed (another program's, or a hand edit that deleted the seal) or one whose
+# attribute_checksum lost its name (a flipped byte), and nothing else tells them apart.
 CHECKSUMS = "checksums"
 RUN_FILE_CHECKSUMS = "record_checksum fixed_checksum attribute_checksum"  # its value in run files
 NETCDF4_CHECKSUMS = "fletcher32 attribute_checksum"  # in netCDF-4 outputs written whole ...
@@ -136,8 +135,7 @@ def attribute_bytes(value) -> bytes:
 # Left out of attribute_checksum: a run file's running_note, the text that says how to resume an
 # unfinished run. A finished run deletes it, and netCDF4 deletes an attribute in a header write of
 # its own: covered, the note made every end of a run two writes, a kill between them a file whose
-# attributes fail their checksum (which --drop-damaged cannot cut around). Files written before
-# this (their note covered) still verify (_attribute_fault).
+# attributes fail their checksum (which --drop-damaged cannot cut around).
 UNSEALED = ("running_note",)
 
 
@@ -152,15 +150,14 @@ def trim_running_note(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
-def attribute_crc(attrs: Mapping, unsealed: tuple = UNSEALED) -> int:
+def attribute_crc(attrs: Mapping) -> int:
     """CRC-32 (:func:`zlib.crc32`) of the global attributes ``attrs`` (name -> value as a netCDF
-    reader returns it) but ``attribute_checksum`` and the names in ``unsealed`` (``UNSEALED``;
-    () is the rule of files written before it): for each name in sorted order, its length
-    (4 bytes, big-endian), its UTF-8 bytes, the length of :func:`attribute_bytes` of its value
-    and those bytes. Returns an int in [0, 2**32)."""
+    reader returns it) but ``attribute_checksum`` and the names in ``UNSEALED``: for each name
+    in sorted order, its length (4 bytes, big-endian), its UTF-8 bytes, the length of
+    :func:`attribute_bytes` of its value and those bytes. Returns an int in [0, 2**32)."""
     crc = 0
     for name in sorted(attrs):
-        if name == ATTRIBUTE_CHECKSUM or name in unsealed:
+        if name == ATTRIBUTE_CHECKSUM or name in UNSEALED:
             continue
         key, value = name.encode("utf-8", "surrogateescape"), attribute_bytes(attrs[name])
         crc = zlib.crc32(len(key).to_bytes(4, "big") + key + len(value).to_bytes(4, "big") + value, crc)
@@ -179,9 +176,9 @@ def set_sealed(nc, values: Mapping) -> None:
     together with the ``attribute_checksum`` they give, in one edit: one header write, so that
     a process killed during it leaves the old attributes or the new ones, each matching its
     checksum (an edit, then :func:`seal_attributes`, writes the header twice: killed between
-    them, the file's attributes fail their checksum). A file without the checksum (begun
-    before it existed) gets the values only. The checksum is computed from the values as the
-    file will return them; a value stored differently is sealed again as stored."""
+    them, the file's attributes fail their checksum). A file without the checksum (its seal
+    deleted with a hand edit) gets the values only. The checksum is computed from the values as
+    the file will return them; a value stored differently is sealed again as stored."""
     if ATTRIBUTE_CHECKSUM not in nc.ncattrs():
         nc.setncatts(dict(values))
         return
@@ -203,7 +200,7 @@ def seal_file_attributes(path) -> None:
 def _attribute_fault(attrs: Mapping) -> str | None:
     """The message if ``attrs`` (a file's global attributes) fail ``attribute_checksum`` or lack
     it where ``CHECKSUMS`` says the file was written with it, else None (also when neither is
-    there: a file written before them)."""
+    there: a file never sealed, or whose seal was deleted by hand)."""
     # how to keep a deliberate hand edit: the seal goes, and with it the mark that asks for one
     undo = (f"ncatted -a {ATTRIBUTE_CHECKSUM},global,d,," + (f" -a {CHECKSUMS},global,d,,"
                                                              if CHECKSUMS in attrs else "") + " FILE")
@@ -216,10 +213,7 @@ def _attribute_fault(attrs: Mapping) -> str | None:
                 f"ncatted -a {CHECKSUMS},global,d,, FILE)")
     stored = np.ravel(np.asarray(attrs[ATTRIBUTE_CHECKSUM]))
     try:
-        good = stored.size == 1 and stored.dtype.kind in "iu" and (
-            attribute_crc(attrs) == as_crc(stored[0])
-            # a file sealed before UNSEALED, still with its note (an unfinished run)
-            or (any(n in attrs for n in UNSEALED) and attribute_crc(attrs, ()) == as_crc(stored[0])))
+        good = stored.size == 1 and stored.dtype.kind in "iu" and attribute_crc(attrs) == as_crc(stored[0])
     except (TypeError, ValueError, UnicodeError):
         good = False
     if good:
@@ -253,16 +247,15 @@ def fixed_names(variables: Mapping) -> list[str]:
 
 
 def seal_first_record(nc) -> None:
-    """Fill in ``record_checksum[0]`` and ``fixed_checksum`` of a new run file open for writing
-    (a ``netCDF4.Dataset`` of one record, with both placeholders in place), from the
-    values as stored."""
+    """Fill in ``record_checksum[0]``, ``fixed_checksum`` and ``attribute_checksum`` of a new run
+    file open for writing (a ``netCDF4.Dataset`` of one record, with their placeholders in
+    place), from the values as stored."""
     nc.set_auto_maskandscale(False)
     nc.set_auto_chartostring(False)  # text variables (a hand-off run's component) as their stored chars
     variables = nc.variables
     nc.variables[RECORD_CHECKSUM][0] = as_stored(record_crc({n: variables[n][0] for n in record_names(variables)}))
     nc.setncattr(FIXED_CHECKSUM, as_stored(crc32(variables[n][...] for n in fixed_names(variables))))
-    if ATTRIBUTE_CHECKSUM in nc.ncattrs():
-        seal_attributes(nc)  # last: it covers fixed_checksum
+    seal_attributes(nc)  # last: it covers fixed_checksum
 
 
 def text_names(variables: Mapping) -> list[str]:
@@ -289,8 +282,8 @@ def seal_text(nc) -> bool:
 
 
 def _text_fault(nc, attrs: Mapping) -> str | None:
-    """The message if the text variables of an open netCDF-4 file fail ``text_checksum`` (None
-    for a file without it: written before it, or without text), else None."""
+    """The message if the text variables of an open netCDF-4 file fail ``text_checksum``, else
+    None (also for a file without it: without text, or written by another program)."""
     if TEXT_CHECKSUM not in attrs:
         return None
     stored, names = np.ravel(attrs[TEXT_CHECKSUM]), text_names(nc.variables)
@@ -308,8 +301,7 @@ def verify_netcdf3(path: Path, where: str) -> None:
     """Check a netCDF-3 file's ``attribute_checksum``, ``record_checksum`` and ``fixed_checksum``
     (module docstring), one pass over its bytes through a memory map; global attributes that
     fail are read again after each of ``HEADER_EDIT_WAITS`` (a writer's edit under way)
-    before they are called damaged. A file without them (written before they existed, or by
-    another program) passes.
+    before they are called damaged. A file without them (written by another program) passes.
 
     Raises
     ------
@@ -520,7 +512,7 @@ def _read_all(var, rows=None) -> bool:
     flips of a sweep file). The package writes every element of its netCDF-4 files, and its
     numeric variables without a ``_FillValue`` (:func:`without_fill_values`), so an element
     equal to the default fill (-2147483647, 9.97e36) is such a chunk. (A float variable with
-    ``_FillValue = NaN``, as in files written before, reads a lost chunk as NaN: this cannot
+    ``_FillValue = NaN``, as another program may write it, reads a lost chunk as NaN: this cannot
     tell it from a failed point's NaN; in a run file the record checksums do.)"""
     import netCDF4
     fill = None

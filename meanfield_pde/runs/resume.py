@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 from .config import Config, from_dict, parse_toml, time_unit
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, NotARunError
 from ..core.stops import StopReason, stop_reason
 from .checksums import DamagedSnapshot
 from .runcheck import NOT_A_RUN_FILE, is_run_file, open_checked
@@ -82,7 +82,7 @@ def recurring_stop(attrs) -> str | None:
     stop caused by the solution itself (lost resolution, non-finite values,
     step-size failure) recurs; an interruption, a full disk or the step
     budget of one session do not (:attr:`StopReason.recurs`). ``attrs``: the
-    run file's attributes (``stop_reason``, or for older files ``status``).
+    run file's attributes (its ``stop_reason``).
     """
     reason = stop_reason(attrs)
     if not reason.recurs:
@@ -130,10 +130,14 @@ def resume_point(path: str | Path, t_end: float | None = None, *,
         require_writable(path, where)
         if not is_run_file(ds.attrs):
             raise ConfigError(f"{where}: {NOT_A_RUN_FILE}")
+        try:
+            reason = stop_reason(ds.attrs)
+        except NotARunError as exc:
+            raise NotARunError(f"{where}: {exc}") from None
         data = parse_toml(str(ds.attrs["case"]), f"{path} (attribute 'case')")
         name = str(ds.attrs.get("case_name", path.stem))
         stored = from_dict(data, name=name)
-        if stored.handoff.enabled and stop_reason(ds.attrs).completed:
+        if stored.handoff.enabled and reason.completed:
             # its end is handoff.t_end, which a resumed run cannot change (time.t_end is the
             # latest hand-off time there: a larger one only contradicts handoff.t_end)
             larger = 10 * stored.handoff.t_end
@@ -154,7 +158,7 @@ def resume_point(path: str | Path, t_end: float | None = None, *,
             raise ConfigError(f"{'time.t_end' if cli else 'resume: t_end'} = {t_end}: must exceed the "
                               f"last stored time {times[-1]:g} to extend a run")
         refuse_recurring(ds.attrs, where, cli)
-        if stop_reason(ds.attrs).completed and t_end is None:
+        if reason.completed and t_end is None:
             longer = 2 * times[-1] if times[-1] > 0 else 1.0  # a run to t_end = 0: 2 t_end is 0
             if cli:
                 hint = f"give a larger time.t_end, e.g. --set time.t_end={longer:g}"

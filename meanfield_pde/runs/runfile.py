@@ -351,7 +351,7 @@ class RunFile:
             i = self.count
             for name, value in values.items():
                 variables[name][i, ...] = value
-            if RECORD_CHECKSUM in variables:  # not in a file begun before checksums (it stays without)
+            if RECORD_CHECKSUM in variables:  # not in a run written again without them (it stays so)
                 stored = {name: np.asarray(value, dtype=variables[name].dtype) for name, value in values.items()}
                 stored["time"] = np.float64(t)
                 variables[RECORD_CHECKSUM][i] = as_stored(record_crc(stored))

@@ -9,7 +9,7 @@ allowed (``ConfigError``).
 Modules, one job each (this package re-exports their public names):
 
     schema          a field's spec (range, choices, doc) and the check of a value against it
-    kinds           [run] kind, and the deprecated keys that chose it before
+    kinds           the values of [run] kind and the function that runs each
     sections        the sections of a PDE run ([run], [model], [domain], [initial], [time], ...)
     study_sections  [limit], [particles], [transformer], [sweep]
     handoff         [handoff]: past lost resolution as weighted particles, and its cross-checks
@@ -22,8 +22,7 @@ Modules, one job each (this package re-exports their public names):
 from ...core.errors import ConfigError
 from ...core.checks import BETA_MAX  # not core.kernels: it loads scipy.special (~0.2 s)
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
-from .kinds import (OLD_KIND_KEYS, RUN_FUNCTIONS, RUN_KINDS, CaseKeyDeprecationWarning,
-                    run_kind_of_old_keys)
+from .kinds import RUN_FUNCTIONS, RUN_KINDS
 from .overrides import (GRID_RANGE, MAX_COUNT_DIGITS, apply_overrides, count_values, grid_item_size,
                         parse_grid_item, parse_override, parse_toml, parse_values)
 from .schema import MAX_NESTING, build_section, check_scalar, check_value, field_spec, nearest_hint
@@ -38,12 +37,12 @@ from .validation import MAX_DESCRIPTION, from_dict
 
 __all__ = [
     "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_COUNT_DIGITS", "MAX_DESCRIPTION",
-    "MAX_NESTING", "MAX_SNAPSHOTS", "OLD_KIND_KEYS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_FUNCTIONS",
-    "RUN_KINDS", "SECTIONS", "STUDIES", "SWEEP_MEASURES", "CaseKeyDeprecationWarning", "Config", "ConfigError",
+    "MAX_NESTING", "MAX_SNAPSHOTS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_FUNCTIONS",
+    "RUN_KINDS", "SECTIONS", "STUDIES", "SWEEP_MEASURES", "Config", "ConfigError",
     "DomainConfig", "HandoffConfig", "LimitConfig", "ModelConfig", "MonitorConfig", "OutputConfig",
     "ParticlesConfig", "PerturbedUniform", "RegularisationConfig", "RunConfig",
     "SphericalHarmonic", "SweepConfig", "TimeConfig", "TransformerConfig", "VonMisesFisher",
     "apply_overrides", "build_section", "check_handoff", "check_scalar", "check_value", "count_values",
     "field_spec", "from_dict", "grid_item_size", "handoff_time_limit", "nearest_hint", "parse_grid_item",
-    "parse_override", "parse_toml", "parse_values", "run_kind_of_old_keys", "time_unit",
+    "parse_override", "parse_toml", "parse_values", "time_unit",
 ]

@@ -13,7 +13,6 @@ from ...numerics.limits import check_limit_config
 from ...numerics.models import check_sa_potential
 from .handoff import check_handoff
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
-from .kinds import run_kind_of_old_keys
 from .schema import MAX_NESTING, build_section, nearest_hint
 from .sections import INITIAL_TYPES, PerturbedUniform, SphericalHarmonic, VonMisesFisher
 from .study_sections import STUDIES
@@ -56,7 +55,6 @@ def from_dict(data: dict, name: str = "case") -> Config:
         if key not in SECTIONS and key != "description":
             raise ConfigError(f"{key}: unknown section{nearest_hint(key, list(SECTIONS) + ['description'])}; "
                               f"valid sections: {', '.join(SECTIONS)}")
-    data = run_kind_of_old_keys(data)
     kind = data["run"].get("kind") if isinstance(data.get("run"), dict) else None
     for sec in REQUIRED_SECTIONS if kind != "transformer" else ():
         if sec not in data:
