@@ -62,6 +62,7 @@ LONG_STATUS = ("stopped: resolution lost: spectral tail 1.09e-06 > 1e-06 at lmax
 def growth_fig():
     ds = growth_run()
     ds.attrs["status"] = LONG_STATUS  # a stopped run's status is a long sentence
+    ds.attrs["stop_reason"] = "resolution_lost"
     fig = plot.plot_run(ds)
     fig.canvas.draw()
     yield fig

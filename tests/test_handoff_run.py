@@ -644,6 +644,7 @@ def test_the_hand_off_figure_wraps_a_long_status_inside_the_figure(tmp_path):
     ds.attrs["status"] = ("stopped: could not write the file (No space left on device) at t = 0.0612345 "
                           "(after the hand-off at t = 0.0144525); the last good state is kept; free some "
                           "space and continue it with meanfield-pde run --resume title.nc")
+    ds.attrs["stop_reason"] = "io_error"  # a stopped run's status is shown under the title
     fig = plot_handoff(ds)
     renderer = fig.canvas.get_renderer()
     title = fig._suptitle
