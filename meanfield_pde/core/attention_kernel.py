@@ -399,7 +399,7 @@ class AttentionKernel:
     Raises
     ------
     ConfigError (a ValueError)
-        geometry not a Sphere; heads not 3×3 Heads of one dimension (:class:`Head` checks
+        geometry not a Sphere; heads not 3×3 Heads of one dimension (:class:`~meanfield_pde.core.attention.Head` checks
         β and the matrices); normalisation not SA/USA; tol out of range; a head whose operator
         exceeds ``MAX_MATRIX_BYTES``.
 

@@ -4,7 +4,7 @@ One call, :func:`plot_run`, draws everything a user looks at after a run:
 density maps at the times where the state changes (:mod:`.events`), orthographic
 views centred on the largest cluster (with the tokens of a particle run), the
 diagnostics over time, the growth of the fastest modes beside linear theory
-(:mod:`.growth`) and the angular power spectrum.  :func:`meanfield_pde.plotting.figure_file.save_figure` writes it to a
+(:mod:`meanfield_pde.plotting.growth`) and the angular power spectrum.  :func:`meanfield_pde.plotting.figure_file.save_figure` writes it to a
 PNG, PDF or SVG file (by the output's suffix).  Only plain
 matplotlib is used (no cartopy), with the non-interactive Agg backend so that
 it works on machines without a display.
@@ -490,7 +490,7 @@ def plot_run(ds, times=None, n_times=4, view=None) -> Figure:
         diagnostics over time (linear axes; spectral tail and mass drift
         together on a log axis), the power spectrum at the chosen times and
         the amplitudes √C_l of the fastest degrees on a log axis with the
-        linear-theory lines A_l(t₀) e^{σ_l (t − t₀)} (:mod:`.growth`).
+        linear-theory lines A_l(t₀) e^{σ_l (t − t₀)} (:mod:`meanfield_pde.plotting.growth`).
         Circle runs get density(θ) lines instead of the two map rows. The
         title names the equation, β, ν and the time variable (t or τ).
 

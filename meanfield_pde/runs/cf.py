@@ -9,7 +9,7 @@ written (run files in :mod:`meanfield_pde.runs.runfile`, the others in
 :func:`meanfield_pde.runs.io.write_netcdf`), so one table serves every kind of
 file. tests/test_cf_files.py runs the ``cfchecker`` package on a file of every kind.
 
-Units: this module owns them (:data:`COORDINATES`, :data:`VARIABLES`,
+Units: this module owns them (``COORDINATES``, ``VARIABLES``,
 :func:`density_attrs`, :func:`weight_attrs`, :func:`grid_units`). The model is
 non-dimensional: the sphere has radius 1 (no metre anywhere) and time is in the
 units of the equation. Times, energies, masses and coefficients are pure numbers,
@@ -175,7 +175,7 @@ def cf_encode(ds: xr.Dataset, title: str | None = None) -> xr.Dataset:
     package), ``history`` (the Dataset's, plus one line for this command), ``source``
     (:func:`package_source`), ``date_created``. Variables: the tables above (an attribute
     already set is kept); a text coordinate along a dimension (``direction``, ``scheme``, ``run``)
-    is a label (:func:`_coordinates_text`) that reads back as the dimension's index;
+    is a label (``_coordinates_text``) that reads back as the dimension's index;
     coordinates get no ``_FillValue``; a variable without a long_name is named by its name, a
     numeric coordinate or variable without units (a swept parameter, a count, a distance of
     coefficients) gets "1" (checksums excepted); strings are stored as

@@ -93,7 +93,7 @@ def dim_names(keys) -> list[str]:
 def fmt_value(v) -> str:
     """A grid value as text, losslessly: a float as its repr, the shortest decimal that reads back
     as the same float (0.35, not 0.35000000000000003: a range's values are the floats nearest
-    its decimals, :func:`meanfield_pde.runs.config.parse_values`), so distinct values have
+    its decimals, :func:`meanfield_pde.runs.config.overrides.parse_values`), so distinct values have
     distinct names; anything else as str."""
     return repr(v) if isinstance(v, float) else str(v)
 
