@@ -578,6 +578,17 @@ def general_rhs(kernel, coef):
     return out
 
 
+def rhs_times(kernel, u, rounds: int) -> tuple[dict, np.ndarray]:
+    """CPU times of the general and the zonal (SA, β = 10) right-hand side at the same u,
+    interleaved, and their ratio per repetition."""
+    g = kernel.geometry
+    zonal, out = MeanFieldModel(g, "SA", 10.0), g.zeros_coef()
+    t = {k: np.array(v) for k, v in repetitions(
+        {"zonal": lambda: zonal.transport(u, out), "general": lambda: general_rhs(kernel, u)},
+        rounds, cpu=True).items()}
+    return t, t["general"] / t["zonal"]
+
+
 def attention_rows(table: Table, cfg: dict) -> None:
     """Row A (issue 32), one thread, CPU clock, ratios per interleaved repetition."""
     from meanfield_pde.core.attention import Head
@@ -605,11 +616,7 @@ def attention_rows(table: Table, cfg: dict) -> None:
     kernel = AttentionKernel(g, head, "SA")
     build = time.process_time() - t0
     op = kernel.operators[0]
-    zonal, out = MeanFieldModel(g, "SA", 10.0), g.zeros_coef()
-    t = {k: np.array(v) for k, v in repetitions(
-        {"zonal": lambda: zonal.transport(u, out), "general": lambda: general_rhs(kernel, u)},
-        cfg["rounds"], cpu=True).items()}
-    ratio = t["general"] / t["zonal"]
+    t, ratio = rhs_times(kernel, u, cfg["rounds"])
     # Cost model (module docstring of meanfield_pde.core.attention_kernel): per evaluation
     # 1 synthesis of f + 3 analyses of y_j f (degree L + 1) + 2 batched coefficient rotations
     # (ducc0 rotate_alm: 4 inputs at L_in, 4 outputs at P) + the 8 parity blocks times 4
@@ -657,11 +664,7 @@ def attention_rows(table: Table, cfg: dict) -> None:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    zonal, out = MeanFieldModel(g, "SA", 10.0), g.zeros_coef()
-    t = {k: np.array(v) for k, v in repetitions(
-        {"zonal": lambda: zonal.transport(u, out), "general": lambda: general_rhs(kernel, u)},
-        cfg["rounds"], cpu=True).items()}
-    ratio = t["general"] / t["zonal"]
+    t, ratio = rhs_times(kernel, u, cfg["rounds"])
     table.add("A", f"L = {L}: peak memory of building the kernel and one RHS (tracemalloc; process "
                    f"max RSS {rss / 2**20:.0f} MiB)", f"{peak / 2**20:.0f} MiB", "< 2 GiB",
               peak < 2 * 2**30)
