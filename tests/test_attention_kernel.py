@@ -317,7 +317,9 @@ def test_rank_one_beyond_the_loss_limit_and_degree_above_the_grid():
     """Rank-1 A at β‖A‖ = 30: (r_max − r_min)²/(2 r_max) = 15 > LOSS_MAX, so the Gaussian's radius
     is the midpoint c = 15 (loss 7.5), and the degree P exceeds what the L = 15 grid's own
     transforms hold (synthesised by ducc0 on its rings). Pointwise against quadrature, the
-    tolerance from the rounding gain: ε·e^{loss}·(P+1) <= 1e-10."""
+    tolerance from the rounding gain: ε·e^{loss}·(P+1) for Ψ and for each of the three
+    components of ∇Ψ (each a field of its own, |y_k| f <= f), so √3 times it for |∇Ψ|;
+    both <= 1e-10."""
     from meanfield_pde.core.attention_kernel import LOSS_MAX
     g = Sphere(15)
     f = perturbed_uniform(g, 0.2, 1, 6, seed=2)
@@ -328,7 +330,8 @@ def test_rank_one_beyond_the_loss_limit_and_degree_above_the_grid():
     assert op.c == pytest.approx(15.0) and op.loss == pytest.approx(7.5) and 15.0 > LOSS_MAX
     assert op.degree >= g.nlat  # the ducc0 path
     tol = 2 * EPS * np.exp(op.loss) * (op.degree + 1)  # the coefficients' rounding and the synthesis's
-    assert tol <= 1e-10
+    grad_tol = math.sqrt(3.0) * tol  # the Euclidean norm of three components, each within tol·Ψ
+    assert grad_tol <= 1e-10
     quad = Sphere(63)
     fq_coef = quad.zeros_coef()
     for l, m, c in zip(g.degree, g.order, f):
@@ -339,4 +342,4 @@ def test_rank_one_beyond_the_loss_limit_and_degree_above_the_grid():
     psi_ref = psi_ref.reshape(psi.shape)
     assert np.max(np.abs(psi - psi_ref) / psi_ref) <= tol
     grad_ref = np.moveaxis(grad_ref.reshape(g.nlat, g.nphi, 3), -1, 0)
-    assert np.max(np.linalg.norm(grad - grad_ref, axis=0) / psi_ref) <= tol
+    assert np.max(np.linalg.norm(grad - grad_ref, axis=0) / psi_ref) <= grad_tol

@@ -33,10 +33,30 @@ def _start(args, tmp_path):
                             stderr=subprocess.PIPE, text=True)
 
 
+def _caught_signals(pid: int) -> int:
+    """The mask of signals process ``pid`` has a handler for (Linux: SigCgt in
+    /proc/PID/status; bit s − 1 is signal s)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return int(line.split()[1], 16)
+    raise AssertionError(f"no SigCgt line in /proc/{pid}/status")
+
+
+def _wait_for_sigterm_handler(proc, timeout=120.0):
+    """Wait until ``proc`` handles SIGTERM: the session installs the handler as the study
+    starts, so the signal then falls inside the study on any machine (a fixed CPU time fell
+    before it at the oldest dependencies, whose imports are slower)."""
+    deadline = time.monotonic() + timeout
+    while not _caught_signals(proc.pid) & (1 << (signal.SIGTERM - 1)):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the study never installed its SIGTERM handler"
+        time.sleep(0.05)
+
+
 def test_sigterm_stops_a_transformer_study_with_a_keyboard_interrupt(tmp_path):
     proc = _start([sys.executable, "-c", SCRIPT], tmp_path)
     assert proc.stdout.readline().strip() == "ready"
-    time.sleep(1.5)  # inside the study (it lasts minutes at t_end = 1e7)
+    _wait_for_sigterm_handler(proc)  # inside the study (it lasts minutes at t_end = 1e7)
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 5, (proc.returncode, stdout, stderr)
@@ -46,12 +66,7 @@ def test_sigterm_stops_a_transformer_study_with_a_keyboard_interrupt(tmp_path):
 def test_the_command_line_says_interrupted(tmp_path):
     proc = _start([sys.executable, "-m", "meanfield_pde", "run", "normalisation_schemes",
                    "--set", "transformer.t_end=1e7", "--no-plot", "--output", "s.nc"], tmp_path)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # until it is past its imports and inside the study
-        stat = Path(f"/proc/{proc.pid}/stat").read_text().split()
-        if (int(stat[13]) + int(stat[14])) / os.sysconf("SC_CLK_TCK") > 3.0:
-            break
-        time.sleep(0.1)
+    _wait_for_sigterm_handler(proc)  # inside the study (it lasts minutes at t_end = 1e7)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, (proc.returncode, stderr)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.errors import ConfigError, NumericalFault
 from ..core.geometry import Geometry
+from ..core.geometry.base import scale_coefficients
 from ..core.kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
 from ..theory.linear import growth_rates
 from .imex_model import IMEXModel
@@ -259,7 +260,7 @@ class MeanFieldModel(IMEXModel):
         Raises NumericalFault as :meth:`transport` (SA: Φ not positive)."""
         if self._fresh:  # the work arrays are about to be reused
             self._update_extrema()
-        np.multiply(self._grad_mult, coef, out=self._tmp)
+        scale_coefficients(self._grad_mult, coef, self._tmp)
         v = self.geometry.gradient(self._tmp)
         if self.kind == "SA":
             phi = self._potential(coef)
@@ -269,10 +270,10 @@ class MeanFieldModel(IMEXModel):
     def _potential(self, coef: np.ndarray, check: bool = True) -> np.ndarray:
         """SA: Φ/λ_0 on the grid into ``_phi``, checked positive (Φ/λ_0 > 0 for any f >= 0)
         unless ``check`` is False (the caller checks its minimum: :meth:`_check_potential`)."""
-        np.multiply(self._ratio, coef, out=self._tmp)
+        scale_coefficients(self._ratio, coef, self._tmp)
         phi = self.geometry.synthesis(self._tmp, self._phi)
         if check:
-            self._check_potential(np.minimum.reduce(phi, axis=None), coef)
+            self._check_potential(np.minimum.reduce(phi.reshape(-1)), coef)
         return phi
 
     def _check_potential(self, low: float, coef: np.ndarray) -> None:
@@ -296,8 +297,9 @@ class MeanFieldModel(IMEXModel):
     def _sa_flux(self) -> float:
         """SA's pointwise passes: the flux _v · (f/Φ) (f/Φ in the last flux array, then
         multiplied there in place); returns the minimum of Φ (np.min without its Python
-        wrapper; NaN propagates)."""
-        low = np.minimum.reduce(self._phi, axis=None)
+        wrapper, over the flat view: numpy 1.24 copies the array for axis=None; NaN
+        propagates)."""
+        low = np.minimum.reduce(self._phi.reshape(-1))
         weight = np.divide(self._f, self._phi, out=self._flux[-1])
         for comp, out in zip(self._v, self._flux):
             np.multiply(comp, weight, out=out)
@@ -323,7 +325,7 @@ class MeanFieldModel(IMEXModel):
         np.multiply(v[0], v[0], out=s)
         np.multiply(v[1], v[1], out=t)
         s += t
-        return math.sqrt(float(np.maximum.reduce(s, axis=None)))  # np.max without its wrapper
+        return math.sqrt(float(np.maximum.reduce(s.reshape(-1))))  # np.max without its wrapper
 
     def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density.
@@ -337,7 +339,7 @@ class MeanFieldModel(IMEXModel):
         """
         g = self.geometry
         self.evaluated = None  # until this evaluation has succeeded
-        np.multiply(self._neg_grad_mult, coef, out=self._tmp)
+        scale_coefficients(self._neg_grad_mult, coef, self._tmp)
         g.synthesis_and_gradient(coef, self._tmp, (self._f, self._v))
         # v and f are kept for max_speed, min_density
         if self.kind == "SA":
@@ -372,7 +374,7 @@ class MeanFieldModel(IMEXModel):
 
     def _update_extrema(self) -> None:
         self._max_speed_value = self._max_speed()
-        self._min_density_value = float(np.minimum.reduce(self._f, axis=None))
+        self._min_density_value = float(np.minimum.reduce(self._f.reshape(-1)))
         self._fresh = False
 
     # -- linear theory ---------------------------------------------------------

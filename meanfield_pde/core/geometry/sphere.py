@@ -23,7 +23,7 @@ import numpy as np
 from ..checks import is_integer
 from ..errors import ConfigError
 from ..threads import resolve_threads, transform_threads
-from .base import Geometry
+from .base import Geometry, scale_coefficients
 
 
 @functools.cache
@@ -425,7 +425,7 @@ class Sphere(Geometry):
                                         ("components[1]", components[1], "grid"),
                                         ("out", spheroidal, "coef")])
             raise
-        spheroidal *= self.laplacian
+        scale_coefficients(self.laplacian, spheroidal, spheroidal)
         return spheroidal
 
     def _real_grid(self, method: str, name: str, grid) -> np.ndarray:
