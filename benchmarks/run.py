@@ -90,7 +90,7 @@ from meanfield_pde.numerics.steppers import TABLEAUS, IMEXRungeKutta, StepContro
 from meanfield_pde.core.threads import resolve_threads, single_threaded_blas  # noqa: E402
 
 FULL = dict(distance_case={}, distance_reps=5,
-            lmax=[63, 127, 255], rounds=5, n=[2000, 8000, 20000], t_end3=200.0, lmax3=63,
+            lmax=[63, 127, 255], rounds=5, n=[2000, 8000, 20000, 50000], t_end3=200.0, lmax3=63,
             n_threads=8000, pde_L=[7, 10, 15, 21, 31], pde_rtol=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
             particle_n=[(500, 8), (2000, 4)], ref_L=47, t5=0.3,
             whole=[(63, 80.0, 2.0), (127, 16.0, 2.0), (255, 3.0, 0.5)], whole_reps=7, whole_alone=0.5,
@@ -400,30 +400,40 @@ def time_to_solution(table: Table, cfg: dict, threads: int) -> None:
 
 
 # -- row 4, particle half of rows 6 and threads -------------------------------------------------
-def particle_floor(x: np.ndarray, c: int) -> None:
-    """One n×n product and n² exponentials, in the same row blocks as the evaluation."""
+def particle_floor(x: np.ndarray) -> None:
+    """One n×n product and n² exponentials, in the same tiles as the evaluation
+    (:func:`meanfield_pde.particles.dynamics.tile_shape`)."""
     n = x.shape[0]
-    g = np.empty((c, n))
-    xT = x.T
+    c, b = dynamics.tile_shape(n, None)
+    tile = np.empty(c * b)
     with single_threaded_blas():
-        for s in range(0, n, c):
-            gb = g[: min(s + c, n) - s]
-            np.matmul(x[s:s + c], xT, out=gb)
-            np.exp(gb, out=gb)
+        for cs in range(0, n, b):
+            xT = x[cs:cs + b].T
+            for s in range(0, n, c):
+                g = tile[: (min(s + c, n) - s) * xT.shape[1]].reshape(-1, xT.shape[1])
+                np.matmul(x[s:s + c], xT, out=g)
+                np.exp(g, out=g)
 
 
 def particle_rows(table: Table, cfg: dict) -> dict:
     times = {}
     for n in cfg["n"]:
         x = uniform_sphere(n, 3, seed=1)
-        c = dynamics._block_rows(n, None)
         rounds = 2 if n >= 20000 else 3 if n >= 8000 else cfg["rounds"]
         t = interleaved({"velocity": lambda: dynamics.velocity(x, "SA", 4.0, threads=1),
-                         "floor": lambda: particle_floor(x, c)}, rounds, min_time=0.0, cpu=True)
+                         "floor": lambda: particle_floor(x)}, rounds, min_time=0.0, cpu=True)
         ratio = t["velocity"] / t["floor"]
         times[n] = t["velocity"]
         table.add("4", f"particle velocity / floor, n = {n}, 1 thread ({t['velocity']:.3g} s)",
                   f"{ratio:.2f}", "<= 1.5", ratio <= 1.5)
+    # the growth of the time with n where the n² work dominates (n >= 8000; below, the O(n)
+    # passes weigh): 2 for a cost proportional to the entries, more when a block shape or the
+    # cache degrade with n (rows of the whole width fell to one per block: n^2.29)
+    large = [n for n in cfg["n"] if n >= 8000] or cfg["n"]
+    if len(large) >= 2:
+        p = np.polyfit(np.log(large), np.log([times[n] for n in large]), 1)[0]
+        table.add("4", f"particle velocity time ~ n^p, fitted over n = {large[0]}..{large[-1]}",
+                  f"{p:.2f}", "<= 2.05", p <= 2.05)
     n = cfg["n"][-1]
     x = uniform_sphere(n, 3, seed=1)
     tracemalloc.start()
