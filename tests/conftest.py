@@ -24,19 +24,22 @@ def sum_rounding(n_terms: int, beta: float, d: int) -> float:
     return (n_terms + 2 * (d + 1) * beta + 4) * EPS
 
 
-def energy_rounding(x: np.ndarray, w, beta: float) -> float:
+def energy_rounding(x: np.ndarray, w, beta: float, a: np.ndarray | None = None) -> float:
     """Absolute bound on the difference of two evaluations of E = (1/2β) Σ_ij w_i w_j
-    (e^{β⟨x_i,x_j⟩} − 1) that add the same terms in other orders: a double sum (n rows of n
-    terms, 2n additions deep) whose terms' sizes sum to (1/2β) Σ_ij w_i w_j (e^{βg_ij} + 1) in
-    the e^β-factored branch (β >= 1), to (1/2β) Σ_ij w_i w_j |expm1(βg_ij)| below; at β = 0,
-    E = |m|²/2 with m an n-term sum of w_j x_j (|x_j| = 1). w = None: 1/n each."""
+    (e^{β g_ij} − 1), g_ij = ⟨x_i, x_j⟩ (or x_iᵀA x_j for an attention head's A: then the
+    exponent, 2d-term sums, errs by <= 2dε β‖A‖_F: sum_rounding's 2(d + 1)β at β‖A‖_F covers it),
+    that add the same terms in other orders: a double sum (n rows of n terms, 2n additions
+    deep) whose terms' sizes sum to (1/2β) Σ_ij w_i w_j (e^{βg_ij} + 1) in the e^β-factored
+    branch (β >= 1), to (1/2β) Σ_ij w_i w_j |expm1(βg_ij)| below; at β = 0, E = |m|²/2 with m an
+    n-term sum of w_j x_j (|x_j| = 1). w = None: 1/n each."""
     n, d = x.shape
     w = np.full(n, 1 / n) if w is None else w
     if beta == 0.0:
         return 2 * (n + 4) * EPS * float(w.sum()) ** 2
-    g = x @ x.T
+    g = x @ x.T if a is None else x @ a @ x.T
+    size = beta if a is None else beta * float(np.linalg.norm(a))
     terms = np.exp(beta * g) + 1 if beta >= 1 else np.abs(np.expm1(beta * g))
-    return 2 * sum_rounding(2 * n, beta, d) * float(w @ terms @ w) / (2 * beta)
+    return 2 * sum_rounding(2 * n, size, d) * float(w @ terms @ w) / (2 * beta)
 
 
 
