@@ -71,9 +71,13 @@ def quadrature_rounding(g, coef) -> float:
     """Absolute bound on |Σ_j q_j f_j − √|S| f_00| for f synthesised from coef on g's grid of
     n points (the quadrature is exact for it): the synthesis errs by transform_rounding times
     synthesis_size at each point (Σ q_j = |S|), the products and the n-term sum by (n + 4)ε
-    times Σ q_j |f_j| <= |S| synthesis_size."""
+    times Σ q_j |f_j| <= |S| synthesis_size. On S^{d−1} (zonal, no sup factor) the synthesis is a
+    sum of L + 1 terms f_l p_l(t_j), each p_l from an l-step recurrence (3lε): (4L + 1)ε times
+    the terms' sizes at each node (ZonalSphere.synthesis_terms), which also bound |f_j|."""
     shape = g.points.shape[:-1]
     n = math.prod(shape)
+    if g.degree_sup_factor() is None:
+        return (4 * g.lmax + 1 + n + 4) * EPS * float(g.weights @ g.synthesis_terms(coef))
     return (transform_rounding(g.lmax, shape[-1]) + (n + 4) * EPS) * g.area * synthesis_size(g, coef)
 
 
@@ -174,6 +178,17 @@ def config_factory():
 def fitted_slope(x, y):
     """Least-squares slope of log y against log x."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def linear_response_rounding(g, l: int, sigma: float, nu: float) -> float:
+    """Absolute bound on the rounding of a central difference (rhs(ū + δ) − rhs(ū − δ))/(2δ) of
+    the right-hand side about the uniform state ū in a degree-l direction (linear_response): each
+    rhs(ū ± δ) is made of terms of size λ_l(r + ν)|δ| (the transport at the rate r = σ_l/λ_l + ν,
+    the diffusion ν λ_l; λ_l = −laplacian, l(l+1) or k²), each from spectral transforms
+    (transform_rounding), and two of them are subtracted. Where σ_l = λ_l(r − ν) cancels, this
+    floor is what remains of a relative tolerance."""
+    lam = -float(g.laplacian[g.index(l, 0)])
+    return 2 * transform_rounding(g.lmax, g.points.shape[-2]) * (sigma + 2 * nu * lam)
 
 
 def linear_response(model, l, m=0, eps_rel=1e-5):
