@@ -180,9 +180,9 @@ def test_sharp_cluster_follows_the_power_method():
         errs.append(np.linalg.norm(centre / np.linalg.norm(centre) - exact))
     slope = np.polyfit(np.log(widths), np.log(errs), 1)[0]
     assert slope >= 0.9 and errs[-1] <= 1e-2 * errs[0], (slope, errs)
-    # the Dirac itself (every token at p0): RK4 error only, dt = 0.01, order 4 (a discretisation error)
+    # the Dirac itself (every token at p0): RK4 error only, dt = 0.01, order 4
     run = simulate(np.tile(p0, (3, 1)), "SA", None, 0.0, T, 0.01, T, heads=head)
-    assert np.max(np.abs(run.final - exact)) <= 1e-9
+    assert np.max(np.abs(run.final - exact)) <= 1e-9  # a discretisation error (RK4), not rounding
 
 
 @pytest.mark.parametrize("kind", ["SA", "USA"])

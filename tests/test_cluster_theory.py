@@ -135,9 +135,9 @@ def test_equal_masses_sa_is_the_equiangular_pair():
         t = C.pair_time(rho0, rho, 0.5, 0.5, "SA", beta)
         # solve_equiangular integrates at rtol 1e-12, atol 1e-14 (its docstring): ~5e-12 reached
         assert float(solve_equiangular("SA", rho0, beta, 2, t)) == pytest.approx(rho, abs=1e-9)
-        # USA with masses 1/2 + 1/2 is the equiangular n = 2 USA system too (the same solver)
+        # USA with masses 1/2 + 1/2 is the equiangular n = 2 USA system too
         t = C.pair_time(rho0, rho, 0.5, 0.5, "USA", beta)
-        assert float(solve_equiangular("USA", rho0, beta, 2, t)) == pytest.approx(rho, abs=1e-9)
+        assert float(solve_equiangular("USA", rho0, beta, 2, t)) == pytest.approx(rho, abs=1e-9)  # (its solver)
 
 
 @pytest.mark.parametrize("kind, speed", [("SA", 1.0), ("USA", 0.9)])
