@@ -145,18 +145,20 @@ def test_the_scan_finds_undocumented_tolerances(source, expected):
     assert undocumented_tolerances(source) == expected
 
 
+def _offenders(scan, skip=frozenset()) -> list[str]:
+    return [f"{path.name}:{line} ({value:g})"
+            for path in sorted(TESTS.glob("test_*.py")) if path.name not in skip
+            for line, value in scan(path.read_text(encoding="utf-8"))]
+
+
 def test_no_round_off_tolerance_is_a_constant_at_the_last_digit():
-    offenders = [f"{path.name}:{line} ({value:g})"
-                 for path in sorted(TESTS.glob("test_*.py"))
-                 for line, value in last_digit_tolerances(path.read_text(encoding="utf-8"))]
+    offenders = _offenders(last_digit_tolerances)
     assert not offenders, ("tolerances at the last digits (write them as n·EPS·condition with the "
                            "bound beside them, tests/conftest.py): " + ", ".join(offenders))
 
 
 def test_every_literal_tolerance_says_where_it_comes_from():
-    offenders = [f"{path.name}:{line} ({value:g})"
-                 for path in sorted(TESTS.glob("test_*.py")) if path.name not in PENDING
-                 for line, value in undocumented_tolerances(path.read_text(encoding="utf-8"))]
+    offenders = _offenders(undocumented_tolerances, PENDING)
     assert not offenders, ("literal tolerances in (1e-13, 1e-9] without a comment saying where they "
                            "come from (a solver's or scheme's tolerance, a statistic, an acceptance) "
                            "or a derived bound with EPS (tests/conftest.py): " + ", ".join(offenders))
