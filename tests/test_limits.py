@@ -119,6 +119,8 @@ def test_backward_heat_order0_stepped_matches_exact():
     table = (ds.coef_real + 1j * ds.coef_imag).isel(time=-1).values
     stepped = table[g.degree, g.order]
     diff = np.abs(stepped - exact).max()
+    # the run's step control: rtol 1e-10 (limit_config) on each local error, over the steps to
+    # τ = 0.05: a time-stepping error, not rounding
     assert diff <= 1e-10 * np.abs(exact[1:]).max(), diff
     assert np.abs(exact[1:]).max() > 1.5 * np.abs(sim.initial[1:]).max()  # it grew
 
