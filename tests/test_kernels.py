@@ -22,7 +22,8 @@ def ive_error(nu: float, z: float) -> float:
     AMOS's estimate 10^S (zbesi's prologue: "approximately"; measured up to 3.6·10^S, at z = 5,
     small ν), plus the logarithms of (z/2)^ν/Γ(ν + 1) and e^{−z} that its value is assembled
     from, each within ε of its size (measured: up to 0.8 of this at small z, large ν)."""
-    return 4 * max(10.0, z, nu) + nu * abs(math.log(z / 2)) + math.lgamma(nu + 1) + z
+    # log z − log 2, not log(z/2): z/2 underflows to 0 at the smallest subnormal z = 5e-324
+    return 4 * max(10.0, z, nu) + nu * abs(math.log(z) - math.log(2.0)) + math.lgamma(nu + 1) + z
 
 
 def lambda_series(beta, l):
