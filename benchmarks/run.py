@@ -208,7 +208,7 @@ def rhs_rows(table: Table, cfg: dict, threads: int) -> dict:
                "vector analysis": lambda: sh.spat_to_SHsphtor(vt, vp, s_coef, t_coef)}
         steppers = {}
         for kind in ("USA", "SA"):
-            model = MeanFieldModel(g, kind, 10.0, 0.01)
+            model = MeanFieldModel.funk_hecke(g, kind, 10.0, 0.01)
             out = g.zeros_coef()
             fns[f"rhs {kind}"] = (lambda m, o: lambda: m.transport(u, o))(model, out)
             if kind == "SA":
@@ -440,7 +440,7 @@ def sa_rhs(L: int, threads: int):
     """A right-hand side call (SA, β = 10) at degree L on ``threads`` threads."""
     g = Sphere(L, threads=threads)
     u = perturbed_uniform(g, 0.1, 1, min(L, 20), seed=0)
-    model, out = MeanFieldModel(g, "SA", 10.0, 0.01), g.zeros_coef()
+    model, out = MeanFieldModel.funk_hecke(g, "SA", 10.0, 0.01), g.zeros_coef()
     return lambda: model.transport(u, out)
 
 
@@ -582,7 +582,7 @@ def rhs_times(kernel, u, rounds: int) -> tuple[dict, np.ndarray]:
     """CPU times of the general and the zonal (SA, β = 10) right-hand side at the same u,
     interleaved, and their ratio per repetition."""
     g = kernel.geometry
-    zonal, out = MeanFieldModel(g, "SA", 10.0), g.zeros_coef()
+    zonal, out = MeanFieldModel.funk_hecke(g, "SA", 10.0), g.zeros_coef()
     t = {k: np.array(v) for k, v in repetitions(
         {"zonal": lambda: zonal.transport(u, out), "general": lambda: general_rhs(kernel, u)},
         rounds, cpu=True).items()}

@@ -273,3 +273,37 @@ class HeadSchedule:
 def as_schedule(heads) -> HeadSchedule:
     """A :class:`HeadSchedule` from a schedule, a Head, a sequence of Heads or of Layers."""
     return heads if isinstance(heads, HeadSchedule) else HeadSchedule(heads)
+
+
+ATTENTION_ENERGY_DEFINITION = (
+    "E_A = (1/2β) ∬ (e^{β xᵀAy} − 1) f f dσ dσ: the interaction energy of the one head, "
+    "A = QᵀK with V = A symmetric (SA and USA are gradient flows of it), less the constant "
+    "M²/(2β) (M = mass); E_β at A = I")
+"""What the ``energy`` of a run with general heads is, where it has one (:func:`gradient_flow_head`)."""
+
+
+def gradient_flow_head(heads) -> Head | None:
+    """The head if ``heads`` (a Head, Heads or a :class:`HeadSchedule`) is one head, constant in
+    time, with V = A = QᵀK symmetric: then SA and USA are gradient flows of E_A
+    (:data:`ATTENTION_ENERGY_DEFINITION`; Geshkovski, Letrouit, Polyanskiy & Rigollet,
+    arXiv:2312.10794, §3); else None. Exact comparisons: a V that differs from A by rounding is
+    not this case (say V = A in the input)."""
+    schedule = as_schedule(heads)
+    if not schedule.constant or len(schedule.layers[0].heads) != 1:
+        return None
+    h = schedule.layers[0].heads[0]
+    return h if np.array_equal(h.V, h.A) and np.array_equal(h.A, h.A.T) else None
+
+
+def no_energy_reason(heads) -> str | None:
+    """Why the flow of ``heads`` (as :func:`gradient_flow_head`) has no energy, in words for a
+    run file's ``energy_note``; None where it has one."""
+    if gradient_flow_head(heads) is not None:
+        return None
+    schedule = as_schedule(heads)
+    if not schedule.constant:
+        return ("no energy: the heads change with depth (layers or a ramp of beta), so no one "
+                "functional is monotone along the run")
+    return ("no energy: the flow is a gradient flow only for one head with V = A = Q^T K "
+            "symmetric (Geshkovski et al., arXiv:2312.10794, section 3); these heads are not, "
+            "and a number would be a wrong one")

@@ -30,6 +30,12 @@ from scipy.special import ive
 
 from .checks import BETA_MAX, check_beta, check_dimension  # noqa: F401  (BETA_MAX: public here before)
 
+# One definition for every run (PDE, large-β limit, particles): the interaction energy
+# less the run-constant M²/(2β), continuous in β and finite at β = 0 (energy_multipliers).
+ENERGY_DEFINITION = ("E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ: the interaction energy less "
+                     "the constant M²/(2β) (M = mass); continuous in β, |∫ x f dσ|²/2 at β = 0")
+"""What the ``energy`` of a zonal run is (the ``description`` of its run-file variable)."""
+
 
 @runtime_checkable
 class InteractionKernel(Protocol):

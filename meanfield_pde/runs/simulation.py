@@ -13,12 +13,13 @@ from .config import Config, VonMisesFisher, time_unit
 from ..numerics.diagnostics import ResolutionMonitor
 from ..core.checks import short_repr
 from ..core.errors import ConfigError
+from ..core.model_kinds import model_kind
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
 from .io import software_versions
 from ..numerics.limits import (LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
-from ..numerics.models import MeanFieldModel, check_initial_potential
+from ..numerics.models import FunkHeckeKernel, MeanFieldModel, check_initial_potential
 from ..numerics.steppers import StepControl, make_stepper
 
 
@@ -54,7 +55,7 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
                              config.domain.dimension or None)
     if config.kind != "limit":
-        model = MeanFieldModel(geometry, m.kind, m.beta, m.nu, reg.hyperviscosity,
+        model = MeanFieldModel(make_kernel(config, geometry), m.nu, reg.hyperviscosity,
                                reg.hyperviscosity_order)
     else:
         model = make_limit_model(geometry, m.kind, m.beta, config.limit.order)
@@ -63,6 +64,13 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     stepper = make_stepper(config.time.scheme, model)
     control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
+
+
+def make_kernel(config: Config, geometry: Geometry):
+    """The interaction kernel of a PDE run of ``config`` on ``geometry``
+    (:class:`meanfield_pde.core.kernels.InteractionKernel`): the Funk–Hecke kernel of
+    model.kind at model.beta."""
+    return FunkHeckeKernel(geometry, config.model.kind, config.model.beta)
 
 
 def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | LimitModel | None = None,
@@ -109,7 +117,8 @@ def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | Li
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    if config.kind == "pde" and config.model.kind == "SA" and config.domain.manifold == "sphere_zonal":
+    if (config.kind == "pde" and model_kind(config.model.kind).normalised
+            and config.domain.manifold == "sphere_zonal"):
         check_initial_potential(geometry, config.model.beta, u0)  # SA divides by Φ: float64 must hold it
     return u0
 
@@ -148,7 +157,7 @@ def run_attributes(config: Config) -> dict:
 def tau_unit_name(config: Config) -> str:
     """The large-β unit of the run's ``tau`` (a limit run: its limit's, whatever time.unit says)."""
     if config.kind == "limit":
-        return {"SA": "backward_heat", "USA": "porous_medium"}[config.model.kind]
+        return model_kind(config.model.kind).large_beta_unit
     return config.time.unit
 
 

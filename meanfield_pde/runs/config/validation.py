@@ -9,6 +9,7 @@ from typing import Any
 from ...core.checks import check_dimension, check_text, short_repr
 from ...core.errors import ConfigError
 from ...core.kernels import kernel_truncation_error, resolving_lmax
+from ...core.model_kinds import MODEL_KINDS, model_kind
 from ...numerics.limits import check_limit_config
 from ...numerics.models import check_sa_potential
 from .handoff import check_handoff
@@ -154,7 +155,7 @@ def _cross_checks(c: Config) -> None:
                               f"steps to time.t_end = {t.t_end:g}, more than time.max_steps = {t.max_steps}")
     d = c.domain  # (limit equations have no kernel)
     dim = d.dimension if zonal else None
-    if zonal and c.kind == "pde" and c.model.kind == "SA":  # SA divides by Φ: float64 must hold it
+    if zonal and c.kind == "pde" and model_kind(c.model.kind).normalised:  # SA divides by Φ: float64 must hold it
         # before the kernel's check: no lmax resolves the kernel of a β that fails here
         check_sa_potential(c.model.beta, d.lmax, d.dimension, d.kernel_tol)
     if c.kind != "limit" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim) > d.kernel_tol:
@@ -170,7 +171,7 @@ def _cross_checks(c: Config) -> None:
     if c.kind != "transformer" and tr.study != "off":
         raise ConfigError(f"transformer.study = {tr.study!r}: needs run.kind = 'transformer' "
                           f"(got {c.kind!r})")
-    unit_model = {"backward_heat": "SA", "porous_medium": "USA"}.get(c.time.unit)
+    unit_model = {k.large_beta_unit: k.name for k in MODEL_KINDS.values()}.get(c.time.unit)
     if unit_model and (c.model.kind != unit_model or c.model.beta == 0):
         raise ConfigError(f"time.unit = {c.time.unit!r}: only for model.kind = {unit_model!r} "
                           f"with model.beta > 0 (got {c.model.kind}, beta = {c.model.beta:g})")
