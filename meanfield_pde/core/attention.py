@@ -32,8 +32,10 @@ from .errors import ConfigError
 MATRICES = ("Q", "K", "V")
 
 
-def _matrix(name: str, value, d: int | None) -> np.ndarray:
-    """``value`` as a read-only float d×d array (d from the value if None), else ConfigError."""
+def check_matrix(name: str, value, d: int | None = None) -> np.ndarray:
+    """``value`` as a read-only float d×d array (d from the value if None), else ConfigError
+    naming ``name``: complex or non-numeric entries, not square d×d with d >= 2, a non-finite
+    entry."""
     if np.iscomplexobj(value):
         raise ConfigError(f"{name}: complex entries: must be a real d×d matrix")
     try:
@@ -96,7 +98,7 @@ class Head:
         for name in MATRICES:
             value = getattr(self, name)
             if value is not None:
-                mats[name] = _matrix(f"head.{name}", value, d)
+                mats[name] = check_matrix(f"head.{name}", value, d)
                 d = mats[name].shape[0]
         if d is None:
             raise ConfigError("head: Q, K and V are all the identity: give dimension = d (>= 2)")
@@ -167,6 +169,15 @@ class Layer:
     heads: tuple[Head, ...]
     beta_end: tuple[float, ...] | None = None
     ramp_end: float | None = None
+
+    @property
+    def beta_max(self) -> tuple[float, ...]:
+        """Each head's largest β over the layer: max(β, β_end) (a linear ramp is monotone). A
+        kernel built once per layer for radii r = β|Aᵀx| <= β_max ‖A‖₂ serves every time of the
+        layer, ramp included."""
+        if self.beta_end is None:
+            return tuple(h.beta for h in self.heads)
+        return tuple(max(h.beta, b) for h, b in zip(self.heads, self.beta_end))
 
 
 class HeadSchedule:
