@@ -132,6 +132,14 @@ class Head:
         return f"Head(beta={self.beta:g}, d={self.d}, {mats})"
 
 
+def _matrix_text(m: np.ndarray) -> str:
+    """A matrix for :meth:`HeadSchedule.describe`: "I", "c I", or its rows to 6 digits."""
+    eye = np.eye(m.shape[0])
+    if np.array_equal(m, m[0, 0] * eye):
+        return "I" if m[0, 0] == 1.0 else f"{m[0, 0]:.6g} I"
+    return np.array2string(m, precision=6, separator=", ", max_line_width=10**6).replace("\n", "")
+
+
 def identity_head(beta: float, dimension: int) -> Head:
     """The head of today's model: β, Q = K = V = I_d."""
     return Head(beta, dimension=dimension)
@@ -277,8 +285,62 @@ class HeadSchedule:
         return tuple(h.with_beta(min(BETA_MAX, h.beta + s * (b - h.beta)))
                      for h, b in zip(layer.heads, layer.beta_end))
 
+    def summary(self) -> str:
+        """The heads in a few words for titles: "1 head, beta = 5", "2 heads, beta = 1, 4",
+        "2 heads, 3 layers, beta 1 to 8 (ramped)"."""
+        heads = sorted({len(layer.heads) for layer in self.layers})
+        betas = sorted({b for layer in self.layers for b in
+                        [h.beta for h in layer.heads] + list(layer.beta_end or ())})
+        words = [f"{'/'.join(map(str, heads))} head{'s' if heads != [1] else ''}"]
+        if len(self.layers) > 1:
+            words.append(f"{len(self.layers)} layers")
+        ramped = any(layer.beta_end is not None for layer in self.layers)
+        if ramped or len(betas) > 4:
+            words.append(f"beta {betas[0]:g} to {betas[-1]:g}" + (" (ramped)" if ramped else ""))
+        else:
+            words.append("beta = " + ", ".join(f"{b:g}" for b in betas))
+        return ", ".join(words)
+
+    def describe(self) -> str:
+        """The layers and heads as text, one line per head (matrices to 6 digits: "I" for the
+        identity, "c I" for a multiple of it), for a run file's ``heads`` attribute."""
+        lines = []
+        for i, layer in enumerate(self.layers):
+            ramp = ("" if layer.beta_end is None else
+                    f", beta ramped linearly to {', '.join(f'{b:g}' for b in layer.beta_end)} at "
+                    f"t = {layer.ramp_end:g}")
+            lines.append(f"layer {i}: from t = {layer.start:g}{ramp}")
+            for j, h in enumerate(layer.heads):
+                mats = ", ".join(f"{n} = {_matrix_text(getattr(h, n))}" for n in MATRICES)
+                lines.append(f"  head {j}: beta = {h.beta:g}, {mats}")
+        return "\n".join(lines)
+
     def __repr__(self) -> str:
         return f"HeadSchedule({len(self.layers)} layer(s), d={self.dimension}, breaks={self.breaks})"
+
+
+def gradient_flow_head(heads) -> Head | None:
+    """The head if ``heads`` (a Head, a sequence of Heads or a :class:`HeadSchedule`) is one head,
+    constant in depth, with V = A = QᵀK symmetric, else None. Then SA and USA are gradient flows
+    of E_A = (1/2β) ∬ e^{β xᵀAy} dμ dμ (Geshkovski, Letrouit, Polyanskiy & Rigollet,
+    arXiv:2312.10794, §3 with A): E_A never decreases without noise. Otherwise the flow has no
+    energy (:data:`NO_ENERGY_NOTE`). Exact comparisons: a V that differs from A by rounding is
+    not this case (say V = A in the input)."""
+    if isinstance(heads, HeadSchedule):
+        if not heads.constant:
+            return None
+        heads = heads.layers[0].heads
+    heads = check_heads(heads)
+    if len(heads) != 1:
+        return None
+    h = heads[0]
+    return h if np.array_equal(h.V, h.A) and np.array_equal(h.A, h.A.T) else None
+
+
+NO_ENERGY_NOTE = ("no energy: the heads are not one head, constant in depth, with V = A = QᵀK "
+                  "symmetric, so the flow is not a gradient flow of an interaction energy "
+                  "(Geshkovski et al., arXiv:2312.10794, §3) and no energy is recorded")
+"""What a run file says in place of the energy of heads that have none."""
 
 
 def as_schedule(heads) -> HeadSchedule:

@@ -20,6 +20,14 @@ TAIL_FRACTION = 2.0 / 3.0  # degrees above 2L/3 are the first to fill when a sol
 ENERGY_DEFINITION = ("E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ: the interaction energy less "
                      "the constant M²/(2β) (M = mass); continuous in β, |∫ x f dσ|²/2 at β = 0")
 
+# The energy of attention heads that have one (one head, V = A = QᵀK symmetric): another
+# definition, so `compare` never sets it against E_β (its description differs).
+ATTENTION_ENERGY_DEFINITION = ("E_A = (1/2β) ∬ (e^{β xᵀAy} − 1) f f dσ dσ, A = QᵀK = V symmetric "
+                               "of the one head (attribute heads): the interaction energy less the "
+                               "constant M²/(2β); (1/2) mᵀAm at β = 0, m = ∫ x f dσ")
+ATTENTION_ENERGY_ATTRS = dict(long_name="interaction energy E_A = (1/2β) ∬ (e^{β xᵀAy} − 1) f(x) f(y) dσ dσ",
+                              description=ATTENTION_ENERGY_DEFINITION)
+
 DIAGNOSTIC_ATTRS = {
     "mass": dict(long_name="total mass ∫ f dσ", units="1"),
     "energy": dict(long_name="interaction energy E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f(x) f(y) dσ dσ",

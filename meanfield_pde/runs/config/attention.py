@@ -383,6 +383,9 @@ def check_attention(config) -> None:
     if config.kind not in ATTENTION_RUN_KINDS:
         raise ConfigError(f"[attention]: run.kind = {config.kind!r} does not read it; general heads run "
                           f"with run.kind in {', '.join(map(repr, ATTENTION_RUN_KINDS))}")
+    if config.sweep.task == "tokens":
+        raise ConfigError("sweep.task = 'tokens': its tokens run today's model in R^{sweep.dimension} "
+                          "and would drop [attention]; use sweep.task = 'run' (the case's particle run)")
     d, domain = config.domain.ambient_dimension, config.domain
     place = (f"domain.dimension = {d}" if domain.manifold == "sphere_zonal"
              else f"domain.manifold = {domain.manifold!r}, d = {d}")
