@@ -74,8 +74,8 @@ import math
 
 import numpy as np
 
-from .attention import (ATTENTION_ENERGY_DEFINITION, Head, as_schedule, check_heads, gradient_flow_head,
-                        no_energy_reason)
+from .attention import (ATTENTION_ENERGY_DEFINITION, NO_ENERGY_NOTE, Head, as_schedule, check_heads,
+                        gradient_flow_head)
 from .checks import BETA_MAX, check_kind, check_number
 from .model_kinds import model_kind
 from .errors import ConfigError, NumericalFault
@@ -409,10 +409,10 @@ class AttentionKernel:
     density : ndarray (nlat, nphi) or None
         f on the grid at the last :meth:`flux`.
     energy_definition : str or None
-        :data:`~meanfield_pde.core.attention.ATTENTION_ENERGY_DEFINITION` where the flow has an
+        :data:`meanfield_pde.core.attention.ATTENTION_ENERGY_DEFINITION` where the flow has an
         energy (:meth:`gradient_flow`), else None.
     no_energy_reason : str or None
-        Why there is no energy (:func:`meanfield_pde.core.attention.no_energy_reason`).
+        Why there is no energy (:data:`meanfield_pde.core.attention.NO_ENERGY_NOTE`), or None.
 
     Raises
     ------
@@ -470,8 +470,9 @@ class AttentionKernel:
                 continue
             z = op.head.beta * (pts @ op.head.A)  # rows (βAᵀx)ᵀ = β xᵀA, (nlat, nphi, 3)
             self._rho.append((np.sum(z * z, axis=-1) + op.c ** 2) / (2.0 * op.c))
-        self.no_energy_reason = no_energy_reason(self.heads)
-        self.energy_definition = ATTENTION_ENERGY_DEFINITION if self.no_energy_reason is None else None
+        gradient = gradient_flow_head(self.heads) is not None
+        self.no_energy_reason = None if gradient else NO_ENERGY_NOTE
+        self.energy_definition = ATTENTION_ENERGY_DEFINITION if gradient else None
         self.density = None
         self._last = None  # v on the grid at the last flux
 
@@ -718,8 +719,9 @@ class ScheduledKernel:
             for head in heads:
                 check_radius(head)
         self.breaks = tuple(a for a, _, _ in self.pieces[1:])
-        self.no_energy_reason = no_energy_reason(self.schedule)
-        self.energy_definition = ATTENTION_ENERGY_DEFINITION if self.no_energy_reason is None else None
+        gradient = gradient_flow_head(self.schedule) is not None
+        self.no_energy_reason = None if gradient else NO_ENERGY_NOTE
+        self.energy_definition = ATTENTION_ENERGY_DEFINITION if gradient else None
         self._index = None
         self.kernel: AttentionKernel | None = None
         self.set_interval(0.0, self.breaks[0] if self.breaks else math.inf)

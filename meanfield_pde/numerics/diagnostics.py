@@ -11,11 +11,14 @@ from typing import Callable
 import numpy as np
 
 from ..core.geometry import Geometry
+from ..core.attention import ATTENTION_ENERGY_DEFINITION
 from ..core.kernels import ENERGY_DEFINITION
 from .models import MeanFieldModel
 
 TAIL_FRACTION = 2.0 / 3.0  # degrees above 2L/3 are the first to fill when a solution outgrows L
 
+ATTENTION_ENERGY_ATTRS = dict(long_name="interaction energy E_A = (1/2β) ∬ (e^{β xᵀAy} − 1) f(x) f(y) dσ dσ",
+                              description=ATTENTION_ENERGY_DEFINITION)
 
 DIAGNOSTIC_ATTRS = {
     "mass": dict(long_name="total mass ∫ f dσ", units="1"),
@@ -63,17 +66,13 @@ def snapshot_diagnostics(model: MeanFieldModel, coef: np.ndarray, density: np.nd
 
 def diagnostic_attrs(model) -> dict[str, dict]:
     """The attributes of each diagnostic variable of a run of ``model``: :data:`DIAGNOSTIC_ATTRS`,
-    with ``energy`` and ``free_energy`` described by the model's own energy where it is not
-    E_β (``model.energy_definition``: one head with V = A symmetric stores E_A)."""
-    definition = getattr(model, "energy_definition", None)
-    if definition is None or definition == ENERGY_DEFINITION:
+    with ``energy`` and ``free_energy`` those of E_A where the model's energy is E_A
+    (``model.energy_definition``: general heads, one head with V = A symmetric)."""
+    if getattr(model, "energy_definition", None) != ATTENTION_ENERGY_DEFINITION:
         return DIAGNOSTIC_ATTRS
-    name = definition.split(" = ")[0]
-    return {**DIAGNOSTIC_ATTRS,
-            "energy": dict(long_name=f"interaction energy {definition.split(':')[0]}",
-                           description=definition),
-            "free_energy": dict(long_name=f"free energy ν ∫ f log f dσ − {name}",
-                                description=f"{name} as in energy: " + definition)}
+    return {**DIAGNOSTIC_ATTRS, "energy": ATTENTION_ENERGY_ATTRS,
+            "free_energy": dict(long_name="free energy ν ∫ f log f dσ − E_A",
+                                description="E_A as in energy: " + ATTENTION_ENERGY_DEFINITION)}
 
 
 # an undershoot is rounding (ResolutionMonitor._rounding) if within RELATIVE_ROUNDING of max|f|

@@ -178,7 +178,7 @@ class AttentionField:
 
 def attention_energy(x, head: Head) -> float:
     """E_A = (1/(2β n²)) Σ_ij (e^{β x_iᵀA x_j} − 1) of the tokens x (n, d) for one head with
-    V = A symmetric (:func:`meanfield_pde.core.attention.gradient_flow_head`), the empirical form of
+    V = A symmetric (:func:`~meanfield_pde.core.attention.gradient_flow_head`), the empirical form of
     (1/2β) ∬ (e^{β xᵀAy} − 1) dμ dμ (the interaction energy of Geshkovski et al.,
     arXiv:2312.10794, §3, with A, less the constant 1/(2β) as
     :func:`meanfield_pde.particles.dynamics.energy`, which this equals for A = I).
@@ -205,5 +205,4 @@ def attention_energy(x, head: Head) -> float:
     return total / (2.0 * beta * n * n)
 
 
-__all__ = ["attention_velocity", "head_attention", "head_field", "AttentionField",
-           "gradient_flow_head", "attention_energy"]
+__all__ = ["attention_velocity", "head_attention", "head_field", "AttentionField", "attention_energy"]

@@ -11,6 +11,7 @@ import numpy as np
 
 from .config import Config, VonMisesFisher, time_unit
 from ..numerics.diagnostics import ResolutionMonitor
+from ..core.attention import NO_ENERGY_NOTE, gradient_flow_head
 from ..core.checks import short_repr
 from ..core.errors import ConfigError
 from ..core.model_kinds import model_kind
@@ -152,6 +153,27 @@ def run_attributes(config: Config) -> dict:
         **software_versions(),
         "steps": 0, "rejected_steps": 0, "wall_time_s": 0.0,
     }
+
+
+def attention_attributes(config: Config) -> dict:
+    """The attributes of a run of a case with [attention] (none without): ``heads`` (the layers
+    and heads as text, :meth:`~meanfield_pde.core.attention.HeadSchedule.describe`; the exact
+    matrices are in ``case``), ``heads_summary`` (in a few words, for titles), and ``energy_note``
+    (:data:`~meanfield_pde.core.attention.NO_ENERGY_NOTE`) when the heads have no energy: the
+    file then has no ``energy`` variable. Every run kind that reads [attention] writes these."""
+    heads = config.heads
+    if heads is None:
+        return {}
+    return {"heads": heads.describe(), "heads_summary": heads.summary(),
+            **({} if gradient_flow_head(heads) is not None else {"energy_note": NO_ENERGY_NOTE})}
+
+
+def model_title(config: Config) -> str:
+    """The model's parameters as titles give them: "beta = 5, nu = 0", or with [attention]
+    "attention: 2 heads, beta = 1, 4, nu = 0" (:meth:`~meanfield_pde.core.attention.HeadSchedule.summary`)."""
+    m, heads = config.model, config.heads
+    what = f"beta = {m.beta:g}" if heads is None else f"attention: {heads.summary()}"
+    return f"{what}, nu = {m.nu:g}"
 
 
 def tau_unit_name(config: Config) -> str:

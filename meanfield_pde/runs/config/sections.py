@@ -56,6 +56,12 @@ class DomainConfig:
                            doc="largest relative L² error of the kernel e^{β⟨x,y⟩} cut at lmax "
                                "(1 = no check: large-β limit studies)")
 
+    @property
+    def ambient_dimension(self) -> int:
+        """d of the tokens' sphere S^{d−1} ⊂ R^d: 3 on the sphere, 2 on the circle,
+        ``dimension`` on sphere_zonal."""
+        return {"sphere": 3, "circle": 2}.get(self.manifold, self.dimension)
+
 
 @dataclass(frozen=True, kw_only=True)
 class PerturbedUniform:
