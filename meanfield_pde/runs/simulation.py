@@ -20,6 +20,7 @@ from ..numerics.initial import initial_density, von_mises_fisher_hint
 from .io import software_versions
 from ..numerics.limits import (LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
+from ..core.attention_kernel import AttentionKernel, ScheduledKernel
 from ..numerics.models import FunkHeckeKernel, MeanFieldModel, check_initial_potential
 from ..numerics.steppers import StepControl, make_stepper
 
@@ -70,8 +71,21 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
 def make_kernel(config: Config, geometry: Geometry):
     """The interaction kernel of a PDE run of ``config`` on ``geometry``
     (:class:`meanfield_pde.core.kernels.InteractionKernel`): the Funk–Hecke kernel of
-    model.kind at model.beta."""
-    return FunkHeckeKernel(geometry, config.model.kind, config.model.beta)
+    model.kind at model.beta; with [attention] (``config.heads``) the general kernel of its
+    heads (:class:`~meanfield_pde.core.attention_kernel.AttentionKernel`), or of its layers
+    (:class:`~meanfield_pde.core.attention_kernel.ScheduledKernel`) where they change with depth.
+
+    Raises
+    ------
+    ConfigError
+        A head whose operator cannot be built (β‖A‖₂ > 700, more memory than
+        ``MAX_MATRIX_BYTES``), before any work."""
+    heads, kind = config.heads, config.model.kind
+    if heads is None:
+        return FunkHeckeKernel(geometry, kind, config.model.beta)
+    if heads.constant:
+        return AttentionKernel(geometry, heads.layers[0].heads, kind)
+    return ScheduledKernel(geometry, heads, kind)
 
 
 def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | LimitModel | None = None,
@@ -148,9 +162,9 @@ def run_attributes(config: Config) -> dict:
         # the time coordinate is natural time for every kind; τ of a large-β unit is `tau`
         "time_unit": "natural",
         "title": f"{m.kind} {EQUATION_TITLES[config.equation]} on the "
-                 f"{manifold_title(config)}, beta = {m.beta:g}, nu = {m.nu:g}",
+                 f"{manifold_title(config)}, {model_title(config)}",
         **({"tau_unit": tau_unit_name(config)} if time_unit(config) != 1.0 or config.kind == "limit" else {}),
-        **software_versions(),
+        **attention_attributes(config), **software_versions(),
         "steps": 0, "rejected_steps": 0, "wall_time_s": 0.0,
     }
 

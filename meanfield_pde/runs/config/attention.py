@@ -45,8 +45,12 @@ from ...core.errors import ConfigError
 from .schema import build_section, check_scalar
 from .schema import field_spec as _f
 
-ATTENTION_RUN_KINDS = ("particles",)
+ATTENTION_RUN_KINDS = ("pde", "particles", "compare")
 """The run kinds that read [attention] (every other kind refuses a case with it)."""
+
+PDE_KINDS = ("pde", "compare")
+"""The run kinds that solve the PDE of [attention]'s heads: on the sphere S² only (the general
+kernel, :class:`meanfield_pde.core.attention_kernel.AttentionKernel`)."""
 
 MAX_HEADS = 64          # heads per layer: each costs one pass of the O(n² d) velocity
 MAX_LAYERS = 1000       # layers of a schedule (a step never straddles a layer start)
@@ -383,6 +387,17 @@ def check_attention(config) -> None:
     if config.kind not in ATTENTION_RUN_KINDS:
         raise ConfigError(f"[attention]: run.kind = {config.kind!r} does not read it; general heads run "
                           f"with run.kind in {', '.join(map(repr, ATTENTION_RUN_KINDS))}")
+    if config.kind in PDE_KINDS:
+        if config.domain.manifold != "sphere":
+            raise ConfigError(f"[attention]: run.kind = {config.kind!r} solves the PDE with general heads "
+                              f"on the sphere S² only (domain.manifold = 'sphere'; got "
+                              f"{config.domain.manifold!r}); tokens in any d: run.kind = 'particles'")
+        if config.handoff.enabled:
+            raise ConfigError("handoff.enabled = true: not with [attention] (the hand-off continues with "
+                              "today's kernel as weighted particles); set handoff.enabled = false")
+        if config.time.unit != "natural":
+            raise ConfigError(f"time.unit = {config.time.unit!r}: must be 'natural' with [attention] "
+                              "(the large-beta units are those of one head with Q = K = V = I)")
     if config.sweep.task == "tokens":
         raise ConfigError("sweep.task = 'tokens': its tokens run today's model in R^{sweep.dimension} "
                           "and would drop [attention]; use sweep.task = 'run' (the case's particle run)")
@@ -424,4 +439,31 @@ def check_attention(config) -> None:
                 raise ConfigError(f"{hp}[{j}]: beta_max ‖Q‖₂‖K‖₂ = {bound:.4g} > {BETA_MAX:g}: the USA "
                                   "weights e^(beta <Qx, Ky>) overflow float64; lower beta or the norms "
                                   "of Q and K (or use model.kind = 'SA', which normalises them)")
-    config.heads  # the schedule itself (one dimension, its own checks): nothing else can fail later
+    heads = config.heads  # the schedule itself (one dimension, its own checks)
+    if config.kind in PDE_KINDS:
+        check_pde_heads(config, heads)
+
+
+def check_pde_heads(config, heads) -> None:
+    """The PDE's rules for general heads (after the schedule is built): every head's β‖A‖₂ <= 700
+    (:func:`meanfield_pde.core.attention_kernel.check_radius`: e^{β xᵀAy} finite, for SA too),
+    and, for domain.kernel_tol < 1, domain.lmax resolving the kernel y ↦ e^{⟨z, y⟩} at the
+    largest |z| = β‖A‖₂ of the run (:func:`meanfield_pde.core.kernels.kernel_truncation_error`,
+    the zonal kernel's rule at β' = β‖A‖₂: for A = I it is the zonal run's check).
+
+    Raises
+    ------
+    ConfigError
+        Naming the key to change."""
+    from ...core.attention_kernel import check_radius
+    from ...core.kernels import kernel_truncation_error, resolving_lmax
+    radius = max(check_radius(h) for layer in heads.layers
+                 for h in (layer.heads if layer.beta_end is None else
+                           [h.with_beta(b) for h, b in zip(layer.heads, layer.beta_max)]))
+    d = config.domain
+    if d.kernel_tol < 1.0 and kernel_truncation_error(radius, d.lmax, d.manifold) > d.kernel_tol:
+        need = resolving_lmax(radius, d.kernel_tol, d.manifold)
+        raise ConfigError(f"domain.lmax = {d.lmax}: too small for the heads of [attention], whose largest "
+                          f"beta·‖Q^T K‖₂ is {radius:.4g}: the kernel needs lmax >= {need} for "
+                          f"domain.kernel_tol = {d.kernel_tol:g}; raise lmax, or lower beta or the "
+                          "norms of Q and K")

@@ -165,7 +165,8 @@ def _cross_checks(c: Config) -> None:
     if zonal and c.kind == "pde" and model_kind(c.model.kind).normalised:  # SA divides by Φ: float64 must hold it
         # before the kernel's check: no lmax resolves the kernel of a β that fails here
         check_sa_potential(c.model.beta, d.lmax, d.dimension, d.kernel_tol)
-    if c.kind != "limit" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim) > d.kernel_tol:
+    # (general heads: checked with their own radius β‖A‖₂ by check_attention)
+    if c.kind != "limit" and not c.attention.present and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim) > d.kernel_tol:
         need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold, dim)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
                           f"needs lmax >= {need} for domain.kernel_tol = {d.kernel_tol:g} (relative error "
