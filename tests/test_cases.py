@@ -94,6 +94,7 @@ CHECKED_ELSEWHERE = {
     # general attention: the case's own particle run, each claim of its comment
     **{name: f"test_attention_cases.py::test_{name}" for name in
        ("attention_power_method", "attention_rotating_clusters", "attention_two_heads", "attention_beta_warmup")},
+    "attention_pde_power_method": "test_attention_pde_runs.py::test_named_case_attention_pde_power_method",
     # hand-off cases: a full run takes minutes; their short versions and claims are in
     # test_handoff_run.py, the measured full runs in docs/user-guide/handoff.md (Past lost resolution)
     "sa_beta10_staircase": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",

@@ -26,6 +26,7 @@ import numpy as np
 from ..core.attention import Head, HeadSchedule, as_schedule, check_heads, gradient_flow_head
 from ..core.checks import BETA_MAX, check_kind
 from ..core.errors import ConfigError
+from ..core.model_kinds import model_kind
 from .dynamics import check_chunk, energy as identity_energy, exponential_sums, tangent_project
 
 _TINY_SUM = 1e-280  # an SA row sum below this has lost digits to underflow: redone exactly
@@ -74,7 +75,7 @@ def head_attention(x: np.ndarray, head: Head, kind: str, *, chunk_rows: int | No
     np.negative(shift, out=left[:, d])
     right = np.empty((n, d + 1))
     right[:, :d], right[:, d] = kx, 1.0
-    if kind == "SA":
+    if model_kind(kind).normalised:
         values = np.empty((n, d + 1))
         values[:, :d], values[:, d] = vx, 1.0
         sums = exponential_sums(left, right, values, chunk_rows=chunk_rows, threads=threads)

@@ -42,6 +42,7 @@ import numpy as np
 from ...core.attention import Head, HeadSchedule, Layer, check_matrix
 from ...core.checks import BETA_MAX, file_problem, short_repr
 from ...core.errors import ConfigError
+from ...core.model_kinds import model_kind
 from .schema import build_section, check_scalar
 from .schema import field_spec as _f
 
@@ -435,7 +436,7 @@ def check_attention(config) -> None:
             beta = config.model.beta if h.beta is None else h.beta
             top = max([beta] + ([ends[j]] if ends else []))
             bound = top * norms["Q"] * norms["K"]
-            if config.model.kind == "USA" and bound > BETA_MAX:
+            if not model_kind(config.model.kind).normalised and bound > BETA_MAX:
                 raise ConfigError(f"{hp}[{j}]: beta_max ‖Q‖₂‖K‖₂ = {bound:.4g} > {BETA_MAX:g}: the USA "
                                   "weights e^(beta <Qx, Ky>) overflow float64; lower beta or the norms "
                                   "of Q and K (or use model.kind = 'SA', which normalises them)")
