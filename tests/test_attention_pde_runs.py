@@ -121,6 +121,20 @@ def test_resolution_loss_is_detected_as_today(tmp_path):
     assert float(ds.min_density.min()) > -1e-3 / (4 * np.pi)  # monitor.negative_density
 
 
+def test_the_cli_runs_a_pde_case_with_heads_and_plots_it(tmp_path):
+    """`meanfield-pde run CASE` of a PDE case with [attention] (shortened), then `plot`."""
+    out = tmp_path / "pm.nc"
+    for args in (["run", "attention_pde_power_method", "-o", str(out), "-q", "--set", "domain.lmax=15",
+                  "--set", "time.t_end=0.2", "--set", "output.every=0.1"],
+                 ["plot", str(out), "-o", str(tmp_path / "again.png")]):
+        proc = subprocess.run([sys.executable, "-m", "meanfield_pde", *args], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    ds = xr.open_dataset(out)
+    assert ds.attrs["status"] == "completed" and "head 0" in ds.attrs["heads"]
+    assert (tmp_path / "pm.png").stat().st_size > 0 and (tmp_path / "again.png").stat().st_size > 0
+
+
 @pytest.mark.slow
 def test_named_case_attention_pde_power_method(tmp_path):
     """What cases/attention_pde_power_method.toml says you should see, from the CLI's run file."""

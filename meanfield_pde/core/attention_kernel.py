@@ -744,15 +744,19 @@ class ScheduledKernel:
     # -- the contract: the current piece's kernel ------------------------------------------
     @property
     def density(self):
+        """f on the grid at the last :meth:`flux` (the current piece's kernel's)."""
         return self.kernel.density
 
     def flux(self, coef: np.ndarray):
+        """:meth:`AttentionKernel.flux` of the current piece's heads."""
         return self.kernel.flux(coef)
 
     def velocity(self, coef: np.ndarray, density: np.ndarray | None = None):
+        """:meth:`AttentionKernel.velocity` of the current piece's heads."""
         return self.kernel.velocity(coef, density)
 
     def speed_bound(self) -> float:
+        """max |v| at the last :meth:`flux` of the current piece's kernel (0 before its first)."""
         return self.kernel.speed_bound()
 
     def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float | None:

@@ -65,7 +65,7 @@ def snapshot_diagnostics(model: MeanFieldModel, coef: np.ndarray, density: np.nd
 
 
 def diagnostic_attrs(model) -> dict[str, dict]:
-    """The attributes of each diagnostic variable of a run of ``model``: :data:`DIAGNOSTIC_ATTRS`,
+    """The attributes of each diagnostic variable of a run of ``model``: ``DIAGNOSTIC_ATTRS``,
     with ``energy`` and ``free_energy`` those of E_A where the model's energy is E_A
     (``model.energy_definition``: general heads, one head with V = A symmetric)."""
     if getattr(model, "energy_definition", None) != ATTENTION_ENERGY_DEFINITION:

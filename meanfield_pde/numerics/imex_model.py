@@ -88,7 +88,7 @@ class IMEXModel(ABC):
         return self.transport(coef, out)
 
     def set_interval(self, start: float, stop: float) -> None:
-        """N on the time interval (start, stop), free of :attr:`breaks` (the time loop calls it
+        """N on the time interval (start, stop), free of ``breaks`` (the time loop calls it
         before the first step and on landing at each break). Nothing for an autonomous model."""
 
     # -- the implicit part -----------------------------------------------------------------

@@ -373,7 +373,7 @@ class MeanFieldModel(IMEXModel):
     Funk–Hecke kernels of the sphere, the circle and S^{d−1} (:class:`FunkHeckeKernel`, also
     through :meth:`funk_hecke`) and general attention heads on S²
     (:class:`meanfield_pde.core.attention_kernel.AttentionKernel`, or a schedule of them:
-    :class:`meanfield_pde.numerics.attention_model.ScheduledKernel`). The kernel gives the flux
+    :class:`meanfield_pde.core.attention_kernel.ScheduledKernel`). The kernel gives the flux
     −f V[f] on the grid and, where they exist, the energy and the linear rates about the uniform
     density; the model takes its divergence and holds the implicit part.
 
@@ -465,7 +465,7 @@ class MeanFieldModel(IMEXModel):
         return self.geometry.divergence(flux, out)
 
     def set_interval(self, start: float, stop: float) -> None:
-        """The right-hand side on (start, stop), an interval free of :attr:`breaks` (the
+        """The right-hand side on (start, stop), an interval free of ``breaks`` (the
         kernel's, for a schedule of heads; nothing to do otherwise)."""
         if self.breaks:
             self.kernel.set_interval(start, stop)
