@@ -236,3 +236,37 @@ def test_load_case_reads_matrix_files_beside_the_case_file(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)  # not the case file's folder
     config = load_case(tmp_path / "sub" / "c.toml")
     assert np.array_equal(config.heads.layers[0].heads[0].V, 0.5 * np.eye(3))
+
+
+def test_a_bad_section_stops_the_cli_before_anything_is_written(tmp_path, capsys):
+    """`meanfield-pde run` of a case whose [attention] is wrong: one line naming the key, exit 2,
+    no file."""
+    from meanfield_pde.cli import main
+    data = case({"heads": [{"V": [[1.0, 0.0], [0.0, 1.0]]}]})
+    (tmp_path / "bad.toml").write_text(tomli_w.dumps(data))
+    assert main(["run", str(tmp_path / "bad.toml"), "-o", str(tmp_path / "out.nc")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "attention.heads[0].V: 2×2: must be 3×3" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml"]
+
+
+def test_a_sweep_of_tokens_would_drop_the_heads_and_is_refused():
+    refused(case({"heads": [{}]}, sweep={"task": "tokens"}), "sweep.task = 'tokens'", "sweep.task = 'run'")
+
+
+def test_a_resumed_run_needs_no_matrix_file_and_continues_bit_for_bit(tmp_path):
+    """The run file's case holds the matrices as rows: a run resumed after the .npy is gone goes on
+    exactly as the run that never stopped (noise included: one stream per snapshot interval)."""
+    import meanfield_pde
+    from meanfield_pde.runs.particle_runner import run_particles
+    np.save(tmp_path / "v.npy", np.array([[1.0, 0.3, 0.0], [0.0, 0.5, 0.0], [0.2, 0.0, -0.4]]))
+    data = case({"heads": [{"V": "v.npy", "K": ROT}], "beta_end": [3.0], "ramp_end": 0.15},
+                model={"nu": 0.05}, particles={"n": 40, "scheme": "euler_maruyama"},
+                time={"t_end": 0.3, "dt": 0.01})
+    whole = run_particles(from_dict(data, base=tmp_path), tmp_path / "whole.nc")
+    data["time"]["t_end"] = 0.1
+    run_particles(from_dict(data, base=tmp_path), tmp_path / "part.nc")
+    (tmp_path / "v.npy").unlink()
+    resumed = meanfield_pde.resume(tmp_path / "part.nc", t_end=0.3)
+    assert np.array_equal(resumed.time.values, whole.time.values)
+    assert np.array_equal(resumed.positions.values, whole.positions.values)
