@@ -63,9 +63,13 @@ def test_the_forms_of_a_matrix_give_the_matrices(tmp_path):
 
 
 def test_a_case_without_attention_is_todays_case():
-    """No [attention]: no heads, and the stored case text has no trace of the section."""
+    """No [attention]: no heads, and the stored case text has no trace of the section (every
+    named case but the attention_* ones, which have it)."""
     for name in case_names():
         config = load_case(name)
+        if name.startswith("attention_"):
+            assert config.attention.present and config.heads is not None
+            continue
         assert config.heads is None and not config.attention.present
         assert "attention" not in config.to_toml()
 
@@ -151,8 +155,11 @@ def test_a_bad_attention_section_is_one_clear_error(attention, fragments):
 
 
 def test_the_section_is_read_only_by_the_kinds_that_run_it():
-    refused(case({"heads": [{}]}, run={"kind": "pde"}), "[attention]: run.kind = 'pde' does not read it",
-            "'particles'")
+    refused(case({"heads": [{}]}, run={"kind": "transformer"}, transformer={"study": "normalisation"}),
+            "[attention]: run.kind = 'transformer' does not read it", "'pde', 'particles', 'compare'")
+    # the PDE reads it on the sphere only
+    refused(case({"heads": [{}]}, run={"kind": "pde"}, domain={"manifold": "circle"}),
+            "domain.manifold = 'sphere'")
 
 
 def test_a_zonal_case_checks_d_against_domain_dimension():
