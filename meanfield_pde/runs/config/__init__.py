@@ -33,15 +33,15 @@ from .sections import (CFL_MIN, INITIAL_TYPES, RTOL_MIN, DomainConfig, ModelConf
 from .study_sections import (STUDIES, SWEEP_MEASURES, LimitConfig, ParticlesConfig, SweepConfig,
                              TransformerConfig)
 from .handoff import HandoffConfig, check_handoff, handoff_time_limit
-from .attention import (ATTENTION_RUN_KINDS, MAX_HEADS, MAX_LAYERS, MAX_MATRIX_ENTRIES, AttentionConfig,
-                        HeadConfig, LayerConfig, build_attention, check_attention, check_matrix_value,
-                        read_matrix_file)
+from .attention import (ATTENTION_RUN_KINDS, MAX_HEADS, MAX_LAYERS, MAX_MATRIX_ENTRIES, PDE_KINDS,
+                        AttentionConfig, HeadConfig, LayerConfig, build_attention, check_attention,
+                        check_matrix_value, check_pde_heads, read_matrix_file)
 from .units import time_unit
 from .validation import MAX_DESCRIPTION, from_dict
 
 __all__ = [
-    "ATTENTION_RUN_KINDS", "MAX_HEADS", "MAX_LAYERS", "MAX_MATRIX_ENTRIES", "AttentionConfig",
-    "HeadConfig", "LayerConfig", "build_attention", "check_attention", "check_matrix_value",
+    "ATTENTION_RUN_KINDS", "MAX_HEADS", "MAX_LAYERS", "MAX_MATRIX_ENTRIES", "PDE_KINDS", "AttentionConfig",
+    "HeadConfig", "LayerConfig", "build_attention", "check_attention", "check_matrix_value", "check_pde_heads",
     "read_matrix_file", "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_COUNT_DIGITS", "MAX_DESCRIPTION",
     "MAX_NESTING", "MAX_SNAPSHOTS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_FUNCTIONS",
     "RUN_KINDS", "SECTIONS", "STUDIES", "SWEEP_MEASURES", "Config", "ConfigError",
