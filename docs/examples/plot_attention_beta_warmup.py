@@ -1,4 +1,4 @@
-"""
+r"""
 General attention: a warm-up of β with depth
 ============================================
 
@@ -8,8 +8,8 @@ temperature), then stays (:ref:`general-attention`). The case runs whole (a few 
 and beside it the same tokens at β = 12 from the start.
 
 **What you should see.** The early layers at small β pull the tokens together globally, so
-the clusters the large β later freezes are fewer and heavier: 3 clusters and the order parameter 0.58 at
-the end, against 7 clusters and 0.12 at β = 12 throughout.
+the clusters the large β later freezes are fewer and heavier: 3 clusters and \|m\| = 0.58 at
+the end, against 7 clusters and \|m\| = 0.12 at β = 12 throughout.
 """
 
 import tempfile

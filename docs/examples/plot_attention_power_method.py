@@ -1,10 +1,10 @@
-"""
+r"""
 General attention: the power method of V
 ========================================
 
 ``attention_power_method``: 500 tokens, nearly uniform, under one SA head (β = 4, Q = K = I)
 with a non-symmetric value matrix V of eigenvalues 1, 0.2, −0.5 and dominant eigenvector
-e₁. A sharp cluster at p moves by ṗ = P⊥_p V p, whose solution e^{tV}p₀ / ‖e^{tV}p₀‖ is the
+e₁. A sharp cluster at p moves by ṗ = P⊥_p V p, whose solution e^{tV}p₀/\|e^{tV}p₀\| is the
 power method of V (:ref:`general-attention`). The case runs whole (a few seconds).
 
 **What you should see.** Attention groups the tokens, V carries the groups to ±e₁: by
