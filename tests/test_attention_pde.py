@@ -187,6 +187,7 @@ def test_mass_is_conserved_exactly_and_the_non_gradient_flow_has_no_energy(spher
     assert abs(mass[0] - 1.0) <= 2 * EPS  # √(4π)·(1/√(4π)) (tests/test_conservation.py)
 
 
+@pytest.mark.slow  # ~10 s: three (resp. five) runs
 def test_sharp_cluster_follows_the_power_method_of_v():
     """SA, one head, no noise, from a vMF cluster at p₀ of concentration κ: a Dirac at p moves
     with ṗ = P⊥_p V p (the softmax over one point is that point), whose solution is
@@ -238,6 +239,7 @@ def test_steps_land_on_each_layer_and_the_run_is_its_layers_in_turn(sphere):
     np.testing.assert_array_equal(resumed.coef, rest.coef)
 
 
+@pytest.mark.slow  # ~10 s: three (resp. five) runs
 def test_a_ramp_in_constant_pieces_is_second_order():
     """β ramped linearly from 1 to 4 over t ∈ [0, 1] in constant pieces (the heads at each piece's
     midpoint): the midpoint rule, error O(h²) in the piece width h (ScheduledKernel). The state
