@@ -85,7 +85,7 @@ def test_scaled_identity_is_todays_funk_hecke_velocity(sphere, density, kind):
     c, beta = 1.5, 4.0
     kernel = AttentionKernel(sphere, Head(beta, Q=c * np.eye(3)), kind)
     mine = kernel.velocity(density)
-    today = MeanFieldModel(sphere, kind, c * beta).velocity(density)
+    today = MeanFieldModel.funk_hecke(sphere, kind, c * beta).velocity(density)
     scale = max(np.max(np.abs(t)) for t in today)
     # Both are sums of (L+1)² = 1024 terms of size <= κ max|v| (κ = Σ_l λ_l|f_l|/Φ_min <= 2 here);
     # each rounds to <= (L+1)²ε·κ relative, and the rotation/analysis steps of the general path
@@ -232,7 +232,7 @@ def test_energy_only_for_symmetric_value_equal_to_interaction(sphere, density):
     # A = cI: c·(today's energy at β' = cβ)
     c = 1.5
     iso = AttentionKernel(sphere, Head(beta, K=c * np.eye(3), V=c * np.eye(3)), "SA")
-    today = MeanFieldModel(sphere, "SA", c * beta).energy(density)
+    today = MeanFieldModel.funk_hecke(sphere, "SA", c * beta).energy(density)
     # the general path: T = ∫ e^ρ Q f dσ = 2β·(c·today) + M², Q within the operator's pointwise
     # rounding 2ε(P + 1) max Q (operator_rounding), e^ρ (ρ = cβ here, loss 0) cβ·ε, the n-node
     # quadrature of a positive integrand nε; then − M² leaves T's absolute error. Today's: a sum of
@@ -252,6 +252,12 @@ def test_contract(sphere, density):
     assert isinstance(kernel, InteractionKernel)
     assert kernel.speed_bound() == 0.0
     vt, vp = kernel.velocity(density)
+    flux = kernel.flux(density)
+    f = sphere.synthesis(density)
+    # the same evaluation, then one product each: exact
+    np.testing.assert_array_equal(flux[0], -(f * vt))
+    np.testing.assert_array_equal(flux[1], -(f * vp))
+    np.testing.assert_array_equal(kernel.density, f)
     assert kernel.speed_bound() == pytest.approx(float(np.sqrt(np.max(vt**2 + vp**2))), rel=4 * EPS)  # |v|²: a two-term sum, then a root
     assert kernel.energy_multipliers() is None and kernel.growth_rates() is None
     # SA needs a positive potential: a density that has lost positivity is refused
@@ -324,10 +330,12 @@ def test_zonal_kernels_implement_the_contract():
         f = perturbed_uniform(geometry, 0.2, 1, 6, seed=1)
         for kind in ("SA", "USA"):
             kernel = FunkHeckeKernel(geometry, kind, 3.0)
-            model = MeanFieldModel(geometry, kind, 3.0)
+            model = MeanFieldModel.funk_hecke(geometry, kind, 3.0)
             assert isinstance(kernel, InteractionKernel)
             for a, b in zip(kernel.velocity(f), model.velocity(f)):
                 np.testing.assert_array_equal(a, b)
+            assert kernel.speed_bound() == 0.0  # before the first flux
+            kernel.flux(f)
             assert kernel.speed_bound() > 0.0
             assert kernel.energy(f) == pytest.approx(model.energy(f), rel=np.size(f) * EPS, abs=0)  # one n-term sum, another order
             np.testing.assert_array_equal(kernel.growth_rates(), model.growth_rates())

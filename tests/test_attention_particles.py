@@ -11,11 +11,10 @@ import pytest
 from conftest import EPS, energy_rounding, unit_rounding
 from scipy.linalg import expm
 
-from meanfield_pde.core.attention import Head, HeadSchedule, Layer, identity_head
+from meanfield_pde.core.attention import Head, HeadSchedule, Layer, gradient_flow_head, identity_head
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.particles import dynamics, simulate, uniform_sphere
-from meanfield_pde.particles.heads import (AttentionField, attention_energy, attention_velocity,
-                                               gradient_flow_head)
+from meanfield_pde.particles.heads import AttentionField, attention_energy, attention_velocity
 from meanfield_pde.particles.integrators import rk4_step
 
 EPS = np.finfo(float).eps
@@ -199,9 +198,11 @@ def test_energy_of_symmetric_value_equal_to_interaction_never_decreases(kind):
     rounding = np.array([energy_rounding(x, None, head.beta, a) for x in run.positions])
     assert np.all(np.diff(run.energy) >= -(rounding[1:] + rounding[:-1]))
     assert run.energy[-1] > run.energy[0]
-    # no energy for a general head: NaN, never a number
+    # no energy for a general head: none recorded (not a NaN, never a number), and the Dataset says so
     other = simulate(uniform_sphere(20, 3, seed=2), kind, None, 0.0, 0.2, 0.1, 0.1, heads=general_head())
-    assert np.all(np.isnan(other.energy))
+    assert other.energy is None
+    ds = other.to_dataset()
+    assert "energy" not in ds and ds.attrs["energy_note"].startswith("no energy")
 
 
 def test_identity_energy_is_todays():

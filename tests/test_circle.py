@@ -59,7 +59,7 @@ def sigma(kind, beta, nu, k):
 def test_circle_rhs_reproduces_sigma_k(kind, beta, nu):
     """Acceptance 1: to 1e-10 relative."""
     g = Circle(16)
-    model = MeanFieldModel(g, kind, beta, nu)
+    model = MeanFieldModel.funk_hecke(g, kind, beta, nu)
     base = g.zeros_coef()
     base[0] = 1 / np.sqrt(2 * np.pi)
     for k in range(1, 13):

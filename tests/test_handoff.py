@@ -184,7 +184,7 @@ def handoff_energy_rounding(g, coef, nodes, beta):
 
 def spectral(g, kind, beta, u0, t_end):
     """The PDE at lmax = g.lmax with error control (ARK3(2)4, rtol 1e-7) to t_end."""
-    model = MeanFieldModel(g, kind, beta)
+    model = MeanFieldModel.funk_hecke(g, kind, beta)
     control = StepControl(IMEXRungeKutta.for_model(get_tableau("ARK324"), model), g, rtol=RTOL)
     result = integrate(model, control, u0, t_end, every=t_end, dt=1e-3)
     assert result.completed, result.status

@@ -25,10 +25,10 @@ from conftest import EPS, quadrature_rounding, transform_rounding
 SPHERE, CIRCLE = Sphere(12), Circle(8, npoints=32)
 
 MODELS = {
-    "SA sphere": lambda: MeanFieldModel(SPHERE, "SA", 3.0, nu=0.1, hyperviscosity=2.0),
-    "USA sphere": lambda: MeanFieldModel(SPHERE, "USA", 3.0, nu=0.1),
-    "SA circle": lambda: MeanFieldModel(CIRCLE, "SA", 3.0, nu=0.1),
-    "USA circle": lambda: MeanFieldModel(CIRCLE, "USA", 3.0),
+    "SA sphere": lambda: MeanFieldModel.funk_hecke(SPHERE, "SA", 3.0, nu=0.1, hyperviscosity=2.0),
+    "USA sphere": lambda: MeanFieldModel.funk_hecke(SPHERE, "USA", 3.0, nu=0.1),
+    "SA circle": lambda: MeanFieldModel.funk_hecke(CIRCLE, "SA", 3.0, nu=0.1),
+    "USA circle": lambda: MeanFieldModel.funk_hecke(CIRCLE, "USA", 3.0),
     "backward heat 0": lambda: BackwardHeat(SPHERE, 20.0, 0),
     "backward heat 1": lambda: BackwardHeat(SPHERE, 20.0, 1),
     "porous medium 0": lambda: PorousMedium(SPHERE, 20.0, 0),
@@ -114,7 +114,7 @@ def test_cfl_rule_closed_form():
     on the circle), V = Φ'/β, so max|V| = 2π I_k(β) a k/β and the rule gives
     dt = C π/(L max|V|) = C β/(2 L I_k(β) a k)."""
     g, beta, a, k, C = CIRCLE, 3.0, 0.05, 2, 0.5
-    model = MeanFieldModel(g, "USA", beta)
+    model = MeanFieldModel.funk_hecke(g, "USA", beta)
     model.transport(g.analysis(1.0 / (2.0 * np.pi) + a * np.cos(k * g.theta)))
     speed = 2.0 * np.pi * iv(k, beta) * a * k / beta
     # the model's multipliers against scipy's (their measured relative difference), a

@@ -111,7 +111,7 @@ def test_geometry_and_model_pickle_by_parameters_with_the_same_rhs(manifold):
     from meanfield_pde.core.geometry import make_geometry
     from meanfield_pde.numerics.models import MeanFieldModel
     g = make_geometry(manifold, 12, 1)
-    model = MeanFieldModel(g, "SA", 4.0, nu=0.1, hyperviscosity=0.5, hyperviscosity_order=3)
+    model = MeanFieldModel.funk_hecke(g, "SA", 4.0, nu=0.1, hyperviscosity=0.5, hyperviscosity_order=3)
     back = pickle.loads(pickle.dumps(model))
     rng = np.random.default_rng(0)
     coef = g.zeros_coef()

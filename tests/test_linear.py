@@ -136,7 +136,7 @@ def test_critical_noise(beta):
 def test_growth_rates_match_pde_rhs(kind, beta, nu):
     """Central difference of MeanFieldModel.rhs about uniform ± ε Y_l0 gives σ_l."""
     g = Sphere(16)
-    model = MeanFieldModel(g, kind, beta, nu)
+    model = MeanFieldModel.funk_hecke(g, kind, beta, nu)
     sigma = linear.growth_rates(kind, beta, nu, 16)
     base = g.zeros_coef()
     base[0] = 1 / np.sqrt(4 * np.pi)

@@ -30,7 +30,7 @@ def sigma(kind, beta, nu, l):
 @pytest.mark.parametrize("nu", [0.0, 0.05])
 def test_rhs_linearisation_gives_sigma_l(kind, beta, nu):
     g = Sphere(16)
-    model = MeanFieldModel(g, kind, beta, nu)
+    model = MeanFieldModel.funk_hecke(g, kind, beta, nu)
     for l in range(1, 11):
         for m in (0, min(l, 2)):
             response, i = linear_response(model, l, m)
@@ -60,7 +60,7 @@ def test_small_mode_grows_at_sigma_l(kind, beta, l, t_end):
 def test_model_growth_rates_method_matches_formula():
     g = Sphere(12)
     for kind in ("SA", "USA"):
-        model = MeanFieldModel(g, kind, 7.0, 0.01)
+        model = MeanFieldModel.funk_hecke(g, kind, 7.0, 0.01)
         l = np.arange(1, 13)
         diff = np.abs(model.growth_rates()[1:] - sigma(kind, 7.0, 0.01, l))
         assert np.all(diff <= rate_tolerance(kind, 7.0, 0.01, l, "sphere"))

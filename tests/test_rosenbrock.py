@@ -97,8 +97,8 @@ class Diagonal:
     def transport(self, u, out=None):
         return np.zeros_like(u)
 
-    def growth_rates(self):
-        return self.linear
+    def jacobian_diagonal(self):
+        return np.minimum(self.linear, 0.0)
 
 
 @pytest.mark.parametrize("z", [-1e-3, -0.5, -3.0, -50.0, -1e4, -1e8])

@@ -333,7 +333,7 @@ def test_a_potential_lost_in_round_off_during_a_run_is_named_so():
     from meanfield_pde.core.kernels import vmf_zonal_coefficients
     from meanfield_pde.numerics.models import MeanFieldModel
     g = ZonalSphere(129, 512)
-    model = MeanFieldModel(g, "SA", 330.5)
+    model = MeanFieldModel.funk_hecke(g, "SA", 330.5)
     coef = vmf_zonal_coefficients(45.255, 129, 512)
     noise = np.random.default_rng(0).standard_normal(coef.size) * 1e-16 * np.abs(coef).max()
     noise[:2] = 0.0  # round-off in the coefficients, as a step leaves it (mass and mean kept)

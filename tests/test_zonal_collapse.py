@@ -36,7 +36,7 @@ def test_moment_identity_is_the_pde_degree_one_row_and_converges_under_refinemen
     (⟨t⟩ = f_1/√d) to round-off; on 2× and 4× finer grids it changes by less than 1e-9 relative
     for a resolved vMF (the 3/2 rule's aliasing of the flux f V is that small)."""
     g = ZonalSphere(64, d)
-    model = MeanFieldModel(g, kind, 2.0)
+    model = MeanFieldModel.funk_hecke(g, kind, 2.0)
     c = vmf_zonal_coefficients(2 * math.sqrt(d), 64, d).astype(complex)
     row = model.transport(c)[1].real / math.sqrt(d)
     # on the model's grid both sum the same N terms w_j sin θ_j f_j V_j (the Galerkin row's ∂_θ p_1 =
@@ -63,7 +63,7 @@ def test_moment_identity_is_the_pde_degree_one_row_and_converges_under_refinemen
 def test_moment_rate_refuses_noise():
     g = ZonalSphere(8, 8)
     with pytest.raises(ValueError, match="noise-free"):
-        zc.moment_rate(MeanFieldModel(g, "SA", 2.0, nu=0.1), g.zeros_coef() + 1)
+        zc.moment_rate(MeanFieldModel.funk_hecke(g, "SA", 2.0, nu=0.1), g.zeros_coef() + 1)
 
 
 def test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law(tmp_path):
@@ -87,7 +87,7 @@ def test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law(tmp_path):
     np.testing.assert_array_less(np.abs(rate - (law - 3 * u))[window], 0.5 * u[window])
     assert np.all((law - rate)[window] > 2 * u[window])  # the law alone is off by ~3u
     g = ZonalSphere(128, d)
-    model = MeanFieldModel(g, "SA", beta)
+    model = MeanFieldModel.funk_hecke(g, "SA", beta)
     identity = np.array([zc.moment_rate(model, c) for c in coef])
     # centred differences of u at step 0.1 err by ~h²/6 |u'''| (|u'''| <~ 8|u|)
     np.testing.assert_allclose(-np.gradient(u, t)[1:-1], identity[1:-1], atol=0.02 * 0.1**2 * 8)

@@ -49,6 +49,7 @@ from ..core.errors import ConfigError
 from ..core.checks import KINDS, check_beta, check_int, check_kind  # noqa: F401  (public here before)
 from ..core.kernels import SMALL_BETA
 from ..core.threads import resolve_threads, single_threaded_blas
+from ..core.model_kinds import model_kind
 
 CHUNK_BYTES = 256 * 2**20
 """Default memory budget (bytes) of one chunk of Gram-matrix rows."""
@@ -287,7 +288,7 @@ def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None
     if factors is None:
         return _attention_rowmax(x, beta, chunk_rows)
     sums = _weighted_sums(*factors, chunk_rows, threads)
-    if kind == "SA":
+    if model_kind(kind).normalised:
         return sums[:, :d] / sums[:, d:]
     return sums[:, :d] * (math.exp(beta) / n)
 
@@ -300,7 +301,7 @@ def _shifted_factors(x: np.ndarray, kind: str, beta: float) -> tuple[np.ndarray,
     right[:, :d], right[:, d] = x, 1.0
     left = np.empty((n, d + 1))
     np.multiply(x, beta, out=left[:, :d])
-    if kind == "SA":
+    if model_kind(kind).normalised:
         sq = np.einsum("ij,ij->i", x, x)
         # Off the sphere (Runge–Kutta stages) ⟨x_i,x_j⟩ may exceed |x_i|² by up to
         # |x_i|(max|x| − |x_i|): fine for near-unit points, else shift by the row maximum.
@@ -325,7 +326,7 @@ def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
     n, d = x.shape
     if beta == 0.0:
         m = w @ x
-        return np.broadcast_to(m / w.sum() if kind == "SA" else m, x.shape).copy()
+        return np.broadcast_to(m / w.sum() if model_kind(kind).normalised else m, x.shape).copy()
     factors = _shifted_factors(x, kind, beta)
     if factors is None:
         return _attention_rowmax(x, beta, chunk_rows, w)
@@ -333,7 +334,7 @@ def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
     np.multiply(x, w[:, None], out=values[:, :d])
     values[:, d] = w
     sums = _weighted_sums(*factors, chunk_rows, threads, values)
-    if kind == "SA":
+    if model_kind(kind).normalised:
         with np.errstate(invalid="ignore", divide="ignore"):
             out = sums[:, :d] / sums[:, d:]
         bad = ~(sums[:, d] > 0.0)
@@ -584,7 +585,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
     for rows in _chunks(n, chunk_rows, temporaries=5):
         diff = theta[rows, None] - theta[None, :]  # θ_i − θ_j, (c, n)
         expo = beta * np.cos(diff)
-        if kind == "SA":
+        if model_kind(kind).normalised:
             expo -= expo.max(axis=1, keepdims=True)
             w = np.exp(expo)
             out[rows] = -(w * np.sin(diff)).sum(axis=1) / w.sum(axis=1)
