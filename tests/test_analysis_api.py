@@ -27,7 +27,8 @@ from meanfield_pde.analysis.growth import fit_rates
 from meanfield_pde.core.errors import ConfigError, NotARunError
 from meanfield_pde.theory.clusters import MERGE_ANGLE, merge_time
 
-from conftest import EPS, cli
+from helpers.bounds import EPS
+from helpers.commands import cli
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -424,7 +425,7 @@ def _load(path: Path, name: str):
 def test_the_readme_analysis_example_runs_on_the_cli_file(tmp_path):
     """The README block that uses ds.mf, after the command lines that write the files it
     opens (`meanfield-pde run ... --output F`, F named in the block), in a scratch folder."""
-    from test_readme import readme_snippets
+    from helpers.readme import readme_snippets
     snippets = readme_snippets((REPO / "README.md").read_text())
     blocks = [(i, s) for i, (_, kind, s) in enumerate(snippets) if kind == "python" and ".mf." in s]
     assert blocks, "the README has no ds.mf example"

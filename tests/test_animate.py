@@ -3,23 +3,12 @@ the circle; clear one-line errors before any frame is drawn."""
 
 import numpy as np
 import pytest
-import xarray as xr
 from PIL import Image
 
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.plotting import animate
 
-from test_figures import growth_run
-
-
-def circle_run(nt=3):
-    theta = np.linspace(0, 2 * np.pi, 32, endpoint=False)
-    dens = np.exp(np.outer(np.linspace(0.1, 2.0, nt), np.cos(3 * theta)))
-    dens /= (2 * np.pi * dens.mean(axis=1))[:, None]
-    return xr.Dataset({"density": (("time", "theta"), dens),
-                       "order_parameter": ("time", np.linspace(0, 0.1, nt))},
-                      coords={"time": np.arange(nt, dtype=float), "theta": theta},
-                      attrs={"model": "USA", "beta": 5.0, "nu": 0.0, "manifold": "circle"})
+from helpers.datasets import circle_run, growth_run
 
 
 @pytest.mark.parametrize("view", ["rotate", "follow"])

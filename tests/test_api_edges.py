@@ -11,7 +11,8 @@ import pytest
 
 from meanfield_pde.core.geometry import Sphere
 
-from conftest import EPS
+from helpers.bounds import EPS
+from helpers.files import damage, interrupted
 
 
 @pytest.fixture(scope="module")
@@ -203,8 +204,6 @@ def test_load_case_takes_none_as_no_overrides():
 
 
 # -- 4. mf.resume's messages name its Python arguments, the command line keeps its flags ----------
-from test_file_safety import reference, run_file  # noqa: E402,F401  (a completed tiny circle run)
-from test_salvage import damage, interrupted  # noqa: E402
 
 
 def _resume_error(*args, **kwargs) -> str:
@@ -249,7 +248,7 @@ def test_resume_with_drop_damaged_of_damage_it_cannot_cut_names_the_argument(run
 
 def test_the_command_line_keeps_its_wording(run_file):
     """The same faults through ``meanfield-pde run --resume``: the flags, as before."""
-    from test_file_safety import run_cli
+    from helpers.commands import run_cli
     code, _, err = run_cli("run", "--resume", run_file)
     assert code == 2 and f"--resume {str(run_file)!r}: the run is completed (t_end = 1)" in err, err
     assert "e.g. --set time.t_end=2" in err, err
@@ -297,7 +296,7 @@ def test_save_figure_of_a_sweep_names_the_function_that_draws_it(tmp_path):
     from meanfield_pde import NotARunError
     from meanfield_pde.plotting.figure_file import save_figure
     from meanfield_pde.runs.io import write_netcdf
-    from test_user_findings import _noise_dataset
+    from helpers.datasets import _noise_dataset
     ds = _noise_dataset(stationary=True)
     ds.attrs["kind"] = "sweep"
     path = write_netcdf(ds, tmp_path / "sweep.nc")

@@ -9,7 +9,7 @@ import pytest
 import meanfield_pde as mf
 from meanfield_pde import ConfigError
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 
 # -- mf.run runs the PDE only: a case of another run.kind is refused, not run as a PDE --------
@@ -151,7 +151,7 @@ def test_a_sphere_beyond_shtns_limit_is_an_error_not_an_exit():
 def test_zonal_collapse_laws_check_their_arguments():
     from meanfield_pde.analysis import zonal_collapse as zc
     # A_3(κ) = coth κ − 1/κ (the vMF mean on S²), and nothing for a NaN κ (was NaN)
-    from test_kernels import ive_error
+    from helpers.bounds import ive_error
     for kappa in (0.5, 5.0, 50.0):
         # two ive (ive_error each) and a quotient, against coth κ − 1/κ: 3 roundings, times its
         # condition (coth κ + 1/κ)/(coth κ − 1/κ)

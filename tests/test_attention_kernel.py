@@ -21,7 +21,7 @@ from meanfield_pde.core.kernels import InteractionKernel
 from meanfield_pde.numerics.initial import perturbed_uniform
 from meanfield_pde.numerics.models import MeanFieldModel
 
-from conftest import EPS, transform_rounding
+from helpers.bounds import EPS, transform_rounding
 L = 31
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import energy_rounding
+from helpers.bounds import energy_rounding
 from scipy.linalg import expm
 
 from meanfield_pde.core.attention import Head, HeadSchedule, Layer, identity_head

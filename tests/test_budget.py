@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import CIRCLE, assert_user_error, cli, make_config
+from helpers.cases import CIRCLE, make_config
+from helpers.commands import assert_user_error, cli
 from meanfield_pde.core.errors import ConfigError
 
 

@@ -4,9 +4,6 @@ Long cases are shortened with --set; each claim is checked against docs/mathemat
 (growth rates σ_l, the critical noise ν_1 = i_1(β)/β, the Langevin state).
 """
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import xarray as xr
@@ -17,25 +14,10 @@ from scipy.special import spherical_in
 from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.runs.cases import case_names
 
-from conftest import EPS
-from test_conservation import free_energy_errors
+from helpers.bounds import EPS, free_energy_errors
+from helpers.commands import run_case
 
 F_BAR = 1 / (4 * np.pi)
-
-
-def run_case(tmp_path, name, *overrides):
-    out = tmp_path / f"{name}.nc"
-    cmd = [sys.executable, "-m", "meanfield_pde", "run", name, "--output", str(out), "--no-plot", "-q"]
-    for o in overrides:
-        cmd += ["--set", o]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode in (0, 3), proc.stderr
-    ds = xr.open_dataset(out)
-    assert (proc.returncode == 0) == (ds.attrs["status"] == "completed")
-    for name_ in ("density", "coef_real", "coef_imag", "mass", "energy", "order_parameter",
-                  "min_density", "spectral_tail"):
-        assert not np.any(np.isnan(ds[name_].values)) or name_.startswith("coef")
-    return ds
 
 
 def power(ds, l):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import cli
+from helpers.commands import cli
 
 cfchecks = pytest.importorskip("cfchecker.cfchecks", reason="cfchecker is a test dependency")
 

@@ -34,7 +34,9 @@ from meanfield_pde.runs.checksums import seal_attributes
 from meanfield_pde.runs.runcheck import open_checked
 from meanfield_pde.runs.runfile import RunFile
 
-from test_file_safety import CASE, ENV, SETS, one_error, reference, run_cli, run_file  # noqa: F401
+from helpers.cases import CASE, SETS
+from helpers.commands import ENV, one_error, run_cli
+from helpers.files import attribute_spans, data_spans, flip
 
 
 def user_crc(path: Path, i: int) -> int:
@@ -54,31 +56,6 @@ def user_crc(path: Path, i: int) -> int:
 def stored_crcs(path: Path) -> list[int]:
     with netCDF4.Dataset(path) as nc:
         return [int(c) & 0xFFFFFFFF for c in nc.variables["record_checksum"][:]]
-
-
-def data_spans(path: Path, names=("coef_real", "coef_imag", "density", "energy", "time")):
-    """(snapshot, variable, start, stop): where each snapshot of these variables lies in the file,
-    found by their big-endian bytes (netCDF-3 stores them so); values found in several places
-    (a mass of exactly 1) are left out."""
-    data = path.read_bytes()
-    spans = []
-    with netCDF4.Dataset(path) as nc:
-        nc.set_auto_maskandscale(False)
-        for name in names:
-            var = nc.variables[name]
-            for i in range(len(nc.dimensions["time"])):
-                raw = np.asarray(var[i], dtype=var.dtype.newbyteorder(">")).tobytes()
-                at = data.find(raw)
-                assert at >= 0, (name, i)
-                if data.find(raw, at + 1) < 0:  # found in one place only: unambiguous
-                    spans.append((i, name, at, at + len(raw)))
-    return spans
-
-
-def flip(path: Path, at: int, bit: int) -> None:
-    data = bytearray(path.read_bytes())
-    data[at] ^= 1 << bit
-    path.write_bytes(bytes(data))
 
 
 # -- the run file's CRC-32 is the documented one -----------------------------------------------
@@ -423,24 +400,6 @@ def stored_attribute_crc(path: Path) -> tuple[int, int]:
     with netCDF4.Dataset(path) as nc:
         attrs = nc.__dict__
     return int(attrs["attribute_checksum"]) & 0xFFFFFFFF, user_attribute_crc(attrs)
-
-
-def attribute_spans(path: Path) -> dict[str, tuple[int, int]]:
-    """name -> (start, stop) of each global attribute's value bytes in a netCDF-3 header (CDF-2
-    format spec: gatt_list before var_list): after its name (4-byte length, name padded to 4 bytes) come its type and count (4 bytes each)."""
-    data = path.read_bytes()
-    spans = {}
-    with netCDF4.Dataset(path) as nc:
-        attrs = nc.__dict__
-    for name, value in attrs.items():
-        key = len(name).to_bytes(4, "big") + name.encode()
-        at = data.find(key)  # the first: the global attributes precede the variables' own
-        assert at > 0, name
-        start = at + 4 + -(-len(name) // 4) * 4 + 8
-        size = int.from_bytes(data[start - 4:start], "big")
-        width = 1 if isinstance(value, str) else np.asarray(value).dtype.itemsize
-        spans[name] = (start, start + size * width)
-    return spans
 
 
 def test_the_attribute_checksum_follows_every_attribute_edit_of_the_package(tmp_path):

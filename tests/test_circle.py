@@ -15,8 +15,9 @@ from meanfield_pde.core.geometry import Circle
 from meanfield_pde.theory.linear import fastest_mode, predicted_cluster_positions
 from meanfield_pde.numerics.models import MeanFieldModel
 
-from conftest import EPS, make_config, synthesis_size, transform_rounding
-from test_cases import run_case
+from helpers.bounds import EPS, synthesis_size, transform_rounding
+from helpers.cases import make_config
+from helpers.commands import run_case
 
 
 def test_circle_transforms_and_quadrature():

@@ -17,7 +17,8 @@ import xarray as xr
 
 from meanfield_pde.runs.cases import describe_cases
 
-from conftest import TINY_TOML, assert_user_error, cli
+from helpers.cases import TINY_TOML
+from helpers.commands import assert_user_error, cli
 
 TINY = TINY_TOML
 

@@ -19,7 +19,7 @@ from scipy.integrate import solve_ivp
 from meanfield_pde.theory import clusters as C
 from meanfield_pde.theory.equiangular import solve_equiangular
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 
 def two_dirac_rho(kind, beta, w, rho0, times):

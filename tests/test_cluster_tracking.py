@@ -15,7 +15,7 @@ from meanfield_pde.particles.adaptive import merge_coincident
 from meanfield_pde.particles.sampling import von_mises_fisher_mixture
 from meanfield_pde.theory import clusters as C
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 THETA = C.MERGE_ANGLE
 

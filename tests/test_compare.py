@@ -11,7 +11,8 @@ from meanfield_pde import run
 from meanfield_pde.analysis.compare import compare
 from meanfield_pde.core.geometry import Sphere
 
-from conftest import EPS, make_config
+from helpers.bounds import EPS
+from helpers.cases import make_config
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from meanfield_pde.numerics.diagnostics import DIAGNOSTIC_ATTRS
 from meanfield_pde.particles.dynamics import energy, order_parameter
 from meanfield_pde.plotting.plot_compare import save_comparison_figure
 
-from conftest import make_config
+from helpers.cases import make_config
 
 VMF = {"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8]], "concentrations": [1.0, 1.5]}
 

@@ -17,7 +17,7 @@ from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.runs import compare_settings
 from meanfield_pde.runs.config.study_sections import ParticlesConfig
 
-from conftest import cli
+from helpers.commands import cli
 
 # a short compare run: L = 31 (4608 grid points: the grid is binned), n = 100, 3 snapshots
 SHORT = ["--set", "particles.n=100", "--set", "time.t_end=0.2", "--set", "domain.lmax=31",

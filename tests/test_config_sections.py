@@ -13,7 +13,7 @@ from meanfield_pde import ConfigError
 from meanfield_pde.runs.cases import load_case
 from meanfield_pde.runs.config import (LimitConfig, SweepConfig, TransformerConfig, from_dict)
 
-from conftest import TINY_TOML
+from helpers.cases import TINY_TOML
 
 BASE = tomllib.loads(TINY_TOML)
 

@@ -11,51 +11,11 @@ import pytest
 from meanfield_pde import run
 from meanfield_pde.runs.runner import build
 
-from conftest import EPS, make_config
+from helpers.bounds import EPS, assert_mass_kept, energy_error, free_energy_errors
+from helpers.cases import make_config
 
 VMF = {"type": "von_mises_fisher", "centres": [[1, 0, 0], [0, 0.6, 0.8], [-0.5, -0.5, 0]],
        "concentrations": [4.0, 6.0, 3.0], "weights": [0.5, 0.3, 0.2]}
-
-
-def energy_error(geometry, energy):
-    """Round-off of E_β = Σ w (λ_l − |S|δ_l0)/(2β) |f_lm|², a sum of ncoef terms of one sign:
-    (ncoef + 2)ε|E|."""
-    return (geometry.ncoef + 2) * EPS * np.abs(energy)
-
-
-def free_energy_error(geometry, coef, density, nu: float, energy: float) -> float:
-    """A bound on the round-off of F = ν ∫ f log f dσ − E_β of one state (MeanFieldModel.free_energy):
-    :func:`energy_error`, and the entropy, a grid sum ((log2 N + 16)ε: numpy's pairwise sum) of
-    w_j f_j log f_j with f_j a synthesis within δ_j — on the zonal grid L + 1 terms from l-step
-    recurrences, (4L + 1)ε of Σ|c_l p_l|; on the sphere Legendre sums and FFTs, (L + 1 + log2 nphi)ε
-    of ‖c‖(L + 1)/√(4π) (Unsöld) — which moves f log f by (|log f| + 1)δ."""
-    c, f, L = np.asarray(coef), np.asarray(density), geometry.lmax
-    if geometry.manifold == "sphere_zonal":
-        delta = (4 * L + 1) * EPS * (np.abs(geometry._p) @ np.abs(c.real))
-    else:
-        norm = np.sqrt(np.sum(geometry.power_spectrum(c)))
-        delta = (L + 1 + np.log2(geometry.nphi)) * EPS * norm * (L + 1) / np.sqrt(4 * np.pi)
-    w = np.broadcast_to(geometry.weights, f.shape)
-    log_f = np.abs(np.log(np.clip(f, np.finfo(float).tiny, None)))
-    entropy = ((np.log2(f.size) + 16) * EPS * np.sum(w * np.abs(f) * log_f)
-               + np.sum(w * delta * (log_f + 1)))
-    return energy_error(geometry, energy) + nu * entropy
-
-
-def free_energy_errors(ds, geometry, nu: float) -> np.ndarray:
-    """:func:`free_energy_error` of every snapshot of a run file (its coefficients, densities and
-    energies)."""
-    tables = ds.coef_real.values + 1j * ds.coef_imag.values
-    return np.array([free_energy_error(geometry, geometry.from_table(t), f, nu, e)
-                     for t, f, e in zip(tables, ds.density.values, ds.energy.values)])
-
-
-def assert_mass_kept(mass, start_error=2 * EPS):
-    """The mass never moves (the transport's degree-0 coefficient is −0·S_00 or a weak divergence
-    with no degree-0 row, the implicit part's degree-0 eigenvalue 0): every snapshot's equals the
-    first's, which is 1 within ``start_error`` (√(4π)·(1/√(4π)): 2ε)."""
-    mass = np.asarray(mass)
-    assert np.all(mass == mass[0]) and abs(mass[0] - 1.0) <= start_error, mass - 1.0
 
 
 @pytest.mark.parametrize("kind,beta,t_end", [("SA", 4.0, 1.0), ("USA", 2.0, 0.3)])

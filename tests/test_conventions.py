@@ -24,7 +24,7 @@ from meanfield_pde.core.geometry import Circle, Sphere
 from meanfield_pde.runs.config import from_dict
 from meanfield_pde.runs.particle_runner import run_particles
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 SPHERE = {"model": {"kind": "SA", "beta": 2.0, "nu": 0.1}, "domain": {"lmax": 12},
           "initial": {"type": "perturbed_uniform", "amplitude": 0.05, "degree_max": 4, "seed": 3},

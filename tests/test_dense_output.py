@@ -11,8 +11,8 @@ from meanfield_pde.numerics.solver import integrate
 from meanfield_pde.runs.runner import build
 from meanfield_pde.theory.linear import growth_rates
 
-from conftest import EPS, make_config
-from test_conservation import assert_mass_kept
+from helpers.bounds import EPS, assert_mass_kept
+from helpers.cases import make_config
 
 finite = st.floats(-1e3, 1e3, allow_nan=False)
 

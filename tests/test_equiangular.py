@@ -7,7 +7,7 @@ from scipy.integrate import solve_ivp
 
 from meanfield_pde.theory import equiangular as eq
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 
 def usa_beta0_gap(rho0, n, t):

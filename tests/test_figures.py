@@ -6,45 +6,10 @@ variable named, tokens and the heaviest cluster in view, PDF/SVG output."""
 import numpy as np
 import pytest
 import xarray as xr
-from scipy.special import spherical_in
 
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.plotting import figure_file, plot
-
-BETA, NU, T_SAT = 10.0, 0.02, 20.0
-
-
-def sigma_sa(l, beta=BETA, nu=NU):
-    """SA growth rate on S² in closed form: l(l+1)[i_l(β)/(β i_0(β)) − ν] (arXiv:2312.10794)."""
-    return l * (l + 1) * (spherical_in(l, beta) / (beta * spherical_in(0, beta)) - nu)
-
-
-def growth_run(lmax=7, times=np.arange(0.0, 101.0), equation="mean_field", time_unit="natural",
-               mass_drift=0.0):
-    """A run near uniform whose modes follow the linear theory exactly up to T_SAT, then stay:
-    f_lm(t) = ε_lm e^{σ_l min(t, T_SAT)}, f_00 = 1/√(4π) (mass 1). Density from the coefficients."""
-    geo = Sphere(lmax)
-    rng = np.random.default_rng(1)
-    eps = 1e-5 * (rng.standard_normal(geo.ncoef) + 1j * rng.standard_normal(geo.ncoef))
-    eps = np.where(geo.order == 0, eps.real, eps)
-    eps[geo.degree == 0] = 1.0 / np.sqrt(4 * np.pi)
-    rates = np.where(geo.degree == 0, 0.0, sigma_sa(geo.degree.astype(float)))
-    coef = eps[None, :] * np.exp(rates[None, :] * np.minimum(times, T_SAT)[:, None])
-    table = geo.to_table(coef)
-    dens = np.stack([geo.synthesis(c) for c in coef])
-    d = np.sqrt(geo.power_spectrum(coef)[:, 1:].sum(axis=1))
-    series = {"mass": 1.0 + mass_drift * times, "energy": -3.0 - d ** 2,
-              "free_energy": -1.0 - d ** 2, "order_parameter": d / 10,
-              "min_density": dens.min(axis=(1, 2)), "spectral_tail": 1e-30 * np.exp(times / 10)}
-    return xr.Dataset(
-        {"density": (("time", "lat", "lon"), dens),
-         "coef_real": (("time", "l", "m"), table.real), "coef_imag": (("time", "l", "m"), table.imag),
-         **{k: ("time", v) for k, v in series.items()}},
-        coords={"time": times, "lat": geo.lat, "lon": geo.lon, "l": np.arange(lmax + 1),
-                "m": np.arange(lmax + 1)},
-        attrs={"model": "SA", "beta": BETA, "nu": NU, "lmax": lmax, "manifold": "sphere",
-               "equation": equation, "time_unit": time_unit, "status": "completed"})
 
 
 def axes_titled(fig, word):
@@ -254,6 +219,7 @@ def test_comparison_shows_a_polar_cluster_on_centred_discs():
 
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
+from helpers.datasets import T_SAT, growth_run, sigma_sa
 
 
 @settings(max_examples=200, deadline=None)

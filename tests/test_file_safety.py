@@ -8,7 +8,6 @@ Runs use a tiny circle case (lmax 16, fixed steps) so that each test takes a sec
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import shutil
 import signal
@@ -26,55 +25,13 @@ import xarray as xr
 
 import meanfield_pde
 from meanfield_pde import load_case
-from meanfield_pde.cli.commands import main
 from meanfield_pde.runs.particle_runner import run_particles
 from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.checksums import seal_attributes
 from meanfield_pde.runs.runfile import RunFile
 
-from conftest import assert_user_error, cli
-
-CASE = "kuramoto_noisy_beta0"
-SETS = ["domain.lmax=16", "time.adaptive=false", "time.dt=0.01", "output.every=0.25",
-        "time.t_end=1", "output.plot=false"]
-ENV = dict(os.environ, MPLBACKEND="Agg")
-
-
-def set_args(sets):
-    return [a for s in sets for a in ("--set", s)]
-
-
-def run_cli(*args) -> tuple[int, str, str]:
-    """The CLI in process: (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
-
-
-def one_error(code, err, *fragments, status=2) -> str:
-    assert code == status, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("meanfield-pde: error: "), err
-    assert "Traceback" not in err
-    for f in fragments:
-        assert f in lines[0], f"{f!r} not in {lines[0]!r}"
-    return lines[0]
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    """A completed tiny run file (t = 0, 0.25, ..., 1)."""
-    out = tmp_path_factory.mktemp("ref") / "run.nc"
-    meanfield_pde.run(load_case(CASE, SETS), out, progress=False)
-    return out
-
-
-@pytest.fixture
-def run_file(reference, tmp_path) -> Path:
-    out = tmp_path / "run.nc"
-    shutil.copy(reference, out)
-    return out
+from helpers.cases import CASE, SETS
+from helpers.commands import ENV, assert_user_error, one_error, run_cli, set_args
 
 
 Snapshot = namedtuple("Snapshot", "bytes mtime")
@@ -430,7 +387,7 @@ def test_a_resume_over_the_file_size_limit_is_refused_untouched(flags, run_file,
     status. (Before: a RuntimeError traceback, and the file, its attributes rewritten without
     their checksum, refused as damaged from then on.)"""
     if "--drop-damaged" in flags:
-        from test_salvage import damage
+        from helpers.files import damage
         damage(run_file, 3)
     before = run_file.read_bytes()
     proc = limited(len(before) - 1000, "checked", "run", "--resume", run_file, *flags, "-q",

@@ -22,7 +22,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from meanfield_pde.core.errors import ConfigError
 
-from test_file_safety import CASE, ENV, run_cli, set_args
+from helpers.cases import CASE
+from helpers.commands import ENV, run_cli, set_args
 
 SETS = ["domain.lmax=16", "time.adaptive=false", "time.dt=0.02", "output.every=0.25",
         "time.t_end=2", "output.plot=false"]

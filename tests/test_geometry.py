@@ -12,7 +12,7 @@ from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.core.geometry.sphere import _transform
 from meanfield_pde.numerics.initial import perturbed_uniform
 
-from conftest import EPS, quadrature_coefficient_rounding, synthesis_size, transform_rounding
+from helpers.bounds import EPS, quadrature_coefficient_rounding, synthesis_size, transform_rounding
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,8 @@ from meanfield_pde.particles.adaptive import integrate_weighted
 from meanfield_pde.particles.dynamics import energy, order_parameter
 from meanfield_pde.particles.handoff import nodes_from_density, quadrature_weights
 
-from conftest import (EPS, energy_rounding, quadrature_coefficient_rounding, quadrature_rounding,
-                      synthesis_size, transform_rounding, unit_rounding)
+from helpers.bounds import (EPS, energy_rounding, quadrature_coefficient_rounding,
+                            quadrature_rounding, synthesis_size, transform_rounding, unit_rounding)
 
 L = 31
 RTOL = 1e-6  # spectral runs (1e-7 gives the same differences to 2 digits)

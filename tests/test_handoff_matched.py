@@ -22,7 +22,7 @@ from meanfield_pde.particles.measures import density_from_particles
 from meanfield_pde.particles.sampling import uniform_sphere
 from meanfield_pde.runs.config import from_dict
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "handoff_tokens.py"
 

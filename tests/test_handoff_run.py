@@ -25,7 +25,7 @@ from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.config import from_dict
 from meanfield_pde.runs.runner import run
 
-from conftest import EPS, sum_rounding, transform_rounding
+from helpers.bounds import EPS, sum_rounding, transform_rounding
 
 
 def case(kind="SA", beta=10.0, lmax=31, t_end=1.0, handoff=None, every=0.25, **extra):

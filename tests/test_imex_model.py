@@ -20,7 +20,7 @@ from meanfield_pde.numerics.limits import BackwardHeat, PorousMedium
 from meanfield_pde.numerics.models import MeanFieldModel
 from meanfield_pde.numerics.steppers import TABLEAUS as SCHEMES, IMEXRungeKutta, IMEXTableau, StepControl
 
-from conftest import EPS, quadrature_rounding, transform_rounding
+from helpers.bounds import EPS, quadrature_rounding, transform_rounding
 
 SPHERE, CIRCLE = Sphere(12), Circle(8, npoints=32)
 

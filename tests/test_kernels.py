@@ -1,28 +1,14 @@
 """Funk–Hecke multipliers against an independent computation (acceptance 2)."""
 
-import math
-
 import mpmath
 import numpy as np
 import pytest
 
 from meanfield_pde.core.kernels import gradient_multipliers, ratio_multipliers, scaled_multipliers
 
-from conftest import EPS
+from helpers.bounds import EPS, SMALL_BETA_LEAD, ive_error
 
 mpmath.mp.dps = 40
-# λ_1/β at small β is e^{ln 4π − 2 ln 2 − ln Γ(5/2) + ½ ln π} (S²) or e^{ln 2π − ln 2} (S¹)
-# (kernels._small_beta_gradient_multipliers): logarithms of total size < 5, summed within ε
-# of each partial sum, then e^·: within (2·5 + 1)ε
-SMALL_BETA_LEAD = 2 * 5 + 1
-
-
-def ive_error(nu: float, z: float) -> float:
-    """Relative error of scipy's ive(ν, z) in units of ε: 4·10^S, S = max(1, log10 z, log10 ν),
-    AMOS's estimate 10^S (zbesi's prologue: "approximately"; measured up to 3.6·10^S, at z = 5,
-    small ν), plus the logarithms of (z/2)^ν/Γ(ν + 1) and e^{−z} that its value is assembled
-    from, each within ε of its size (measured: up to 0.8 of this at small z, large ν)."""
-    return 4 * max(10.0, z, nu) + nu * abs(math.log(z / 2)) + math.lgamma(nu + 1) + z
 
 
 def lambda_series(beta, l):

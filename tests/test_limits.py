@@ -26,9 +26,8 @@ from meanfield_pde.numerics.limits import BackwardHeat, PorousMedium, backward_h
 from meanfield_pde.numerics.models import MeanFieldModel
 from meanfield_pde.runs.runner import build
 
-from conftest import EPS, linear_response, make_config
-from test_conservation import assert_mass_kept
-from test_kernels import ive_error
+from helpers.bounds import EPS, assert_mass_kept, ive_error, linear_response
+from helpers.cases import make_config
 
 
 

@@ -4,41 +4,12 @@ the published fastest modes, and a direct check of the cluster-position derivati
 import mpmath
 import numpy as np
 import pytest
-from scipy.special import iv, spherical_in
 
 from meanfield_pde.theory import linear
 from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.numerics.models import MeanFieldModel
 
-from conftest import EPS
-from test_kernels import SMALL_BETA_LEAD, ive_error
-
-
-def rate_tolerance(kind, beta, nu, l, manifold):
-    """A bound on |growth_rates − σ_l| against scipy's Bessel functions (:func:`reference_sigma`):
-    each side's kernel part κ_l from ive or the unscaled Bessel functions (ive_error each, and
-    l = 0 for SA), e^β (βε) and a few products; then − ν and × eig: 3ε of κ_l + ν (the
-    cancellation near κ_l = ν counted)."""
-    l = np.asarray(l)
-    shift = 0.5 if manifold == "sphere" else 0.0
-    eig = l * (l + 1.0) if manifold == "sphere" else l**2.0
-    kern = reference_sigma(kind, beta, nu, l, manifold) / eig + nu
-    bessel = (np.array([2 * ive_error(v + shift, beta) for v in l])
-              + 2 * ive_error(shift, beta) * (kind == "SA"))
-    return eig * EPS * ((bessel + beta + 10) * kern + 3 * (kern + nu))
-
-
-def reference_sigma(kind, beta, nu, l, manifold):
-    """σ_l from scipy's unscaled Bessel functions (an independent code path)."""
-    l = np.asarray(l)
-    if manifold == "sphere":
-        bess, eig = spherical_in, l * (l + 1.0)
-    else:
-        bess, eig = iv, l**2.0
-    kernel = bess(l, beta) / beta
-    if kind == "SA":
-        kernel = kernel / bess(0, beta)
-    return eig * (kernel - nu)
+from helpers.bounds import EPS, SMALL_BETA_LEAD, ive_error, rate_tolerance, reference_sigma
 
 
 @pytest.mark.parametrize("manifold", ["sphere", "circle"])

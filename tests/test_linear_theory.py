@@ -14,9 +14,8 @@ from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.numerics.models import MeanFieldModel
 from meanfield_pde.runs.runner import build
 
-from conftest import EPS, linear_response, make_config
-from test_kernels import ive_error
-from test_linear import rate_tolerance
+from helpers.bounds import EPS, ive_error, linear_response, rate_tolerance
+from helpers.cases import make_config
 
 
 def sigma(kind, beta, nu, l):

@@ -33,8 +33,8 @@ from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.outputs import acquire_file, hold_file, release_file
 from meanfield_pde.runs.runfile import RunFile
 
-from test_file_safety import ENV, one_error, reference, run_cli, run_file  # noqa: F401
-from test_salvage import assert_same_numbers, damage, interrupted
+from helpers.commands import ENV, one_error, run_cli
+from helpers.files import assert_same_numbers, damage, interrupted
 
 LIVE = textwrap.dedent("""
     import sys, time

@@ -17,7 +17,7 @@ from meanfield_pde.particles.long_context import (deep_direct, direct_inner_prod
 from meanfield_pde.theory.long_context import (critical_gamma, deep_equiangular, limit_inner_product,
                                                one_layer_inner_product, one_layer_radius)
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 RHO = 0.5  # critical gamma = 2
 

@@ -7,7 +7,7 @@ from meanfield_pde.core.geometry import Circle, Sphere
 from meanfield_pde.numerics.initial import von_mises_fisher
 from meanfield_pde.particles.measures import density_from_particles, sample_density
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 
 @pytest.mark.parametrize("geometry,centres", [(Sphere(12), [[0, 0, 1], [1, 0, 0]]),

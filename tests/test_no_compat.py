@@ -26,7 +26,8 @@ import pytest
 import meanfield_pde
 from meanfield_pde import ConfigError, NotARunError
 
-from conftest import CIRCLE, TINY_TOML, assert_user_error, cli
+from helpers.cases import CIRCLE, TINY_TOML
+from helpers.commands import assert_user_error, cli
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(meanfield_pde.__file__).resolve().parent

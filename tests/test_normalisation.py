@@ -23,7 +23,7 @@ from meanfield_pde.particles.normalisation import simulate_scheme as simulate
 from meanfield_pde.particles import attention
 from meanfield_pde.particles.sampling import equiangular, uniform_sphere
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 PARAMS = {"mix_ln": {"switch_time": 1.0}}
 

@@ -11,7 +11,7 @@ from meanfield_pde import load_case
 from meanfield_pde.runs.particle_runner import run_particles
 from meanfield_pde.theory.linear import growth_rates
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 
 def run_cli(tmp_path, case, *overrides):

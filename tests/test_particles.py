@@ -16,7 +16,7 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from conftest import EPS, energy_rounding, sum_rounding, unit_rounding
+from helpers.bounds import EPS, energy_rounding, sum_rounding, unit_rounding
 from meanfield_pde.theory.equiangular import solve_equiangular
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.particles import (INTEGRATORS as SCHEMES, attention, energy, equiangular, kuramoto_velocity,

@@ -36,8 +36,8 @@ from meanfield_pde import load_case
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.runs import outputs
 
-from test_file_safety import CASE, ENV, SETS, one_error, reference, run_cli, run_file, set_args  # noqa: F401
-from test_sweep_safety import TINY  # a tiny circle sweep
+from helpers.cases import CASE, SETS, TINY
+from helpers.commands import ENV, one_error, run_cli, set_args
 
 OWN = b"the user's own file: it must keep these bytes\n"
 LIMITS = set_args(["limit.betas=[25.0, 50.0]", "limit.orders=[0]", "limit.tau=0.01"])

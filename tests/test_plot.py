@@ -6,51 +6,8 @@ import xarray as xr
 
 from meanfield_pde.plotting import figure_file, plot
 
-from conftest import EPS
-
-
-def _sphere_ds(nlat=24, nlon=48, lmax=7, times=(0.0, 1.0, 2.0)):
-    # Gauss latitudes (north first), as the solver's shtns grid has them.
-    x, _ = np.polynomial.legendre.leggauss(nlat)
-    lat = np.rad2deg(np.arcsin(x))[::-1]
-    lon = np.arange(nlon) * 360.0 / nlon
-    phi, lam = np.deg2rad(lat)[:, None], np.deg2rad(lon)[None, :]
-    # von Mises–Fisher-like blob centred at (30°N, 120°E), sharpening in time.
-    c0, c1 = np.deg2rad(30.0), np.deg2rad(120.0)
-    cosang = np.sin(phi) * np.sin(c0) + np.cos(phi) * np.cos(c0) * np.cos(lam - c1)
-    kappa = np.array([0.5, 2.0, 5.0])[: len(times)]
-    dens = np.exp(kappa[:, None, None] * cosang[None])
-    dens /= (4 * np.pi * dens.mean(axis=(1, 2)))[:, None, None]
-
-    l = np.arange(lmax + 1)
-    rng = np.random.default_rng(0)
-    nt = len(times)
-    amp = np.exp(-l[None, :, None] / (1.0 + kappa[:, None, None]))
-    cr = amp * rng.standard_normal((nt, lmax + 1, lmax + 1))
-    ci = amp * rng.standard_normal((nt, lmax + 1, lmax + 1))
-    ci[:, :, 0] = 0.0
-    invalid = l[None, :] > l[:, None]  # m > l
-    cr[:, invalid] = np.nan
-    ci[:, invalid] = np.nan
-
-    t = np.asarray(times, float)
-    series = {
-        "mass": 1.0 + 1e-13 * t,
-        "energy": 3.0 + 0.1 * t,
-        "free_energy": -3.0 - 0.05 * t,
-        "order_parameter": 0.1 + 0.3 * t,
-        "min_density": dens.min(axis=(1, 2)),
-        "spectral_tail": 1e-10 * np.exp(t),
-    }
-    return xr.Dataset(
-        {"density": (("time", "lat", "lon"), dens),
-         "coef_real": (("time", "l", "m"), cr),
-         "coef_imag": (("time", "l", "m"), ci),
-         **{k: ("time", v) for k, v in series.items()}},
-        coords={"time": t, "lat": lat, "lon": lon, "l": l, "m": l},
-        attrs={"model": "USA", "beta": 5.0, "nu": 0.01, "lmax": lmax,
-               "manifold": "sphere", "status": "completed", "case": "[model]\n"},
-    )
+from helpers.bounds import EPS
+from helpers.datasets import _sphere_ds
 
 
 def _circle_ds():

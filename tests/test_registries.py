@@ -23,7 +23,7 @@ from meanfield_pde.numerics.steppers import TABLEAUS
 from meanfield_pde.particles.integrators import INTEGRATORS
 from meanfield_pde.particles.normalisation import NORMALISATIONS
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 REGISTRIES = {"TABLEAUS": TABLEAUS, "INTEGRATORS": INTEGRATORS, "NORMALISATIONS": NORMALISATIONS}
 ENTRIES = [(r, k) for r, reg in REGISTRIES.items() for k in reg]

@@ -27,7 +27,7 @@ import meanfield_pde
 from meanfield_pde import RunStoppedWarning, load_case
 from meanfield_pde.runs.particle_runner import run_particles
 
-from conftest import assert_user_error, cli
+from helpers.commands import assert_user_error, cli
 
 # A case that steps fast (L = 15, fixed dt) and writes a snapshot every 5 steps.
 PDE_SETS = ["domain.lmax=15", "time.adaptive=false", "time.dt=0.01", "output.every=0.05",

@@ -12,7 +12,8 @@ import pytest
 
 from meanfield_pde import RunStoppedWarning, run
 
-from conftest import EPS, make_config
+from helpers.bounds import EPS
+from helpers.cases import make_config
 
 
 def test_noise_free_sa_stops_cleanly_before_blow_up(tmp_path):

@@ -6,22 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
-
-
-def _failed_sweep(dims=("nu", "direction"), shape=(2, 2)) -> xr.Dataset:
-    """A combined sweep.nc where every point raised: only the bookkeeping variables."""
-    text = np.full(shape, "failed: ConfigError: initial: the initial density is not resolved",
-                   dtype=object)
-    return xr.Dataset({"status": (dims, text), "stop_reason": (dims, text),
-                       "error": (dims, text), "path": (dims, np.full(shape, "", dtype=object)),
-                       "t_final": (dims, np.full(shape, np.nan)),
-                       "stationary_time": (dims, np.full(shape, np.nan)),
-                       "wall_time": (dims, np.full(shape, 0.01)),
-                       "stationary": (dims, np.zeros(shape, np.int32)),
-                       "skipped": (dims, np.zeros(shape, np.int32))},
-                      coords={"nu": [0.15, 0.16]},
-                      attrs={"figure": "noise", "beta": 2.5331, "model": "USA",
-                             "manifold": "sphere_zonal", "dimension": 8})
+from helpers.datasets import _failed_sweep
 
 
 def test_sweep_figure_when_every_point_failed(tmp_path):
@@ -65,7 +50,7 @@ def test_ros34pw2_step_when_recycling_breaks_down():
 
     from meanfield_pde.numerics.steppers import ROSENBROCK, RosenbrockW
     from meanfield_pde.runs.simulation import build
-    from conftest import make_config
+    from helpers.cases import make_config
     cfg = make_config(domain={"manifold": "sphere_zonal", "dimension": 3, "lmax": 8},
                       model={"kind": "SA", "beta": 1.0, "nu": 0.0},
                       initial={"type": "perturbed_uniform", "amplitude": 1e-3, "degree_max": 8,
@@ -125,7 +110,7 @@ def test_zonal_lmax_too_large_for_the_dimension_is_a_user_error(tmp_path):
     """`run zonal_vmf_collapse_d512 --set domain.lmax=1023`: a traceback ending in ValueError
     and exit 1 (the Gegenbauer basis overflows at the outer nodes in d = 512). Now exit 2 with
     one line naming the largest lmax that works in that d, and no file."""
-    from conftest import assert_user_error, cli
+    from helpers.commands import assert_user_error, cli
     from meanfield_pde.core.geometry import ZonalSphere
     proc = cli("run", "zonal_vmf_collapse_d512", "--no-plot", "-o", "x.nc", "--set",
                "domain.lmax=1023", "--set", "time.t_end=0.01", cwd=tmp_path)

@@ -19,7 +19,7 @@ from meanfield_pde.core.geometry import Circle, Sphere, make_geometry
 from meanfield_pde.numerics.initial import perturbed_uniform
 from meanfield_pde.numerics.models import MeanFieldModel
 
-from conftest import EPS, transform_rounding
+from helpers.bounds import EPS, transform_rounding
 
 
 def funk_hecke_multipliers(g, beta: float) -> np.ndarray:

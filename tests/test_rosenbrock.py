@@ -23,7 +23,8 @@ from meanfield_pde.numerics.steppers import ROSENBROCK, RosenbrockW, StepControl
 from meanfield_pde.numerics.steppers.stability import disc_radius, imaginary_interval
 from meanfield_pde.runs.runner import build
 
-from conftest import EPS, fitted_slope, make_config
+from helpers.bounds import EPS, fitted_slope
+from helpers.cases import make_config
 
 TAB = ROSENBROCK["ROS34PW2"]
 

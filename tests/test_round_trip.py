@@ -14,7 +14,8 @@ import meanfield_pde as mf
 from meanfield_pde import ConfigError
 from meanfield_pde.analysis.compare import compare
 
-from conftest import EPS, make_config, transform_rounding, unit_rounding
+from helpers.bounds import EPS, transform_rounding, unit_rounding
+from helpers.cases import make_config
 
 FIXED = dict(time={"t_end": 0.4, "dt": 0.01, "adaptive": False}, output={"every": 0.1, "plot": False})
 

@@ -14,7 +14,7 @@ from meanfield_pde import ConfigError
 from meanfield_pde.runs.cases import load_case
 from meanfield_pde.runs.config import RUN_KINDS, from_dict
 
-from conftest import TINY_TOML
+from helpers.cases import TINY_TOML
 
 BASE = tomllib.loads(TINY_TOML)
 LIMIT = {"model": {"beta": 50.0}, "domain": {"kernel_tol": 1.0}}  # a limit needs beta >= 1

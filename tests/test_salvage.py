@@ -22,40 +22,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from meanfield_pde.core.errors import ConfigError
-from meanfield_pde.runs.checksums import DamagedSnapshot, seal_attributes
+from meanfield_pde.runs.checksums import DamagedSnapshot
 from meanfield_pde.runs.runcheck import open_checked
 
-from test_checksums import attribute_spans, data_spans, flip
-from test_file_safety import CASE, SETS, one_error, reference, run_cli, run_file, set_args  # noqa: F401
-
-NAMES = ("coef_real", "coef_imag", "density", "energy", "free_energy", "mass", "order_parameter",
-         "min_density", "spectral_tail", "time")
-
-
-def damage(path, snapshot: int, name: str = "coef_real") -> None:
-    """One bit of one value of ``name`` at ``snapshot``."""
-    _, _, start, stop = next(s for s in data_spans(path, (name,)) if s[0] == snapshot)
-    flip(path, (start + stop) // 2, 0)
-
-
-def interrupted(path) -> None:
-    """Mark the completed reference file as interrupted at t = 1, as the package writes it."""
-    with netCDF4.Dataset(path, "a") as nc:
-        nc.setncatts({"status": "stopped: interrupted (SIGTERM) at t = 1", "stop_reason": "interrupted"})
-        seal_attributes(nc)
+from helpers.cases import CASE, SETS
+from helpers.commands import one_error, run_cli, set_args
+from helpers.files import (assert_same_numbers, attribute_spans, damage, data_spans, flip,
+                           interrupted)
 
 
 def history(path) -> list[str]:
     with netCDF4.Dataset(path) as nc:
         return str(nc.getncattr("history")).splitlines()
-
-
-def assert_same_numbers(reference, path) -> None:
-    """Every time-dependent variable bit for bit (and the same times) as the uninterrupted run."""
-    ref, got = xr.load_dataset(reference), xr.load_dataset(path)
-    assert got.sizes["time"] == ref.sizes["time"]
-    for name in NAMES:
-        np.testing.assert_array_equal(got[name].values, ref[name].values, err_msg=name)
 
 
 @pytest.mark.parametrize("snapshot", [4, 2])

@@ -14,7 +14,7 @@ from pathlib import Path
 import meanfield_pde
 from meanfield_pde import load_case
 
-from test_file_safety import CASE, SETS
+from helpers.cases import CASE, SETS
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "same_numbers.py"
 

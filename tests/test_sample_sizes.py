@@ -11,7 +11,7 @@ from meanfield_pde.core.checks import check_array_memory, machine_memory
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.particles import uniform_sphere, von_mises_fisher_mixture
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 
 def test_a_sample_beyond_the_machine_memory_is_refused_naming_its_size():

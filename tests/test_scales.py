@@ -26,9 +26,8 @@ from meanfield_pde.numerics.models import MeanFieldModel
 from meanfield_pde.particles.dynamics import energy as particle_energy
 from meanfield_pde.runs.runner import build
 
-from conftest import EPS, make_config
-from test_conservation import assert_mass_kept
-from test_kernels import ive_error
+from helpers.bounds import EPS, assert_mass_kept, ive_error
+from helpers.cases import make_config
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -28,7 +28,7 @@ from meanfield_pde.numerics.observers import Observer
 from meanfield_pde.runs.runner import build
 from meanfield_pde.numerics.solver import integrate
 
-from conftest import make_config
+from helpers.cases import make_config
 
 LMAX, DEGREE_MAX = 12, 10
 

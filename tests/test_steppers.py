@@ -8,7 +8,8 @@ from meanfield_pde.runs.runner import build
 from meanfield_pde.numerics.solver import integrate
 from meanfield_pde.numerics.steppers import TABLEAUS as SCHEMES
 
-from conftest import EPS, fitted_slope, make_config
+from helpers.bounds import EPS, fitted_slope
+from helpers.cases import make_config
 
 
 def order_conditions(a_exp, b_exp, a_imp, b_imp, c):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import xarray as xr
 
-from conftest import assert_user_error, cli
+from helpers.commands import assert_user_error, cli
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.studies.sweep import JobQueue, jobqueue_cluster
 

@@ -14,34 +14,12 @@ import pytest
 import xarray as xr
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from conftest import assert_user_error, cli
+from helpers.cases import TINY
+from helpers.commands import assert_user_error, cli
 from meanfield_pde.studies import sweep as sweep_module
 from meanfield_pde.runs.cases import load_case
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.studies.sweep import plan_sweep, run_sweep
-
-TINY = """\
-description = "tiny circle sweep"
-[model]
-kind = "USA"
-beta = 0.0
-nu = 0.3
-[domain]
-manifold = "circle"
-lmax = 12
-[initial]
-type = "von_mises_fisher"
-centres = [[1.0, 0.0]]
-concentrations = [1.0]
-[time]
-t_end = 0.2
-dt = 0.05
-[output]
-every = 0.1
-plot = false
-[sweep]
-grid = ["model.nu=[0.2, 0.3]"]
-"""
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from scipy.spatial.transform import Rotation
 from meanfield_pde.runs.runner import build
 from meanfield_pde.numerics.solver import integrate
 
-from conftest import EPS, make_config
-from test_zonal_model import stepping_round_off
+from helpers.bounds import EPS, stepping_round_off
+from helpers.cases import make_config
 
 CENTRES = np.array([[1.0, 0.0, 0.0], [0.0, 0.6, 0.8], [-0.3, -0.9, 0.1]])
 

@@ -12,8 +12,7 @@ import xarray as xr
 
 matplotlib.use("Agg")
 
-from test_animate import circle_run  # noqa: E402
-from test_plot import _sphere_ds  # noqa: E402
+from helpers.datasets import _sphere_ds, circle_run
 
 
 def _coverage(ax) -> float:

@@ -11,7 +11,8 @@ from meanfield_pde import ConfigError
 from meanfield_pde.runs.config import time_unit
 from meanfield_pde.studies.sweep import plan_sweep
 
-from conftest import EPS, make_config, transform_rounding
+from helpers.bounds import EPS, transform_rounding
+from helpers.cases import make_config
 
 
 def limit(kind: str, t_end: float, **extra):

@@ -4,7 +4,7 @@ A tolerance within a few hundred ulps of 1 (a literal at or below 1e-13) passes 
 kernel it was measured on and fails on another, which adds the same terms in another order
 (issue 31: 7 failures under OpenBLAS's Haswell kernels). Such tolerances are written as
 multiples of EPS = np.finfo(float).eps with the bound they come from beside them (n·ε·condition;
-the helpers of conftest.py). This test reads every test module and refuses a literal at or
+the helpers of tests/helpers/bounds.py). This test reads every test module and refuses a literal at or
 below 1e-13 given as the tolerance of pytest.approx, numpy's assert_allclose / isclose /
 allclose, or as the right-hand side of a comparison in an assert (alone or as a factor).
 """
@@ -73,4 +73,4 @@ def test_no_round_off_tolerance_is_a_constant_at_the_last_digit():
                  for path in sorted(TESTS.glob("test_*.py"))
                  for line, value in last_digit_tolerances(path.read_text(encoding="utf-8"))]
     assert not offenders, ("tolerances at the last digits (write them as n·EPS·condition with the "
-                           "bound beside them, tests/conftest.py): " + ", ".join(offenders))
+                           "bound beside them, tests/helpers/bounds.py): " + ", ".join(offenders))

@@ -17,8 +17,7 @@ from meanfield_pde.theory.linear import critical_noise
 from meanfield_pde.theory.transition import (degree_two_ratio, landau_coefficient,
                                              pitchfork_slope, tricritical_beta, transition_order)
 
-from conftest import EPS
-from test_zonal_kernels import multiplier_error
+from helpers.bounds import EPS, multiplier_error
 
 
 def test_tricritical_beta_in_d3_is_the_root_of_the_spherical_bessel_closed_forms():

@@ -27,7 +27,8 @@ from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.runs.config import from_dict, parse_toml
 from meanfield_pde.runs.runcheck import open_checked
 
-from test_file_safety import CASE, one_error, run_cli, set_args
+from helpers.cases import CASE
+from helpers.commands import one_error, run_cli, set_args
 
 TINY = ["domain.lmax=16", "time.adaptive=false", "time.dt=0.01", "output.every=0.01",
         "time.t_end=0.01", "output.plot=false"]

@@ -13,7 +13,8 @@ import pytest
 import meanfield_pde as mf
 from meanfield_pde import load_case
 
-from conftest import assert_user_error, cli
+from helpers.commands import assert_user_error, cli
+from helpers.datasets import _noise_dataset
 
 
 # -- sweeps ------------------------------------------------------------------------------------
@@ -161,17 +162,6 @@ def test_finite_absurd_coefficient_is_not_resumed(stopped_run, tmp_path, capsys,
 
 
 # -- sweep figure ------------------------------------------------------------------------------
-
-def _noise_dataset(stationary: bool):
-    """A continued noise sweep: |m|² = 2 (0.37 − ν) below ν_c = 0.37, 0 above, both branches."""
-    import xarray as xr
-    nu = np.round(np.arange(0.34, 0.4001, 0.005), 3)
-    m = np.sqrt(np.clip(2.0 * (0.37 - nu), 0.0, None))
-    both = np.stack([m, m], axis=1)
-    return xr.Dataset({"order_parameter": (("nu", "direction"), both),
-                       "stationary": (("nu", "direction"), np.full(both.shape, int(stationary)))},
-                      coords={"nu": nu, "direction": ["up", "down"]},
-                      attrs={"beta": 1.0, "model": "USA", "figure": "noise"})
 
 
 def test_noise_sweep_figure_without_stationary_points(tmp_path):

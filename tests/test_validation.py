@@ -31,8 +31,7 @@ from meanfield_pde.runs.config import SECTIONS, from_dict
 from meanfield_pde.core.kernels import resolving_lmax
 from meanfield_pde.particles import simulate
 
-from conftest import TINY_TOML
-from test_config import BAD, _raise
+from helpers.cases import BAD, TINY_TOML, _raise
 
 RUN_ROWS = [
     # id, --set items (on the tiny case), fragments of the message

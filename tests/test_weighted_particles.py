@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import EPS, energy_rounding, sum_rounding
+from helpers.bounds import EPS, energy_rounding, sum_rounding
 
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.kernels import SMALL_BETA

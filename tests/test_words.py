@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CIRCLE
+from helpers.cases import CIRCLE
 from meanfield_pde.cli import main
 from meanfield_pde.core.errors import ConfigError
 

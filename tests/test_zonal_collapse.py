@@ -15,8 +15,8 @@ from meanfield_pde.core.geometry import ZonalSphere
 from meanfield_pde.core.kernels import gradient_multipliers, ratio_multipliers, vmf_zonal_coefficients
 from meanfield_pde.numerics.models import MeanFieldModel
 
-from conftest import EPS
-from test_zonal_runs import run_named, vmf_coefficient_error
+from helpers.bounds import EPS, vmf_coefficient_error
+from helpers.commands import run_named
 
 
 @pytest.mark.parametrize("d,beta,u0", [(3, 2.0, 0.3), (16, 2.0, 0.05), (512, 90.5, 0.9)])
@@ -98,7 +98,7 @@ def test_cases_zonal_vmf_collapse_d3_and_d512(tmp_path, d, u_end, rate_end):
     stays in the spread phase (rate 0.1 → 0.37, far below the law's ≈ 2 that holds only for
     u ≪ 1)."""
     from scipy.special import ive
-    from test_kernels import ive_error
+    from helpers.bounds import ive_error
     with run_named(tmp_path, f"zonal_vmf_collapse_d{d}") as ds:
         assert ds.attrs["status"] == "completed"
         t, u = ds.time.values, 1.0 - ds.order_parameter.values

@@ -14,7 +14,7 @@ from meanfield_pde.core.geometry import ZonalSphere, make_geometry
 from meanfield_pde.core.geometry.zonal import gegenbauer_normalised
 from meanfield_pde.theory.linear import critical_noise, fastest_mode, growth_rates
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 DIMS = (2, 3, 4, 8, 64, 512, 4096)
 

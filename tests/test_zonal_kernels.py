@@ -16,33 +16,17 @@ import mpmath as mp
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from scipy.special import gammaln, ive
+from scipy.special import gammaln
 
 from meanfield_pde.core.kernels import (energy_multipliers, funk_hecke_multipliers,
                                         gradient_multipliers, log_zonal_multipliers,
                                         ratio_multipliers, scaled_multipliers)
 
-from conftest import EPS
-from test_kernels import ive_error
+from helpers.bounds import EPS, ive_error, multiplier_error
 
 DIMENSIONS = (2, 3, 4, 8, 64, 512)
 BETAS = (0.5, 5.0, 50.0)
 LMAX = 40
-
-
-def multiplier_error(beta: float, lmax: int, d: int) -> np.ndarray:
-    """Relative round-off of e^{log_zonal_multipliers(β, l, d)}, l = 0..lmax: 2ε times the sizes of
-    the logarithms it sums, on the larger of its two routes (the series: l|ln β|, Σ_{j<l} ln(d + 2j)
-    and the 2β + 60 positive terms of ₀F₁; ive: ln Γ(d/2), (d/2 − 1)|ln(2/β)|, |ln ive|, β and
-    ive's own error, test_kernels.ive_error), and the exponential's ε."""
-    l = np.arange(lmax + 1)
-    nu = l + d / 2 - 1
-    series = (l * abs(math.log(beta)) + np.concatenate([[0.0], np.cumsum(np.log(d + 2.0 * l[:-1]))])
-              + 2 * beta + 60)
-    with np.errstate(divide="ignore"):
-        route = (gammaln(d / 2) + (d / 2 - 1) * abs(math.log(2 / beta)) + np.abs(np.log(ive(nu, beta)))
-                 + beta + np.array([ive_error(v, beta) for v in nu]) / 2)
-    return (2 * np.maximum(series, np.where(np.isfinite(route), route, 0.0)) + 1) * EPS
 
 
 def _nodes(d: int, beta: float, lmax: int):

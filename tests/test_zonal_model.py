@@ -14,8 +14,8 @@ from meanfield_pde.numerics.steppers import IMEXRungeKutta
 from meanfield_pde.numerics.steppers.tableaus import get_tableau
 from meanfield_pde.theory.linear import growth_rates
 
-from conftest import EPS
-from test_conservation import assert_mass_kept, energy_error, free_energy_error
+from helpers.bounds import (EPS, assert_mass_kept, energy_error, free_energy_error,
+                            stepping_round_off)
 
 
 def run(model, u0, dt, steps, every=1):
@@ -27,22 +27,6 @@ def run(model, u0, dt, steps, every=1):
         if (i + 1) % every == 0:
             out.append(u.copy())
     return np.array(out)
-
-
-def stepping_round_off(models, states, dt: float, steps: int) -> float:
-    """Round-off, relative to max|u|, by which runs of one Galerkin equation (the ``models``, from
-    the ``states``) may part after ``steps`` fixed steps dt of a 4-stage scheme: per step and run,
-    the stages' additions (5ε) and dt times 4 right-hand sides, each within n ε of its size (about
-    four transforms of L + 1 terms and the grid's nlat + nφ or N points, FFTs; the size max|N(u)|
-    at the start); the flow carries these at its linear rates, at most σ_max, for steps·dt."""
-    def transforms(g):
-        if g.manifold == "sphere":
-            return g.lmax + 1 + g.nlat + 2 * np.log2(g.nphi)
-        return g.lmax + 1 + (g.npoints if g.manifold == "sphere_zonal" else 2 * np.log2(g.npoints))
-    per_step = sum(5 + dt * 4 * (4 * transforms(m.geometry) + 10) * np.max(np.abs(m.rhs(u)))
-                   / np.max(np.abs(u)) for m, u in zip(models, states))
-    sigma = max(0.0, max(float(np.max(m.growth_rates())) for m in models))
-    return steps * per_step * EPS * math.exp(sigma * steps * dt)
 
 
 def vmf(g, kappa, mass=1.0):

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 import xarray as xr
-from scipy.special import gammaln, ive
+from scipy.special import ive
 
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.geometry import ZonalSphere
@@ -18,21 +18,8 @@ from meanfield_pde.numerics.limits import make_limit_model
 from meanfield_pde.runs.config import from_dict
 from meanfield_pde.theory.linear import growth_rates
 
-from conftest import EPS, assert_user_error, cli
-from test_conservation import free_energy_errors
-from test_kernels import ive_error
-
-
-def vmf_coefficient_error(kappa: float, lmax: int, d: int) -> float:
-    """Relative round-off of vmf_zonal_coefficients(κ, ·, d) up to degree lmax: each is e^{Y_l}
-    with Y_l = log λ̄_l − log λ̄_0 + ½ log dim H_l, summed from logarithms each exact to ε of its
-    size (the series route: l ln κ and Σ_{j<l} ln(d + 2j); the ive route: ln Γ(d/2) and
-    (d/2 − 1) ln(2/κ), plus the error of the two ive (test_kernels.ive_error); dim H_l:
-    ln Γ(l + d − 1) less two smaller ln Γ): |δY_l| ≤ 2ε Σ|pieces|, taken at l = lmax (the largest)."""
-    pieces = (lmax * abs(math.log(kappa)) + sum(math.log(d + 2 * j) for j in range(lmax))
-              + gammaln(d / 2) + (d / 2 - 1) * abs(math.log(2 / kappa))
-              + 1.5 * gammaln(lmax + d - 1.0))
-    return (2 * pieces + 2 * ive_error(lmax + d / 2 - 1, kappa)) * EPS
+from helpers.bounds import EPS, free_energy_errors, ive_error, vmf_coefficient_error
+from helpers.commands import assert_user_error, cli, run_named
 
 
 def zonal_case(d=16, lmax=24, kind="USA", beta=4.0, nu=0.0, initial=None, t_end=1.0, every=0.25,
@@ -270,17 +257,6 @@ def test_limit_models_use_the_eigenvalues_of_s_d_minus_1(d):
     eig = l * (l + d - 2)
     # integers but for /β and the difference: 2 roundings of each term
     assert np.all(np.abs(usa - (2 * eig - eig**2 / 50.0)) <= 2 * EPS * (2 * eig + eig**2 / 50.0))
-
-
-# -- the named cases -----------------------------------------------------------------------
-def run_named(tmp_path, name, *overrides):
-    out = tmp_path / f"{name}.nc"
-    args = ["run", name, "--output", out, "--no-plot", "-q"]
-    for o in overrides:
-        args += ["--set", o]
-    proc = cli(*args, cwd=tmp_path, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return xr.open_dataset(out)
 
 
 def test_case_zonal_vmf_collapse_d128(tmp_path):

@@ -16,7 +16,7 @@ from meanfield_pde.core.geometry import ZonalSphere
 from meanfield_pde.core.kernels import vmf_zonal_coefficients
 from meanfield_pde.numerics.initial import spherical_harmonic
 
-from conftest import EPS
+from helpers.bounds import EPS
 
 
 @pytest.mark.parametrize("d", [8, 64, 512])
