@@ -27,10 +27,10 @@ from meanfield_pde.analysis.growth import fit_rates
 from meanfield_pde.core.errors import ConfigError, NotARunError
 from meanfield_pde.theory.clusters import MERGE_ANGLE, merge_time
 
+from helpers import REPO
 from helpers.bounds import EPS
 from helpers.commands import cli
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def run_cli(directory: Path, name: str, *sets: str, output: str | None = None) -> Path:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +13,8 @@ from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.core.threads import ENV_VAR, check_threads, resolve_threads
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import REPO as ROOT
+
 
 
 def test_benchmark_smoke(tmp_path):

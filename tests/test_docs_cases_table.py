@@ -8,14 +8,14 @@ stationary state" (the case ends at t = 20, while the degree-1 mode still grows)
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from meanfield_pde import load_case
 from meanfield_pde.runs.cases import describe_cases
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import REPO as ROOT
+
 CASES_PAGE = ROOT / "docs" / "user-guide" / "cases.md"
 README = ROOT / "README.md"
 NAMED = {name for name, _ in describe_cases()}

@@ -20,7 +20,8 @@ import pytest
 
 from meanfield_pde.runs.cases import case_names
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import REPO as ROOT
+
 DOCS = ROOT / "docs"
 
 
@@ -46,10 +47,11 @@ def test_every_gallery_example_says_what_you_should_see():
 
 
 def _named_tests(text: str):
-    """(file, test or None) of every `test_x.py::name` and `::name` (same file) reference."""
+    """(file, test or None) of every `test_x.py::name`, `folder/test_x.py::name` and `::name` (same
+    file) reference; the file relative to tests/."""
     out = []
     for cell in re.findall(r"`([^`]*test_\w+\.py[^`]*|::\w+)`", text):
-        m = re.match(r"(?:tests/)?(test_\w+\.py)(?:::(\w+))?$", cell)
+        m = re.match(r"(?:tests/)?((?:\w+/)?test_\w+\.py)(?:::(\w+))?$", cell)  # tests/FOLDER/FILE
         if m:
             current = m.group(1)
             out.append((current, m.group(2)))

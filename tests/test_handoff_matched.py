@@ -10,7 +10,6 @@ orthonormal mode, and at the start of a matched run (benchmarks/handoff_tokens.p
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,9 +21,10 @@ from meanfield_pde.particles.measures import density_from_particles
 from meanfield_pde.particles.sampling import uniform_sphere
 from meanfield_pde.runs.config import from_dict
 
+from helpers import REPO
 from helpers.bounds import EPS
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "handoff_tokens.py"
+SCRIPT = REPO / "benchmarks" / "handoff_tokens.py"
 
 
 def benchmark():

@@ -25,6 +25,7 @@ from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.config import from_dict
 from meanfield_pde.runs.runner import run
 
+from helpers import REPO
 from helpers.bounds import EPS, sum_rounding, transform_rounding
 
 
@@ -500,9 +501,8 @@ def test_smallest_cap_centre_holds_every_point_as_near_the_centre_as_possible():
 
 def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
     """benchmarks/handoff_tokens.py end to end at a tiny size (its numbers: docs/user-guide/handoff.md)."""
-    from pathlib import Path
     path, _ = two_clusters
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "handoff_tokens.py"
+    script = REPO / "benchmarks" / "handoff_tokens.py"
     proc = subprocess.run([sys.executable, str(script), str(path), "--n", "100", "--seeds", "1",
                            "--t-end", "0.5"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -515,9 +515,8 @@ def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
 
 def test_token_comparison_script_prints_the_matched_pde_runs(sa_run):
     """--matched-pde: per seed the hand-off run from the seed's degrees <= 6, beside the tokens."""
-    from pathlib import Path
     path, _ = sa_run
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "handoff_tokens.py"
+    script = REPO / "benchmarks" / "handoff_tokens.py"
     proc = subprocess.run([sys.executable, str(script), str(path), "--n", "1000", "--seeds", "1",
                            "--t-end", "2", "--times", "1.3", "2", "--matched-pde"],
                           capture_output=True, text=True, timeout=300)
@@ -531,8 +530,7 @@ def test_token_comparison_script_prints_the_matched_pde_runs(sa_run):
 def token_script():
     """benchmarks/handoff_tokens.py as a module (its main() in this process: no interpreter start)."""
     import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "handoff_tokens.py"
+    path = REPO / "benchmarks" / "handoff_tokens.py"
     spec = importlib.util.spec_from_file_location("handoff_tokens", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
+from helpers import REPO
 
 HEAVY = ("shtns", "xarray", "matplotlib", "dask", "distributed", "scipy", "netCDF4", "ot", "pandas")
 
@@ -100,7 +101,7 @@ def test_the_all_extra_holds_every_extra_a_command_names():
     import tomllib
 
     from meanfield_pde.core.extras import EXTRAS
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     (line,) = extras["all"]
     held = set(re.fullmatch(r"meanfield_pde\[([a-z_,]+)\]", line)[1].split(","))
@@ -148,7 +149,6 @@ def test_missing_shtns_is_one_line_naming_fftw_and_pip(tmp_path):
 
 # -- the built package: version from the git tag, metadata, licence ------------------------------
 
-REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
 
 
 def _source_copy(dst):

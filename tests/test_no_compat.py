@@ -26,10 +26,10 @@ import pytest
 import meanfield_pde
 from meanfield_pde import ConfigError, NotARunError
 
+from helpers import REPO
 from helpers.cases import CIRCLE, TINY_TOML
 from helpers.commands import assert_user_error, cli
 
-REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(meanfield_pde.__file__).resolve().parent
 
 # the flat modules of the layout before the layers (each now lives in a layer's package);
@@ -232,7 +232,7 @@ def test_no_case_code_test_or_page_uses_an_old_key():
     found = []
     for path in [*sorted((REPO / "cases").glob("*.toml")), REPO / "README.md",
                  *sorted((REPO / "docs").rglob("*.md")), *sorted(PACKAGE.rglob("*.py")),
-                 *sorted((REPO / "tests").glob("*.py")), *sorted((REPO / "benchmarks").rglob("*.py"))]:
+                 *sorted((REPO / "tests").rglob("*.py")), *sorted((REPO / "benchmarks").rglob("*.py"))]:
         if path.name == Path(__file__).name:
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):

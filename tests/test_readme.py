@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 from helpers.readme import readme_snippets
 
-REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 
 # Command lines of the README that are not run, by their exact text (without

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from helpers import REPO
 from helpers.datasets import _failed_sweep
 
 
@@ -130,8 +131,7 @@ def test_handoff_tokens_benchmark_refuses_bad_counts(tmp_path, flag, value):
     argparse's usage error (exit 2) naming the flag, before the file is opened."""
     import subprocess
     import sys
-    from pathlib import Path
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "handoff_tokens.py"
+    script = REPO / "benchmarks" / "handoff_tokens.py"
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "absent.nc"), flag, value],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr

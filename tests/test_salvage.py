@@ -25,6 +25,7 @@ from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.runs.checksums import DamagedSnapshot
 from meanfield_pde.runs.runcheck import open_checked
 
+from helpers import REPO
 from helpers.cases import CASE, SETS
 from helpers.commands import one_error, run_cli, set_args
 from helpers.files import (assert_same_numbers, attribute_spans, damage, data_spans, flip,
@@ -244,7 +245,7 @@ def test_a_damaged_snapshot_error_pickles_with_its_fields():
 
 def test_docs_and_help_name_the_flag():
     from meanfield_pde.cli.commands import make_parser
-    page = (Path(__file__).parents[1] / "docs" / "user-guide" / "files.md").read_text()
+    page = (REPO / "docs" / "user-guide" / "files.md").read_text()
     assert re.search(r"--resume FILE\.nc --drop-damaged", page)
     run = next(a for a in make_parser()._subparsers._group_actions[0].choices["run"]._actions
                if "--drop-damaged" in a.option_strings)

@@ -9,14 +9,14 @@ script was reported as differing (exit 1) for the same code on both sides.
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import meanfield_pde
 from meanfield_pde import load_case
 
+from helpers import REPO
 from helpers.cases import CASE, SETS
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "same_numbers.py"
+SCRIPT = REPO / "benchmarks" / "same_numbers.py"
 
 
 def _script():

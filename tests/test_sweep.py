@@ -29,7 +29,8 @@ from meanfield_pde.runs.cases import load_case
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.studies.sweep import parse_grid_item, plan_sweep, run_sweep
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import REPO as ROOT
+
 ENV = dict(os.environ, MPLBACKEND="Agg",
            PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
 

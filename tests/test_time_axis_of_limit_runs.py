@@ -3,12 +3,12 @@ figure names τ and its axes read `τ = t/β`; every run file stores natural tim
 (`time_unit = "natural"`, τ as `tau`), and the figure of a limit run is drawn against t
 ("time t"). The page now says so."""
 
-from pathlib import Path
-
 import meanfield_pde as mf
 from meanfield_pde.plotting.labels import time_label
 
-FIGURES = (Path(__file__).resolve().parents[1] / "docs" / "user-guide" / "figures.md").read_text(
+from helpers import REPO
+
+FIGURES = (REPO / "docs" / "user-guide" / "figures.md").read_text(
     encoding="utf-8")
 
 

@@ -12,11 +12,12 @@ allclose, or as the right-hand side of a comparison in an assert (alone or as a 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).parent
+from helpers import REPO
+
+TESTS = REPO / "tests"  # every folder of the suite
 SMALLEST = 1e-13  # above: discretisation, solver and statistical tolerances, not round-off
 FLOOR = 1e-17  # below: underflow floors and series remainders (β² at β = 1e-9), not the last digit
 TOLERANCE_KEYWORDS = {"rel", "abs", "atol", "rtol"}
@@ -70,7 +71,7 @@ def test_the_scan_finds_what_it_should(source, expected):
 
 def test_no_round_off_tolerance_is_a_constant_at_the_last_digit():
     offenders = [f"{path.name}:{line} ({value:g})"
-                 for path in sorted(TESTS.glob("test_*.py"))
+                 for path in sorted(TESTS.rglob("test_*.py"))
                  for line, value in last_digit_tolerances(path.read_text(encoding="utf-8"))]
     assert not offenders, ("tolerances at the last digits (write them as n·EPS·condition with the "
                            "bound beside them, tests/helpers/bounds.py): " + ", ".join(offenders))

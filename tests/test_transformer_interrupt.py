@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import REPO as ROOT
 
 SCRIPT = """
 import sys

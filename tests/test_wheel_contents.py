@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from helpers import REPO
+
 
 
 @pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),

@@ -15,6 +15,7 @@ from meanfield_pde.core.geometry import ZonalSphere
 from meanfield_pde.core.kernels import gradient_multipliers, ratio_multipliers, vmf_zonal_coefficients
 from meanfield_pde.numerics.models import MeanFieldModel
 
+from helpers import REPO
 from helpers.bounds import EPS, vmf_coefficient_error
 from helpers.commands import run_named
 
@@ -140,8 +141,7 @@ def test_vmf_resolved_gap_scales_and_predicts_where_a_collapse_run_stops():
     d = 128 much more slowly (dim H_l grows like d^l/l!). A collapse run (SA β = 2, vMF(2√d))
     at L = 64 in d = 16 is stopped by the tail test at a u 1–2.5 times the vMF guide."""
     import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(REPO / "benchmarks"))
     from zonal_figures import pde_collapse
     u3 = [zc.vmf_resolved_gap(L, 3) for L in (64, 128, 256)]
     assert u3[0] / u3[1] == pytest.approx(4.0, rel=0.1) and u3[1] / u3[2] == pytest.approx(4.0, rel=0.1)

@@ -5,12 +5,13 @@ closed form l(l + d − 2) = 2β."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from helpers import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
 from zonal_figures import (asymptotic_fastest_degree, collapse_curve, fastest_modes,  # noqa: E402
                            late_rate)
 

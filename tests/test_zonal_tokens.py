@@ -16,6 +16,7 @@ from meanfield_pde.core.geometry import ZonalSphere
 from meanfield_pde.core.kernels import vmf_zonal_coefficients
 from meanfield_pde.numerics.initial import spherical_harmonic
 
+from helpers import REPO
 from helpers.bounds import EPS
 
 
@@ -74,8 +75,7 @@ def test_a_short_token_run_stays_within_the_sampling_level_of_the_pde():
     amplifies the initial one like the perturbation itself), in W₁ and in L²; at t = 0
     within the i.i.d. level."""
     import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(REPO / "benchmarks"))
     from zonal_tokens import rows
     table = list(rows(64, 500, 2, t_end=2.0, snapshots=2, lmax=24))
     assert len(table) == 3 and table[-1]["mean_t"] > 3 * table[0]["mean_t"]  # the PDE moved
@@ -183,8 +183,7 @@ def test_d8_tokens_agree_with_the_pde_once_the_sampled_degree1_modes_are_account
     level of n/2 draws, while the PDE's mean of t grows fivefold: n = 1000, 2 seeds, SA β = 2,
     f̄ = 1 + (0.5/√8) p_1, to t = 2."""
     import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(REPO / "benchmarks"))
     from zonal_tokens import rows
     table = list(rows(8, 1000, 2, t_end=2.0, snapshots=2, lmax=24, mirrored=True, conditioned=True))
     assert len(table) == 3 and table[-1]["mean_t"] > 4 * table[0]["mean_t"]
