@@ -304,3 +304,13 @@ def _raise(kind, payload, tmp_path):
     if kind == "case":
         return load_case(payload)
     raise AssertionError(kind)
+
+
+ZONAL_HANDOFF = {
+    "model": {"kind": "SA", "beta": 10.0},
+    "domain": {"manifold": "sphere_zonal", "dimension": 8, "lmax": 16},
+    "initial": {"type": "von_mises_fisher", "centres": [[1.0]], "concentrations": [2.0]},
+    "time": {"t_end": 0.02, "dt": 1e-3},
+    "output": {"every": 0.01, "plot": False},
+    "handoff": {"enabled": True, "t_end": 1.0},
+}

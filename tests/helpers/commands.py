@@ -82,3 +82,15 @@ def run_named(tmp_path, name, *overrides):
     proc = cli(*args, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return xr.open_dataset(out)
+
+
+# a name no terminal should see raw: ESC [ 2 J clears the screen; a newline; a bidi override
+HOSTILE = "r\x1b[2J\nx\u202e"
+
+
+def refusal(capsys, argv) -> str:
+    """The one line of a refused command (exit 2)."""
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("meanfield-pde: error: "), lines
+    return lines[0]
