@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import ast
 import math
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import meanfield_pde
+import meanfield_pde as mf
 from meanfield_pde import ConfigError
+from meanfield_pde.cli import main
 from meanfield_pde.core import checks
 
 NAN, INF = math.nan, math.inf
@@ -167,3 +171,85 @@ def _delegates(node: ast.FunctionDef) -> bool:
     body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     return (len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Call)
             and getattr(body[0].value.func, "id", "").startswith("check_"))
+
+
+# Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
+
+@pytest.mark.parametrize("call", [
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_beta(10**400),
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_nonnegative("t", -10**400),
+    lambda: __import__("meanfield_pde.core.checks", fromlist=["x"]).check_counts("n", 10**400),
+    lambda: __import__("meanfield_pde.theory.linear", fromlist=["x"]).critical_noise("USA", 10**400),
+])
+def test_integer_beyond_float_range_is_a_config_error(call):
+    """beta = 10**400 (an exact int) raised OverflowError from float() instead of the
+    one-line ConfigError naming the argument and its range."""
+    with pytest.raises(mf.ConfigError, match="must be"):
+        call()
+
+
+def test_check_counts_error_stays_short():
+    """A million counts with one bad entry put the whole list (~5 MB) into the message."""
+    from meanfield_pde.core.checks import check_counts
+    values = [10] * 1_000_000
+    values[7] = 1
+    with pytest.raises(mf.ConfigError) as info:
+        check_counts("n", values)
+    assert len(str(info.value)) < 300 and "first bad entry 1.0" in str(info.value)
+
+
+# Issue 31, item 7, wrong advice or wrong words: each test failed on the main of that issue
+# (was tests/test_words.py).
+
+def _main_within(args: list, seconds: float = 60.0) -> int:
+    """main(args) on a thread, failing the test if it has not returned within ``seconds`` (a
+    FIFO opened for reading waits for a writer for ever)."""
+    result = []
+    worker = threading.Thread(target=lambda: result.append(main(args)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert result, f"{args} did not return within {seconds} s (a FIFO was opened?)"
+    return result[0]
+
+
+SPECIAL = {"fifo": "a FIFO (named pipe), not a regular file",
+           "folder": "a folder, not a regular file",
+           "device": "a character device, not a regular file"}
+
+
+def _special(tmp_path: Path, kind: str, suffix: str) -> str:
+    """A FIFO, a folder or a character device (/dev/null) under a name ending in ``suffix``."""
+    if kind == "device":
+        return os.devnull
+    path = tmp_path / f"{kind}{suffix}"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    return str(path)
+
+
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_a_case_file_that_is_not_a_regular_file_is_named_so(tmp_path, kind, capsys):
+    """A FIFO case file "does not exist" (it does); /dev/null neither: say what it is, without
+    opening it (a FIFO's open would wait for a writer)."""
+    name = _special(tmp_path, kind, ".toml")
+    assert _main_within(["run", name, "-o", str(tmp_path / "o.nc")]) == 2
+    err = capsys.readouterr().err
+    assert f"case file {name!r} is {SPECIAL[kind]}" in err and "does not exist" not in err, err
+    assert not (tmp_path / "o.nc").exists()
+
+
+@pytest.mark.parametrize("command", [["plot", "{f}", "-o", "{d}/x.png"], ["animate", "{f}", "-o", "{d}/x.gif"],
+                                     ["compare", "{f}", "{f}", "-o", "{d}/x.nc"], ["run", "--resume", "{f}"]],
+                         ids=["plot", "animate", "compare", "resume"])
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_a_run_file_that_is_not_a_regular_file_is_named_so(tmp_path, kind, command, capsys):
+    """The file arguments of the other commands say the same, in the same words."""
+    name = _special(tmp_path, kind, ".nc")
+    assert _main_within([a.format(f=name, d=tmp_path) for a in command]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("meanfield-pde: error: ") and err.endswith(f"{name!r}: is {SPECIAL[kind]}"), err
+
+
+def test_a_dangling_link_says_so(tmp_path, capsys):
+    (tmp_path / "c.toml").symlink_to(tmp_path / "gone.toml")
+    assert main(["run", str(tmp_path / "c.toml")]) == 2
+    assert "c.toml' is a symbolic link to a missing file" in capsys.readouterr().err

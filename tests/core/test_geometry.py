@@ -233,3 +233,17 @@ def test_a_pickled_sphere_keeps_its_grid_and_transform_threads():
         assert (copy.nlat, copy.nphi, copy.threads) == (g.nlat, g.nphi, g.threads)
         assert copy.transform_threads == g.transform_threads, lmax
     assert Sphere(169, threads=4).transform_threads == 1 and Sphere(31, 256, 512, threads=4).transform_threads == 2
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+def test_a_sphere_beyond_shtns_limit_is_an_error_not_an_exit():
+    # shtns ended the whole Python process ("*** [SHTns] Run-time error : lmax too large")
+    import subprocess
+    import sys
+    code = ("from meanfield_pde.core.geometry import Sphere\n"
+            "try:\n    Sphere(10**6)\nexcept ValueError as e:\n    print('refused:', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: domain.lmax = 1000000: must be in [2, 65535] on the sphere" in proc.stdout

@@ -8,7 +8,7 @@ parametrizing over the registry's keys: a new entry is tested with the others.
 - each particle integrator: its (deterministic) order on a rigid rotation of the
   sphere, x' = Ω x, exact x(t) = e^{tΩ} x0;
 - each normalisation scheme: its closed-form collapse clock
-  (tests/test_normalisation.py::test_collapse_clock_closed_forms_and_gap_asymptotics).
+  (tests/particles/test_normalisation.py::test_collapse_clock_closed_forms_and_gap_asymptotics).
 """
 
 from __future__ import annotations

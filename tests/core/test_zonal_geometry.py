@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import sph_harm_y
 
+from meanfield_pde import ConfigError
 from meanfield_pde.core.geometry import ZonalSphere, make_geometry
 from meanfield_pde.core.geometry.zonal import gegenbauer_normalised
 from meanfield_pde.theory.linear import critical_noise, fastest_mode, growth_rates
@@ -230,3 +231,25 @@ def test_zonal_manifold_needs_a_dimension():
         growth_rates("SA", 1.0, 0.0, 4, "sphere_zonal")
     with pytest.raises(ValueError, match="circle has d = 2"):
         growth_rates("SA", 1.0, 0.0, 4, "circle", 3)
+
+
+# Issue 31, item 7, wrong advice or wrong words: each test failed on the main of that issue
+# (was tests/test_words.py).
+
+@pytest.mark.slow  # the bisection in d = 4096: ~3 s of CPU, 12 s on a busy machine
+def test_the_largest_lmax_in_d_4096_is_one_bound_and_the_bound_enforced():
+    """The refusal's "must be <= N" was found by a bisection from the lmax asked: 342 for 343,
+    345 for 1023, and 344 and 345 ran. Now every refusal names one N, N runs, N + 1 does not."""
+    import re
+    from meanfield_pde.core.geometry import ZonalSphere
+
+    def bound(lmax: int) -> int:
+        with pytest.raises(ConfigError, match=rf"^domain.lmax = {lmax}: too large for domain.dimension "
+                                              r"= 4096 .*; must be <= (\d+) in d = 4096$") as info:
+            ZonalSphere(lmax, 4096)
+        return int(re.search(r"must be <= (\d+)", str(info.value)).group(1))
+
+    n = bound(1023)
+    assert {bound(lmax) for lmax in (400, n + 1, n + 2)} == {n}
+    for lmax in range(n - 3, n + 1):  # 343 (refused before) among them
+        assert ZonalSphere(lmax, 4096).lmax == lmax
