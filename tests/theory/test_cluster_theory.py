@@ -297,3 +297,77 @@ def test_solve_gram_reaches_the_merged_state_at_long_times():
     assert pair_time(-0.2, -0.1, 0.3, 0.7, "USA", 700.0) > 1e57
     with pytest.raises(RuntimeError, match="solve_gram"):
         solve_gram(g0, [0.3, 0.7], "USA", 700.0, [0.0, 1e300])
+
+
+# Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
+# The two-cluster theory at its edges, found by trying every argument at its limits.
+
+def test_pair_rate_near_antipodal_at_large_beta_has_no_overflow():
+    """SA at β = 500 from ρ = −0.5: E = e^{β(1−ρ)} = e^{750} is beyond float range, and
+    pair_rate raised OverflowError (a traceback) although ρ̇ is a modest number. ρ̇ =
+    (1−ρ²)[w2/(w1 E + w2) + w1/(w2 E + w1)] (module doc); with w1 = 1e-300, w2 = 1 the
+    first share is 1/(1 + e^{750 − 300 ln 10}) and the second below 1e-300."""
+    import math
+    from meanfield_pde.theory.clusters import pair_rate
+    expected = 0.75 / (1.0 + math.exp(750.0 - 300.0 * math.log(10.0)))
+    assert pair_rate(-0.5, 1e-300, 1.0, "SA", 500.0) == pytest.approx(expected, rel=1e-9)
+    assert pair_rate(-1.0, 1.0, 1.0, "SA", 700.0) == 0.0  # the antipodal equilibrium
+    assert pair_rate(-0.9, 1.0, 0.0, "SA", 700.0) == pytest.approx(1.0 - 0.81)  # w2 = 0: share 1
+
+
+@pytest.mark.parametrize("beta", [5e-324, 2e-323])
+def test_pair_time_at_subnormal_beta_is_the_beta_zero_time(beta):
+    """At β = 5e-324 βδ underflows to 0 in Ei(βδ): USA returned NaN and SA inf. The rates
+    differ from β = 0 by a factor 1 + O(β), so the time is the β = 0 one, artanh(ρ) − artanh(ρ0)
+    over w1 + w2 (USA) or 1 (SA)."""
+    from meanfield_pde.theory.clusters import pair_time_gap
+    artanh = np.arctanh(0.9) - np.arctanh(0.5)
+    assert pair_time_gap(0.5, 0.1, 1.0, 1.0, "USA", beta) == pytest.approx(artanh / 2.0, rel=1e-12)
+    assert pair_time_gap(0.5, 0.1, 1.0, 2.0, "SA", beta) == pytest.approx(artanh, rel=1e-12)
+
+
+def test_sa_pair_time_depends_only_on_the_mass_ratio():
+    """SA depends on the masses only through w1/w2 (module doc): masses 5e-324 each (p = w1 w2
+    underflowed: 0/0) returned inf, masses 1e-200 and 1e200 (q overflowed) inf as well."""
+    from meanfield_pde.theory.clusters import pair_time
+    equal = pair_time(0.1, 0.9, 1.0, 1.0, "SA", 5.0)
+    assert pair_time(0.1, 0.9, 5e-324, 5e-324, "SA", 5.0) == pytest.approx(equal, rel=1e-12)
+    # w1/w2 = 1e-400: the heavy cluster alone, ρ̇ = 1 − ρ² (the second share is 1)
+    lone = np.arctanh(0.9) - np.arctanh(0.1)
+    assert pair_time(0.1, 0.9, 1e-200, 1e200, "SA", 5.0) == pytest.approx(lone, rel=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda f: f.merge_time(0.99999, 1.0, 1.0, "XX", 5.0),      # starts merged: returned 0.0
+    lambda f: f.merge_time(0.99999, -1.0, 1.0, "SA", 5.0),
+    lambda f: f.pair_gap(0.0, 0.5, 1.0, 1.0, "SA", -5.0),       # t = 0: returned gap0
+    lambda f: f.pair_gap(1.0, 2.0, float("nan"), 1.0, "SA", 5.0),  # equilibrium: returned gap0
+    lambda f: f.solve_gram(np.eye(1), [1.0], "XX", 5.0, [0.0, 1.0]),  # k = 1: returned ones
+])
+def test_cluster_functions_check_every_argument_before_early_answers(call):
+    from meanfield_pde.theory import clusters
+    with pytest.raises(ValueError):
+        call(clusters)
+
+
+@pytest.mark.parametrize("gram", [[[1.0, np.nan], [np.nan, 1.0]], [[1.0, 5.0], [5.0, 1.0]],
+                                  [[1.0, 0.5], [0.2, 1.0]], [[2.0, 0.5], [0.5, 1.0]]])
+def test_gram_that_is_not_a_gram_matrix_is_refused(gram):
+    """A NaN Gram matrix gave a NaN rate silently, |G_ij| = 5 a rate of −7.6e16."""
+    from meanfield_pde.theory.clusters import gram_rate, solve_gram
+    with pytest.raises(ValueError, match="gram"):
+        gram_rate(gram, [1.0, 1.0], "USA", 7.0)
+    with pytest.raises(ValueError, match="gram0"):
+        solve_gram(gram, [1.0, 1.0], "USA", 7.0, [0.0, 1.0])
+
+
+def test_solve_gram_with_a_nan_time_is_refused_not_a_hang():
+    """times = [0, nan] passed the checks (NaN < 0 is False) and solve_ivp looped for ever;
+    in a subprocess so that the original code fails by its timeout instead of hanging."""
+    import subprocess
+    import sys
+    code = ("import numpy as np\nfrom meanfield_pde.theory.clusters import solve_gram\n"
+            "try:\n    solve_gram(np.array([[1, .5], [.5, 1]]), [1, 1], 'SA', 5.0, [0.0, float('nan')])\n"
+            "except ValueError as e:\n    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "refused: times" in out.stdout, out.stderr

@@ -167,3 +167,25 @@ def test_rate_formulas_and_collapse():
 def test_errors_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+# -- theory ----------------------------------------------------------------------------------------
+def test_equiangular_edges():
+    from meanfield_pde.theory.equiangular import equiangular_transition_time, solve_equiangular
+    # no times: no values (was "need at least one array to concatenate")
+    assert solve_equiangular("SA", 0.2, 5.0, 32, []).shape == (0,)
+    # n beyond int64 (was TypeError from numpy's log of an int object). As n -> oo the SA
+    # equation is the logistic ρ' = 2ρ(1 − ρ): ρ(1) = ρ0 e² / (1 − ρ0 + ρ0 e²)
+    exact = 0.2 * np.e**2 / (0.8 + 0.2 * np.e**2)
+    assert solve_equiangular("SA", 0.2, 5.0, 10**20, [1.0])[0] == pytest.approx(exact, rel=1e-9)
+    # ρ = 1 is approached, never reached: level >= 1 returned 0.0 (1.5) and ρ0 = 1 divided by 0
+    for rho0, level in ((0.2, 1.5), (0.2, 1.0), (1.0, 0.999)):
+        with pytest.raises(ValueError, match="must be in"):
+            equiangular_transition_time("SA", 5.0, 32, rho0, level)
+    assert equiangular_transition_time("SA", 5.0, 32, 0.5, 0.2) == 0.0  # already past it
+    # the transition time is where ρ(t) reaches the level
+    t_star = equiangular_transition_time("SA", 5.0, 32, 0.0, 0.999)
+    assert solve_equiangular("SA", 1e-12, 5.0, 32, [t_star])[0] == pytest.approx(0.999, abs=1e-6)

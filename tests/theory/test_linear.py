@@ -5,9 +5,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from meanfield_pde.theory import linear
+import meanfield_pde as mf
 from meanfield_pde.core.geometry import Sphere
 from meanfield_pde.numerics.models import MeanFieldModel
+from meanfield_pde.theory import linear
 
 from helpers.bounds import EPS, SMALL_BETA_LEAD, ive_error, rate_tolerance, reference_sigma
 
@@ -164,3 +165,35 @@ def test_predicted_cluster_positions_are_the_maxima(k, c):
 def test_errors_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
+
+@pytest.mark.parametrize("call", [
+    lambda lin: lin.growth_rates("SA", 5.0, 0.0, 10**9),
+    lambda lin: lin.fastest_mode("SA", 5.0, lmax=10**9),
+])
+def test_growth_rates_refuse_an_absurd_lmax_before_allocating(call):
+    """lmax = 10**9 built several arrays of 8 GB (the process took the machine's memory or ran
+    for minutes); a clear error names lmax and the largest accepted value."""
+    from meanfield_pde.theory import linear
+    with pytest.raises(mf.ConfigError, match=r"lmax = 1000000000: must be an integer in \[.*, 1000000\]"):
+        call(linear)
+    assert linear.growth_rates("SA", 5.0, 0.0, 10**6).shape == (10**6 + 1,)
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+def test_predicted_cluster_positions_takes_a_coefficient_from_a_run():
+    from meanfield_pde.theory.linear import predicted_cluster_positions
+    # f = 1/2π + ε cos(3θ + φ): μ̂_3 = π ε e^{iφ}, maxima at θ_j = (2πj − φ)/3
+    phi = 0.3
+    expected = np.sort(np.mod((2 * np.pi * np.arange(3) - phi) / 3, 2 * np.pi))
+    for c in (np.exp(1j * phi), np.array([np.exp(1j * phi)]), np.array(np.exp(1j * phi))):
+        # np.angle(e^{iφ}) is φ within 2εφ; then the same operations on both sides, whose two
+        # roundings (−, /3) may fall apart: within 2ε of the angles
+        np.testing.assert_allclose(predicted_cluster_positions(c, 3), expected, rtol=2 * EPS)
+    for bad in (np.array([1j, 2j]), "abc", None):  # a 1-d array was a TypeError
+        with pytest.raises(ValueError, match="coef_k_star"):
+            predicted_cluster_positions(bad, 3)
