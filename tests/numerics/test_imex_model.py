@@ -8,6 +8,7 @@ closed-form velocity; the embedded error estimate against the pair it comes from
 """
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -18,7 +19,8 @@ from meanfield_pde.numerics.cfl import CFL
 from meanfield_pde.numerics.imex_model import IMEXModel, implicit_factor
 from meanfield_pde.numerics.limits import BackwardHeat, PorousMedium
 from meanfield_pde.numerics.models import MeanFieldModel
-from meanfield_pde.numerics.steppers import TABLEAUS as SCHEMES, IMEXRungeKutta, IMEXTableau, StepControl
+from meanfield_pde.numerics.steppers import (IMEXRungeKutta, IMEXTableau, StepControl,
+                                             TABLEAUS as SCHEMES)
 
 from helpers.bounds import EPS, quadrature_rounding, transform_rounding
 
@@ -205,3 +207,23 @@ def test_stepper_for_model_uses_the_contract(name):
     slopes = [(stepper.step(u, dt)[0] - u) / dt for dt in (1e-4, 5e-5)]
     dev = [np.max(np.abs(s - rhs)) for s in slopes]
     assert dev[0] < 1e-2 * np.max(np.abs(rhs)) and dev[1] == pytest.approx(dev[0] / 2, rel=0.05)
+
+
+# Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
+# tests/test_input_safety.py).
+
+@pytest.mark.parametrize("manifold", ["sphere", "circle"])
+def test_geometry_and_model_pickle_by_parameters_with_the_same_rhs(manifold):
+    from meanfield_pde.core.geometry import make_geometry
+    from meanfield_pde.numerics.models import MeanFieldModel
+    g = make_geometry(manifold, 12, 1)
+    model = MeanFieldModel(g, "SA", 4.0, nu=0.1, hyperviscosity=0.5, hyperviscosity_order=3)
+    back = pickle.loads(pickle.dumps(model))
+    rng = np.random.default_rng(0)
+    coef = g.zeros_coef()
+    coef[0] = 1 / np.sqrt(g.area)
+    coef[1:] = 1e-3 * (rng.standard_normal(g.ncoef - 1) + 1j * rng.standard_normal(g.ncoef - 1))
+    coef[g.order == 0] = coef[g.order == 0].real
+    assert type(back.geometry) is type(g) and back.geometry.lmax == 12
+    np.testing.assert_array_equal(back.rhs(coef), model.rhs(coef))
+    np.testing.assert_array_equal(back.linear, model.linear)

@@ -365,3 +365,38 @@ def test_a_repeated_step_starts_from_its_last_stage_solutions(clusters):
             assert sim.control.error_ratio(u, new - results[0]) <= 2 * rosenbrock.KRYLOV_SAFETY
     assert costs[False][0] == costs[False][1] == costs[False][2] == costs[True][0], costs
     assert costs[True][2] <= costs[True][0] // 2, costs
+
+
+# Found by trying the zonal transition sweeps, the zonal collapse cases, the monitor's rounding
+# allowance and ROS34PW2 as a new user would (was tests/test_review_findings.py).
+
+def test_ros34pw2_step_when_recycling_breaks_down():
+    """`run` (zonal d = 3, SA, β = 1, ν = 0, L = 8, perturbed uniform 1e-3, time.scheme =
+    "ROS34PW2", time.adaptive = false, time.dt = 0.1): stopped at t = 0 with "the Krylov (GCROT)
+    solve of a Rosenbrock stage did not converge": the last stage's solve, started from the
+    vectors recycled from the first three, diverged (residual 2e7 times its right-hand side).
+    Now the step is taken, and it is the flow of u' = F(u) to the local error of an order-3
+    step: checked against scipy's DOP853 on the same right-hand side."""
+    from scipy.integrate import solve_ivp
+
+    from meanfield_pde.numerics.steppers import ROSENBROCK, RosenbrockW
+    from meanfield_pde.runs.simulation import build
+    from helpers.cases import make_config
+    cfg = make_config(domain={"manifold": "sphere_zonal", "dimension": 3, "lmax": 8},
+                      model={"kind": "SA", "beta": 1.0, "nu": 0.0},
+                      initial={"type": "perturbed_uniform", "amplitude": 1e-3, "degree_max": 8,
+                               "seed": 0},
+                      time={"t_end": 0.1, "dt": 0.1, "scheme": "ROS34PW2", "adaptive": False})
+    sim = build(cfg)
+    stepper = RosenbrockW(ROSENBROCK["ROS34PW2"], sim.model)
+    u0, h = sim.initial, 0.1
+    new, _ = stepper.step(u0, h)
+    n = u0.size
+    ref = solve_ivp(lambda t, y: (lambda f: np.concatenate([f.real, f.imag]))(
+                        stepper.rhs(y[:n] + 1j * y[n:])),
+                    (0.0, h), np.concatenate([u0.real, u0.imag]), method="DOP853",
+                    rtol=1e-13, atol=1e-16).y[:, -1]
+    ref = ref[:n] + 1j * ref[n:]
+    # local error of an order-3 step with rates O(1): O(h^4) of the change, far below 1e-3 of it
+    ratio = np.linalg.norm(new - ref) / np.linalg.norm(ref - u0)
+    assert ratio < 1e-3, ratio

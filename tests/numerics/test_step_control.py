@@ -25,8 +25,8 @@ from scipy.special import iv, spherical_in
 from meanfield_pde import load_case
 from meanfield_pde.core.stops import StopReason
 from meanfield_pde.numerics.observers import Observer
-from meanfield_pde.runs.runner import build
 from meanfield_pde.numerics.solver import integrate
+from meanfield_pde.runs.runner import build
 
 from helpers.cases import make_config
 
@@ -172,3 +172,22 @@ def test_the_pi_controller_settles_where_the_elementary_one_does(order):
         ratio = (h / h0) ** k
         h = control.propose(h, ratio)
     assert (h / h0) ** k == pytest.approx(control.safety ** k, rel=1e-6)
+
+
+# Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
+
+def test_smallest_rtol_runs(tmp_path):
+    """rtol = 1e-14, the bound, runs: the growth of the fastest degree of SA at β = 5 matches
+    e^{σ_3 t} of the linear theory (perturbation 1e-3, t = 0.05: linear regime)."""
+    import meanfield_pde as mf
+    from meanfield_pde.theory.linear import growth_rates
+    config = mf.load_case("sa_beta5_uniform", {"time.rtol": 1e-14, "time.t_end": 0.05,
+                                               "domain.lmax": 15, "initial.amplitude": 1e-9,
+                                               "output.every": 0.05, "output.plot": False})
+    ds = mf.run(config, progress=False)
+    assert ds.attrs["status"] == "completed"
+    f = ds.coef_real + 1j * ds.coef_imag
+    power = (np.abs(f.sel(l=3)) ** 2).sum("m")
+    growth = float(np.sqrt(power.isel(time=-1) / power.isel(time=0)))
+    sigma = growth_rates("SA", beta=5.0, nu=0.0, lmax=3)[3]
+    assert abs(growth / np.exp(sigma * 0.05) - 1) < 1e-8

@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from meanfield_pde import ConfigError
+from meanfield_pde.cli import main
 from meanfield_pde.core.geometry import Circle, Sphere, ZonalSphere
 from meanfield_pde.numerics.models import MeanFieldModel
 from meanfield_pde.numerics.steppers import IMEXRungeKutta
@@ -161,3 +163,101 @@ def test_zonal_geometry_and_model_pickle_by_parameters():
     u = vmf(g, 8.0)
     assert copy.geometry.dimension == 64
     assert np.array_equal(copy.rhs(u), model.rhs(u))
+
+
+# Issue 31, item 7, wrong advice or wrong words: each test failed on the main of that issue
+# (was tests/test_words.py).
+
+def _sa_bound(message: str) -> float:
+    import re
+    return float(re.search(r"must be <= ([0-9.]+) at this lmax and d", message).group(1))
+
+
+def test_sa_at_beta_700_in_d_512_is_refused_before_any_work_saying_why(tmp_path, capsys):
+    """It ran and stopped at t = 0, "kernel potential Φ is not positive: the density has lost
+    positivity (resolution lost)" (and a larger lmax, which the kernel check asked for, fails
+    the same way). The reason is float64: round-off in the coefficients, amplified by the
+    Gegenbauer basis at the outer nodes, exceeds Φ. Refused before the kernel's check (no lmax
+    helps), with the largest β at this lmax and the largest in d with its lmax."""
+    out = tmp_path / "o.nc"
+    assert main(["run", "zonal_vmf_collapse_d512", "--set", "model.beta=700", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert ("model.beta = 700: too large for SA in d = 512 at domain.lmax = 128: SA divides by the "
+            "potential Φ") in err and "so no state keeps it positive; must be <= " in err, err
+    assert "kernel needs lmax" not in err and "resolution lost" not in err
+    assert list(tmp_path.iterdir()) == []
+    import re
+    best, lmax = re.search(r"SA takes beta <= ([0-9.]+) in d = 512, at domain.lmax = (\d+)$", err.strip()).groups()
+    from meanfield_pde.runs.cases import load_case
+    config = load_case("zonal_vmf_collapse_d512", {"model.beta": float(best), "domain.lmax": int(lmax),
+                                                   "initial.concentrations": [1.0]})
+    assert config.model.beta == float(best)  # the advice passes both checks (kernel and Φ)
+
+
+def test_sa_at_the_largest_beta_grows_at_the_linear_rate_and_just_above_is_refused(tmp_path):
+    """At the edge: β = the bound runs, a uniform density perturbed in degree 1 grows at σ_1 of
+    linear theory (meanfield_pde.theory.linear), and 1.001 times it is refused naming it."""
+    import xarray as xr
+    import numpy as np
+    from meanfield_pde.runs.config import from_dict
+    from meanfield_pde.runs.runner import run
+    from meanfield_pde.theory.linear import growth_rates
+    case = {"model": {"kind": "SA", "beta": 700.0},
+            "domain": {"manifold": "sphere_zonal", "dimension": 128, "lmax": 64, "kernel_tol": 1.0},
+            "initial": {"type": "spherical_harmonic", "degree": 1, "amplitude": 1e-6},
+            "time": {"t_end": 1.0, "dt": 1e-3, "rtol": 1e-8}, "output": {"every": 0.25, "plot": False}}
+    with pytest.raises(ConfigError) as info:
+        from_dict(case)
+    beta = _sa_bound(str(info.value))
+    case["model"]["beta"] = beta * 1.001
+    with pytest.raises(ConfigError, match=rf"must be <= {beta:g} at this lmax and d"):
+        from_dict(case)
+    case["model"]["beta"] = beta
+    ds = run(from_dict(case), tmp_path / "edge.nc", progress=False)
+    assert ds.attrs["stop_reason"] == "completed"
+    sigma = growth_rates("SA", beta, 0.0, 1, "sphere_zonal", 128)[1]
+    growth = ds.coef_real.values[:, 1] / ds.coef_real.values[0, 1]
+    # local errors of rtol = 1e-8 per step, ~100 steps: <= 1e-6 of e^{σt}; the nonlinear part
+    # is O(amplitude) = 1e-6 of it too; a wrong multiplier or Φ would be off by O(1)
+    np.testing.assert_allclose(growth, np.exp(sigma * ds.time.values), rtol=2e-6)
+    assert growth[-1] > 1.3 and ds.time.values[-1] == 1.0  # e^σ = 1.31: mode 1 grows
+
+
+def test_an_initial_density_whose_potential_is_below_round_off_is_refused_with_its_bound():
+    """A vMF (κ = 45) in d = 512 at β = 330.5, lmax = 129 passes the uniform bound but its Φ far
+    from the cluster is 1e-7 of uniform, within the round-off of its sum: the run stopped at
+    t = 0.001 ("the density has lost positivity"). Refused when the run is built, naming the
+    largest β for this density; that β builds."""
+    from meanfield_pde.runs.cases import load_case
+    from meanfield_pde.runs.simulation import build
+    config = load_case("zonal_vmf_collapse_d512", {"model.beta": 330.5, "domain.lmax": 129})
+    with pytest.raises(ConfigError, match=r"^model.beta = 330.5: too large for SA with this initial "
+                                          r"density in d = 512: .* is within the round-off of its "
+                                          r"spectral sum there .*; must be <= ([0-9.]+) for this "
+                                          r"initial density at domain.lmax = 129$") as info:
+        build(config)
+    import re
+    beta = float(re.search(r"must be <= ([0-9.]+)", str(info.value)).group(1))
+    assert 100 < beta < 330.5
+    build(load_case("zonal_vmf_collapse_d512", {"model.beta": beta, "domain.lmax": 129}))
+    with pytest.raises(ConfigError, match="too large for SA with this initial density"):
+        build(load_case("zonal_vmf_collapse_d512", {"model.beta": beta * 1.001, "domain.lmax": 129}))
+
+
+def test_a_potential_lost_in_round_off_during_a_run_is_named_so():
+    """Where a state reached in a run has Φ within its round-off, the stop said "the density has
+    lost positivity (resolution lost)": it now says what happened and what to change."""
+    import numpy as np
+    from meanfield_pde.core.errors import NumericalFault
+    from meanfield_pde.core.geometry import ZonalSphere
+    from meanfield_pde.core.kernels import vmf_zonal_coefficients
+    from meanfield_pde.numerics.models import MeanFieldModel
+    g = ZonalSphere(129, 512)
+    model = MeanFieldModel(g, "SA", 330.5)
+    coef = vmf_zonal_coefficients(45.255, 129, 512)
+    noise = np.random.default_rng(0).standard_normal(coef.size) * 1e-16 * np.abs(coef).max()
+    noise[:2] = 0.0  # round-off in the coefficients, as a step leaves it (mass and mean kept)
+    with pytest.raises(NumericalFault, match=r"^kernel potential Φ is not positive: Φ/λ_0 = .* is within "
+                                             r"the round-off of its spectral sum there .*: it spans more "
+                                             r"than float64 holds at this β \(lower model.beta\)$"):
+        model.transport((coef + noise).astype(complex))
