@@ -9,6 +9,7 @@ growth, and the numerical guards (chunking, overflow, input validation).
 import functools
 import importlib
 import math
+import re
 import tracemalloc
 
 import numpy as np
@@ -16,12 +17,13 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from helpers.bounds import EPS, energy_rounding, sum_rounding, unit_rounding
-from meanfield_pde.theory.equiangular import solve_equiangular
 from meanfield_pde.core.errors import ConfigError
-from meanfield_pde.particles import (INTEGRATORS as SCHEMES, attention, energy, equiangular, kuramoto_velocity,
-                                     order_parameter, simulate, sphere_exp, uniform_sphere,
-                                     velocity, von_mises_fisher_mixture)
+from meanfield_pde.particles import (INTEGRATORS as SCHEMES, attention, energy, equiangular,
+                                     kuramoto_velocity, order_parameter, simulate, sphere_exp,
+                                     uniform_sphere, velocity, von_mises_fisher_mixture)
+from meanfield_pde.theory.equiangular import solve_equiangular
+
+from helpers.bounds import EPS, energy_rounding, sum_rounding, unit_rounding
 
 # the submodule, not the function `simulate` that the package exports under the same name
 simulate_module = importlib.import_module("meanfield_pde.particles.simulate")
@@ -436,3 +438,71 @@ def test_small_beta_energy_is_continuous():
                  + SMALL_BETA ** 2)
         assert abs(energy(x, above) - energy(x, below)) <= bound
     assert abs(energy(x, 1e-300) - 0.5 * order_parameter(x) ** 2) <= energy_rounding(x, None, 0.0)
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+# -- particles ---------------------------------------------------------------------------------------
+def test_token_inputs_are_real_arrays_of_the_right_shapes():
+    from meanfield_pde.particles import simulate
+    from meanfield_pde.particles.sampling import uniform_sphere, von_mises_fisher_mixture
+    x0 = uniform_sphere(8, 3, seed=0)
+    with pytest.raises(ConfigError, match="x0: complex"):  # the imaginary parts were dropped
+        simulate(x0.astype(complex), "SA", 1.0, 0.0, 1.0, 0.1, 0.5)
+    with pytest.raises(ConfigError, match=r"centres: shape \(1, 1, 3\)"):  # "too many values to unpack"
+        von_mises_fisher_mixture(10, np.ones((1, 1, 3)), [1.0])
+    with pytest.raises(ConfigError, match=r"concentrations: shape \(2,\)"):  # a broadcast error
+        von_mises_fisher_mixture(10, [[0, 0, 1]], [1.0, 2.0])
+    with pytest.raises(ConfigError, match="concentrations = \\['a'\\]"):
+        von_mises_fisher_mixture(10, [[0, 0, 1]], ["a"])
+    with pytest.raises(ConfigError, match="centres: complex"):
+        von_mises_fisher_mixture(10, [[0, 0, 1j]], [1.0])
+    # the order parameter of a vMF(κ) sample on S² is A_3(κ) = coth κ − 1/κ, within sampling
+    # error (the variance of one token's component along the centre is below 1)
+    n = 20000
+    for kappa in (0.5, 5.0):
+        m = np.linalg.norm(von_mises_fisher_mixture(n, [[0, 0, 1]], [kappa], seed=1).mean(axis=0))
+        assert abs(m - (1 / np.tanh(kappa) - 1 / kappa)) < 4 / np.sqrt(n)
+
+
+def test_velocity_of_non_finite_tokens_is_refused():
+    from meanfield_pde.particles import velocity
+    x = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [np.nan, 0.0, 0.0]])
+    with pytest.raises(ConfigError, match="x: positions must be finite"):  # was all NaN
+        velocity(x, "SA", 1.0)
+    # two tokens at β = 0: v_1 = P⊥_{x_1} m, m = (x_1 + x_2)/2, so v_1 = x_2/2 for x_1 ⊥ x_2
+    v = velocity(x[:2], "USA", 0.0)
+    np.testing.assert_array_equal(v, [[0.0, 0.5, 0.0], [0.5, 0.0, 0.0]])  # sums of 0, 1/2, 1: exact
+
+
+# Faults at the edges of the Python API found by new users' reviews; each test failed before its
+# fix (was tests/test_api_edges.py).
+
+# -- 5. complex token positions ------------------------------------------------------------------
+@pytest.mark.parametrize("function", ["velocity", "field_velocity", "attention", "energy"])
+def test_particle_functions_refuse_complex_positions(function):
+    """particles.velocity of complex positions dropped the imaginary parts with only numpy's
+    ComplexWarning (and went on with other tokens than given): refused as simulate refuses a
+    complex x0. NaN positions stay field_velocity's integrators' business (a stopped run)."""
+    import warnings
+    from meanfield_pde import ConfigError
+    from meanfield_pde.particles import dynamics
+    x = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=complex)
+    x[0, 1] = 0.5j
+    call = {"energy": lambda y: dynamics.energy(y, 1.0)}.get(
+        function, lambda y: getattr(dynamics, function)(y, "SA", 1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ConfigError, match=re.escape("x: complex values: token positions (n, d) must be real")):
+            call(x)
+        with pytest.raises(ConfigError, match=re.escape("x: not an array of real numbers")):
+            call([["a", "b"], ["c", "d"]])
+    assert np.all(np.isfinite(call(x.real)))
+
+
+def test_kuramoto_velocity_refuses_complex_angles():
+    from meanfield_pde import ConfigError
+    from meanfield_pde.particles import kuramoto_velocity
+    with pytest.raises(ConfigError, match=re.escape("theta: complex values: angles (n,) must be real")):
+        kuramoto_velocity(np.array([0.0, 1.0 + 1j]), "SA", 1.0)

@@ -13,8 +13,6 @@ import math
 import numpy as np
 import pytest
 
-from helpers.bounds import EPS, energy_rounding, sum_rounding
-
 from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.core.kernels import SMALL_BETA
 from meanfield_pde.particles import dynamics as D
@@ -22,6 +20,8 @@ from meanfield_pde.particles.adaptive import (integrate_weighted, log_snapshot_t
                                               merge_coincident)
 from meanfield_pde.particles.sampling import uniform_sphere, von_mises_fisher_mixture
 from meanfield_pde.theory import clusters as C
+
+from helpers.bounds import EPS, energy_rounding, sum_rounding
 
 
 
@@ -351,3 +351,24 @@ def test_usa_tokens_at_large_beta_survive_a_first_step_that_is_far_too_long():
     assert np.all(np.diff(e) >= -2 * (2 * n[:-1] + 4) * EPS * np.abs(e[1:])) and e[-1] > e[0]
     for xk in run.positions:
         assert np.max(np.abs(np.linalg.norm(xk, axis=1) - 1.0)) <= 4 * EPS
+
+
+# Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
+
+def test_usa_weighted_sums_beyond_the_float_range_are_refused_not_nan():
+    """velocity(..., "USA", 700, weights=[1e300, ...]) gave NaN with only a RuntimeWarning
+    (found by a new user): Σ w e^β is beyond the float range. Now a ConfigError naming the
+    weights; moderate weights at β = 700 still give finite numbers."""
+    import warnings
+    from meanfield_pde.core.errors import ConfigError
+    from meanfield_pde.particles.dynamics import energy, velocity
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    x /= np.linalg.norm(x, axis=1)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way to the error
+        with pytest.raises(ConfigError, match="weights: total mass"):
+            velocity(x, "USA", 700.0, weights=[1e300] * 5)
+        with pytest.raises(ConfigError, match="weights: total mass"):
+            energy(x, 700.0, weights=[1e300] * 5)
+        assert np.all(np.isfinite(velocity(x, "USA", 700.0, weights=[0.2] * 5)))
+        assert np.isfinite(energy(x, 700.0, weights=[0.2] * 5))
