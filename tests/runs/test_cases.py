@@ -57,35 +57,35 @@ def count_clusters(density, threshold):
 
 # cases whose claims are checked in another test module (named there)
 CHECKED_ELSEWHERE = {
-    "kuramoto_noisy_beta0": "test_circle.py::test_noisy_kuramoto_pitchfork_state",
-    "circle_usa_beta5": "test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles",
-    "circle_usa_beta7": "test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles",
-    "sa_backward_heat": "test_limits.py::test_cli_limits_sa_backward_heat",
-    "usa_porous_medium": "test_limits.py::test_usa_porous_medium_slopes",
-    "particles_usa_beta4_vmf": "test_particle_cases.py::test_usa_beta4_merge_agrees_within_sampling_error",
-    "particles_sa_beta5_uniform": "test_particle_cases.py::test_sa_beta5_uniform_sampling_noise_grows_at_sigma_l_star",
-    "particles_sa_noisy": "test_particle_cases.py::test_noisy_sa_agrees_within_sampling_error",
-    "normalisation_schemes": "test_transformer_cases.py::test_normalisation_schemes_case",
-    "long_context_phase": "test_transformer_cases.py::test_long_context_phase_case",
-    "long_context_limits": "test_transformer_cases.py::test_long_context_limits_case",
-    "phase_noise_beta1": "test_sweep.py::test_noise_beta1_continuous_transition_at_i1",
-    "phase_noise_beta3": "test_sweep.py::test_noise_beta3_hysteresis_and_clustered_state_above_nu1",
-    "phase_clusters_circle": "test_sweep.py::test_circle_cluster_count_is_k_star",
-    "phase_clusters_sphere": "test_sweep.py::test_sphere_cluster_count_beside_l_star",
-    "phase_tokens_sa": "test_sweep.py::test_token_transition_d128_on_equiangular_prediction",
+    "kuramoto_noisy_beta0": "numerics/test_circle.py::test_noisy_kuramoto_pitchfork_state",
+    "circle_usa_beta5": "numerics/test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles",
+    "circle_usa_beta7": "numerics/test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles",
+    "sa_backward_heat": "numerics/test_limits.py::test_cli_limits_sa_backward_heat",
+    "usa_porous_medium": "numerics/test_limits.py::test_usa_porous_medium_slopes",
+    "particles_usa_beta4_vmf": "runs/test_particle_cases.py::test_usa_beta4_merge_agrees_within_sampling_error",
+    "particles_sa_beta5_uniform": "runs/test_particle_cases.py::test_sa_beta5_uniform_sampling_noise_grows_at_sigma_l_star",
+    "particles_sa_noisy": "runs/test_particle_cases.py::test_noisy_sa_agrees_within_sampling_error",
+    "normalisation_schemes": "studies/test_transformer_cases.py::test_normalisation_schemes_case",
+    "long_context_phase": "studies/test_transformer_cases.py::test_long_context_phase_case",
+    "long_context_limits": "studies/test_transformer_cases.py::test_long_context_limits_case",
+    "phase_noise_beta1": "studies/test_sweep.py::test_noise_beta1_continuous_transition_at_i1",
+    "phase_noise_beta3": "studies/test_sweep.py::test_noise_beta3_hysteresis_and_clustered_state_above_nu1",
+    "phase_clusters_circle": "studies/test_sweep.py::test_circle_cluster_count_is_k_star",
+    "phase_clusters_sphere": "studies/test_sweep.py::test_sphere_cluster_count_beside_l_star",
+    "phase_tokens_sa": "studies/test_sweep.py::test_token_transition_d128_on_equiangular_prediction",
     # hand-off cases: a full run takes minutes; their short versions and claims are in
     # test_handoff_run.py, the measured full runs in docs/user-guide/handoff.md (Past lost resolution)
-    "sa_beta10_staircase": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
-    "usa_beta10_staircase": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
-    "sa_two_clusters_handoff": "test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
-    "zonal_vmf_collapse_d128": "test_zonal_runs.py::test_case_zonal_vmf_collapse_d128",
-    "zonal_usa_noisy_d32": "test_zonal_runs.py::test_case_zonal_usa_noisy_d32",
-    "zonal_vmf_collapse_d3": "test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
-    "zonal_vmf_collapse_d16": "test_zonal_collapse.py::test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law",
-    "zonal_vmf_collapse_d512": "test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
+    "sa_beta10_staircase": "runs/test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
+    "usa_beta10_staircase": "runs/test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
+    "sa_two_clusters_handoff": "runs/test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",
+    "zonal_vmf_collapse_d128": "runs/test_zonal_runs.py::test_case_zonal_vmf_collapse_d128",
+    "zonal_usa_noisy_d32": "runs/test_zonal_runs.py::test_case_zonal_usa_noisy_d32",
+    "zonal_vmf_collapse_d3": "analysis/test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
+    "zonal_vmf_collapse_d16": "analysis/test_zonal_collapse.py::test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law",
+    "zonal_vmf_collapse_d512": "analysis/test_zonal_collapse.py::test_cases_zonal_vmf_collapse_d3_and_d512",
     # the zonal transition sweeps: their settings against β*(d) and ν_1 for every d, short runs
     # of d = 8; the measured full sweeps (all d) in docs/user-guide/sweeps.md (Phase-diagram cases)
-    **{f"phase_zonal_d{d}_{kind}": "test_zonal_transition.py::test_the_named_cases_sit_below_and_"
+    **{f"phase_zonal_d{d}_{kind}": "studies/test_zonal_transition.py::test_the_named_cases_sit_below_and_"
        "above_the_tricritical_beta, test_d8_hysteresis_above_the_tricritical_beta_and_none_below"
        for d in (3, 8, 32, 128) for kind in ("continuous", "discontinuous")},
 }

@@ -13,18 +13,20 @@ import copy
 import dataclasses
 import math
 import tomllib
+from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import meanfield_pde
 from meanfield_pde import ConfigError
+from meanfield_pde.cli import main
 from meanfield_pde.runs.cases import case_names, cases_dir, describe_cases, load_case
 from meanfield_pde.runs.config import (Config, PerturbedUniform, VonMisesFisher, apply_overrides,
                                        from_dict, parse_override)
 
-from helpers.cases import BAD, BASE, BASE_TOML, SH, VMF, _raise, with_
+from helpers.cases import BAD, BASE, BASE_TOML, CIRCLE, SH, VMF, _raise, with_
+from helpers.commands import assert_user_error, cli
 
 
 def test_table_is_big_and_ids_unique():
@@ -232,7 +234,7 @@ def test_named_case_not_shadowed_by_a_folder_of_the_same_name(tmp_path, monkeypa
        tol=st.sampled_from([1e-1, 1e-2, 1e-4]))
 def test_kernel_resolution_check_accepts_exactly_from_the_resolving_lmax(beta, lmax, tol):
     """lmax is accepted iff the kernel cut at lmax has relative L² error <= kernel_tol, and the
-    suggested lmax is the smallest such (the error itself is checked in test_kernels.py)."""
+    suggested lmax is the smallest such (the error itself is checked in tests/core/test_kernels.py)."""
     from meanfield_pde.core.kernels import kernel_truncation_error, resolving_lmax
     need = resolving_lmax(beta, tol)
     data = with_(model__beta=beta, domain__lmax=lmax, domain__kernel_tol=tol,
@@ -255,3 +257,111 @@ def test_kind_names_what_run_computes():
         assert from_dict(with_(run={"kind": mode})).kind == mode
     assert load_case("normalisation_schemes").kind == "transformer"
     assert set(RUN_KINDS) == {"pde", "limit", "particles", "compare", "transformer"}
+
+
+# Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
+
+@pytest.mark.parametrize("rtol", ["1e-15", "1e-30", "1e-300"])
+def test_rtol_below_round_off_is_refused_before_work(tmp_path, capsys, rtol):
+    """`--set time.rtol=1e-300` was accepted ((0, 1)) and stopped at t = 0 with "error tolerance
+    not met" (exit 3; the README then says to lower rtol); 1e-17 crawled for minutes."""
+    from meanfield_pde.cli import main
+    out = tmp_path / "x.nc"
+    assert main(["run", "sa_beta5_uniform", "-o", str(out), "--no-plot", "--set", f"time.rtol={rtol}",
+                 "--set", "time.t_end=0.01", "--set", "time.max_steps=100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "time.rtol" in err and "[1e-14, 1)" in err and "\n" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, key", [
+    (["run", "particles_sa_beta5_uniform", "--set", "particles.smoothing=1e300"], "particles.smoothing"),
+    (["limits", "sa_backward_heat", "--set", "limit.tau=1e300"], "limit.tau"),
+    (["limits", "sa_backward_heat", "--set", "limit.tau=1.5"], "limit.tau"),
+])
+def test_smoothing_and_limit_tau_have_upper_bounds(tmp_path, capsys, argv, key):
+    """particles.smoothing = 1e300 stored a uniform map (every degree damped by e^{-l(l+1)s})
+    and limit.tau = 1e300 started PDE runs to t = beta tau, where backward heat amplifies
+    round-off by e^{l(l+1) tau}: both were accepted. Refused before any work, naming the range."""
+    from meanfield_pde.cli import main
+    out = tmp_path / "x.nc"
+    assert main(argv + ["-o", str(out), "--no-plot"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"meanfield-pde: error: {key} = ") and "\n" not in err, err
+    assert err.endswith(", 1]"), err
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("case, key", [("particles_sa_beta5_uniform", "particles.smoothing"),
+                                       ("sa_backward_heat", "limit.tau")])
+def test_upper_bound_of_smoothing_and_tau_is_allowed(case, key):
+    section, name = key.split(".")
+    config = load_case(case, {key: 1.0})
+    assert getattr(getattr(config, section), name) == 1.0
+
+
+# Faults at the edges of the Python API found by new users' reviews; each test failed before its
+# fix (was tests/test_api_edges.py).
+
+def test_load_case_takes_none_as_no_overrides():
+    import meanfield_pde as mf
+    assert mf.load_case("sa_beta5_uniform", None) == mf.load_case("sa_beta5_uniform")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["m"], "overrides 'm': must be of the form section.key=value"),
+    (["a.b.c=1"], "overrides 'a.b.c=1': the key must be section.key"),
+    ({"a.b.c": 1}, "overrides 'a.b.c': the key must be section.key"),
+    (["description.x=1"], "overrides description.x: description is not a section"),
+])
+def test_load_case_names_its_overrides_argument_not_the_command_lines_flag(overrides, message):
+    """mf.load_case(CASE, ["m"]) said "--set 'm': must be of the form ...", a flag the Python
+    caller never typed; the command line keeps "--set" (its items go through runs.cases.read_case)."""
+    import meanfield_pde as mf
+    with pytest.raises(mf.ConfigError) as info:
+        mf.load_case("sa_beta5_uniform", overrides)
+    assert str(info.value).startswith(message), str(info.value)
+    from meanfield_pde.runs.cases import read_case
+    with pytest.raises(mf.ConfigError, match="^--set "):
+        read_case("sa_beta5_uniform", overrides, "--set")
+
+
+# Issue 31, item 7, wrong advice or wrong words: each test failed on the main of that issue
+# (was tests/test_words.py).
+
+def test_an_unreadable_case_file_says_it_cannot_be_read(tmp_path, monkeypatch, capsys):
+    """Unreadable (as root nothing is: the read is made to fail as it does for other users)."""
+    (tmp_path / "c.toml").write_text(CIRCLE)
+
+    def denied(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+    monkeypatch.setattr(Path, "read_text", denied)
+    assert main(["run", str(tmp_path / "c.toml")]) == 2
+    assert "c.toml': cannot read it (Permission denied)" in capsys.readouterr().err
+
+
+def test_a_case_file_with_a_utf8_byte_order_mark_is_read(tmp_path):
+    """Notepad's UTF-8 starts with a BOM (EF BB BF): tomllib said "Invalid statement (at line 1,
+    column 1)". The mark is not text: the case is the same as without it."""
+    from meanfield_pde.runs.cases import load_case
+    (tmp_path / "plain.toml").write_text(CIRCLE, encoding="utf-8")
+    (tmp_path / "marked.toml").write_bytes(b"\xef\xbb\xbf" + CIRCLE.encode())
+    plain, marked = load_case(tmp_path / "plain.toml"), load_case(tmp_path / "marked.toml")
+    assert marked.to_dict() == plain.to_dict()
+    # only a leading mark is dropped: one inside the text is still refused, naming where
+    (tmp_path / "inner.toml").write_bytes(CIRCLE.encode() + b"\xef\xbb\xbf")
+    with pytest.raises(ConfigError, match="inner.toml: not valid TOML"):
+        load_case(tmp_path / "inner.toml")
+
+
+# Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
+# tests/test_input_safety.py).
+
+def test_deeply_nested_toml_is_refused(tmp_path):
+    (tmp_path / "deep.toml").write_text("a = " + "[" * 3000 + "]" * 3000 + "\n")
+    assert_user_error(cli("run", "deep.toml", cwd=tmp_path), "deep.toml: arrays or tables nested too deeply")
+    (tmp_path / "deep2.toml").write_text(CIRCLE.replace('kind = "SA"', "kind = " + "[" * 200 + "]" * 200))
+    assert_user_error(cli("run", "deep2.toml", cwd=tmp_path), "nested more than 8 levels")
+    (tmp_path / "c.toml").write_text(CIRCLE)
+    assert_user_error(cli("run", "c.toml", "--set", "model.beta=" + "[" * 3000 + "]" * 3000,
+                          cwd=tmp_path), "--set model.beta: the value is nested too deeply")

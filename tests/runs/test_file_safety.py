@@ -25,13 +25,13 @@ import xarray as xr
 
 import meanfield_pde
 from meanfield_pde import load_case
-from meanfield_pde.runs.particle_runner import run_particles
 from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.checksums import seal_attributes
+from meanfield_pde.runs.particle_runner import run_particles
 from meanfield_pde.runs.runfile import RunFile
 
-from helpers.cases import CASE, SETS
-from helpers.commands import ENV, assert_user_error, one_error, run_cli, set_args
+from helpers.cases import CASE, CIRCLE, SETS
+from helpers.commands import ENV, HOSTILE, assert_user_error, cli, one_error, run_cli, set_args
 
 
 Snapshot = namedtuple("Snapshot", "bytes mtime")
@@ -436,3 +436,32 @@ def test_temporaries_of_dead_writers_are_cleaned_and_live_ones_kept(tmp_path):
         left = sorted(p for p in os.listdir(tmp_path) if p.startswith("."))
         # the dead writer's temporary and lock are gone, the live writer's kept
         assert left == sorted([*live, ".b.nc.lock", ".meanfield-pde.efgh5678.nc", ".notes.lock"])
+
+
+# Issue 31, item 7, wrong advice or wrong words: each test failed on the main of that issue
+# (was tests/test_words.py).
+
+@pytest.mark.parametrize("name", ["plain.nc", "-lead.nc", "a b'c.nc", f"o{HOSTILE}.nc",
+                                  os.fsdecode(b"latin\xe9\xff.nc"), "back\\slash\x7f'.nc"])
+def test_a_shell_word_is_safe_to_print_and_names_the_file(name):
+    """The commands messages tell the user to run (--resume NAME) quoted the name with shlex,
+    whose single quotes print an ESC or a newline as it is; ANSI-C quotes $'...' print as plain
+    text and bash reads them back as the very bytes of the name."""
+    import subprocess
+    from meanfield_pde.core.errors import printable
+    from meanfield_pde.runs.outputs import shell_word
+    word = shell_word(name)
+    assert printable(word) == word
+    echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True,
+                            env=dict(os.environ, LC_ALL="C.UTF-8")).stdout
+    assert echoed == os.fsencode("./" + name if name.startswith("-") else name)
+
+
+# Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
+# tests/test_input_safety.py).
+
+def test_plot_into_an_unwritable_folder_exits_2(tmp_path):
+    (tmp_path / "c.toml").write_text(CIRCLE)
+    assert cli("run", "c.toml", "-o", "c.nc", "-q", cwd=tmp_path).returncode == 0
+    assert_user_error(cli("plot", "c.nc", "-o", "/proc/x.png", cwd=tmp_path),
+                      "plot --output '/proc/x.png': cannot write in '/proc'")

@@ -9,17 +9,20 @@ uninterrupted result; bad [handoff] input is refused before any work.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 import sys
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+import tomli_w
 import xarray as xr
+from hypothesis import example, given, settings, strategies as st
 
 import meanfield_pde
+from meanfield_pde.cli import main
 from meanfield_pde.core.errors import ConfigError, RunStoppedWarning
 from meanfield_pde.core.stops import StopReason
 from meanfield_pde.runs.config import from_dict
@@ -27,6 +30,8 @@ from meanfield_pde.runs.runner import run
 
 from helpers import REPO
 from helpers.bounds import EPS, sum_rounding, transform_rounding
+from helpers.cases import ZONAL_HANDOFF
+from helpers.commands import refusal
 
 
 def case(kind="SA", beta=10.0, lmax=31, t_end=1.0, handoff=None, every=0.25, **extra):
@@ -117,7 +122,7 @@ def test_mass_is_conserved_exactly_through_both_phases(sa_run):
 
 def test_energy_never_decreases_across_the_whole_run(sa_run):
     """Noise-free SA increases E_β (docs/mathematics/model.md (Energies)) in both phases; across the hand-off the
-    Gauss quadrature is exact for E of the band-limited density (tests/test_handoff.py), so only
+    Gauss quadrature is exact for E of the band-limited density (tests/particles/test_handoff.py), so only
     round-off of size |E| eps × (terms) may appear."""
     _, ds = sa_run
     e = ds.energy.values
@@ -175,7 +180,7 @@ def test_a_compressed_hand_off_run_file_keeps_its_text_as_characters_and_passes_
 @pytest.mark.parametrize("kind,beta,t_h", [("SA", 10.0, 1.0), ("USA", 5.0, 5.0 / np.sinh(5.0))])
 def test_continuation_in_a_run_matches_the_spectral_run_at_higher_lmax(tmp_path, kind, beta, t_h):
     """Hand off at t_h (handoff.time) from L = 31, compare at t_h + τ (τ = 1 SA, β/sinh β USA:
-    the same motion, tests/test_handoff.py) with a plain PDE run at L = 47: order parameter,
+    the same motion, tests/particles/test_handoff.py) with a plain PDE run at L = 47: order parameter,
     relative energy and the coefficients l <= 6 to 1e-4."""
     tau = t_h
     hand = case(kind, beta, t_end=2 * t_h, every=t_h / 4,
@@ -819,3 +824,55 @@ def test_merges_beyond_the_merge_dimension_are_counted_and_the_first_kept():
     assert list(ds.merge_count.values) == [0, 2, 1]
     # the row at t = 2 holds the second event as written there: its own bracket [0.5, 2]
     assert merge_events(ds) == [events[0], MergeEvent(0.5, 2.0, (3, 2), 4, 1.0)]
+
+
+# Issue 31, item 4, refused only after the work: each was refused, or failed, only after the run
+# or the sweep had computed everything (was tests/test_refused_before_work.py).
+
+def digest(path) -> str:
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+# -- (a) [handoff] on a zonal domain -------------------------------------------------------------
+def test_a_zonal_hand_off_case_is_refused_before_the_pde_runs(tmp_path, capsys):
+    """Found: the PDE ran to the hand-off, then exit 2 ("needs 'sphere' or 'circle'"), the file
+    left `running`."""
+    case = tmp_path / "z.toml"
+    case.write_text(tomli_w.dumps(ZONAL_HANDOFF))
+    line = refusal(capsys, ["run", str(case), "-o", str(tmp_path / "z.nc"), "-q", "--no-plot"])
+    assert "handoff.enabled = true" in line and "domain.manifold" in line and "sphere_zonal" in line
+    assert sorted(os.listdir(tmp_path)) == ["z.toml"]
+    with pytest.raises(ConfigError, match="handoff.enabled.*domain.manifold"):
+        from_dict(ZONAL_HANDOFF)
+
+
+@pytest.fixture
+def old_zonal_hand_off_file(tmp_path, monkeypatch):
+    """A zonal hand-off run file as the code before the refusal left it: the PDE phase written,
+    status `running`, stopped by the hand-off's own error."""
+    from meanfield_pde.runs.config import validation
+    from meanfield_pde.runs.runner import run
+    with monkeypatch.context() as m:
+        m.setattr(validation, "check_handoff", lambda c: None)
+        config = from_dict(ZONAL_HANDOFF, name="z")
+    path = tmp_path / "z.nc"
+    with pytest.raises(ConfigError, match="'sphere' or 'circle'"):
+        run(config, path, progress=False)
+    return path
+
+
+def test_resuming_a_zonal_hand_off_file_left_by_older_code_is_refused_at_once(
+        old_zonal_hand_off_file, capsys):
+    path = old_zonal_hand_off_file
+    before, listing = digest(path), sorted(os.listdir(path.parent))
+    line = refusal(capsys, ["run", "--resume", str(path), "-q", "--no-plot"])
+    assert str(path) in line and "handoff.enabled = true" in line and "domain.manifold" in line
+    assert digest(path) == before and sorted(os.listdir(path.parent)) == listing  # no lock left
+
+
+def test_a_zonal_hand_off_file_left_by_older_code_still_plots(old_zonal_hand_off_file, capsys):
+    """It holds the PDE phase, a zonal run: drawn as one (the hand-off figure failed on the
+    missing lat/lon dims)."""
+    path = old_zonal_hand_off_file
+    assert main(["plot", str(path), "-o", str(path.with_suffix(".png"))]) == 0
+    assert path.with_suffix(".png").stat().st_size > 0

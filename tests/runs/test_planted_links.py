@@ -9,7 +9,7 @@ own is planted at each lock file, at the partial file of a replacement, at the o
 sweep's point files and folder; the file's bytes stay unchanged and the command either refuses
 (exit 2, one line naming the planted name) or works with the link replaced by its own file
 (an output that is a link is replaced itself with --overwrite: the documented behaviour,
-tests/test_file_safety.py). The temporary files are made by mkstemp (O_EXCL: never through a
+tests/runs/test_file_safety.py). The temporary files are made by mkstemp (O_EXCL: never through a
 link); a FIFO planted at a name the cleaning of stale files reads no longer hangs a writer.
 
 Tiny circle runs and one-point sweeps on a shared cluster: about a second each.

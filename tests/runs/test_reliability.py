@@ -378,3 +378,30 @@ def test_software_versions_are_read_once_per_process_and_handed_out_as_copies():
     second = io.software_versions()
     assert second["version_numpy"] not in ("edited", "unknown")
     assert io._software_versions.cache_info().hits == hits + 1
+
+
+# Faults at the edges of the Python API found by new users' reviews; each test failed before its
+# fix (was tests/test_api_edges.py).
+
+# -- 7. a killed run's running_note without its header padding --------------------------------------
+def test_a_killed_runs_note_is_returned_without_its_padding(run_file):
+    """A killed run's running_note ends in ~1500 spaces in the file (the header room later edits
+    take in place): the Datasets the package returns (mf.coefficients' source, open_checked,
+    read_attributes, what plot and resume read) showed them all. Now the note ends with its
+    command; the file keeps its padding."""
+    import netCDF4
+
+    from meanfield_pde.runs.dataset import as_dataset
+    from meanfield_pde.runs.runcheck import open_checked, read_attributes
+    from meanfield_pde.runs.runfile import mark_running
+    with netCDF4.Dataset(run_file, "a") as nc:  # as a resumed run's file is marked, then killed
+        mark_running(nc, run_file)
+    with netCDF4.Dataset(run_file) as nc:
+        stored = nc.getncattr("running_note")
+    assert len(stored) - len(stored.rstrip(" ")) > 1000  # the padding stays in the file
+    note = stored.rstrip(" ")
+    assert note.endswith(f"meanfield-pde run --resume {run_file}")
+    with open_checked(run_file, "check") as ds:
+        assert ds.attrs["running_note"] == note
+    assert as_dataset(run_file).attrs["running_note"] == note
+    assert read_attributes(run_file, "check")["running_note"] == note

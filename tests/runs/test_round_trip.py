@@ -15,7 +15,8 @@ from meanfield_pde import ConfigError
 from meanfield_pde.analysis.compare import compare
 
 from helpers.bounds import EPS, transform_rounding, unit_rounding
-from helpers.cases import make_config
+from helpers.cases import CIRCLE, make_config
+from helpers.commands import cli
 
 FIXED = dict(time={"t_end": 0.4, "dt": 0.01, "adaptive": False}, output={"every": 0.1, "plot": False})
 
@@ -214,3 +215,16 @@ def test_a_zonal_file_without_the_grid_density_reads_and_resumes(tmp_path):
     np.testing.assert_array_equal(mf.density(lean), expected)
     extended = mf.resume(lean, progress=False, t_end=0.5)
     assert extended.attrs["status"] == "completed" and float(extended.time[-1]) == 0.5
+
+
+# Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
+# tests/test_input_safety.py).
+
+@pytest.mark.parametrize("seed", [3_000_000_000, 2**64 + 5])
+def test_integer_attributes_and_the_case_keep_their_exact_value(tmp_path, seed):
+    from meanfield_pde.runs.config import from_dict, parse_toml
+    (tmp_path / "c.toml").write_text(CIRCLE + f"\n[run]\nkind = 'particles'\n[particles]\nn = 20\nseed = {seed}\n")
+    assert cli("run", "c.toml", "-o", "p.nc", "-q", cwd=tmp_path).returncode == 0
+    with xr.open_dataset(tmp_path / "p.nc") as ds:
+        assert int(ds.attrs["seed"]) == seed and str(ds.attrs["seed"]) == str(seed)
+        assert from_dict(parse_toml(ds.attrs["case"], "p.nc")).particles.seed == seed

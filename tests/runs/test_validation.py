@@ -21,16 +21,17 @@ import numpy as np
 import pytest
 import tomli_w
 import xarray as xr
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import meanfield_pde
+import meanfield_pde as mf
 from meanfield_pde import ConfigError
 from meanfield_pde.cli.commands import main
-from meanfield_pde.runs.config import SECTIONS, from_dict
 from meanfield_pde.core.kernels import resolving_lmax
 from meanfield_pde.particles import simulate
+from meanfield_pde.runs.config import SECTIONS, from_dict
 
+from helpers.bounds import EPS
 from helpers.cases import BAD, TINY_TOML, _raise
 
 RUN_ROWS = [
@@ -338,3 +339,84 @@ def test_resume_of_a_foreign_netcdf_file_says_it_is_not_a_run(tmp_path, capsys, 
     assert main(["run", "--resume", str(path)]) == 2
     assert capsys.readouterr().err.strip() == (f"meanfield-pde: error: --resume {str(path)!r}: not a run "
                                                "file of meanfield-pde (no 'case' or 'status' attribute)")
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+def test_run_from_given_coefficients_checks_them(circle_run):
+    config = mf.load_case("circle_usa_beta5", {"time.t_end": 0.05})
+    c = (circle_run.coef_real.values[-1] + 1j * circle_run.coef_imag.values[-1])
+    # the zero state (no mass) "completed" a run of nothing
+    with pytest.raises(ConfigError, match=r"initial: .*mass coefficient 0j.*positive mass"):
+        mf.run(config, initial=np.zeros_like(c), progress=False)
+    # a (1, ncoef) array was refused as "has 257 coefficients, ... needs 257"
+    with pytest.raises(ConfigError, match=r"shape \(1, 257\).*needs \(257,\)"):
+        mf.run(config, initial=c[None], progress=False)
+    # a list was taken for a path: TypeError "expected str, bytes or os.PathLike object, not list"
+    from_list = mf.run(config, initial=list(c), progress=False)
+    from_array = mf.run(config, initial=c, progress=False)
+    np.testing.assert_array_equal(from_list.coef_real.values, from_array.coef_real.values)
+    # the autonomous equation: the run from the last snapshot of a run over [0, 0.05] to 0.05
+    # is that run continued, here from its mass (conserved: 1) onward
+    # (the transport's k = 0 coefficient is i·0·F_0 = 0, the mass exact; the start √(2π)/√(2π): 2ε)
+    assert float(from_array.mass[-1]) == pytest.approx(1.0, rel=0, abs=2 * EPS)
+
+
+# Faults at the edges of the Python API found by new users' reviews; each test failed before its
+# fix (was tests/test_api_edges.py).
+
+# -- 3. the public entry points given None or a wrong type -----------------------------------------
+ENTRY_CASES = [
+    (lambda mf: mf.load_case(None), "case = None: must be a case name"),
+    (lambda mf: mf.load_case(123), "case = 123: must be a case name"),
+    (lambda mf: mf.load_case(b"sa_beta5_uniform"), "case = b'sa_beta5_uniform': must be a case name"),
+    (lambda mf: mf.load_case("sa_beta5_uniform", 5), "overrides = 5: must be a dict"),
+    (lambda mf: mf.load_case("sa_beta5_uniform", "model.beta=3"),
+     "overrides = 'model.beta=3': a single string; must be a dict"),
+    (lambda mf: mf.load_case("sa_beta5_uniform", [5]), "overrides: item 5 is not a string"),
+    (lambda mf: mf.load_case("sa_beta5_uniform", {5: 1}), "overrides: key 5 is not a string"),
+    (lambda mf: mf.from_dict(None), "data = None: a case must be a TOML table, given as a dict"),
+    (lambda mf: mf.from_dict([1, 2]), "data = [1, 2]: a case must be a TOML table"),
+    (lambda mf: mf.from_dict({}, name=None), "name = None: must be a str"),
+    (lambda mf: mf.build(None), "config = NoneType: must be a Config"),
+    (lambda mf: mf.coefficients(None), "coefficients: source = None: must be an xarray.Dataset or the path"),
+    (lambda mf: mf.positions(123), "positions: source = 123: must be an xarray.Dataset or the path"),
+    (lambda mf: mf.density(None), "density: source = None: must be an xarray.Dataset or the path"),
+    (lambda mf: mf.resume(None), "resume: path = None: must be the path of a run file"),
+    (lambda mf: mf.resume(123), "resume: path = 123: must be the path of a run file"),
+]
+
+
+@pytest.mark.parametrize("call, message", ENTRY_CASES, ids=[m for _, m in ENTRY_CASES])
+def test_entry_points_name_a_wrong_argument(call, message):
+    """mf.load_case(None), mf.load_case(123), mf.resume(None), mf.coefficients(None), ... raised
+    os.fspath's TypeError ("expected str, bytes or os.PathLike object, not NoneType"), a string
+    of overrides was read one character at a time ("--set 'm': must be of the form ..."),
+    mf.build(None) an AttributeError: now a ConfigError naming the argument and what it takes."""
+    import meanfield_pde as mf
+    with pytest.raises(mf.ConfigError) as info:
+        call(mf)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+RUN_CASES = [
+    (lambda mf, c: mf.run(c, output=123), "output = 123: must be None or the path"),
+    (lambda mf, c: mf.run(c, output=b"x.nc"), "output = b'x.nc': must be None or the path"),
+    (lambda mf, c: mf.run(c, progress="yes"), "progress = 'yes': must be True, False or None"),
+    (lambda mf, c: mf.build(c, initial="x.nc"), "initial = 'x.nc': must be the coefficients (257,)"),
+]
+
+
+@pytest.mark.parametrize("call, message", RUN_CASES, ids=[m for _, m in RUN_CASES])
+def test_run_and_build_name_a_wrong_argument(call, message, tmp_path, monkeypatch):
+    """mf.run(config, output=123) raised os.fspath's TypeError, progress="yes" was taken,
+    mf.build(config, initial="x.nc") raised numpy's "complex() arg is a malformed string": now a
+    ConfigError naming the argument and what it takes, before anything runs or is written."""
+    import meanfield_pde as mf
+    monkeypatch.chdir(tmp_path)
+    config = mf.load_case("circle_usa_beta5", {"time.t_end": 0.01})
+    with pytest.raises(mf.ConfigError) as info:
+        call(mf, config)
+    assert str(info.value).startswith(message), str(info.value)
+    assert list(tmp_path.iterdir()) == []

@@ -315,3 +315,22 @@ def test_a_zonal_noise_sweep_continued_in_nu_has_its_pitchfork_at_nu1(tmp_path):
     slope, icept = np.polyfit(nu[fit], m2[fit], 1)
     assert abs(-icept / slope / nu1 - 1) < 0.02, (-icept / slope, nu1)
     assert np.all(up.order_parameter.values[nu > nu1 + 0.002] < 1e-3)
+
+
+# Found by trying the zonal transition sweeps, the zonal collapse cases, the monitor's rounding
+# allowance and ROS34PW2 as a new user would (was tests/test_review_findings.py).
+
+def test_zonal_lmax_too_large_for_the_dimension_is_a_user_error(tmp_path):
+    """`run zonal_vmf_collapse_d512 --set domain.lmax=1023`: a traceback ending in ValueError
+    and exit 1 (the Gegenbauer basis overflows at the outer nodes in d = 512). Now exit 2 with
+    one line naming the largest lmax that works in that d, and no file."""
+    from helpers.commands import assert_user_error, cli
+    from meanfield_pde.core.geometry import ZonalSphere
+    proc = cli("run", "zonal_vmf_collapse_d512", "--no-plot", "-o", "x.nc", "--set",
+               "domain.lmax=1023", "--set", "time.t_end=0.01", cwd=tmp_path)
+    line = assert_user_error(proc, "domain.lmax = 1023", "domain.dimension = 512")
+    largest = int(line.rsplit("<= ", 1)[1].split()[0])
+    assert not any(tmp_path.iterdir())
+    ZonalSphere(largest, 512)  # the bound named works, one more does not
+    with pytest.raises(ValueError, match="too large"):
+        ZonalSphere(largest + 1, 512)
