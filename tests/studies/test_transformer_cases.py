@@ -7,11 +7,13 @@ import sys
 
 import numpy as np
 import pytest
+import tomli_w
 import xarray as xr
 
+from meanfield_pde.cli import main
+from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.runs.cases import load_case
 from meanfield_pde.runs.config import from_dict
-from meanfield_pde.core.errors import ConfigError
 from meanfield_pde.studies.transformer_study import run_study
 
 EXPECTED = {"post_ln": -2.0, "pre_ln": -2.0, "peri_ln": -2.0, "mix_ln": -2.0, "ngpt": -2.0,
@@ -107,3 +109,28 @@ def test_long_context_limits_without_direct_computations_says_so():
                                                      "transformer.random_dim": 0}))
     text = "\n".join(summary_lines(ds))
     assert "nan" not in text and "no direct computation" in text, text
+
+
+# Issue 31, item 4, refused only after the work: each was refused, or failed, only after the run
+# or the sweep had computed everything (was tests/test_refused_before_work.py).
+
+# -- the work kept: a study whose rate cannot be fitted ------------------------------------------
+@pytest.mark.slow  # ~10 s: the particles of post_ln to t = 4000
+def test_a_normalisation_study_past_the_collapse_keeps_its_work(tmp_path, capsys):
+    """Found: t_end far past an exponential collapse (1−ρ = e^{−2t} is 0 in float64 from t ≈ 370)
+    ran the whole study, then exit 2 ("fitted_rate: fewer than 3 times with 1-rho > 0"), nothing
+    written. Now that scheme's fitted_rate is NaN and the rest is written."""
+    import numpy as np
+    import xarray as xr
+    case = tmp_path / "n.toml"
+    case.write_text(tomli_w.dumps({"run": {"kind": "transformer"}, "transformer": {
+        "study": "normalisation", "schemes": ["post_ln", "pre_ln"], "n": 2, "dimension": 2,
+        "t_end": 4000.0}}))
+    out = tmp_path / "n.nc"
+    assert main(["run", str(case), "-o", str(out), "-q", "--no-plot"]) == 0, capsys.readouterr().err
+    with xr.open_dataset(out) as ds:  # the schemes in their order
+        assert list(ds.scheme.values) == ["post_ln", "pre_ln"]
+        post, pre = ds.isel(scheme=0), ds.isel(scheme=1)
+        assert np.isnan(post.fitted_rate) and not (post.gap_ode.sel(time=slice(400, None)) > 0).any()
+        assert float(pre.fitted_rate) == pytest.approx(-2.0, rel=0.01)
+        assert "NaN where 1-rho is 0" in ds.fitted_rate.attrs["long_name"]
