@@ -248,7 +248,7 @@ def test_von_mises_bumps_on_the_circle_and_a_zonal_cap(runs):
 def test_circle_run_forms_k_star_clusters(runs):
     """circle_usa_beta5 at t = 2.55: none at the start, k* = 3 clusters at the angles of the
     linear instability θ_j = (2πj − arg μ̂_k*)/k*, within 2π/(8k*) as in
-    test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles."""
+    tests/numerics/test_circle.py::test_circle_usa_forms_k_star_clusters_at_predicted_angles."""
     from meanfield_pde.theory.linear import fastest_mode, predicted_cluster_positions
     ds = opened(runs["circle"])
     found = ds.mf.cluster_centres()

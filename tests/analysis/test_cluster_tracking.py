@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from meanfield_pde import ConfigError
 from meanfield_pde.analysis.clusters import track_clusters, weighted_clusters
 from meanfield_pde.particles.adaptive import merge_coincident
 from meanfield_pde.particles.sampling import von_mises_fisher_mixture
@@ -132,3 +133,37 @@ def test_clusters_and_node_merges_keep_the_mass(n, seed, angle, spread):
     assert xm.shape[0] == found.masses.size  # the same single-linkage groups
     assert math.fsum(wm) == pytest.approx(math.fsum(w), abs=4 * n * EPS)
     np.testing.assert_allclose(np.linalg.norm(xm, axis=1), 1.0, atol=4 * EPS)
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+def test_cluster_counts_refuse_what_is_not_one_snapshot(circle_run):
+    from meanfield_pde.analysis.clusters import (clustered_pair_fraction, count_clusters,
+                                                 count_peaks)
+    f, w = circle_run.density.values, circle_run.weights.values
+    area = 2 * np.pi
+    theta = circle_run.theta.values
+    three = (1 + 0.5 * np.cos(3 * theta)) / area  # three regions above 1/2π, each of mass
+    assert count_clusters(three, w, area) == 3    # (π/3 + 1/3)/2π = 0.22 > min_mass
+    # the whole run (time, theta): was "The truth value of an array ... is ambiguous"
+    with pytest.raises(ConfigError, match=r"density: shape \(3, \d+\): must be one snapshot"):
+        count_clusters(f, w, area)
+    with pytest.raises(ConfigError, match=r"weights: shape \(10,\)"):
+        count_clusters(f[-1], w[:10], area)
+    with pytest.raises(ConfigError, match=r"area = 0.0"):  # was ZeroDivisionError
+        count_clusters(f[-1], w, 0.0)
+    points = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+    assert count_peaks(points, three, area) == 3
+    with pytest.raises(ConfigError, match=r"points: shape \(3, 2\)"):  # was IndexError
+        count_peaks(points[:3], f[-1], area)
+    # one token has no pair: the fraction was NaN (numpy's "mean of empty slice")
+    x = np.array([[[1.0, 0.0, 0.0]]])
+    with pytest.raises(ConfigError, match=r"n >= 2 tokens"):
+        clustered_pair_fraction(x)
+    with pytest.raises(ConfigError, match=r"n >= 2 tokens"):  # was IndexError
+        clustered_pair_fraction(np.array([1.0, 0.0, 0.0]))
+    # two tokens: the fraction is that of their one pair
+    pair = np.array([[1.0, 0.0, 0.0], [np.cos(0.01), np.sin(0.01), 0.0]])
+    assert clustered_pair_fraction(pair) == 1.0  # cos 0.01 = 0.99995 > 0.999
+    assert clustered_pair_fraction(pair, level=0.99999) == 0.0

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from meanfield_pde import run
+from meanfield_pde import ConfigError, run
 from meanfield_pde.analysis.compare import compare
 from meanfield_pde.core.geometry import Sphere
 
@@ -108,3 +108,22 @@ def test_pde_runs_smoothing_and_no_particle_statistics(runs):
     assert np.all(np.abs(smooth.degree_power_difference.values - want) <= rel * want + cross)
     assert raw.attrs["smoothing"] == 0.0 and smooth.attrs["smoothing"] == 0.05
     assert not {"expected_statistical_l2", "sliced_wasserstein"} & set(raw)
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+def test_compare_with_a_run_without_snapshots_names_it(circle_run):
+    # was ValueError "zero-size array to reduction operation maximum which has no identity"
+    from meanfield_pde.analysis.compare import compare
+    with pytest.raises(ConfigError, match="run B has no snapshot"):
+        compare(circle_run, circle_run.isel(time=slice(0, 0)))
+    with pytest.raises(ConfigError, match="run A has no snapshot"):
+        compare(circle_run.isel(time=slice(0, 0)), circle_run)
+
+
+def test_compare_gives_its_numbers_units(circle_run):
+    from meanfield_pde.analysis.compare import compare
+    out = compare(circle_run, circle_run)
+    assert {n: out[n].attrs.get("units") for n in out.data_vars} == {n: "1" for n in out.data_vars}
+    assert float(out.l2_distance.max()) == 0.0  # a run against itself

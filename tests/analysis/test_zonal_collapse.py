@@ -10,9 +10,11 @@ import math
 import numpy as np
 import pytest
 
+from meanfield_pde import ConfigError
 from meanfield_pde.analysis import zonal_collapse as zc
 from meanfield_pde.core.geometry import ZonalSphere
-from meanfield_pde.core.kernels import gradient_multipliers, ratio_multipliers, vmf_zonal_coefficients
+from meanfield_pde.core.kernels import (gradient_multipliers, ratio_multipliers,
+                                        vmf_zonal_coefficients)
 from meanfield_pde.numerics.models import MeanFieldModel
 
 from helpers import REPO
@@ -177,3 +179,50 @@ def test_near_gaussian_closed_form_keeps_its_precision_where_c_u_is_subnormal():
     # product on both sides, each rounded once
     np.testing.assert_allclose(zc.near_gaussian_gap_closed_form(t, 0.5, 1e-60, 2),
                                0.5 * np.exp(-2.0 * t), rtol=EPS)
+
+
+# Found by trying the zonal transition sweeps, the zonal collapse cases, the monitor's rounding
+# allowance and ROS34PW2 as a new user would (was tests/test_review_findings.py).
+
+@pytest.mark.parametrize("u0,beta,d", [(1.0, 700.0, 2), (0.999, 700.0, 3), (0.5, 350.0, 2),
+                                       (1e-9, 1e-300, 4096), (1e-9, 2.0, 512), (0.3, 2.0, 3)])
+def test_near_gaussian_closed_form_at_large_c(u0, beta, d):
+    """analysis.zonal_collapse.near_gaussian_gap_closed_form(t, 1, 700, 2) was inf at every t
+    (e^{c u0}, c u0 = 1400, overflowed inside the Lambert W argument), silently. Now, through
+    the Wright omega function, it equals the law integrated by solve_ivp to 1e-8 at every
+    scale of c u0 (1e-309 ... 1400)."""
+    from meanfield_pde.analysis import zonal_collapse as zc
+    t = np.linspace(0.0, 5.0, 11)
+    closed = zc.near_gaussian_gap_closed_form(t, u0, beta, d)
+    assert np.all(np.isfinite(closed))
+    np.testing.assert_allclose(closed, zc.near_gaussian_gap(t, u0, beta, d), rtol=1e-8)
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+def test_zonal_collapse_laws_check_their_arguments():
+    from meanfield_pde.analysis import zonal_collapse as zc
+    # A_3(κ) = coth κ − 1/κ (the vMF mean on S²), and nothing for a NaN κ (was NaN)
+    from helpers.bounds import ive_error
+    for kappa in (0.5, 5.0, 50.0):
+        # two ive (ive_error each) and a quotient, against coth κ − 1/κ: 3 roundings, times its
+        # condition (coth κ + 1/κ)/(coth κ − 1/κ)
+        ref = 1 / np.tanh(kappa) - 1 / kappa
+        rel = (2 * ive_error(1.5, kappa) + 1 + 3 * (1 / np.tanh(kappa) + 1 / kappa) / ref) * EPS
+        assert zc.vmf_mean(kappa, 3) == pytest.approx(ref, rel=rel)
+    with pytest.raises(ConfigError, match="kappa = nan"):
+        zc.vmf_mean(float("nan"), 3)
+    with pytest.raises(ConfigError, match="dimension = 1"):  # was a ZeroDivisionError
+        zc.near_gaussian_gap_closed_form([0.0, 1.0], 0.1, 2.0, 1)
+    with pytest.raises(ConfigError, match="dimension = 1"):  # was 0.0 and a RuntimeWarning
+        zc.near_gaussian_rate(0.1, 2.0, 1)
+    with pytest.raises(ConfigError, match="u0 = 0.0"):  # was "math domain error"
+        zc.near_gaussian_gap([0.0, 1.0], 0.0, 2.0, 3)
+    with pytest.raises(ConfigError, match="ascending"):  # integrated backwards: u grew
+        zc.near_gaussian_gap([2.0, 1.0, 0.0], 0.1, 2.0, 3)
+    assert zc.near_gaussian_gap([], 0.1, 2.0, 3).shape == (0,)  # was IndexError
+    # at β = 0 the law is u' = −2u exactly
+    assert zc.near_gaussian_gap([0.0, 1.0], 0.1, 0.0, 3)[1] == pytest.approx(0.1 * np.exp(-2), rel=1e-9)
+    with pytest.raises(ConfigError, match="lmax = 0"):  # degree 0 has no tail: it returned 1e-6
+        zc.vmf_resolved_gap(0, 3)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import ive
 
+from meanfield_pde import ConfigError
 from meanfield_pde.analysis.zonal_tokens import (ZonalLaw, sample_vmf_tokens, sample_zonal_tokens,
                                                  smoothed_l2, smoothed_l2_level, wasserstein_level,
                                                  wasserstein_t)
@@ -193,3 +194,32 @@ def test_d8_tokens_agree_with_the_pde_once_the_sampled_degree1_modes_are_account
         assert r["m_perp"] <= pair / 2 + 1000 * EPS
         assert r["w1_cond"] < r["w1_iid"] + 3 * r["w1_iid_sd"], r
         assert r["l2_cond"] < 2 * r["l2_iid"], r
+
+
+# Found through the Python API and the analysis of loaded outputs (the README's "Python API" and
+# "Output: loading a run" tours; was tests/test_api_findings.py).
+
+def test_zonal_token_measures_refuse_no_tokens():
+    from meanfield_pde.analysis import zonal_tokens as zt
+    from meanfield_pde.core.geometry import ZonalSphere
+    g = ZonalSphere(8, 16)
+    coef = np.zeros(9)
+    coef[0] = 1.0  # the uniform law of t = <x, e> on S^15
+    law = zt.ZonalLaw(g, coef)
+    with pytest.raises(ConfigError, match="samples_t"):  # was NaN with a RuntimeWarning
+        zt.smoothed_l2([], g, coef, 0.01)
+    with pytest.raises(ConfigError, match="samples_t"):  # scipy's "Distribution can't be empty"
+        zt.wasserstein_t([], law)
+    with pytest.raises(ConfigError, match="n = 0"):  # was inf (division by zero)
+        zt.smoothed_l2_level(g, coef, 0.01, 0)
+    with pytest.raises(ConfigError, match="smoothing = -1.0"):  # backward heat: was inf
+        zt.smoothed_l2([0.5], g, coef, -1.0)
+    with pytest.raises(ConfigError, match=r"x: shape \(0, 3\)"):  # was NaN
+        zt.transverse_mean(np.zeros((0, 3)))
+    # the level of the uniform law: Var p_l = 1 (orthonormal, mean 0), so with s = 0 the expected
+    # squared distance of n samples on degrees 1..L is L/n
+    # Σ_l ∫ p_l² dσ̄ by the 2L + 1 = 17-node rule (weights normalised by their sum: 17ε each way),
+    # p_l² from l recurrence steps (6lε), L = 8 terms, /n and the root halving it all
+    L, N = 8, 17
+    rel = (2 * N + 7 * L + 6) / 2 * EPS
+    assert zt.smoothed_l2_level(g, coef, 0.0, 100) == pytest.approx(np.sqrt(8 / 100), rel=rel)
