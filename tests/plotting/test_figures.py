@@ -245,3 +245,30 @@ def test_a_time_before_the_start_of_a_long_run_is_refused(request_t):
     with pytest.raises(ValueError, match="outside the run's range"):
         plot.select_times(ds, [request_t], 4)
     assert plot.select_times(ds, [0.0, 1e12 * (1 + 1e-13), 0.9], 4).tolist() == [0, 1, 3]
+
+
+# Faults at the edges of the Python API found by new users' reviews; each test failed before its
+# fix (was tests/test_api_edges.py).
+
+# -- 6. save_figure of a sweep ------------------------------------------------------------------
+def test_save_figure_of_a_sweep_names_the_function_that_draws_it(tmp_path):
+    """save_figure(sweep Dataset) said "dataset has no 'density' variable (a PDE run is
+    needed ...)", of DIR/sweep.nc "not a run of meanfield-pde": neither said what draws a
+    sweep's figure. Now both name meanfield_pde.plotting.phase.save_sweep_figure (and nothing
+    is written)."""
+    from meanfield_pde import NotARunError
+    from meanfield_pde.plotting.figure_file import save_figure
+    from meanfield_pde.runs.io import write_netcdf
+    from helpers.datasets import _noise_dataset
+    ds = _noise_dataset(stationary=True)
+    ds.attrs["kind"] = "sweep"
+    path = write_netcdf(ds, tmp_path / "sweep.nc")
+    for source, what in ((ds, "the Dataset"), (path, repr(str(path)))):
+        with pytest.raises(NotARunError) as info:
+            save_figure(source, tmp_path / "fig.png")
+        message = str(info.value)
+        assert message.startswith(f"save_figure: {what} is a sweep's combined file"), message
+        assert "meanfield_pde.plotting.phase.save_sweep_figure(ds, output)" in message, message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.nc"]
+    from meanfield_pde.plotting.phase import save_sweep_figure
+    assert save_sweep_figure(ds, tmp_path / "fig.png").is_file()  # what it names draws it

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+import meanfield_pde as mf
 from meanfield_pde.plotting import figure_file, plot
 
 from helpers.bounds import EPS
@@ -155,3 +156,26 @@ def test_files_that_are_not_runs_raise_not_a_run_error(tmp_path):
         open_checked(path, "here")
     with pytest.raises(NotARunError, match="no 'density' variable"):
         plot.plot_run(_sphere_ds().drop_vars("density"))
+
+
+# Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
+
+def test_plot_title_escapes_control_characters(tmp_path):
+    """A status attribute with control characters reached the figure title raw (a missing-glyph
+    warning; an escape sequence in a label)."""
+    import warnings
+
+    import xarray as xr
+
+    from meanfield_pde.plotting.plot import plot_run
+    ds = mf.run(mf.load_case("kuramoto_noisy_beta0", {"time.t_end": 0.2, "output.plot": False}),
+                progress=False)
+    ds.attrs["status"] = "stopped: \x1b[2Jevil\nline"
+    ds.attrs["stop_reason"] = "interrupted"  # a stopped run's status is shown under the title
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*[Gg]lyph")  # no missing-glyph warning
+        fig = plot_run(ds)
+        fig.canvas.draw()
+    title = fig._suptitle.get_text()
+    # the status goes on its own line under the equation; the file's newline stays escaped
+    assert "\x1b" not in title and "evil\nline" not in title and "\\x1b[2Jevil\\nline" in title
