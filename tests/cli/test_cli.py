@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from meanfield_pde.cli import main
 from meanfield_pde.runs.cases import describe_cases
 
-from helpers.cases import TINY_TOML
-from helpers.commands import assert_user_error, cli
+from helpers.cases import CIRCLE, TINY_TOML
+from helpers.commands import HOSTILE, assert_user_error, cli
 
 TINY = TINY_TOML
 
@@ -243,3 +244,84 @@ def test_plot_bad_times_is_a_user_error(tiny_run, tmp_path):
     proc = cli("plot", d / "tiny.nc", "--output", "x.png", "--times", "0,abc", cwd=tmp_path)
     assert_user_error(proc, "--times", "0,abc")
     assert not (tmp_path / "x.png").exists()
+
+
+# Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
+
+@pytest.mark.parametrize("value, ok", [("1e9", True), ("-5", False), ("2.5", False), ("many", False)])
+def test_compare_projections_errors_name_the_flag_and_range(tmp_path, value, ok):
+    """`--projections 1e9` said argparse's "invalid int value" without the range, and -5 named the
+    API's n_projections: the flag and its range now, and 1e9 reaches the cap check."""
+    a = tmp_path / "a.nc"
+    a.write_bytes(b"")
+    proc = cli("compare", a, a, "-o", tmp_path / "c.nc", "--projections", value, cwd=tmp_path)
+    if ok:
+        assert_user_error(proc, "--projections 1000000000", "the cap is")
+    else:  # argparse's own error: usage lines, then the flag and the range
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert f"argument --projections: '{value}': must be a whole number >= 0" in proc.stderr
+
+
+def test_limit_run_is_reported_as_the_limit(tmp_path):
+    """`run CASE --set run.kind=limit` printed "CASE (PDE): completed" for the limit model."""
+    proc = cli("run", "sa_beta5_uniform", "--set", "run.kind=limit", "--set", "limit.order=1",
+               "--set", "domain.lmax=15", "--set", "time.t_end=0.1", "--set", "output.every=0.05",
+               "--no-plot", "-o", tmp_path / "lim.nc", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first == "sa_beta5_uniform (large-beta limit, order 1): completed", first
+
+
+# Issue 31, item 7, wrong advice or wrong words: each test failed on the main of that issue
+# (was tests/test_words.py).
+
+def test_output_names_with_control_characters_are_printed_escaped(tmp_path, capsys):
+    """`wrote NAME` printed the name raw: the terminal was cleared and the line broken. Every
+    line the command line prints goes through printable, as its errors did."""
+    case = tmp_path / f"c{HOSTILE}.toml"
+    case.write_text(CIRCLE.replace("plot = false", "plot = true"))
+    out = tmp_path / f"o{HOSTILE}.nc"
+    assert main(["run", str(case), "-o", str(out), "-q"]) == 0
+    text = capsys.readouterr().out
+    shown = r"r\x1b[2J\nx\u202e"
+    assert text.splitlines() == [f"c{shown} (PDE): completed", "51 snapshots, the last at t = 0.1",
+                                 f"wrote {tmp_path}/o{shown}.nc", f"wrote {tmp_path}/o{shown}.png"]
+    assert out.is_file() and out.with_suffix(".png").is_file()  # the files keep their real names
+
+
+# Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
+# tests/test_input_safety.py).
+
+@pytest.mark.parametrize("toml, words", [
+    (CIRCLE.replace("[output]", '[output]\n"x\\u001b[2J\\ny" = 1'),
+     "output.x\\x1b[2J\\ny: unknown key"),
+    (CIRCLE + '\n["evil\\u001b]0;title\\u0007"]\nk = 1\n', "evil\\x1b]0;title\\x07: unknown section"),
+])
+def test_unknown_names_are_printed_escaped_on_one_line(tmp_path, toml, words):
+    (tmp_path / "c.toml").write_text(toml)
+    proc = cli("run", "c.toml", cwd=tmp_path)
+    line = assert_user_error(proc, words)
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    assert line
+
+
+def test_argparse_errors_are_escaped_too(tmp_path):
+    proc = cli("ru\x1b[2Jn", cwd=tmp_path)
+    assert proc.returncode == 2 and "\x1b" not in proc.stderr and "\\x1b[2J" in proc.stderr
+
+
+def test_threads_flag_works_for_a_transformer_study(tmp_path):
+    proc = cli("run", "normalisation_schemes", "--threads", "1", "--set", "transformer.t_end=1",
+               "--set", "transformer.schemes=['post_ln']", "-o", "n.nc", "--no-plot", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with xr.open_dataset(tmp_path / "n.nc") as ds:
+        assert "threads = 1" in ds.attrs["case"]
+
+
+@pytest.mark.parametrize("how", ["env", "flag", "set"])
+def test_one_thread_cap_for_every_way_of_setting_it(tmp_path, how, monkeypatch):
+    (tmp_path / "c.toml").write_text(CIRCLE)
+    args = {"env": [], "flag": ["--threads", "99999"], "set": ["--set", "domain.threads=99999"]}[how]
+    if how == "env":
+        monkeypatch.setenv("MEANFIELD_PDE_THREADS", "99999")
+    assert_user_error(cli("run", "c.toml", *args, cwd=tmp_path), "99999", "1024]")
