@@ -71,3 +71,21 @@ def test_implicit_benchmark_plateau_row_smoke(tmp_path):
                        and f"| {fixed} |" in r and "| >= 2 |" in r for r in rows), (adaptive, fixed)
     assert "reference differs from a dt0/128 one by at most" in table
     assert any("ROS34PW2 fixed" in r and r.count("/") == 1 for r in rows)  # formation / plateau split
+
+
+# Found by trying the zonal transition sweeps, the zonal collapse cases, the monitor's rounding
+# allowance and ROS34PW2 as a new user would (was tests/test_review_findings.py).
+
+@pytest.mark.parametrize("flag,value", [("--seeds", "0"), ("--first-seed", "-1"), ("--jobs", "0"),
+                                        ("--n", "1")])
+def test_handoff_tokens_benchmark_refuses_bad_counts(tmp_path, flag, value):
+    """benchmarks/handoff_tokens.py RUN.nc --seeds 0 ran the whole run's setup and ended in an
+    IndexError; --first-seed -1 failed in each spawned process, --jobs 0 silently meant 1. Now
+    argparse's usage error (exit 2) naming the flag, before the file is opened."""
+    import subprocess
+    import sys
+    script = ROOT / "benchmarks" / "handoff_tokens.py"
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "absent.nc"), flag, value],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{flag} {value}: must be >=" in proc.stderr

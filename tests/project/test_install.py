@@ -83,7 +83,7 @@ def test_a_command_without_its_extra_names_the_extra(monkeypatch, tmp_path, caps
     """dask.distributed (+ dask-jobqueue) are extras: a command that needs one stops before any
     work with exit 2 and the pip line, not a traceback (issue 15 item 6). (POT is an extra too,
     but no command needs it since issue 35: the distances are meanfield_pde.analysis.sliced;
-    tests/test_sliced.py runs a comparison without it.)"""
+    tests/analysis/test_sliced.py runs a comparison without it.)"""
     from meanfield_pde.cli import main
     monkeypatch.setitem(sys.modules, blocked, None)  # `import blocked` now raises ImportError
     monkeypatch.chdir(tmp_path)
