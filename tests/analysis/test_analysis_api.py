@@ -102,6 +102,7 @@ def test_importing_the_package_registers_ds_mf_without_loading_xarray():
            "assert isinstance(xr.Dataset().mf, MeanFieldAccessor)\n")
 
 
+@pytest.mark.slow
 def test_the_methods_are_the_functions(runs):
     ds = opened(runs["vmf"])
     xr.testing.assert_identical(ds.mf.cluster_centres(), ad.cluster_centres(ds))
@@ -422,6 +423,7 @@ def _load(path: Path, name: str):
     return module
 
 
+@pytest.mark.slow
 def test_the_readme_analysis_example_runs_on_the_cli_file(tmp_path):
     """The README block that uses ds.mf, after the command lines that write the files it
     opens (`meanfield-pde run ... --output F`, F named in the block), in a scratch folder."""
@@ -445,6 +447,7 @@ def test_the_readme_analysis_example_runs_on_the_cli_file(tmp_path):
         assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_the_docs_analysis_page_runs():
     """docs/user-guide/analysis.md, its console and python blocks in order in a fresh folder,
     as the docs build runs them (docs/_ext/snippets.py)."""

@@ -79,6 +79,7 @@ def _points_from_gram(g):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, beta", [("SA", 5.0), ("USA", 2.0)])
 def test_three_dirac_merge_order(kind, beta):
     """Three Diracs on a great circle at 0, 0.6 and 2.2 rad (masses 0.3, 0.3, 0.4), moved by

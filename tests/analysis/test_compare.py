@@ -57,6 +57,7 @@ def test_self_comparison_is_zero_and_common_times_are_matched(runs):
     assert float(r.l2_distance.max()) < 1e-6  # same PDE, resolution differs only
 
 
+@pytest.mark.slow
 def test_compare_cli(runs):
     d, *_ = runs
     proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "compare", "a.nc", "b.nc",

@@ -146,6 +146,7 @@ def measures():
     return tokens, grid_points(g), grids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [1, 2])
 @pytest.mark.parametrize("which", ["tokens-tokens", "tokens-grid", "grid-grid"])
 def test_agrees_with_pot_on_the_same_measures_and_great_circles(measures, p, which):

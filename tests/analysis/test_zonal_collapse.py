@@ -67,6 +67,7 @@ def test_moment_rate_refuses_noise():
         zc.moment_rate(MeanFieldModel(g, "SA", 2.0, nu=0.1), g.zeros_coef() + 1)
 
 
+@pytest.mark.slow
 def test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law(tmp_path):
     """u = 1 − order_parameter of the d = 16 case (β = 2, L = 128, to t = 2 in ~1 s; the cluster is
     concentrated from t = 1.6 on): where u < 0.1 the rate −d log u/dt is the
@@ -94,6 +95,7 @@ def test_case_zonal_vmf_collapse_d16_follows_the_near_gaussian_law(tmp_path):
     np.testing.assert_allclose(-np.gradient(u, t)[1:-1], identity[1:-1], atol=0.02 * 0.1**2 * 8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d,u_end,rate_end", [(3, 7.04e-3, 1.903), (512, 0.7069, 0.358)])
 def test_cases_zonal_vmf_collapse_d3_and_d512(tmp_path, d, u_end, rate_end):
     """u(0) = 1 − A_d(2√d), A_d(κ) = I_{d/2}(κ)/I_{d/2−1}(κ) (Mardia & Jupp §9.3.2); u falls and its

@@ -68,6 +68,7 @@ def test_rejection_sampling_of_a_perturbed_uniform_density():
     assert smoothed_l2(x[:, -1], g, coef, s) < 3 * smoothed_l2_level(g, coef, s, 4000)
 
 
+@pytest.mark.slow
 def test_a_short_token_run_stays_within_the_sampling_level_of_the_pde():
     """The acceptance run in short (benchmarks/zonal_tokens.py: n = 2000, 5 seeds, d = 8, 64,
     512): d = 64, n = 500, 2 seeds, SA β = 2 from f̄ = 1 + a p_1 to t = 2 (the degree-1 part
@@ -131,6 +132,7 @@ def test_zonal_pde_first_moment_in_d8_grows_at_the_closed_form_sigma_1():
     assert math.log(res.coef[1].real / u0[1].real) == pytest.approx(_sigma1(2.0, 8), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_d8_tokens_mean_grows_at_sigma_1_in_the_linear_regime():
     """n = 8000 tokens of 1 + 0.01 p_1 in R^8, SA β = 2 to t = 0.5: the degree-1 moment mean(x)
     grows like e^{σ_1 t} in every direction (the linearised PDE is rotation invariant), the
@@ -176,6 +178,7 @@ def test_mirrored_tokens_have_and_keep_no_transverse_mean():
     assert transverse_mean(free.positions[-1]) > 3 * transverse_mean(free.positions[0]) > 0
 
 
+@pytest.mark.slow
 def test_d8_tokens_agree_with_the_pde_once_the_sampled_degree1_modes_are_accounted_for():
     """The d = 8 deviation in short (benchmarks/zonal_tokens.py ... 8 mirrored: n = 2000, 10
     seeds, W₁ 0.0095–0.0102 against the i.i.d. level 0.0092–0.0134 up to t = 3). Mirrored

@@ -60,6 +60,7 @@ def test_cases_lists_every_case_with_its_description(tmp_path):
 
 # -- user errors: exit 2, one line, nothing written -------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,fragments", [
     (["--set", "model.beta=-1"], ["model.beta", "[0, 700]"]),
     (["--set", "model.betta=5"], ["model.betta", "did you mean 'beta'"]),
@@ -72,6 +73,7 @@ def test_run_bad_set_is_a_clean_user_error(args, fragments, tiny, tmp_path):
     assert list(tmp_path.rglob("*.png")) == []
 
 
+@pytest.mark.slow
 def test_run_unknown_case_suggests_the_nearest(tmp_path):
     name = describe_cases()[0][0]
     typo = name[:2] + name[3:]  # a dropped letter: one clear nearest name
@@ -79,12 +81,14 @@ def test_run_unknown_case_suggests_the_nearest(tmp_path):
     assert_user_error(proc, typo, f"did you mean {name!r}")
 
 
+@pytest.mark.slow
 def test_run_creates_missing_output_folders(tiny, tmp_path):
     proc = cli("run", tiny.name, "--output", "new/folder/out.nc", "--no-plot", "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "new" / "folder" / "out.nc").is_file()
 
 
+@pytest.mark.slow
 def test_run_below_a_file_fails_before_running(tiny, tmp_path):
     (tmp_path / "afile").write_text("x")
     proc = cli("run", tiny.name, "--output", "afile/out.nc", cwd=tmp_path)
@@ -106,6 +110,7 @@ def test_run_into_an_unwritable_folder_fails_before_running(tiny, tmp_path):
     assert list(tmp_path.rglob("*.nc")) == []
 
 
+@pytest.mark.slow
 def test_run_output_is_a_folder(tiny, tmp_path):
     (tmp_path / "out.nc").mkdir()
     proc = cli("run", tiny.name, "--output", "out.nc", cwd=tmp_path)
@@ -113,6 +118,7 @@ def test_run_output_is_a_folder(tiny, tmp_path):
     assert (tmp_path / "out.nc").is_dir()
 
 
+@pytest.mark.slow
 def test_run_never_replaces_a_special_file(tiny, tmp_path):
     """An existing device or FIFO (think /dev/null) must not be renamed over."""
     fifo = tmp_path / "pipe.nc"
@@ -122,6 +128,7 @@ def test_run_never_replaces_a_special_file(tiny, tmp_path):
     assert fifo.is_fifo()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["fig.png", "out", "dir/"])
 def test_run_output_must_be_a_nc_file(tiny, tmp_path, name):
     proc = cli("run", tiny.name, "--output", name, cwd=tmp_path)
@@ -129,11 +136,13 @@ def test_run_output_must_be_a_nc_file(tiny, tmp_path, name):
     assert list(tmp_path.iterdir()) == [tiny]
 
 
+@pytest.mark.slow
 def test_output_file_is_readable_by_others(tiny_run):
     d, _ = tiny_run
     assert (d / "tiny.nc").stat().st_mode & 0o044 == 0o044  # umask 022 in the test env
 
 
+@pytest.mark.slow
 def test_run_with_every_above_t_end_keeps_first_and_last(tiny, tmp_path):
     proc = cli("run", tiny.name, "--set", "output.every=5", "--no-plot", "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -194,6 +203,7 @@ def test_run_writes_the_figure_next_to_the_file(tiny_run):
     assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_run_with_output_and_no_plot(tiny, tmp_path):
     (tmp_path / "sub").mkdir()
     proc = cli("run", tiny, "--output", "sub/x.nc", "--no-plot", "--quiet",
@@ -210,6 +220,7 @@ def test_run_with_output_and_no_plot(tiny, tmp_path):
 
 # -- plot --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_plot_writes_the_png(tiny_run, tmp_path):
     d, proc = tiny_run
     assert proc.returncode == 0, proc.stderr
@@ -220,12 +231,14 @@ def test_plot_writes_the_png(tiny_run, tmp_path):
     assert out.is_file() and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_plot_of_a_file_that_is_not_netcdf(tmp_path):
     (tmp_path / "notes.nc").write_text("hello")
     proc = cli("plot", "notes.nc", cwd=tmp_path)
     assert_user_error(proc, "notes.nc", "not a readable netCDF file")
 
 
+@pytest.mark.slow
 def test_plot_creates_missing_folders(tiny_run, tmp_path):
     d, _ = tiny_run
     proc = cli("plot", d / "tiny.nc", "--output", "figs/new/x.png", cwd=tmp_path)
@@ -233,12 +246,14 @@ def test_plot_creates_missing_folders(tiny_run, tmp_path):
     assert (tmp_path / "figs" / "new" / "x.png").is_file()
 
 
+@pytest.mark.slow
 def test_plot_of_a_missing_file_is_a_user_error(tmp_path):
     proc = cli("plot", "missing.nc", "--output", "x.png", cwd=tmp_path)
     assert_user_error(proc, "missing.nc", "does not exist")
     assert not (tmp_path / "x.png").exists()
 
 
+@pytest.mark.slow
 def test_plot_bad_times_is_a_user_error(tiny_run, tmp_path):
     d, _ = tiny_run
     proc = cli("plot", d / "tiny.nc", "--output", "x.png", "--times", "0,abc", cwd=tmp_path)
@@ -248,6 +263,7 @@ def test_plot_bad_times_is_a_user_error(tiny_run, tmp_path):
 
 # Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value, ok", [("1e9", True), ("-5", False), ("2.5", False), ("many", False)])
 def test_compare_projections_errors_name_the_flag_and_range(tmp_path, value, ok):
     """`--projections 1e9` said argparse's "invalid int value" without the range, and -5 named the
@@ -262,6 +278,7 @@ def test_compare_projections_errors_name_the_flag_and_range(tmp_path, value, ok)
         assert f"argument --projections: '{value}': must be a whole number >= 0" in proc.stderr
 
 
+@pytest.mark.slow
 def test_limit_run_is_reported_as_the_limit(tmp_path):
     """`run CASE --set run.kind=limit` printed "CASE (PDE): completed" for the limit model."""
     proc = cli("run", "sa_beta5_uniform", "--set", "run.kind=limit", "--set", "limit.order=1",
@@ -292,6 +309,7 @@ def test_output_names_with_control_characters_are_printed_escaped(tmp_path, caps
 # Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
 # tests/test_input_safety.py).
 
+@pytest.mark.slow
 @pytest.mark.parametrize("toml, words", [
     (CIRCLE.replace("[output]", '[output]\n"x\\u001b[2J\\ny" = 1'),
      "output.x\\x1b[2J\\ny: unknown key"),
@@ -310,6 +328,7 @@ def test_argparse_errors_are_escaped_too(tmp_path):
     assert proc.returncode == 2 and "\x1b" not in proc.stderr and "\\x1b[2J" in proc.stderr
 
 
+@pytest.mark.slow
 def test_threads_flag_works_for_a_transformer_study(tmp_path):
     proc = cli("run", "normalisation_schemes", "--threads", "1", "--set", "transformer.t_end=1",
                "--set", "transformer.schemes=['post_ln']", "-o", "n.nc", "--no-plot", cwd=tmp_path)
@@ -318,6 +337,7 @@ def test_threads_flag_works_for_a_transformer_study(tmp_path):
         assert "threads = 1" in ds.attrs["case"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["env", "flag", "set"])
 def test_one_thread_cap_for_every_way_of_setting_it(tmp_path, how, monkeypatch):
     (tmp_path / "c.toml").write_text(CIRCLE)

@@ -79,6 +79,7 @@ def test_scaled_spherical_in():
     # or recurrence in l, and e^{-r} r·ε
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["SA", "USA"])
 def test_scaled_identity_is_todays_funk_hecke_velocity(sphere, density, kind):
     """A = cI, V = I: Ψ(cβx) = Φ(x) and P⊥∇Ψ = ∇_SΦ/(cβ): today's velocity at β' = cβ."""
@@ -114,6 +115,7 @@ def quadrature_bound(quad: Sphere, degree_f: int, radius: float, fq: np.ndarray)
     return 2.0 * float(fq.max() / fq.min()) * tail + fq.size * EPS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_agrees_with_direct_quadrature(sphere, density, case):
     """Ψ, ∇Ψ and the SA/USA velocity against direct quadrature on a fine grid, β‖A‖ = 20, to
@@ -149,6 +151,7 @@ def test_agrees_with_direct_quadrature(sphere, density, case):
         assert np.max(np.hypot(vt - ref_t, vp - ref_p)) <= tol * scale, kind
 
 
+@pytest.mark.slow
 def test_degrees_do_not_depend_on_the_solution_degree():
     """The operator's degrees P (output) and L_in (input) are the kernel's (≈ 8.6√(β‖A‖)) once the
     solution's L exceeds them, not L: its size does not grow with L."""
@@ -190,6 +193,7 @@ def test_zero_kernel_potential_and_energy(sphere, density):
     assert abs(kernel.energy(density) - 0.5 * m @ a @ m) <= 4 * transform_rounding(sphere.lmax) * size**2
 
 
+@pytest.mark.slow
 def test_heads_add(sphere, density):
     h1 = Head(3.0, K=CASES["non-symmetric"](None), V=VALUE)
     h2 = Head(5.0, Q=np.diag([1.0, 0.5, 0.2]), V=-np.eye(3))
@@ -200,6 +204,7 @@ def test_heads_add(sphere, density):
             assert np.max(np.abs(b - o - t)) <= 4 * EPS * np.max(np.abs(b))
 
 
+@pytest.mark.slow
 def test_energy_only_for_symmetric_value_equal_to_interaction(sphere, density):
     rot, _ = np.linalg.qr(np.random.default_rng(5).standard_normal((3, 3)))
     a = rot @ np.diag([1.0, 0.4, -0.7]) @ rot.T

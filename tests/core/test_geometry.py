@@ -181,6 +181,7 @@ FORKED_CHILDREN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
 @pytest.mark.parametrize("parent_threads", [1, 2])
 def test_a_forked_child_plans_and_transforms_after_its_parent_planned(parent_threads):

@@ -30,6 +30,7 @@ def lambda_series(beta, l):
     return 2 * mpmath.pi * total * mpmath.exp(-b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beta", [1e-6, 0.5, 5.0, 50.0, 500.0])
 def test_scaled_multipliers_match_series(beta):
     ours = scaled_multipliers(beta, 60)

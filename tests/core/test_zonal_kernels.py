@@ -76,6 +76,7 @@ def defining_integral(d: int, beta: float, lmax: int = LMAX) -> tuple[float, ...
         return tuple(float(s / norm) for s in sums)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", DIMENSIONS)
 def test_normalised_multipliers_equal_the_defining_integral(d):
     for beta in BETAS:

@@ -86,6 +86,7 @@ def test_noisy_kuramoto_uniform_stable_above_one_half():
     assert np.log(r[-1] / r[0]) / 20.0 == pytest.approx(0.5 - 0.6, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_noisy_kuramoto_pitchfork_state(tmp_path):
     """Acceptance 2 (second half): ν = 0.25, r = I_1(r/ν)/I_0(r/ν) to 1e-8."""
     ds = run_case(tmp_path, "kuramoto_noisy_beta0")
@@ -102,6 +103,7 @@ def cluster_angles(density, theta, threshold):
     return theta[peaks]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,k_star", [("circle_usa_beta5", 3), ("circle_usa_beta7", 4)])
 def test_circle_usa_forms_k_star_clusters_at_predicted_angles(tmp_path, name, k_star):
     """Acceptance 3: k*(β) clusters, within 2π/(8k*) of θ_j = (2πj − arg μ̂_k*)/k*."""

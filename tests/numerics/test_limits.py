@@ -134,6 +134,7 @@ def test_backward_heat_exact_on_geometry_coefficients():
     assert out[0] == c[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["SA", "USA"])
 @pytest.mark.parametrize("order", [0, 1])
 def test_limit_runs_conserve_mass(kind, order):
@@ -230,11 +231,13 @@ def check_sweep(ds, kind):
     assert "[limit]" in ds.attrs["case"]
 
 
+@pytest.mark.slow
 def test_usa_porous_medium_slopes():
     ds = limit_sweep(load_case("usa_porous_medium"))
     check_sweep(ds, "USA")
 
 
+@pytest.mark.slow
 def test_cli_limits_sa_backward_heat(tmp_path):
     out = tmp_path / "sweep" / "sa.nc"
     proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "limits", "sa_backward_heat",
@@ -279,6 +282,7 @@ def test_circle_linear_rates(kind, order):
     assert np.all(np.abs(model.growth_rates()[1:13] - expected) <= 4 * EPS * (k**2 + k**4 / beta))
 
 
+@pytest.mark.slow
 def test_circle_porous_medium_slopes():
     config = make_config(model={"kind": "USA", "beta": 100.0},
                          domain={"manifold": "circle", "lmax": 15, "kernel_tol": 1.0},

@@ -108,6 +108,7 @@ class _ComparingMonitor(ResolutionMonitor):
         return fast
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, overrides, stop", [
     # short versions: the metastable clusters (the coefficient bound fails there; the spectral
     # tail allowed to 1e-3 so that L = 31 holds them to t = 40); noise-free SA sharpening until f

@@ -147,6 +147,7 @@ class Energies(Observer):
         self.values.append((self.model.energy(u), u[0]))
 
 
+@pytest.mark.slow
 def test_mass_conserved_and_noise_free_usa_energy_monotone():
     """Noise-free USA is the gradient flow of E_β (arXiv:2312.10794): E_β never decreases;
     degree 0 (the mass) has a zero right-hand side and stays exactly."""
@@ -212,6 +213,7 @@ def test_scheme_names_and_auto_build():
         make_stepper("ROS3", sim.model)
 
 
+@pytest.mark.slow
 def test_auto_switches_to_rosenbrock_on_the_stationary_cluster():
     """Two vMF clusters merge (t ~ 2) into one noisy cluster, stationary after t ~ 30 (USA,
     β = 1, ν = 0.05, L = 31). ARK324 stays at its CFL step there (the velocity inside the
@@ -234,6 +236,7 @@ def test_auto_switches_to_rosenbrock_on_the_stationary_cluster():
     assert e_auto == pytest.approx(e_imex, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_the_preconditioner_changes_the_cost_not_the_solution(monkeypatch):
     """The dense low-degree block (l <= 6 here) against the diagonal alone (degree −1): the same
     adaptive run (SA, β = 5, ν = 0.05, two vMF clusters, t = 4) agrees to well within the
@@ -283,6 +286,7 @@ def exact_step(model, u, dt, monkeypatch):
     return new
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dt", [0.02, 0.1])
 def test_stage_solves_stop_at_a_fraction_of_the_error_tolerance(clusters, dt, monkeypatch):
     """Inexact linear solves perturb u_{n+1} by Σ_j m_j δ_j (δ_j the stage errors): the solves

@@ -143,6 +143,7 @@ def test_vmf_hint_without_an_accepted_lmax_says_so():
         vmf_case("sphere", 20, [[0, 0, 1]], [1e19])
 
 
+@pytest.mark.slow
 @FAST
 @given(manifold=st.sampled_from(["sphere", "circle"]), log_kappa=st.floats(-1.0, 3.3),
        spread=st.floats(0.0, 3.0), two=st.booleans(), lmax=st.integers(2, 40),
@@ -161,6 +162,7 @@ def test_every_vmf_hint_names_an_accepted_lmax(manifold, log_kappa, spread, two,
         assert hinted_lmax(manifold, need, centres, kappas, tail, negative) is None
 
 
+@pytest.mark.slow
 @FAST
 @given(manifold=st.sampled_from(["sphere", "circle"]), beta=st.floats(0.0, 700.0),
        log_tol=st.floats(-300.0, -0.01), lmax=st.integers(2, 30))

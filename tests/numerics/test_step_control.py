@@ -124,6 +124,7 @@ def doubling_and_stop_time(overrides):
     return t_double, r.t, r.steps
 
 
+@pytest.mark.slow
 def test_circle_usa_beta5_default_run_agrees_with_a_fine_fixed_step():
     """Default [time] against fixed dt = 2.5e-4 (local error (σ dt)^4 ~ 5e-10 per step):
     the doubling time to 1e-4 relative, the lost-resolution stop time to 1e-3."""

@@ -69,6 +69,7 @@ def final_state(scheme, dt, t_end, adaptive=False, rtol=1e-6, **sections):
     return sim.geometry, res
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCHEMES))
 def test_observed_order(name):
     t_end = 0.5
@@ -83,6 +84,7 @@ def test_observed_order(name):
     assert abs(slope - SCHEMES[name].order) <= 0.2, (slope, errors)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCHEMES))
 def test_adaptive_beats_fixed_step_at_equal_accuracy(name):
     """SA from a perturbed uniform density: slow linear growth, then fast clustering.

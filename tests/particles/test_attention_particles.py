@@ -107,6 +107,7 @@ def general_head(d: int = 3) -> Head:
     return h
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["SA", "USA"])
 def test_rk4_order_four_on_a_general_head(kind):
     """Convergence study of the projected RK4 (non-symmetric A, V ≠ I): the error at T = 1

@@ -119,6 +119,7 @@ def test_dropping_keeps_the_mass_and_moves_at_most_its_budget(budget, seed):
         assert nodes.positions.shape[0] < full.positions.shape[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [1e-2, 0.3])
 def test_reported_drop_cost_bounds_the_exact_wasserstein_distance(budget):
     """moved_mass_distance is the cost of one transport plan, so >= W1 (chord), here the
@@ -194,6 +195,7 @@ def initial(g, name):
     return perturbed_uniform(g, 0.3, 1, 6, seed=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,beta,init,h,s", [
     ("SA", 5.0, "two_vmf", 1.0, 1.0), ("SA", 10.0, "perturbed", 1.0, 1.0),
     ("USA", 5.0, "perturbed", 1.0, 1.0), ("USA", 10.0, "perturbed", 0.5, 1.0),
@@ -240,6 +242,7 @@ def test_continuation_from_the_hand_off_matches_the_spectral_solution_at_higher_
     assert np.max(np.abs(empirical(fine, x, w)[low] - u_fine[low])) < 1e-4
 
 
+@pytest.mark.slow
 def test_dropping_light_nodes_changes_the_continuation_by_less_than_the_acceptance():
     """SA β = 10 from two vMF, handed off at t = 1 with and without a drop budget of 1e-4:
     a fifth of the nodes go (2048 -> 1633; the continuation ran ~2× faster) and after one

@@ -79,6 +79,7 @@ def small_case(t_end=0.05):
                       "handoff": {"enabled": True, "t_end": 2 * t_end, "per_decade": 5}}, name="matched")
 
 
+@pytest.mark.slow
 def test_matched_pde_run_starts_from_the_tokens_low_degrees():
     """The run of one seed starts with that seed's (1/n) Σ conj(Y_lm(x_i)) on l <= degree_max and
     nothing above (not the case's own δ of amplitude 1e-3); positive at n = 2000, l_p = 5."""

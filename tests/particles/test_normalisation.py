@@ -32,6 +32,7 @@ def scheme(name):
     return get_scheme(name, **PARAMS.get(name, {}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pre_ln", "peri_ln"])
 @pytest.mark.parametrize("r0", [1e-100, 1e-50, 1e-20])
 def test_tiny_initial_radii_follow_the_odes_of_schemes_with_a_radius(name, r0):

@@ -96,6 +96,7 @@ def test_beta_700_is_finite(kind):
 
 
 # -- chunking and memory ---------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_chunked_equals_unchunked(kind):
     x = uniform_sphere(3000, 3, seed=8)
@@ -117,6 +118,7 @@ def test_chunked_equals_unchunked(kind):
                                rtol=0, atol=2 * 3 * sum_rounding(500, beta, 2) * math.exp(beta))  # sizes <= e^β
 
 
+@pytest.mark.slow
 def test_large_n_never_allocates_the_gram_matrix():
     """n = 20 000: the n×n Gram matrix would be 3.2 GB; the default chunks stay ≈ 256 MiB."""
     n = 20_000
@@ -173,6 +175,7 @@ def test_integrators_show_their_order(kind, scheme):
     assert errors[-1] > 1e-12  # still in the asymptotic range, above the reference error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", list(SCHEMES))
 def test_tokens_stay_on_the_sphere_for_ten_thousand_steps(scheme):
     x0 = uniform_sphere(6, 3, seed=11)
@@ -197,6 +200,7 @@ def test_noise_is_seeded_and_reproducible():
 
 
 # -- exact reductions -------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("beta", [1.0, 4.0])
 def test_equiangular_particles_follow_the_rho_ode(kind, beta):
@@ -294,6 +298,7 @@ def test_energy_grows_at_the_exact_rate(kind):
 
 
 # -- noise: the Langevin stationary state ----------------------------------------------
+@pytest.mark.slow
 def test_noisy_beta_zero_order_parameter_solves_the_langevin_equation():
     """β = 0, ν = 0.2, d = 3: the stationary |m| solves |m| = coth(|m|/ν) − ν/|m| (≈ 0.725882).
 

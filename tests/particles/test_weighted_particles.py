@@ -121,6 +121,7 @@ def test_two_diracs_follow_the_closed_form(kind, beta):
     np.testing.assert_allclose(got, rhos, rtol=0, atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, beta", [("SA", 4.0), ("USA", 3.0)])
 def test_energy_non_decreasing_mass_conserved_on_sphere(kind, beta):
     """Along the weighted flow (with merges of coincident nodes): E_β never decreases beyond
@@ -213,6 +214,7 @@ def vmf_nodes(mu, kappa, k=4, m=8):
     return np.array(pts), np.repeat(ws / m, m)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, beta, rho0, t_c", [("SA", 5.0, -0.2, 30.0), ("USA", 3.0, -0.9, 4.0)])
 def test_vmf_cluster_merge_time_converges_like_one_over_kappa(kind, beta, rho0, t_c):
     """Two vMF clusters (masses 0.3/0.7) as weighted nodes: T_0.01(κ) → the two-Dirac closed
@@ -335,6 +337,7 @@ def test_usa_nodes_merge_when_they_meet_not_at_the_next_snapshot():
     assert run.weights[-1][0] == 1.0
 
 
+@pytest.mark.slow
 def test_usa_tokens_at_large_beta_survive_a_first_step_that_is_far_too_long():
     """n = 1000 USA tokens at β = 10 (speeds ~e^β = 2e4 where they bunch): solve_ivp's first-step
     guess put Runge–Kutta stages at |y| ~ 10, where e^{β⟨y, y_j⟩} overflows, and the overflow

@@ -34,6 +34,7 @@ def growth_fig():
     plot.plt.close(fig)
 
 
+@pytest.mark.slow
 def test_growth_on_log_axes_with_theory_lines_of_slope_sigma_l(growth_fig):
     ax = axes_titled(growth_fig, "growth")
     assert ax.get_yscale() == "log"
@@ -99,6 +100,7 @@ def test_mass_drift_is_drawn_when_not_zero():
     plot.plt.close(fig)
 
 
+@pytest.mark.slow
 def test_degree_ticks_are_integers():
     fig = plot.plot_run(growth_run(lmax=3, times=np.arange(0.0, 6.0)))
     fig.canvas.draw()
@@ -251,6 +253,7 @@ def test_a_time_before_the_start_of_a_long_run_is_refused(request_t):
 # fix (was tests/test_api_edges.py).
 
 # -- 6. save_figure of a sweep ------------------------------------------------------------------
+@pytest.mark.slow
 def test_save_figure_of_a_sweep_names_the_function_that_draws_it(tmp_path):
     """save_figure(sweep Dataset) said "dataset has no 'density' variable (a PDE run is
     needed ...)", of DIR/sweep.nc "not a run of meanfield-pde": neither said what draws a

@@ -64,6 +64,7 @@ def test_orthographic_projection():
     assert plot.orthographic(-30.0, 300.0, 30.0, 120.0)[2] == pytest.approx(-1.0)
 
 
+@pytest.mark.slow
 def test_plot_run_sphere_and_save(tmp_path):
     ds = _sphere_ds()
     fig = plot.plot_run(ds)
@@ -82,6 +83,7 @@ def test_plot_run_sphere_and_save(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_nan_data_and_time_do_not_crash():
     ds = _sphere_ds(times=(0.0, 1.0, 2.0))
     ds["density"][1] = np.nan  # a snapshot that blew up
@@ -160,6 +162,7 @@ def test_files_that_are_not_runs_raise_not_a_run_error(tmp_path):
 
 # Found by trying the README as a new user (fresh clone of 25c462e; was tests/test_user_findings.py).
 
+@pytest.mark.slow
 def test_plot_title_escapes_control_characters(tmp_path):
     """A status attribute with control characters reached the figure title raw (a missing-glyph
     warning; an escape sequence in a label)."""

@@ -17,6 +17,7 @@ from helpers import REPO as ROOT
 
 
 
+@pytest.mark.slow
 def test_benchmark_smoke(tmp_path):
     out = tmp_path / "results.md"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke",
@@ -53,6 +54,7 @@ def test_threads_setting(monkeypatch):
             check_threads(bad, "--threads")
 
 
+@pytest.mark.slow
 def test_implicit_benchmark_plateau_row_smoke(tmp_path):
     """benchmarks/implicit.py part C, the formation-then-plateau row at tiny sizes: adaptive
     (ARK324, auto) against the best fixed ARK324 and ROS34PW2 steps, with the reference's own
@@ -76,6 +78,7 @@ def test_implicit_benchmark_plateau_row_smoke(tmp_path):
 # Found by trying the zonal transition sweeps, the zonal collapse cases, the monitor's rounding
 # allowance and ROS34PW2 as a new user would (was tests/test_review_findings.py).
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag,value", [("--seeds", "0"), ("--first-seed", "-1"), ("--jobs", "0"),
                                         ("--n", "1")])
 def test_handoff_tokens_benchmark_refuses_bad_counts(tmp_path, flag, value):

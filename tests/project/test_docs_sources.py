@@ -139,6 +139,7 @@ def test_broken_internal_links_and_anchors_are_found(check, tmp_path):
                              "index.html: sub/page.html#nowhere (no such anchor)"], found
 
 
+@pytest.mark.slow
 def test_the_public_api_is_found_in_the_source(check):
     names = check.public_api()
     assert {"meanfield_pde.run", "meanfield_pde.ConfigError", "meanfield_pde.runs.runner.run",

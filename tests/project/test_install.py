@@ -29,6 +29,7 @@ def _imported_by(argv: list[str], modules: tuple[str, ...] = HEAVY) -> list[str]
     return [m for m in proc.stdout.strip().split(",") if m]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["cases"], ["--help"], ["run", "--help"], ["--version"]])
 def test_listing_and_help_load_no_numerics(argv):
     """`meanfield-pde cases` and `--help` print text: they must not pay seconds of imports
@@ -38,6 +39,7 @@ def test_listing_and_help_load_no_numerics(argv):
     assert _imported_by(argv, HEAVY + ("numpy",)) == []
 
 
+@pytest.mark.slow
 def test_a_pde_run_does_not_load_the_sweep_scheduler(tmp_path):
     """`meanfield-pde run` of a PDE case writes its run file without loading dask.distributed:
     xarray's to_netcdf asks dask which scheduler runs, importing it (0.2-0.4 s of every run's
@@ -50,6 +52,7 @@ def test_a_pde_run_does_not_load_the_sweep_scheduler(tmp_path):
     assert "distributed" not in loaded
 
 
+@pytest.mark.slow
 def test_the_package_root_loads_its_functions_on_first_use():
     """`import meanfield_pde` is light, and `mf.run`, `mf.load_case` still work (module
     __getattr__), as does dir()."""
@@ -127,6 +130,7 @@ def test_the_distance_of_token_runs_without_pot_names_the_extra(monkeypatch):
     assert isinstance(info.value, ConfigError)  # the CLI's one-line error, exit 2
 
 
+@pytest.mark.slow
 def test_missing_shtns_is_one_line_naming_fftw_and_pip(tmp_path):
     """shtns builds from source against FFTW; without it (or with a broken build) a sphere
     run says what to apt-get and pip install, in one line, exit 2; the circle needs no shtns."""
@@ -191,6 +195,7 @@ def tagged_wheel(tmp_path_factory):
     return wheel, src, untagged
 
 
+@pytest.mark.slow
 def test_version_comes_from_the_git_tag(tagged_wheel):
     """One source of truth: the tag v0.1.0 gives 0.1.0 (wheel name and metadata); an untagged
     commit 0.1.devN or 0.1.0.devN; a tree without git the fallback 0.1.0.dev0 (fixture)."""
@@ -206,6 +211,7 @@ def test_version_comes_from_the_git_tag(tagged_wheel):
     assert _scm_version(src).startswith("0.1.1.dev1")
 
 
+@pytest.mark.slow
 def test_wheel_metadata_has_the_extras_licence_and_urls(tagged_wheel):
     import zipfile
     wheel, _, _ = tagged_wheel

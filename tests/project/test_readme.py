@@ -71,6 +71,7 @@ def _env(installed):
     return env
 
 
+@pytest.mark.slow
 def test_install_is_used_not_the_checkout(installed, tmp_path):
     """The snippets import the installed copy, and it carries the named cases."""
     target, _ = installed
@@ -83,6 +84,7 @@ def test_install_is_used_not_the_checkout(installed, tmp_path):
     assert int(out[2]) == len(list((REPO / "cases").glob("*.toml")))
 
 
+@pytest.mark.slow
 def test_installed_cases_are_listed_and_found(installed, tmp_path):
     """`meanfield-pde cases` lists every TOML of cases/; `run NAME` finds a named case."""
     env = _env(installed)
@@ -108,6 +110,7 @@ def test_snippets_found_and_skip_list_matches_readme():
     assert set(SKIPPED) <= commands, set(SKIPPED) - commands
 
 
+@pytest.mark.slow
 def test_readme_snippets_run(installed, tmp_path):
     """Every Python block and every command line not in SKIPPED runs without error, in order."""
     env = _env(installed)

@@ -21,6 +21,7 @@ from helpers import REPO
 
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
                     reason="needs the git checkout")
 def test_wheel_has_the_cases_and_no_figures(tmp_path):

@@ -25,6 +25,7 @@ def case(tmp_path):
     return tmp_path / "c.toml"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     # 1e6 snapshots at lmax 255: 3.4 MB each
     (["--set", "domain.manifold='sphere'", "--set", "domain.lmax=255", "--set", "time.t_end=1",
@@ -43,12 +44,14 @@ def test_run_bombs_exit_2_with_the_estimate(tmp_path, case, args, words):
     assert not (tmp_path / "x.nc").exists() and time.perf_counter() - start < 30
 
 
+@pytest.mark.slow
 def test_normalisation_study_of_4096_tokens_in_4096_dimensions_is_refused(tmp_path):
     proc = cli("run", "normalisation_schemes", "--set", "transformer.n=4096",
                "--set", "transformer.dimension=4096", "-o", "n.nc", cwd=tmp_path)
     assert_user_error(proc, "transformer.n = 4096", "of memory; the machine has")
 
 
+@pytest.mark.slow
 def test_a_million_point_sweep_is_refused_before_any_point_is_built(tmp_path, case):
     start = time.perf_counter()
     proc = cli("sweep", case, "--grid", "model.beta=0:1:1000", "--grid", "model.nu=0:1:1000",
@@ -57,6 +60,7 @@ def test_a_million_point_sweep_is_refused_before_any_point_is_built(tmp_path, ca
     assert not (tmp_path / "sw").exists() and time.perf_counter() - start < 30
 
 
+@pytest.mark.slow
 def test_huge_case_file_and_description_are_refused(tmp_path, case):
     (tmp_path / "huge.toml").write_text('description = "' + "x" * 100_000_000 + '"\n' + CIRCLE)
     assert_user_error(cli("run", "huge.toml", cwd=tmp_path), "bytes; a case must be at most 1048576")
@@ -64,6 +68,7 @@ def test_huge_case_file_and_description_are_refused(tmp_path, case):
     assert_user_error(cli("run", "desc.toml", cwd=tmp_path), "description: 20000 characters", "10000")
 
 
+@pytest.mark.slow
 def test_compare_projections_beyond_the_cap_are_refused(tmp_path, case, budget):
     assert cli("run", case, "-o", "p.nc", "-q", "--set", "run.kind='particles'",
                "--set", "particles.n=20", cwd=tmp_path).returncode == 0
@@ -103,6 +108,7 @@ def test_disk_estimate_matches_the_written_file(tmp_path, manifold, lmax, every,
     assert budget.grid_points(manifold, lmax) == int(np.prod(ds.density.shape[1:]))
 
 
+@pytest.mark.slow
 def test_a_tokens_sweep_of_a_million_tokens_is_refused(tmp_path):
     proc = cli("sweep", "phase_tokens_sa", "--set", "particles.n=1000000", "-o", "tk", cwd=tmp_path)
     assert_user_error(proc, "particles.n = 1000000, sweep.dimension = 128", "per velocity",

@@ -190,6 +190,7 @@ CHECKS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_case_claim(tmp_path, name):
     CHECKS[name](tmp_path)

@@ -105,6 +105,7 @@ KINDS = ["pde.nc", "limit.nc", "circle.nc", "zonal.nc", "handoff.nc", "particles
          "pc_compare.nc", "compare.nc", "limits.nc", "transformer.nc", "sweep/sweep.nc"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", KINDS)
 def test_every_kind_of_file_passes_cfchecker(written, name):
     assert_cf(written / name)
@@ -116,6 +117,7 @@ def test_sweep_point_files_pass_cfchecker(written):
     assert_cf(points[0])
 
 
+@pytest.mark.slow
 def test_history_has_one_line_per_command_and_grows_on_resume(tmp_path):
     """history: ISO date, program, arguments; a resumed run appends its own line."""
     out = tmp_path / "r.nc"

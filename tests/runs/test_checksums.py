@@ -259,6 +259,7 @@ def test_a_compressed_run_file_has_fletcher32_and_a_flipped_byte_is_refused(tmp_
 
 # -- extreme values draw; damaged files never crash a reader --------------------------------------
 
+@pytest.mark.slow
 def test_plot_draws_a_valid_run_with_huge_and_tiny_values(reference, tmp_path):
     """A file whose checksums are valid but whose values are extreme (an energy overflowing to
     1e300, a density peak of 1.7e308, subnormal positives): on the original main matplotlib
@@ -315,6 +316,7 @@ READERS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_random_corruptions_of_a_run_file_are_one_line_errors_or_harmless(run_file):
     """A seeded loop of byte corruptions anywhere in a small run file, each read by `plot` in a
     subprocess (a segfault in netCDF-C fails the test instead of killing pytest): every one is
@@ -342,6 +344,7 @@ FULL_DISK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_close_that_fails_on_a_full_disk_does_not_segfault_later(run_file, tmp_path):
     """netCDF-C frees the handle of a file whose close failed; netCDF4-python closed it again when
     collecting the Dataset: a segfault after the run had stopped cleanly (original main). The

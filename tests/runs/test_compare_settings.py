@@ -37,6 +37,7 @@ def compare_run(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_the_compare_run_and_compare_of_its_two_files_give_the_same_numbers(compare_run):
     proc = cli("compare", "r.nc", "r_particles.nc", "-o", "c.nc", "--no-plot", "-q", cwd=compare_run)
     assert proc.returncode == 0, proc.stderr
@@ -54,6 +55,7 @@ def test_the_compare_run_and_compare_of_its_two_files_give_the_same_numbers(comp
             assert side.attrs["wasserstein_p"] == compare_settings.POWER
 
 
+@pytest.mark.slow
 def test_compare_prints_progress_into_a_file(compare_run):
     """Output redirected to a file: lines of progress (no carriage returns), from the
     standalone command and from the compare run; none with --quiet."""
@@ -101,6 +103,7 @@ def test_bad_flags_name_the_flag_and_the_range(tmp_path, flag, value, words):
     assert f"argument {flag}: '{value}': {words}" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs, field", [
     (dict(smoothing=-0.5), "smoothing = -0.5"), (dict(smoothing=float("inf")), "smoothing = inf"),
     (dict(n_projections=-1), "n_projections = -1"), (dict(n_projections=2.5), "n_projections = 2.5"),

@@ -211,6 +211,7 @@ def test_random_valid_model_and_domain_build(kind, beta, nu, lmax, degree_max, t
     assert from_dict(tomllib.loads(c.to_toml()), name=c.name) == c
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(beta=st.one_of(st.floats(max_value=0.0, exclude_max=True),
                       st.floats(min_value=700.0, exclude_min=True),
@@ -357,6 +358,7 @@ def test_a_case_file_with_a_utf8_byte_order_mark_is_read(tmp_path):
 # Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
 # tests/test_input_safety.py).
 
+@pytest.mark.slow
 def test_deeply_nested_toml_is_refused(tmp_path):
     (tmp_path / "deep.toml").write_text("a = " + "[" * 3000 + "]" * 3000 + "\n")
     assert_user_error(cli("run", "deep.toml", cwd=tmp_path), "deep.toml: arrays or tables nested too deeply")

@@ -192,6 +192,7 @@ def test_resume_compare_and_plot_refuse_other_conventions(runs, tmp_path, key):
         assert not (tmp_path / "cmp.nc").exists() and not (tmp_path / "fig.png").exists()
 
 
+@pytest.mark.slow
 def test_files_without_the_attributes_are_read_as_the_historical_convention(runs, tmp_path):
     """Files written before the attributes existed used the same conventions: accepted."""
     path = tmp_path / "old.nc"

@@ -69,6 +69,7 @@ def holder(*paths, mode="hold"):
 
 # -- 1. two writers on one file -------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_second_writer_of_a_running_output_is_refused_naming_the_holder(tmp_path, reference):
     """A real run writes run.nc; every command that would write that name is refused with exit 2
     naming the running process; the run itself completes untouched."""
@@ -101,6 +102,7 @@ def test_a_second_writer_of_a_running_output_is_refused_naming_the_holder(tmp_pa
         assert np.all(np.diff(ds.time.values) > 0)
 
 
+@pytest.mark.slow
 def test_plot_limits_and_sweep_outputs_are_claimed_too(tmp_path, run_file):
     png, folder = tmp_path / "fig.png", tmp_path / "sweep"
     folder.mkdir()
@@ -295,6 +297,7 @@ def test_compare_never_writes_over_its_input(run_file, tmp_path):
     assert snapshot(run_file) == before
 
 
+@pytest.mark.slow
 def test_a_symlinked_output_is_replaced_itself_never_written_through(tmp_path, run_file):
     target = tmp_path / "precious.png"
     target.write_bytes(b"do not touch")
@@ -328,6 +331,7 @@ def limited(limit: int, mode: str, *args, cwd: Path) -> subprocess.CompletedProc
                           capture_output=True, text=True, env=ENV, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["checked", "unchecked"])
 def test_a_file_size_limit_mid_run_stops_cleanly_and_the_run_resumes(mode, run_file, tmp_path):
     limit = run_file.stat().st_size + 3000  # room for a few more snapshots, not for t_end = 10
@@ -351,6 +355,7 @@ def test_a_file_size_limit_mid_run_stops_cleanly_and_the_run_resumes(mode, run_f
         assert np.all(np.diff(ds.time.values) > 0)
 
 
+@pytest.mark.slow
 def test_a_first_snapshot_that_does_not_fit_stops_with_one_line_and_leaves_nothing(tmp_path):
     args = ["run", CASE, "-o", "x.nc", *set_args(SETS)]
     proc = limited(4000, "unchecked", *args, cwd=tmp_path)
@@ -362,6 +367,7 @@ def test_a_first_snapshot_that_does_not_fit_stops_with_one_line_and_leaves_nothi
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit, mode, case, sets", [
     # the data reach the disk when the new file is closed, and its close fails: netCDF-C frees
     # the file then, and netCDF4's second close at exit was a segfault (exit -11, not 3)
@@ -381,6 +387,7 @@ def test_a_first_snapshot_cut_short_by_the_library_stops_with_one_line_and_leave
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [["--set", "time.t_end=2"], ["--drop-damaged"]])
 def test_a_resume_over_the_file_size_limit_is_refused_untouched(flags, run_file, tmp_path):
     """A file not below ``ulimit -f``: every write to it fails, the first the header's new
@@ -396,6 +403,7 @@ def test_a_resume_over_the_file_size_limit_is_refused_untouched(flags, run_file,
     assert run_file.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_figure_that_does_not_fit_stops_with_one_line(run_file, tmp_path):
     proc = limited(20000, "checked", "plot", run_file, "-o", "f.png", cwd=tmp_path)
     assert proc.returncode == 3 and "File too large" in proc.stderr, proc.stderr
@@ -460,6 +468,7 @@ def test_a_shell_word_is_safe_to_print_and_names_the_file(name):
 # Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
 # tests/test_input_safety.py).
 
+@pytest.mark.slow
 def test_plot_into_an_unwritable_folder_exits_2(tmp_path):
     (tmp_path / "c.toml").write_text(CIRCLE)
     assert cli("run", "c.toml", "-o", "c.nc", "-q", cwd=tmp_path).returncode == 0

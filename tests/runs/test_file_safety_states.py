@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -24,6 +25,8 @@ from meanfield_pde.core.errors import ConfigError
 
 from helpers.cases import CASE
 from helpers.commands import ENV, run_cli, set_args
+
+pytestmark = pytest.mark.slow  # random sequences of runs, kills and resumes: about a minute
 
 SETS = ["domain.lmax=16", "time.adaptive=false", "time.dt=0.02", "output.every=0.25",
         "time.t_end=2", "output.plot=false"]

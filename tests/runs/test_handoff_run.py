@@ -77,6 +77,7 @@ def energy_step_rounding(ds) -> np.ndarray:
 
 
 # -- the run file ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_run_hands_off_at_the_tail_trigger_and_records_it(sa_run):
     path, ds = sa_run
     assert ds.attrs["status"] == "completed" and ds.attrs["stop_reason"] == "completed"
@@ -177,6 +178,7 @@ def test_a_compressed_hand_off_run_file_keeps_its_text_as_characters_and_passes_
 
 
 # -- acceptance: the continuation in a run agrees with a finer spectral run ------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,beta,t_h", [("SA", 10.0, 1.0), ("USA", 5.0, 5.0 / np.sinh(5.0))])
 def test_continuation_in_a_run_matches_the_spectral_run_at_higher_lmax(tmp_path, kind, beta, t_h):
     """Hand off at t_h (handoff.time) from L = 31, compare at t_h + τ (τ = 1 SA, β/sinh β USA:
@@ -210,6 +212,7 @@ def test_continuation_in_a_run_matches_the_spectral_run_at_higher_lmax(tmp_path,
 
 
 # -- stops and resume -------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_run_stopped_after_the_hand_off_keeps_a_valid_file_and_resumes_to_the_same_end(
         tmp_path, monkeypatch, sa_run):
     """Ctrl-C in the particle phase: status "stopped: interrupted ... after the hand-off", the
@@ -256,6 +259,7 @@ def test_resuming_a_completed_hand_off_run_says_to_run_it_again_with_a_larger_ha
         meanfield_pde.resume(path, t_end=t_end, progress=False)
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_the_last_pde_step_stops_cleanly_and_resumes(tmp_path, monkeypatch):
     """Ctrl-C during the PDE step that triggers the hand-off: the solver has returned, the
     request is still pending. The run stops with a valid file ("stopped: interrupted (SIGINT)
@@ -291,6 +295,7 @@ def test_ctrl_c_in_the_last_pde_step_stops_cleanly_and_resumes(tmp_path, monkeyp
     assert done.time.values[-1] == pytest.approx(0.6, rel=2 * EPS)  # t_h + (t_end − t_h): two roundings
 
 
+@pytest.mark.slow
 def test_a_run_stopped_before_the_hand_off_resumes_as_a_pde_run_and_hands_off(tmp_path, monkeypatch):
     """max_steps ends the first session in the spectral phase (stop_reason max_steps, exit 3);
     the resumed run continues the PDE from its last regular snapshot, then hands off."""
@@ -344,6 +349,7 @@ def test_cli_refuses_a_noisy_handoff_with_exit_2_and_one_line(tmp_path):
     assert "model.nu = 0" in lines[0] and not (tmp_path / "x.nc").exists()
 
 
+@pytest.mark.slow
 def test_cli_says_that_a_run_went_on_as_particles_after_its_hand_off(tmp_path, capsys):
     """`meanfield-pde run` of a hand-off case reports "(PDE, weighted particles from t = t_h)";
     found: it said "(PDE)" for a run whose end is particles."""
@@ -380,6 +386,7 @@ def two_clusters(tmp_path_factory):
     return path, run(c, path, progress=False)
 
 
+@pytest.mark.slow
 def test_two_clusters_merge_once_within_the_snapshot_bracket_of_the_closed_form(two_clusters):
     """Once both clusters are Diracs (radius <= 1e-6) their centres follow the two-cluster ODE
     exactly, so the closed form T_θ (theory.clusters.merge_time, θ the run's linkage angle)
@@ -398,6 +405,7 @@ def test_two_clusters_merge_once_within_the_snapshot_bracket_of_the_closed_form(
     assert np.all(after.n_clusters.values == 1) and np.all(after.cluster_id.values[:, 0] == event.child)
 
 
+@pytest.mark.slow
 def test_plot_of_a_hand_off_run_draws_the_staircase_figure(two_clusters, tmp_path):
     """`meanfield-pde plot` (save_figure) on a hand-off run draws plot_handoff: maps at the start
     of each plateau (the hand-off and after the merge), energy and clusters against log t and
@@ -416,6 +424,7 @@ def test_plot_of_a_hand_off_run_draws_the_staircase_figure(two_clusters, tmp_pat
     assert out.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["sa_beta10_staircase", "usa_beta10_staircase", "sa_two_clusters_handoff"])
 def test_named_hand_off_cases_hand_off_in_a_short_version(name, tmp_path):
     """Each named hand-off case, cut to lmax = 31 and a short horizon, hands off and goes on as
@@ -450,6 +459,7 @@ def disc_centres(fig) -> list[np.ndarray]:
     return out
 
 
+@pytest.mark.slow
 def test_each_disc_of_the_hand_off_figure_is_centred_on_its_own_clusters(two_clusters):
     """Issue 35: every disc was centred on the final cluster, so the early clusters sat on the
     rim (here the light one at 77° from the centre, where the disc shows it edge-on). The disc of
@@ -475,6 +485,7 @@ def test_each_disc_of_the_hand_off_figure_is_centred_on_its_own_clusters(two_clu
     assert np.arccos(np.clip(centres[-1] @ merged, -1, 1)) <= spacing
 
 
+@pytest.mark.slow
 def test_the_cluster_count_axis_of_the_hand_off_figure_has_whole_number_ticks(two_clusters):
     """Issue 35: the axis of the number of clusters (1 and 2 here) had ticks at 1.2, 1.4, ..."""
     from meanfield_pde.plotting.handoff_plot import plot_handoff
@@ -504,6 +515,7 @@ def test_smallest_cap_centre_holds_every_point_as_near_the_centre_as_possible():
     assert smallest_cap_centre(p[:1])[1] == pytest.approx(0.0, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
     """benchmarks/handoff_tokens.py end to end at a tiny size (its numbers: docs/user-guide/handoff.md)."""
     path, _ = two_clusters
@@ -518,6 +530,7 @@ def test_token_comparison_script_runs_on_a_hand_off_run(two_clusters):
     assert proc.returncode == 2 and "--matched-pde: needs a perturbed_uniform case" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_token_comparison_script_prints_the_matched_pde_runs(sa_run):
     """--matched-pde: per seed the hand-off run from the seed's degrees <= 6, beside the tokens."""
     path, _ = sa_run
@@ -608,6 +621,7 @@ def test_log_snapshots_after_a_hand_off_keep_every_decade_however_long_the_run(l
     assert len(absolute) >= per_decade * decades
 
 
+@pytest.mark.slow
 def test_the_particle_phase_shows_a_progress_bar_over_its_snapshots(tmp_path, capsys):
     """After the hand-off the run goes on for minutes (log-spaced snapshots to t = 1e9): the
     user sees a bar over those snapshots with t and the cluster count, as the PDE phase has
@@ -694,6 +708,7 @@ run(from_dict(%r, name="two"), sys.argv[1], progress=False)
 """
 
 
+@pytest.mark.slow
 def test_a_hand_off_run_killed_after_a_merge_keeps_the_merge_in_its_file(tmp_path):
     """The merge events were global attributes written when the run ended: a run killed by
     SIGKILL (or a machine that died) lost every merge although its snapshots were on disk. They
@@ -742,6 +757,7 @@ def two_near_uninterrupted(tmp_path_factory):
     return run(from_dict(TWO_NEAR, name="two"), tmp_path_factory.mktemp("two") / "two.nc", progress=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["this", "older"])
 def test_a_hand_off_run_killed_after_its_hand_off_resumes_to_the_uninterrupted_counters_and_trigger(
         tmp_path, two_near_uninterrupted, version):
@@ -781,6 +797,7 @@ def test_a_hand_off_run_killed_after_its_hand_off_resumes_to_the_uninterrupted_c
     verify_checksums(path, "resumed hand-off run")
 
 
+@pytest.mark.slow
 def test_a_file_with_merges_as_attributes_is_read_and_resumed_in_its_own_layout(tmp_path, monkeypatch):
     """A file begun before the per-snapshot merge variables (merges as global attributes at the
     end) is resumed without them (its records have no room for them) and gets its merges as

@@ -98,6 +98,7 @@ def test_a_resume_through_a_hard_link_is_refused_while_a_run_writes_the_file(
     assert_same_numbers(reference, run_file)
 
 
+@pytest.mark.slow
 def test_a_new_run_claims_its_file_from_its_first_snapshot_until_it_ends(reference, tmp_path):
     """A run (the reference run's first snapshots, as its loop appends them) that has written
     its first snapshot: another process resuming the file through a hard link is refused
@@ -126,6 +127,7 @@ def test_a_new_run_claims_its_file_from_its_first_snapshot_until_it_ends(referen
     assert_same_numbers(reference, out)
 
 
+@pytest.mark.slow
 def test_readers_of_a_file_being_written_are_not_blocked(run_file, tmp_path):
     """plot, compare (of the file and a hard link of it: two names of one file in one command)
     and xarray read the file while a live run writes it."""

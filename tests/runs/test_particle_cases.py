@@ -49,6 +49,7 @@ def test_particle_run_has_the_pde_names(tmp_path):
     assert ds.mass.values == pytest.approx(1.0, rel=(300 + 3) * EPS)
 
 
+@pytest.mark.slow
 def test_particles_mode_from_the_cli(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", "particles_sa_noisy",
                            "--set", "run.kind=particles", "--set", "particles.n=200",
@@ -58,6 +59,7 @@ def test_particles_mode_from_the_cli(tmp_path):
     assert (tmp_path / "t.nc").is_file() and (tmp_path / "t.png").is_file()
 
 
+@pytest.mark.slow
 def test_usa_beta4_merge_agrees_within_sampling_error(tmp_path):
     n = 300
     _, runs = run_cli(tmp_path, "particles_usa_beta4_vmf", f"particles.n={n}", "time.t_end=0.4",
@@ -70,6 +72,7 @@ def test_usa_beta4_merge_agrees_within_sampling_error(tmp_path):
     assert 0.5 < ratio0 < 2.0
 
 
+@pytest.mark.slow
 def test_sa_beta5_uniform_sampling_noise_grows_at_sigma_l_star(tmp_path):
     """The particles' own fluctuations are amplified at the PDE's growth rates: the
     PDE-particle distance on l = 3 grows roughly like e^{σ_3 t} in the linear phase."""
@@ -83,6 +86,7 @@ def test_sa_beta5_uniform_sampling_noise_grows_at_sigma_l_star(tmp_path):
     assert 0.5 * sigma3 < rate < 1.5 * sigma3, (rate, sigma3)
 
 
+@pytest.mark.slow
 def test_noisy_sa_agrees_within_sampling_error(tmp_path):
     n = 300
     _, runs = run_cli(tmp_path, "particles_sa_noisy", f"particles.n={n}", "time.t_end=0.5",

@@ -93,6 +93,7 @@ CASES = [("run", [".o.nc.lock"], "refused"), ("run", [".o.png.lock"], "refused")
 OVERWRITE = {"run", "plot", "animate", "compare", "limits"}  # the commands with --overwrite
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, planted, outcome", [
     pytest.param(c, p, o, id=f"{c}:{'+'.join(p)}",  # a whole sweep: over 10 s on a busy machine
                  marks=pytest.mark.slow if (c, o) == ("sweep", "replaced") else ())

@@ -85,6 +85,7 @@ def assert_clean_snapshots(ds: xr.Dataset, every: float) -> int:
     return n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signame", ["SIGKILL"] * 2 + ["SIGINT", "SIGTERM"])
 def test_a_killed_run_leaves_a_readable_file_with_its_snapshots(signame, tmp_path):
     out = tmp_path / "run.nc"
@@ -108,6 +109,7 @@ def test_a_killed_run_leaves_a_readable_file_with_its_snapshots(signame, tmp_pat
         assert n >= 1
 
 
+@pytest.mark.slow
 def test_a_killed_particle_run_leaves_a_readable_file(tmp_path):
     out = tmp_path / "particles.nc"
     proc = start(out, PARTICLE_CASE, PARTICLE_SETS + ["time.t_end=1000", "run.kind=particles"])
@@ -127,6 +129,7 @@ def _same_on(reference: xr.Dataset, resumed: xr.Dataset, names) -> None:
         np.testing.assert_array_equal(r[name].values, reference[name].values, err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGKILL"])
 def test_pde_resume_equals_the_uninterrupted_run_bitwise(signame, tmp_path):
     # t_end = 10: ~1000 steps after the first snapshot, so that a signal sent 0-0.3 s later
@@ -148,6 +151,7 @@ def test_pde_resume_equals_the_uninterrupted_run_bitwise(signame, tmp_path):
         _same_on(reference, resumed, ["coef_real", "coef_imag", "density", "energy", "free_energy"])
 
 
+@pytest.mark.slow
 def test_particle_resume_equals_the_uninterrupted_run_bitwise(tmp_path):
     sets = PARTICLE_SETS + ["time.t_end=2", "run.kind=particles"]
     reference = run_particles(load_case(PARTICLE_CASE, sets))
@@ -195,6 +199,7 @@ def test_adaptive_resume_agrees_to_the_step_tolerance(tmp_path):
     assert 0 < diff <= 1e-6 * size
 
 
+@pytest.mark.slow
 def test_resume_extends_a_completed_run(tmp_path):
     out = tmp_path / "run.nc"
     meanfield_pde.run(load_case(PDE_CASE, PDE_SETS + ["time.t_end=0.2"]), out, progress=False)
@@ -207,6 +212,7 @@ def test_resume_extends_a_completed_run(tmp_path):
         assert "t_end = 0.4" in ds.attrs["case"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setup,args,fragments", [
     ("none", ["--resume", "missing.nc"], ["--resume", "missing.nc", "does not exist"]),
     ("completed", ["--resume", "run.nc"], ["completed", "time.t_end"]),
@@ -233,6 +239,7 @@ def test_resume_errors_are_user_errors_and_change_nothing(setup, args, fragments
 
 # -- overwriting ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_an_existing_output_needs_overwrite_and_is_replaced_only_when_complete(tmp_path):
     out = tmp_path / "run.nc"
     meanfield_pde.run(load_case(PDE_CASE, PDE_SETS + ["time.t_end=0.1"]), out, progress=False)
@@ -313,6 +320,7 @@ def test_particle_nan_stops_with_a_status_and_a_clean_file(tmp_path, monkeypatch
         assert_clean_snapshots(saved, 0.05)
 
 
+@pytest.mark.slow
 def test_lost_resolution_exits_3_with_a_readable_file(tmp_path):
     proc = cli("run", "sa_beta10_noisy", "--output", "lost.nc", "--no-plot", "-q",
                "--set", "model.nu=0", "--set", "domain.lmax=15", "--set", "time.t_end=40",
@@ -344,6 +352,7 @@ def test_reruns_are_bitwise_identical_and_record_their_provenance(tmp_path):
     assert particles[0].attrs["seed"] == load_case(PARTICLE_CASE).particles.seed
 
 
+@pytest.mark.slow
 def test_a_file_being_written_cannot_be_resumed_by_another_process(tmp_path):
     out = tmp_path / "run.nc"
     proc = start(out, ENDLESS_CASE, PDE_SETS + ["time.t_end=1e4"])
@@ -358,6 +367,7 @@ def test_a_file_being_written_cannot_be_resumed_by_another_process(tmp_path):
         assert out.stat().st_size >= before
 
 
+@pytest.mark.slow
 def test_fixed_steps_land_exactly_on_the_output_times_and_a_completed_run_is_not_resumed(tmp_path):
     """dt = 0.02 does not divide 1 exactly in binary: t must still be 1, 2, ... (no drift)."""
     out = tmp_path / "run.nc"

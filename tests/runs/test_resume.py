@@ -273,6 +273,7 @@ def test_a_stop_that_does_not_recur_is_still_sent_to_resume(tmp_path, capsys, mo
 # Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
 # tests/test_input_safety.py).
 
+@pytest.mark.slow
 def test_resume_in_a_read_only_folder_exits_2_and_leaves_the_file(tmp_path):
     """A read-only bind mount (the tests run as root, for whom chmod does not stop writes)."""
     import subprocess

@@ -220,6 +220,7 @@ def test_a_zonal_file_without_the_grid_density_reads_and_resumes(tmp_path):
 # Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
 # tests/test_input_safety.py).
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [3_000_000_000, 2**64 + 5])
 def test_integer_attributes_and_the_case_keep_their_exact_value(tmp_path, seed):
     from meanfield_pde.runs.config import from_dict, parse_toml

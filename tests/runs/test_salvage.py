@@ -111,6 +111,7 @@ def test_damage_it_cannot_cut_around_is_refused_and_the_file_untouched(spoil, fr
     assert sorted(p.name for p in run_file.parent.iterdir()) == ["run.nc"]
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_any_flipped_bit_is_refused_untouched_or_cut_and_continued_to_the_same_numbers(reference, data):

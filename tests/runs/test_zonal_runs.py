@@ -166,6 +166,7 @@ def zonal_run(tmp_path_factory):
     return path.with_suffix(".nc")
 
 
+@pytest.mark.slow
 def test_a_zonal_run_file_has_density_of_t_and_gegenbauer_coefficients(zonal_run):
     """Issue 35: the grid dimension was named ``t``, which is ⟨x, e⟩, not time; read back from
     disk it is ``cos_polar_angle`` with CF attributes (a pure number, the cosine of the polar
@@ -201,6 +202,7 @@ def test_a_zonal_run_file_has_density_of_t_and_gegenbauer_coefficients(zonal_run
         assert ratio[-1] > 1.5  # grew
 
 
+@pytest.mark.slow
 def test_a_zonal_run_plots(zonal_run, tmp_path):
     out = tmp_path / "z.png"
     proc = cli("plot", zonal_run, "--output", out, cwd=tmp_path)
@@ -208,6 +210,7 @@ def test_a_zonal_run_plots(zonal_run, tmp_path):
     assert out.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_a_zonal_run_resumes_to_a_later_time(zonal_run, tmp_path):
     """--resume continues from the last snapshot with the stored d: the times extend and the
     degree-2 coefficient keeps growing at σ_2."""
@@ -259,6 +262,7 @@ def test_limit_models_use_the_eigenvalues_of_s_d_minus_1(d):
     assert np.all(np.abs(usa - (2 * eig - eig**2 / 50.0)) <= 2 * EPS * (2 * eig + eig**2 / 50.0))
 
 
+@pytest.mark.slow
 def test_case_zonal_vmf_collapse_d128(tmp_path):
     """The vMF starts with mean t = A_128(κ) = I_64(κ)/I_63(κ), κ = 22.6 (Mardia & Jupp); SA
     attention raises it with E non-decreasing and the mass 1 to round-off (shortened to 0.2)."""
@@ -280,6 +284,7 @@ def test_case_zonal_vmf_collapse_d128(tmp_path):
         assert np.all(ds.mass.values == 1.0)
 
 
+@pytest.mark.slow
 def test_case_zonal_usa_noisy_d32(tmp_path):
     """Below ν_1 the degree-1 part (the order parameter ∫ t f dσ̄ = f_1/√d) grows at σ_1 of the
     linear theory in d = 32, and the free energy never increases (shortened to t = 10)."""
@@ -295,6 +300,7 @@ def test_case_zonal_usa_noisy_d32(tmp_path):
         assert np.all(np.diff(F) <= err[1:] + err[:-1])
 
 
+@pytest.mark.slow
 def test_a_zonal_noise_sweep_continued_in_nu_has_its_pitchfork_at_nu1(tmp_path):
     """Sweep with continuation on sphere_zonal (d = 8): noisy USA, β = 1, ν up from a cluster; the
     stationary |m|² vanishes linearly at ν_1(1, 8) = λ̄_1(1)/1 = 0.1314 of the linear theory
@@ -320,6 +326,7 @@ def test_a_zonal_noise_sweep_continued_in_nu_has_its_pitchfork_at_nu1(tmp_path):
 # Found by trying the zonal transition sweeps, the zonal collapse cases, the monitor's rounding
 # allowance and ROS34PW2 as a new user would (was tests/test_review_findings.py).
 
+@pytest.mark.slow
 def test_zonal_lmax_too_large_for_the_dimension_is_a_user_error(tmp_path):
     """`run zonal_vmf_collapse_d512 --set domain.lmax=1023`: a traceback ending in ValueError
     and exit 1 (the Gegenbauer basis overflows at the outer nodes in d = 512). Now exit 2 with

@@ -125,6 +125,7 @@ def test_l2_distance_scales_like_inverse_sqrt_n(sphere_runs):
     assert float(both.sliced_wasserstein[0]) < 2 * float(both.sliced_wasserstein_floor)
 
 
+@pytest.mark.slow
 def test_sliced_wasserstein_near_its_floor_and_far_for_a_rotated_cloud(sphere_runs, comparison):
     pde, g, particles = sphere_runs
     r = comparison
@@ -158,6 +159,7 @@ def test_wasserstein_distances_against_closed_forms():
     assert 0.0 < d <= 0.2 + 1e-9
 
 
+@pytest.mark.slow
 def test_comparison_figure_is_written(sphere_runs, comparison, tmp_path):
     pde, _, particles = sphere_runs
     out = save_comparison_figure(pde, particles, comparison, tmp_path / "cmp.png")
@@ -167,6 +169,7 @@ def test_comparison_figure_is_written(sphere_runs, comparison, tmp_path):
     assert out.exists()
 
 
+@pytest.mark.slow
 def test_circle_particles():
     pde = run(make_config(model={"kind": "USA", "beta": 1.0}, domain={"manifold": "circle", "lmax": 32},
                           initial={"type": "von_mises_fisher", "centres": [[1.0, 0.0]],

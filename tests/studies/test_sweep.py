@@ -173,6 +173,7 @@ def test_continuation_along_a_key_that_changes_the_state_size_is_refused(case, k
 
 # -- acceptance 1 and 2 ------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sweep_localcluster_kill_and_resume(tmp_path):
     """40 points on a LocalCluster of 2 workers; SIGKILL mid-way; the re-run computes only the rest."""
     case = tmp_path / "kura.toml"
@@ -206,6 +207,7 @@ def _dask_cmd():
     return [exe] if os.path.exists(exe) else [sys.executable, "-m", "dask"]
 
 
+@pytest.mark.slow
 def test_sweep_on_dask_scheduler_and_two_workers(tmp_path):
     """The same sweep against `dask scheduler` + two `dask worker` processes started here."""
     case = tmp_path / "kura.toml"
@@ -248,6 +250,7 @@ def test_sweep_on_dask_scheduler_and_two_workers(tmp_path):
                 p.wait()
 
 
+@pytest.mark.slow
 def test_failed_point_is_recorded_and_retried(tmp_path, cluster):
     """A point that raises on its worker is recorded (status, stop_reason, traceback, NaN finals)
     while the others complete, and is computed again by the next run of the sweep. The fault
@@ -272,6 +275,7 @@ def test_failed_point_is_recorded_and_retried(tmp_path, cluster):
 
 # -- acceptance 3: the noise transition --------------------------------------------------------
 
+@pytest.mark.slow
 def test_noise_beta1_continuous_transition_at_i1(tmp_path, cluster):
     """β = 1: |m|² linear in ν_c − ν and ν_c within 1% of i_1(1) (short phase_noise_beta1)."""
     config = load_case("phase_noise_beta1", {"domain.lmax": 12, "sweep.directions": ["up"]})
@@ -289,6 +293,7 @@ def test_noise_beta1_continuous_transition_at_i1(tmp_path, cluster):
     assert np.all(up.order_parameter.values[nu > nu1 + 0.002] < 1e-3)  # uniform above ν_1
 
 
+@pytest.mark.slow
 def test_noise_beta3_hysteresis_and_clustered_state_above_nu1(tmp_path, cluster):
     """β = 3: up (from a cluster) and down (towards uniform) differ at ν > i_1(3)/3, where the
     uniform density is linearly stable; the clustered state there solves f ∝ exp(Φ/(βν))."""
@@ -319,6 +324,7 @@ def test_noise_beta3_hysteresis_and_clustered_state_above_nu1(tmp_path, cluster)
 
 # -- acceptance 4 and 5 ------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_circle_cluster_count_is_k_star(tmp_path, cluster):
     """β = 2, 5, 7 on the circle: clusters of the first metastable state = k* = argmax k² I_k(β)/I_0(β)."""
     config = load_case("phase_clusters_circle")
@@ -330,6 +336,7 @@ def test_circle_cluster_count_is_k_star(tmp_path, cluster):
         assert ds.clusters.sel(beta=beta).values.tolist() == [k_star, k_star], beta
 
 
+@pytest.mark.slow
 def test_token_transition_d128_on_equiangular_prediction(tmp_path, cluster):
     """n = 32 SA tokens in d = 128: the time the pair fraction passes 1/2 lies within one
     (Δt, Δβ) cell of the equiangular ρ(t) = 0.999 from ρ0 = 0 (solved here with solve_ivp)."""
@@ -358,6 +365,7 @@ def test_token_transition_d128_on_equiangular_prediction(tmp_path, cluster):
         assert abs(t_meas - t_star(b)) < 1.5, (b, t_meas, t_star(b))
 
 
+@pytest.mark.slow
 def test_sphere_cluster_count_beside_l_star(tmp_path, cluster):
     """Sphere (short phase_clusters_sphere): β = 2 forms l* = 2 clusters; at β = 10 (l* = 4) the
     first metastable state has more clusters than at β = 2 and at least l*."""
@@ -372,6 +380,7 @@ def test_sphere_cluster_count_beside_l_star(tmp_path, cluster):
     assert counts[1] >= l_star[10.0] and counts[1] > counts[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     (["--grid", "model.bta=[1,2]"], "model.bta: unknown key (did you mean 'beta'?)"),
     (["--grid", "model.nu=[0.3]", "--output", "x.nc"], "must be a folder"),

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 import xarray as xr
 
 CASE = """\
@@ -61,6 +62,7 @@ def _interrupted_sweep(tmp_path, send):
     return proc, "".join(lines) + rest, err, out
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_finished_points_exits_3_and_leaves_no_warnings(tmp_path):
     # "Ctrl-C" as the terminal sends it: SIGINT to every process of the group
     proc, stdout, err, out = _interrupted_sweep(tmp_path, lambda pid: os.killpg(pid, signal.SIGINT))
@@ -73,6 +75,7 @@ def test_ctrl_c_keeps_the_finished_points_exits_3_and_leaves_no_warnings(tmp_pat
         assert ds.attrs["interrupted"] == 1 and ds.attrs["failed"] == 0
 
 
+@pytest.mark.slow
 def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
     # `kill PID` (SIGTERM, also what batch systems and timeouts send) to the sweep's process
     # only: before, the sweep died at once (exit -15, no sweep.nc, no line saying so)

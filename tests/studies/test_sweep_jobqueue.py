@@ -68,6 +68,7 @@ def test_bad_queue_options_name_the_flag(kwargs, flag):
         JobQueue(**kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     (["--jobqueue", "slurm", "--walltime", "forever"], "--walltime"),
     (["--jobqueue", "slurm", "--jobs", "0"], "--jobs"),
@@ -82,6 +83,7 @@ def test_sweep_queue_flags_are_checked_before_work(tmp_path, args, words):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_sweep_through_the_local_jobqueue(tmp_path):
     """--jobqueue local: the workers are started by the job scripts dask-jobqueue writes (as
     local processes instead of sbatch), and the sweep completes with the same numbers as the

@@ -194,6 +194,7 @@ def test_a_range_count_of_thousands_of_digits_is_refused_naming_its_size():
 # Issue 13, hostile or absurd input: one escaped line and exit 2, never a traceback (was
 # tests/test_input_safety.py).
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_sweep_point_names_are_lossless(x):

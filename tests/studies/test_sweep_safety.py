@@ -43,6 +43,7 @@ def cluster():
 
 # -- item 2: a point file counts only for the case it holds; names are lossless ----------------
 
+@pytest.mark.slow
 def test_changed_case_recomputes_points_instead_of_reusing_them(tmp_path, case, cluster):
     first = run_sweep(load_case(case), tmp_path / "out", scheduler=cluster, progress=False)
     assert first.attrs["skipped"] == 0
@@ -97,6 +98,7 @@ class _CrashPoint(WorkerPlugin):
         sw.run_point = run_point
 
 
+@pytest.mark.slow
 def test_killed_worker_is_recorded_as_failed_and_the_sweep_finishes(tmp_path, case, monkeypatch):
     import cloudpickle
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -168,6 +170,7 @@ def _listening(procs) -> set:
             if c.status == psutil.CONN_LISTEN}
 
 
+@pytest.mark.slow
 def test_another_process_cannot_submit_work_to_the_sweeps_scheduler(tmp_path, case, monkeypatch):
     import psutil
     real = sweep_module.dask_client
@@ -198,6 +201,7 @@ def test_another_process_cannot_submit_work_to_the_sweeps_scheduler(tmp_path, ca
 
 # -- item 12: one-line errors, before any folder is made ------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     (["--scheduler", "garbage"], "--scheduler 'garbage': must be tcp://HOST:PORT or tls://HOST:PORT"),
     (["--grid", "model.beta=1e:2:3"], "--grid model.beta = '1e:2:3': a range is start:stop:count"),
@@ -370,6 +374,7 @@ def test_absurd_worker_counts_are_refused_before_any_process_starts(tmp_path, ca
         run_sweep(load_case(str(case)), tmp_path / "out", workers=workers)
 
 
+@pytest.mark.slow
 def test_figure_held_by_another_process_at_the_end_keeps_the_sweeps_result(tmp_path, case, capsys):
     """`plot DIR/sweep.nc` (another process) drawing DIR/sweep.png just as the sweep ends: the
     sweep exited 2, a user error, after all its points; now sweep.nc stands, exit 0, and the
@@ -434,6 +439,7 @@ def _noise_sweep(grid):
     return plan_sweep(config, [grid], "model.nu")
 
 
+@pytest.mark.slow
 def test_sweep_rerun_on_a_shorter_chain_recomputes_continued_points(tmp_path):
     """`sweep --grid model.nu=0.3:0.4:3` then `--grid "model.nu=[0.3, 0.35]"` into the same folder:
     the downward chain now starts at 0.35 from the case's initial density, but the stored

@@ -37,6 +37,7 @@ def test_normalisation_schemes_case():
     assert gap10.sel(scheme="pre_ln") > 1e4 * gap10.sel(scheme="post_ln")
 
 
+@pytest.mark.slow
 def test_long_context_phase_case(tmp_path):
     out = tmp_path / "phase.nc"
     proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", "long_context_phase",

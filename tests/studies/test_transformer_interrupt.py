@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers import REPO as ROOT
 
 SCRIPT = """
@@ -53,6 +55,7 @@ def _wait_for_sigterm_handler(proc, timeout=120.0):
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_sigterm_stops_a_transformer_study_with_a_keyboard_interrupt(tmp_path):
     proc = _start([sys.executable, "-c", SCRIPT], tmp_path)
     assert proc.stdout.readline().strip() == "ready"
@@ -63,6 +66,7 @@ def test_sigterm_stops_a_transformer_study_with_a_keyboard_interrupt(tmp_path):
     assert "stopped by Interrupted SIGTERM" in stdout
 
 
+@pytest.mark.slow
 def test_the_command_line_says_interrupted(tmp_path):
     proc = _start([sys.executable, "-m", "meanfield_pde", "run", "normalisation_schemes",
                    "--set", "transformer.t_end=1e7", "--no-plot", "--output", "s.nc"], tmp_path)

@@ -71,6 +71,7 @@ def test_the_named_cases_sit_below_and_above_the_tricritical_beta(d):
         assert config.sweep.continuation == "model.nu" and config.sweep.directions == ["up", "down"]
 
 
+@pytest.mark.slow
 def test_d8_hysteresis_above_the_tricritical_beta_and_none_below(d8):
     """d = 8. β = 2β*: at ν = 1.1 ν_1 and 1.2 ν_1 (uniform linearly stable) the branch continued
     up from a cluster stays clustered (m > 0.8) while the branch coming down from 1.6 ν_1 (past
@@ -100,6 +101,7 @@ def test_d8_hysteresis_above_the_tricritical_beta_and_none_below(d8):
     assert 0.8 < up[0] ** 2 / (a * (nu1c - cont.nu.values[0])) < 1.0
 
 
+@pytest.mark.slow
 def test_the_transition_figure_draws_panels_per_dimension(d8, tmp_path):
     from meanfield_pde.plotting.phase import plot_zonal_transition
     fig = plot_zonal_transition([d8[0][0], d8[1][0]])
@@ -109,6 +111,7 @@ def test_the_transition_figure_draws_panels_per_dimension(d8, tmp_path):
     assert path.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_the_noise_figure_of_a_zonal_sweep_marks_nu1_of_its_dimension(d8):
     """The combined Dataset keeps d; the sweep's "noise" figure draws ν_1(β, 8) = 0.1709 (not the
     S² value i_1(β)/β = 0.4032) and names S^7."""

@@ -85,6 +85,7 @@ def pair_time_error(rho0, rho, w1, w2, kind, beta):
     return float(terms) * (4 * beta + 42) * EPS + float(quad_part)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["SA", "USA"])
 @pytest.mark.parametrize("beta", [0.0, 1.0, 5.0])
 @pytest.mark.parametrize("w", [(0.3, 0.7), (0.5, 0.5), (0.05, 0.95)])
@@ -97,6 +98,7 @@ def test_pair_time_matches_two_dirac_ode(kind, beta, w):
     np.testing.assert_allclose(two_dirac_rho(kind, beta, w, rho0, times), rhos, rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["SA", "USA"])
 @pytest.mark.parametrize("beta", [1.0, 10.0, 50.0])
 @pytest.mark.parametrize("w", [(0.3, 0.7), (0.5, 0.5)])
@@ -184,6 +186,7 @@ def test_merge_time_collapse_rate(kind):
     assert C.merge_time(0.999, w1, w2, kind, beta, angle=0.1) == 0.0
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(kind=st.sampled_from(["SA", "USA"]), beta=st.floats(0.0, 30.0),
        w1=st.floats(0.01, 1.0), w2=st.floats(0.01, 1.0),
@@ -231,6 +234,7 @@ def test_gram_rate_two_clusters_is_pair_rate(kind):
         assert rate[0, 0] == 0.0 and rate[1, 1] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["SA", "USA"])
 def test_solve_gram_matches_three_points_in_r3(kind):
     """Three clusters: the Gram ODE (no coordinates) and the points' ODE in R^3 agree."""
@@ -283,6 +287,7 @@ def test_usa_gram_rate_at_large_beta_is_the_pair_rate():
             assert got > 0
 
 
+@pytest.mark.slow
 def test_solve_gram_reaches_the_merged_state_at_long_times():
     """The gap decays at a rate ~ e^β: a stiff problem that took an explicit method minutes
     to t = 1e6 (and never reached 1e300). G → all ones: the two clusters merge."""

@@ -74,6 +74,7 @@ def test_direct_computation_matches_formula_to_1e10():
     assert np.abs(d - one_layer_inner_product(0.3, 1.6, 400)).max() <= tol
 
 
+@pytest.mark.slow
 def test_near_equiangular_random_inputs_within_sampling_error():
     n = 1500
     deviation = {}

@@ -52,6 +52,7 @@ def test_tricritical_beta_decreases_in_d_to_one_like_its_series():
     assert tricritical_beta(4096) - 1 == pytest.approx(2 / 4096, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_the_bracket_holds_in_every_dimension():
     """r(1) < 1/d < r(3) for d = 2 … 4096 (the brentq bracket), and the ratio has no 0/0 where
     I_{d/2}(β) underflows (d = 4096, β = 1e-3: r ≈ β/(d + 2))."""
