@@ -44,6 +44,7 @@ def run_cli(directory: Path, name: str, *sets: str, output: str | None = None) -
     return out
 
 
+# six whole runs of named cases through the command line: the tests that read them are slow
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """The files of a few short named cases, written by the command line."""
@@ -129,6 +130,7 @@ def test_fit_of_exact_exponentials_is_exact():
     assert local.min() <= r[1] <= local.max() and e[1] == pytest.approx(local.max() - local.min())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, degrees", [("sa", range(1, 9)), ("circle", range(1, 13)),
                                            ("zonal", [1])])
 def test_fitted_growth_rates_match_linear_theory_within_their_error_bound(runs, name, degrees):
@@ -155,6 +157,7 @@ def test_fitted_growth_rates_match_linear_theory_within_their_error_bound(runs, 
         assert np.all(np.isnan(fit.growth_rate.sel({dim: slice(max(degrees) + 1, None)})))
 
 
+@pytest.mark.slow
 def test_fitted_growth_rates_of_a_synthetic_run_give_its_rates(runs):
     """Coefficients set to f_lm(0) e^{σ t} on a run's Dataset: the fit returns σ to rounding
     and the theory column is that of the run's attributes."""
@@ -175,6 +178,7 @@ def test_fitted_growth_rates_of_a_synthetic_run_give_its_rates(runs):
     np.testing.assert_array_equal(fit.growth_rate_theory, growth_rates("SA", 5.0, 0.0, 47))
 
 
+@pytest.mark.slow
 def test_no_linear_window_is_a_clear_error(runs):
     """vMF clusters start far from uniform: fewer than 3 snapshots in the window."""
     ds = opened(runs["vmf"])
@@ -194,6 +198,7 @@ def _vmf(points, centres, weights, kappa):
                   * np.exp(kappa * (dots - 1)), axis=-1)
 
 
+@pytest.mark.slow
 def test_k_vmf_bumps_are_k_clusters_at_their_centres(runs):
     """Three vMF(κ = 30) bumps of weights 0.5, 0.3, 0.2 put on a run's grid: three clusters,
     heaviest first, each centre the grid point nearest the bump's centre: within the grid's
@@ -222,6 +227,7 @@ def test_k_vmf_bumps_are_k_clusters_at_their_centres(runs):
     assert np.all(np.diff(found.cluster_mass.values[0]) < 0)  # heaviest first: 0.5, 0.3, 0.2
 
 
+@pytest.mark.slow
 def test_von_mises_bumps_on_the_circle_and_a_zonal_cap(runs):
     """Circle: bumps at known angles found at the nearest grid angle (within Δθ/2). Zonal: a
     cluster around e is one cluster at the grid's largest ⟨x, e⟩."""
@@ -246,6 +252,7 @@ def test_von_mises_bumps_on_the_circle_and_a_zonal_cap(runs):
     assert float(cap[f"centre_{coord}"][0, 0]) == t.max()
 
 
+@pytest.mark.slow
 def test_circle_run_forms_k_star_clusters(runs):
     """circle_usa_beta5 at t = 2.55: none at the start, k* = 3 clusters at the angles of the
     linear instability θ_j = (2πj − arg μ̂_k*)/k*, within 2π/(8k*) as in
@@ -262,6 +269,7 @@ def test_circle_run_forms_k_star_clusters(runs):
     assert np.all(gap < 2 * np.pi / (8 * k_star)), (angles, predicted)
 
 
+@pytest.mark.slow
 def test_token_clusters_are_the_groups_at_their_centres(runs):
     """Two groups of 100 tokens from vMF(κ = 1e6) about e_x and e_y: two clusters of mass 1/2;
     each centre (normalised mean of m = 100 samples) is within 6/sqrt(κ m) of the true one
@@ -277,6 +285,7 @@ def test_token_clusters_are_the_groups_at_their_centres(runs):
     assert np.all(np.arccos(np.clip(best, -1, 1)) <= 6 / math.sqrt(1e6 * 100))
 
 
+@pytest.mark.slow
 def test_nothing_clusters_above_the_critical_noise(runs):
     ds = opened(runs["above"])
     assert int(ds.mf.cluster_centres().n_clusters.max()) == 0
@@ -287,6 +296,7 @@ def test_nothing_clusters_above_the_critical_noise(runs):
 
 # -- merges ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_token_diracs_merge_at_the_closed_form_time(runs):
     """Noise-free USA keeps each group of identical-law tokens a cluster; the two-Dirac ODE
     gives the time T_θ at which their centres come within θ = MERGE_ANGLE (theory.clusters,
@@ -309,6 +319,7 @@ def test_two_token_diracs_merge_at_the_closed_form_time(runs):
     assert float(merges.merge_mass[0]) == pytest.approx(1.0, rel=0, abs=200 * EPS)  # 200 terms 1/200
 
 
+@pytest.mark.slow
 def test_two_vmf_clusters_of_a_pde_run_merge_once(runs):
     """The clusters of vmf_two_clusters_merge: 2 until the merge, 1 after; one merge, found
     between the snapshots where the count drops, of the mass of the one cluster after it."""
@@ -327,6 +338,7 @@ def test_two_vmf_clusters_of_a_pde_run_merge_once(runs):
 
 # -- plateaus --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_plateaus_of_a_tanh_step_within_one_snapshot_interval(runs):
     """m(t) = 0.4 + 0.2 tanh((t − 15)/2) on snapshots Δt = 0.5 apart: |m'| = 0.1 sech² <= r
     for |t − 15| >= h = 2 arccosh(sqrt(0.1/r)); the difference quotient is m' at a point of
@@ -346,6 +358,7 @@ def test_plateaus_of_a_tanh_step_within_one_snapshot_interval(runs):
     assert float(found.plateau_value[1]) == pytest.approx(0.6, abs=0.2 * 1e-2)  # tanh > 0.99 there
 
 
+@pytest.mark.slow
 def test_the_merged_vmf_cluster_is_a_plateau(runs):
     ds = opened(runs["vmf"])
     found = ds.mf.plateau_times()
@@ -358,6 +371,7 @@ def test_the_merged_vmf_cluster_is_a_plateau(runs):
 
 # -- distances -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_distance_is_compare(runs):
     from meanfield_pde.analysis.compare import compare
     a, b = opened(runs["sa"]), opened(runs["above"])
@@ -372,6 +386,7 @@ def test_distance_is_compare(runs):
 
 # -- bad input -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("call", ["cluster_centres", "fitted_growth_rates", "merge_times",
                                   "plateau_times"])
 def test_not_a_run_is_refused_naming_what_is_missing(runs, call):
@@ -385,6 +400,7 @@ def test_not_a_run_is_refused_naming_what_is_missing(runs, call):
         getattr(ad, call)(42)
 
 
+@pytest.mark.slow
 def test_a_missing_variable_is_named(runs):
     ds = opened(runs["sa"])
     with pytest.raises(NotARunError, match="no variable 'coef_real', 'coef_imag', which the growth"):
@@ -408,6 +424,7 @@ def test_a_missing_variable_is_named(runs):
         ds.mf.distance(xr.Dataset({"x": ("a", [1.0])}))
 
 
+@pytest.mark.slow
 def test_a_run_without_stored_density_is_rebuilt(runs):
     """output.density = false: the peaks of the density synthesised from the coefficients."""
     ds = opened(runs["circle"])
