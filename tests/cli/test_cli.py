@@ -158,6 +158,7 @@ def test_version():
 
 # -- a real (tiny) run -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_run_exits_0_and_prints_the_path(tiny_run):
     d, proc = tiny_run
     assert proc.returncode == 0, proc.stderr
@@ -169,6 +170,7 @@ def test_run_exits_0_and_prints_the_path(tiny_run):
     assert "t=" not in proc.stderr and "%|" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_run_writes_a_readable_dataset(tiny_run):
     d, proc = tiny_run
     assert proc.returncode == 0, proc.stderr
@@ -196,6 +198,7 @@ def test_run_writes_a_readable_dataset(tiny_run):
         np.testing.assert_allclose(ds.mass, 1.0, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_run_writes_the_figure_next_to_the_file(tiny_run):
     d, proc = tiny_run
     assert proc.returncode == 0, proc.stderr

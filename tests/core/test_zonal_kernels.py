@@ -88,6 +88,7 @@ def test_normalised_multipliers_equal_the_defining_integral(d):
         assert np.all(np.abs(got - ref) <= bound), f"d={d} beta={beta}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", (2, 3, 4, 8, 64))
 def test_surface_measure_multipliers_equal_the_defining_integral(d):
     """e^{−β} λ_l = e^{−β} |S^{d−1}| λ̄_l, |S^{d−1}| = 2π^{d/2}/Γ(d/2) (representable for d <= 64)."""

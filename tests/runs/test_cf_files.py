@@ -111,6 +111,7 @@ def test_every_kind_of_file_passes_cfchecker(written, name):
     assert_cf(written / name)
 
 
+@pytest.mark.slow
 def test_sweep_point_files_pass_cfchecker(written):
     points = sorted((written / "sweep" / "points").glob("*.nc"))
     assert len(points) == 4
@@ -168,6 +169,7 @@ def test_text_coordinates_are_labels_and_come_back_as_an_index(tmp_path):
     assert_cf(tmp_path / "s.nc")
 
 
+@pytest.mark.slow
 def test_sweep_nc_read_back_selects_a_direction(written):
     """Issue 35: read back from disk, sweep.nc had no ``direction`` coordinate (the text was in
     ``direction_label``), so the docs' ``.sel(direction="up")`` raised KeyError."""
@@ -183,6 +185,7 @@ def test_sweep_nc_read_back_selects_a_direction(written):
             assert "scheme" in t.indexes and t.sel(scheme=str(t.scheme.values[0])).sizes
 
 
+@pytest.mark.slow
 def test_quantities_on_the_unit_sphere_carry_no_metre(written):
     """Issue 35: densities were in m-2 and weights in m2 (the unit sphere read as a sphere of
     1 m), while time was a pure number labelled "time [1]" by xarray. Every quantity of the
@@ -221,6 +224,7 @@ if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-n", "0", "-q"]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", KINDS)
 def test_every_number_has_units(written, name):
     """docs/user-guide/outputs.md (CF conventions): `units` and `long_name` on every variable. A comparison had none on its distances

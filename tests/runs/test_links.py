@@ -77,6 +77,7 @@ def hard_link(path: Path, folder: Path) -> Path:
     return folder / "link.nc"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [[], ["--drop-damaged"]])
 def test_a_resume_through_a_hard_link_is_refused_while_a_run_writes_the_file(
         run_file, reference, tmp_path, flags):

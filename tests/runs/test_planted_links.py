@@ -194,6 +194,7 @@ def test_a_fifo_at_a_lock_or_among_the_files_the_cleaning_reads_does_not_hang_a_
     assert (tmp_path / name).exists()
 
 
+@pytest.mark.slow
 def test_a_temporary_file_is_never_made_through_a_planted_link(tmp_path, monkeypatch):
     """The first name mkstemp tries is a link to the user's own file: mkstemp's O_EXCL refuses it
     and takes the next name; the output is written, the linked file unchanged. (Already so

@@ -59,6 +59,7 @@ def test_changed_case_recomputes_points_instead_of_reusing_them(tmp_path, case, 
             assert "t_end = 0.3" in run.attrs["case"]
 
 
+@pytest.mark.slow
 def test_close_grid_values_get_their_own_files(tmp_path, case, cluster):
     grid = ["model.nu=0.367879441:0.367879443:3"]
     plan = plan_sweep(load_case(case), grid)
@@ -212,6 +213,7 @@ def test_sweep_bad_arguments_exit_2_and_create_nothing(tmp_path, case, args, wor
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_sweep_into_a_folder_nobody_can_write_exits_2(tmp_path, case):
     proc = cli("sweep", case, "-o", "/proc/meanfield-sweep", cwd=tmp_path)  # even root cannot
     assert_user_error(proc, "cannot write in '/proc'")
@@ -231,6 +233,7 @@ def test_sweep_into_an_unwritable_folder_exits_2(tmp_path, case):
 
 # -- an initial state a single run refuses is refused for the whole sweep, before any worker ----
 
+@pytest.mark.slow
 def test_unresolved_initial_density_is_exit_2_before_any_worker(tmp_path, case):
     """A single `run` refuses [initial] that domain.lmax cannot resolve with one line (exit 2);
     the sweep failed every point on its workers instead (exit 3, every point 'failed')."""
@@ -241,6 +244,7 @@ def test_unresolved_initial_density_is_exit_2_before_any_worker(tmp_path, case):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grid, point", [
     (["initial.concentrations=[[1.0], [3000.0]]"], "_initial.concentrations=-3000.0-: "),
     (["domain.lmax=[4, 12]", "initial.concentrations=[[20.0]]"], "_domain.lmax=4_"),
@@ -288,6 +292,7 @@ def _sweep_file(tmp_path, case, blocked=False):
     return write_netcdf(ds, out / "sweep.nc")
 
 
+@pytest.mark.slow
 def test_plot_redraws_a_sweep_file(tmp_path, case, capsys):
     """`plot` said 'not a run of meanfield-pde' for the sweep's own file."""
     from meanfield_pde.cli.commands import main
@@ -411,6 +416,7 @@ def test_a_folder_in_place_of_the_sweeps_file_is_refused_before_any_point_runs(t
     assert sorted(p.name for p in out.iterdir()) == [name]  # no points/ : nothing ran
 
 
+@pytest.mark.slow
 def test_resume_of_a_sweep_point_says_what_the_file_is(tmp_path, case, capsys):
     """`run --resume DIR/points/P.nc` said "a netCDF-4 (HDF5) copy; only the netCDF-3 run files
     written by meanfield-pde can be continued": the point was written by meanfield-pde (a sweep

@@ -20,6 +20,7 @@ EXPECTED = {"post_ln": -2.0, "pre_ln": -2.0, "peri_ln": -2.0, "mix_ln": -2.0, "n
             "sqrt_scaling": -4.0}
 
 
+@pytest.mark.slow
 def test_normalisation_schemes_case():
     ds = run_study(load_case("normalisation_schemes"))
     assert list(ds.scheme.values) == list(EXPECTED)
