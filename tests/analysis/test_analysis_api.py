@@ -88,6 +88,7 @@ def _fresh(code: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_importing_the_package_registers_ds_mf_without_loading_xarray():
     """`import meanfield_pde` stays light; the accessor appears when xarray loads, whichever
     comes first, and xarray keeps its own loader (its resources still read)."""

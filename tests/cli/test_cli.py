@@ -295,6 +295,7 @@ def test_limit_run_is_reported_as_the_limit(tmp_path):
 # Issue 31, item 7, wrong advice or wrong words: each test failed on the main of that issue
 # (was tests/test_words.py).
 
+@pytest.mark.slow
 def test_output_names_with_control_characters_are_printed_escaped(tmp_path, capsys):
     """`wrote NAME` printed the name raw: the terminal was cleared and the line broken. Every
     line the command line prints goes through printable, as its errors did."""

@@ -75,6 +75,7 @@ def test_circle_rhs_reproduces_sigma_k(kind, beta, nu):
         assert abs(response[k].imag) <= 1e-10 * abs(sigma(kind, beta, nu, k)) + floor
 
 
+@pytest.mark.slow
 def test_noisy_kuramoto_uniform_stable_above_one_half():
     """Acceptance 2 (first half): ν = 0.6 > 1/2, r decays at σ_1 = 1/2 − ν."""
     ds = run(make_config(model={"kind": "USA", "beta": 0.0, "nu": 0.6},

@@ -250,6 +250,7 @@ def test_cli_limits_sa_backward_heat(tmp_path):
         check_sweep(ds.load(), "SA")
 
 
+@pytest.mark.slow
 def test_cli_limits_user_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "limits", "sa_backward_heat",
                            "--set", "model.nu=0.1", "--output", str(tmp_path / "x.nc")],

@@ -78,6 +78,7 @@ CASES = ([("sphere", k, b) for k in ("SA", "USA") for b in (2.0, 5.0, 10.0)]
          + [("circle", k, b) for k in ("SA", "USA") for b in (5.0, 7.0)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("amplitude", [1e-3, 1e-9, 1e-20])
 @pytest.mark.parametrize("manifold,kind,beta", CASES)
 def test_linear_phase_growth_with_default_tolerances(manifold, kind, beta, amplitude):

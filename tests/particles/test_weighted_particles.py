@@ -178,6 +178,7 @@ def test_merge_keeps_mass_and_barycentre():
     assert errs[1] / errs[0] == pytest.approx(1e-2, rel=0.3)  # second order in ε
 
 
+@pytest.mark.slow
 def test_plateau_steps_grow_by_orders_of_magnitude():
     """Two well-separated clusters (SA, β = 10, vMF κ = 200, masses 0.4/0.6, ρ0 = −0.3, 200 nodes):
     once the nodes of each cluster have merged (t ≈ 18) the steps grow by orders of magnitude

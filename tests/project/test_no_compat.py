@@ -125,6 +125,7 @@ OLD_PATH = re.compile(r"\bmeanfield_pde\.(" + "|".join(sorted(set(OLD_MODULES) -
                       + r")\b")
 
 
+@pytest.mark.slow
 def test_no_code_test_or_page_uses_an_old_module_path():
     """No import of the package, the tests, the benchmarks or the docs' code names an old path,
     and no page, docstring or comment of the package shows one."""
@@ -206,6 +207,7 @@ def test_a_study_without_its_run_kind_is_refused_by_the_rule_of_the_study():
         from_dict(data)
 
 
+@pytest.mark.slow
 def test_the_command_line_refuses_an_old_key_with_one_line(tmp_path):
     (tmp_path / "old.toml").write_text(TINY_TOML + '\n[particles]\nmode = "particles"\nn = 20\n')
     assert_user_error(cli("run", "old.toml", "-o", "p.nc", "-q", cwd=tmp_path),

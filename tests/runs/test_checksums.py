@@ -214,6 +214,7 @@ def test_every_array_of_a_netcdf4_output_has_fletcher32_and_a_flipped_byte_is_re
         assert not (tmp_path / "bad.png").exists()
 
 
+@pytest.mark.slow
 def test_random_flips_of_a_netcdf4_file_are_refused_or_change_nothing(tmp_path):
     """Seeded flips anywhere in a sweep-like netCDF-4 file: the checksum check refuses it, or what
     xarray then reads is exactly the good file (the flip hit unused bytes). On the original

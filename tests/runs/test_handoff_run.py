@@ -111,6 +111,7 @@ def test_run_hands_off_at_the_tail_trigger_and_records_it(sa_run):
     verify_checksums(path, "hand-off run")  # the handoff_* attributes sealed with the status
 
 
+@pytest.mark.slow
 def test_mass_is_conserved_exactly_through_both_phases(sa_run):
     """Spectral phase: the l = 0 coefficient is never changed by the divergence-form transport;
     particles: the weights are constants (Σ w_j rounded once per snapshot sum)."""
@@ -121,6 +122,7 @@ def test_mass_is_conserved_exactly_through_both_phases(sa_run):
     assert np.max(np.abs(c00 - 1.0)) <= n * EPS
 
 
+@pytest.mark.slow
 def test_energy_never_decreases_across_the_whole_run(sa_run):
     """Noise-free SA increases E_β (docs/mathematics/model.md (Energies)) in both phases; across the hand-off the
     Gauss quadrature is exact for E of the band-limited density (tests/particles/test_handoff.py), so only
@@ -132,6 +134,7 @@ def test_energy_never_decreases_across_the_whole_run(sa_run):
     assert e[phase == 1][0] > e[phase == 0][-1]
 
 
+@pytest.mark.slow
 def test_after_the_hand_off_the_variables_are_those_of_the_weighted_measure(sa_run):
     """Order parameter |Σ w x|, the coefficients Σ w conj(Y_lm) (mass 1, the first moment
     ∫ x dμ = √(4π/3) (Re/Im of c_11, c_10) in the orthonormal basis), and a smoothed density
@@ -155,6 +158,7 @@ def test_after_the_hand_off_the_variables_are_those_of_the_weighted_measure(sa_r
                   else after.spectral_tail.values > 1e-7)  # beyond the grid: why it handed off
 
 
+@pytest.mark.slow
 def test_a_compressed_hand_off_run_file_keeps_its_text_as_characters_and_passes_its_checks(sa_run, tmp_path):
     """output.format = "netcdf4-zlib" rewrites a finished run file as netCDF-4 (runfile.compress).
     A hand-off run's component label, stored as characters in the netCDF-3 file whose
@@ -247,6 +251,7 @@ def test_a_run_stopped_after_the_hand_off_keeps_a_valid_file_and_resumes_to_the_
     assert done.attrs["handoff_time"] == full.attrs["handoff_time"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("t_end", [None, 10.0])
 def test_resuming_a_completed_hand_off_run_says_to_run_it_again_with_a_larger_handoff_t_end(
         sa_run, t_end):
@@ -339,6 +344,7 @@ def test_bad_handoff_settings_are_refused_naming_the_field(change, match):
         from_dict(base)
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_noisy_handoff_with_exit_2_and_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", "sa_beta10_staircase",
                            "--set", "model.nu=0.01", "--output", str(tmp_path / "x.nc"), "-q"],
@@ -555,6 +561,7 @@ def token_script():
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which, args, message", [
     ("run", ["--times", "5"], r"--times 5: must be within \(0, 3\] and nearest to a snapshot after the hand-off"),
     ("run", ["--times", "1.5", "-1"], r"--times -1: must be within"),
@@ -887,6 +894,7 @@ def test_resuming_a_zonal_hand_off_file_left_by_older_code_is_refused_at_once(
     assert digest(path) == before and sorted(os.listdir(path.parent)) == listing  # no lock left
 
 
+@pytest.mark.slow
 def test_a_zonal_hand_off_file_left_by_older_code_still_plots(old_zonal_hand_off_file, capsys):
     """It holds the PDE phase, a zonal run: drawn as one (the hand-off figure failed on the
     missing lat/lon dims)."""

@@ -130,6 +130,7 @@ def test_a_link_planted_at_a_name_a_command_writes_is_never_written_through(
             assert (folder / rel).is_file() and not (folder / rel).is_symlink()
 
 
+@pytest.mark.slow
 def test_a_link_planted_at_a_point_files_lock_fails_that_point_naming_it(tmp_path, scheduler):
     """A point's lock file is claimed on a worker: the point fails (status names the lock file,
     exit 3 as for any failed point), sweep.nc keeps the record, the linked file is unchanged."""
@@ -172,6 +173,7 @@ WRITE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [".x.txt.lock", ".notes.lock", ".meanfield-pde.abcd1234.nc"])
 def test_a_fifo_at_a_lock_or_among_the_files_the_cleaning_reads_does_not_hang_a_writer(name, tmp_path):
     """A FIFO at the output's own lock file is refused (it was taken as the lock, then read by

@@ -253,6 +253,7 @@ def test_docs_and_help_name_the_flag():
     assert "drop it and every later one" in run.help
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [["--drop-damaged"], []])
 def test_a_resume_through_a_symbolic_link_is_refused_while_a_run_writes_its_target(
         run_file, tmp_path, flags):

@@ -298,6 +298,7 @@ def invalid_cases(draw) -> tuple[dict, str]:
     return data, f"{s}.{k}"
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=valid_cases())
 def test_random_valid_cases_run_and_write_readable_files(case, tmp_path_factory, capsys):

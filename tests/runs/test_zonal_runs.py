@@ -226,6 +226,7 @@ def test_a_zonal_run_resumes_to_a_later_time(zonal_run, tmp_path):
         assert ratio == pytest.approx(math.exp(1.5 * sigma2), rel=3e-3)
 
 
+@pytest.mark.slow
 def test_bad_dimension_is_a_one_line_cli_error(tmp_path):
     data = zonal_case(d=9000)
     path = tmp_path / "bad.toml"
