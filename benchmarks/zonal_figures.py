@@ -103,7 +103,7 @@ def pde_collapse(d: int, lmax: int, beta: float = COLLAPSE_BETA, t_end: float = 
             self.coefs.append(coef.real.copy())
 
     g = ZonalSphere(lmax, d)
-    model = MeanFieldModel(g, "SA", beta)
+    model = MeanFieldModel.funk_hecke(g, "SA", beta)
     c0 = vmf_zonal_coefficients(2.0 * math.sqrt(d), lmax, d).astype(complex)
     control = StepControl(IMEXRungeKutta.for_model(get_tableau("ARS443"), model), g, rtol=rtol)
     rec = Record()

@@ -57,7 +57,7 @@ def initial_state(g: ZonalSphere, law: str):
 def pde_states(g: ZonalSphere, u: np.ndarray, kind: str, beta: float, times) -> list:
     """The PDE's coefficients at ``times`` while the run stays resolved (the default [monitor]
     limits; the list stops at the first time it does not reach)."""
-    model = MeanFieldModel(g, kind, beta)
+    model = MeanFieldModel.funk_hecke(g, kind, beta)
     control = StepControl(IMEXRungeKutta.for_model(get_tableau("ARS443"), model), g, rtol=1e-9)
     monitor = ResolutionMonitor(g, 1e-6, 1e-3)  # the run's default [monitor] limits
     assert not monitor.check(u), f"the initial law is not resolved at L = {g.lmax}: {monitor.check(u)}"

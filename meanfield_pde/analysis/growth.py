@@ -67,13 +67,16 @@ def predicted_rates(attrs, lmax: int, circle: bool):
     """σ_l, shape (lmax+1,), in 1/time of the run, or (None, why) when linear theory of the
     mean-field equation does not apply (limit equations, rescaled time, unknown parameters).
 
-    attrs : the run's attributes (model, beta, nu, manifold, dimension, equation, time_unit);
+    attrs : the run's attributes (model, beta, nu, manifold, dimension, equation, time_unit;
+    heads: general attention, which has no such rates);
     circle : wavenumbers k of S¹ when the attributes name no manifold."""
     from ..theory.linear import growth_rates
     if str(attrs.get("equation", "mean_field")) not in ("mean_field", "particles"):
         return None, "no linear theory drawn for a large-β limit equation"
     if str(attrs.get("time_unit", "natural")) != "natural":
         return None, "no linear theory drawn in rescaled time"
+    if "heads" in attrs:  # the rates are those of Q = K = V = I (Funk–Hecke): not these heads'
+        return None, "no linear theory drawn for general attention heads"
     manifold = str(attrs.get("manifold", "circle" if circle else "sphere"))
     try:
         dimension = int(attrs["dimension"]) if manifold == "sphere_zonal" else None

@@ -63,8 +63,9 @@ def cluster_gap(geometry: ZonalSphere, density: np.ndarray) -> tuple[float, floa
 
 def moment_rate(model, coef: np.ndarray, oversample: int = 4) -> float:
     """d⟨t⟩/dt = ∫ (1 − t²) v(t) f̄ dσ̄ (module docstring) of the density ``coef`` (shape (L+1,)) of
-    a noise-free ``MeanFieldModel`` on a ZonalSphere, by the Gauss–Jacobi rule with
-    ``oversample`` times the model's nodes (noise adds ν∫ f Δt dσ̄ = −ν(d − 1)⟨t⟩: not included).
+    a noise-free ``MeanFieldModel`` on a ZonalSphere (its Funk–Hecke kernel's β and kind), by the
+    Gauss–Jacobi rule with ``oversample`` times the model's nodes (noise adds
+    ν∫ f Δt dσ̄ = −ν(d − 1)⟨t⟩: not included).
 
     Raises ValueError for a model not on ``sphere_zonal`` or with noise."""
     from ..core.kernels import gradient_multipliers, ratio_multipliers
@@ -74,12 +75,12 @@ def moment_rate(model, coef: np.ndarray, oversample: int = 4) -> float:
     fine = ZonalSphere(g.lmax, g.dimension, npoints=oversample * g.npoints)
     c = np.asarray(coef).real
     d = g.dimension
-    sa = model.kind == "SA"
+    sa, beta = model.kernel.normalised, model.kernel.beta
     # ∂_θ of the velocity potential (USA: Φ/β; SA: Φ/(βλ_0), divided by Φ/λ_0 below)
-    psi = gradient_multipliers(model.beta, g.lmax, "sphere_zonal", normalise=sa, dimension=d) * c
+    psi = gradient_multipliers(beta, g.lmax, "sphere_zonal", normalise=sa, dimension=d) * c
     v_theta = fine.gradient(psi)[0]
     if sa:
-        v_theta = v_theta / fine.synthesis(ratio_multipliers(model.beta, g.lmax, "sphere_zonal",
+        v_theta = v_theta / fine.synthesis(ratio_multipliers(beta, g.lmax, "sphere_zonal",
                                                              dimension=d) * c)
     # ⟨V, ∇t⟩ = V_θ ∂_θ t = −sin θ V_θ
     return float(fine.integrate(-fine.sin_theta * v_theta * fine.synthesis(c)))

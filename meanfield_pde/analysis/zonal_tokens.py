@@ -28,17 +28,10 @@ from ..core.checks import check_int, check_nonnegative
 from ..core.errors import ConfigError
 from ..core.geometry import ZonalSphere
 from ..core.geometry.zonal import gegenbauer_normalised
-from ..particles.sampling import make_rng, uniform_sphere, von_mises_fisher_mixture
+from ..particles.sampling import axis_vectors, make_rng, uniform_sphere, von_mises_fisher_mixture
 
 ANGLES = 20001      # polar angles of the CDF (trapezoid rule)
 QUANTILES = 20000   # atoms of the PDE law in W₁
-
-
-def axis_vectors(centres, dimension: int) -> np.ndarray:
-    """Zonal vMF centres [±1] → the unit vectors ±e in R^d (e the last axis), shape (K, d)."""
-    out = np.zeros((len(centres), dimension))
-    out[:, -1] = [1.0 if float(c[-1]) > 0 else -1.0 for c in centres]
-    return out
 
 
 def sample_vmf_tokens(n: int, dimension: int, centres, concentrations, weights=None,

@@ -74,8 +74,10 @@ import math
 
 import numpy as np
 
-from .attention import Head, check_heads
-from .checks import BETA_MAX, check_kind
+from .attention import (ATTENTION_ENERGY_DEFINITION, NO_ENERGY_NOTE, Head, as_schedule, check_heads,
+                        gradient_flow_head)
+from .checks import BETA_MAX, check_kind, check_number
+from .model_kinds import model_kind
 from .errors import ConfigError, NumericalFault
 
 TOL = 64 * float(np.finfo(float).eps)
@@ -217,6 +219,18 @@ def _real_harmonics(basis: _RealBasis, directions: np.ndarray) -> np.ndarray:
     return out
 
 
+def check_radius(head: Head, singular: np.ndarray | None = None) -> float:
+    """β‖A‖₂ of a head (``singular``: the singular values of A, if known), else ConfigError
+    when it exceeds 700: e^{β xᵀAy} reaches e^{β‖A‖₂}, finite in float64 below ~709."""
+    if singular is None:
+        singular = np.linalg.svd(head.A, compute_uv=False)
+    radius = head.beta * float(np.max(np.abs(singular)))
+    if radius > BETA_MAX:
+        raise ConfigError(f"head beta = {head.beta:g}: β‖A‖₂ = {radius:.4g} with A = QᵀK: must be "
+                          f"<= {BETA_MAX:g} (e^(β xᵀAy) reaches e^(β‖A‖), finite in float64 below ~709)")
+    return radius
+
+
 class HeadOperator:
     """One head's operator f ↦ coefficients of Q = e^{−ρ}Ψ(βAᵀx) (module docstring), built once.
 
@@ -248,10 +262,7 @@ class HeadOperator:
             raise ConfigError(f"head: dimension d = {head.d}: the kernel on S² needs 3×3 matrices")
         self.head = head
         self.u, self.d, self.w = proper_svd(head.A)
-        self.c = head.beta * float(np.max(np.abs(self.d)))
-        if self.c > BETA_MAX:
-            raise ConfigError(f"head beta = {head.beta:g}: β‖A‖₂ = {self.c:.4g} with A = QᵀK: must be "
-                              f"<= {BETA_MAX:g} (e^(β xᵀAy) reaches e^(β‖A‖), finite in float64 below ~709)")
+        self.c = check_radius(head, self.d)
         self.zero = self.c == 0.0
         self.tol = tol
         if self.zero:
@@ -395,6 +406,13 @@ class AttentionKernel:
     Attributes
     ----------
     operators : tuple of :class:`HeadOperator`; ``degree`` (max P over heads).
+    density : ndarray (nlat, nphi) or None
+        f on the grid at the last :meth:`flux`.
+    energy_definition : str or None
+        :data:`meanfield_pde.core.attention.ATTENTION_ENERGY_DEFINITION` where the flow has an
+        energy (:meth:`gradient_flow`), else None.
+    no_energy_reason : str or None
+        Why there is no energy (:data:`meanfield_pde.core.attention.NO_ENERGY_NOTE`), or None.
 
     Raises
     ------
@@ -421,6 +439,8 @@ class AttentionKernel:
         if self.heads[0].d != 3:
             raise ConfigError(f"heads: dimension d = {self.heads[0].d}: on S² the matrices are 3×3")
         self.normalisation = check_kind(normalisation)
+        self.normalised = model_kind(self.normalisation).normalised
+        self.tol = tol
         if not (isinstance(tol, float) and 16 * np.finfo(float).eps <= tol <= 1e-8):
             raise ConfigError(f"tol = {tol!r}: must be a float in [3.6e-15, 1e-08] (above the "
                               "rounding floor of the built operator, ~5ε)")
@@ -450,7 +470,15 @@ class AttentionKernel:
                 continue
             z = op.head.beta * (pts @ op.head.A)  # rows (βAᵀx)ᵀ = β xᵀA, (nlat, nphi, 3)
             self._rho.append((np.sum(z * z, axis=-1) + op.c ** 2) / (2.0 * op.c))
-        self._last = None
+        gradient = gradient_flow_head(self.heads) is not None
+        self.no_energy_reason = None if gradient else NO_ENERGY_NOTE
+        self.energy_definition = ATTENTION_ENERGY_DEFINITION if gradient else None
+        self.density = None
+        self._last = None  # v on the grid at the last flux
+
+    def __reduce__(self):
+        """Pickle by parameters (the operators are rebuilt)."""
+        return (AttentionKernel, (self.geometry, self.heads, self.normalisation, self.tol))
 
     # -- the contract ----------------------------------------------------------------------
     def velocity(self, coef: np.ndarray, density: np.ndarray | None = None
@@ -469,7 +497,7 @@ class AttentionKernel:
             n = fields[-3:]
             nt = sum(c * e for c, e in zip(n, self._etheta))
             np_ = n[0] * self._ephi[0] + n[1] * self._ephi[1]
-            if self.normalisation == "SA":
+            if self.normalised:
                 q = fields[0]
                 low = float(np.min(q))
                 if not low > 0.0:
@@ -481,11 +509,20 @@ class AttentionKernel:
                 scale = self._scale(i)
                 vt += nt * scale
                 vp += np_ * scale
-        self._last = (vt, vp)
         return vt, vp
 
+    def flux(self, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The flux −f v[f] on the grid, (θ, φ) components (each (nlat, nphi), new arrays), the
+        field whose divergence is the right-hand side −div(f v); f on the grid in ``density``.
+        Raises NumericalFault as :meth:`velocity`."""
+        self._last = None  # until this evaluation has succeeded
+        f = self.geometry.synthesis(coef)
+        vt, vp = self.velocity(coef, f)
+        self.density, self._last = f, (vt, vp)
+        return np.negative(f * vt), np.negative(f * vp)
+
     def speed_bound(self) -> float:
-        """max |v| on the grid at the last :meth:`velocity` (0 before the first)."""
+        """max |v| on the grid at the last :meth:`flux` (0 before the first)."""
         if self._last is None:
             return 0.0
         vt, vp = self._last
@@ -502,11 +539,8 @@ class AttentionKernel:
 
     def gradient_flow(self) -> Head | None:
         """The head when the flow is a gradient flow of E_A (one head, V = A = QᵀK symmetric,
-        exactly), else None."""
-        if len(self.heads) != 1:
-            return None
-        h = self.heads[0]
-        return h if np.array_equal(h.V, h.A) and np.array_equal(h.A, h.A.T) else None
+        exactly: :func:`meanfield_pde.core.attention.gradient_flow_head`), else None."""
+        return gradient_flow_head(self.heads)
 
     def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float | None:
         """E_A[f] = (1/2β) ∬ (e^{β xᵀAy} − 1) f(x) f(y) dσ dσ for one head with V = A symmetric
@@ -582,14 +616,14 @@ class AttentionKernel:
             mvec = np.array([math.sqrt(4.0 * math.pi) * float(moments[1][k][0].real) for k in (1, 2, 3)])
             n = v @ mvec
             shape = (g.nlat, g.nphi)
-            vals = ([np.full(shape, mass)] if (self.normalisation == "SA" or values_only) else [])
+            vals = ([np.full(shape, mass)] if (self.normalised or values_only) else [])
             return vals if values_only else vals + [np.full(shape, c) for c in n]
         if values_only:
             mix = np.array([[1.0, 0.0, 0.0, 0.0]])
         else:
             mix = np.zeros((3, 4))
             mix[:, 1:] = v
-            if self.normalisation == "SA":
+            if self.normalised:
                 mix = np.vstack([[1.0, 0.0, 0.0, 0.0], mix])
         out = op.apply(self._alm_in(op, moments), mix)
         return self._synthesise(op, out)
@@ -615,6 +649,151 @@ class AttentionKernel:
             nphi=np.full(nr, g.nphi, dtype=np.uintp), phi0=np.zeros(nr),
             ringstart=(np.arange(nr) * g.nphi).astype(np.uintp), spin=0)
         return [mp[0].reshape((g.nlat, g.nphi)) for mp in maps]
+
+
+RAMP_STEP = 0.1
+"""Default largest change of a head's β from one constant piece of a ramp to the next
+(:class:`ScheduledKernel`). Measured (SA, L = 21, ν = 0.02, one non-symmetric head, β from 1 to 4
+over t ∈ [0, 1], state at t = 1.2 against 128 pieces): the largest coefficient error is
+1.7e-3, 4.2e-4, 1.0e-4, 2.6e-5, 6.1e-6 for 2, 4, 8, 16, 32 pieces (ratios 4.1, 4.0, 4.1, 4.2:
+second order), i.e. ≈ 7.5e-4·Δβ² per unit of |f_00| with Δβ the change per piece; 0.1 gives
+~1e-5 relative at ~0.2 s per piece's kernel at L = 21 (a few right-hand sides' worth per step
+saved would not pay for building one kernel per Runge–Kutta stage)."""
+RAMP_STEP_MIN = 1e-4
+
+
+class ScheduledKernel:
+    """The kernel of heads that change with depth (a :class:`~meanfield_pde.core.attention.HeadSchedule`):
+    an :class:`AttentionKernel` of the heads in force, piece by piece in time.
+
+    A layer without a ramp is one piece. A layer whose β ramps linearly from ``start`` to
+    ``ramp_end`` is cut there into equal pieces, each with the heads at its midpoint, so that
+    no head's β changes by more than ``ramp_step`` from one piece to the next (then one piece to
+    the layer's end): the kernel is built once per piece, not once
+    per Runge–Kutta stage (a build costs ~10²–10³ right-hand sides). The pieces' ends are the
+    kernel's ``breaks``, where the time loop lands (:func:`meanfield_pde.numerics.solver.integrate`).
+
+    Error of the pieces (the midpoint rule): with u' = F(u, β(t)) and β̃ the pieces' midpoint
+    values, the difference of the two solutions is, to first order,
+    δ(T) = ∫ Φ(T, s) ∂_βF (β(s) − β̃(s)) ds (Φ the solution operator of the linearisation). On a
+    piece [m − h/2, m + h/2], β − β̃ = β'(s − m) is odd about m, so the piece contributes
+    (β' h³/12)·d/ds[Φ(T, s)∂_βF] at m + O(h⁵): summed over the ramp, δ = O(β' h² T_ramp), second
+    order in the piece width h (measured: ``RAMP_STEP``; tests/numerics/test_attention_pde.py: halving h
+    divides δ by 4).
+
+    Parameters
+    ----------
+    geometry : Sphere
+    heads : HeadSchedule, Head, sequence of Head or of Layer (3×3)
+    normalisation : {"SA", "USA"}
+    tol : float
+        As :class:`AttentionKernel`.
+    ramp_step : float in [1e-4, 700]
+        The largest change of a head's β between pieces of a ramp (``RAMP_STEP``; the lower
+        bound keeps a ramp across all of [0, 700] to 7·10⁶ pieces at most).
+
+    Attributes
+    ----------
+    schedule : HeadSchedule
+    pieces : tuple of (start, stop, heads)
+        stop = inf for the last.
+    breaks : tuple of float
+        The pieces' starts after t = 0.
+    kernel : AttentionKernel
+        The current piece's (:meth:`set_interval`).
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        As :class:`AttentionKernel`: the first piece's kernel is built here, every piece's heads
+        checked (:func:`check_radius`); ramp_step outside [1e-4, 700].
+    """
+
+    def __init__(self, geometry, heads, normalisation: str = "SA", tol: float = TOL,
+                 ramp_step: float = RAMP_STEP):
+        self.geometry, self.normalisation, self.tol = geometry, check_kind(normalisation), tol
+        self.ramp_step = check_number("ramp_step", ramp_step, RAMP_STEP_MIN, BETA_MAX)
+        self.schedule = as_schedule(heads)
+        self.pieces = schedule_pieces(self.schedule, self.ramp_step)
+        for _, _, heads in self.pieces:  # every piece's heads, before the first is built
+            for head in heads:
+                check_radius(head)
+        self.breaks = tuple(a for a, _, _ in self.pieces[1:])
+        gradient = gradient_flow_head(self.schedule) is not None
+        self.no_energy_reason = None if gradient else NO_ENERGY_NOTE
+        self.energy_definition = ATTENTION_ENERGY_DEFINITION if gradient else None
+        self._index = None
+        self.kernel: AttentionKernel | None = None
+        self.set_interval(0.0, self.breaks[0] if self.breaks else math.inf)
+
+    def __reduce__(self):
+        """Pickle by parameters (the current piece's kernel is rebuilt)."""
+        return (ScheduledKernel, (self.geometry, self.schedule, self.normalisation, self.tol,
+                                  self.ramp_step))
+
+    def set_interval(self, start: float, stop: float) -> None:
+        """The kernel of the piece that holds (start, stop) (an interval free of breaks; its
+        midpoint decides), built if it is not the current one."""
+        mid = 0.5 * (start + stop) if math.isfinite(stop) else start
+        index = max(i for i, (a, _, _) in enumerate(self.pieces) if a <= mid or i == 0)
+        if index != self._index:
+            self.kernel = None  # the previous piece's operators go before the next are built
+            self.kernel = AttentionKernel(self.geometry, self.pieces[index][2], self.normalisation, self.tol)
+            self._index = index
+
+    # -- the contract: the current piece's kernel ------------------------------------------
+    @property
+    def density(self):
+        """f on the grid at the last :meth:`flux` (the current piece's kernel's)."""
+        return self.kernel.density
+
+    def flux(self, coef: np.ndarray):
+        """:meth:`AttentionKernel.flux` of the current piece's heads."""
+        return self.kernel.flux(coef)
+
+    def velocity(self, coef: np.ndarray, density: np.ndarray | None = None):
+        """:meth:`AttentionKernel.velocity` of the current piece's heads."""
+        return self.kernel.velocity(coef, density)
+
+    def speed_bound(self) -> float:
+        """max |v| at the last :meth:`flux` of the current piece's kernel (0 before its first)."""
+        return self.kernel.speed_bound()
+
+    def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float | None:
+        """E_A for one constant head with V = A symmetric, else None (:meth:`AttentionKernel.energy`)."""
+        return self.kernel.energy(coef, density) if self.no_energy_reason is None else None
+
+    def energy_multipliers(self) -> None:
+        """None: not zonal."""
+        return None
+
+    def growth_rates(self) -> None:
+        """None: the uniform density is not stationary for general heads."""
+        return None
+
+
+def schedule_pieces(schedule, ramp_step: float = RAMP_STEP) -> tuple[tuple[float, float, tuple[Head, ...]], ...]:
+    """The pieces (start, stop, heads) of a :class:`~meanfield_pde.core.attention.HeadSchedule` in
+    which the heads are constant: one per layer without a ramp; a ramp of β cut into
+    ⌈max_h |β_end,h − β_h| / ramp_step⌉ equal pieces with the heads at each midpoint
+    (:class:`ScheduledKernel`), then the rest of its layer. The last stop is inf."""
+    layers = schedule.layers
+    out = []
+    for i, layer in enumerate(layers):
+        end = layers[i + 1].start if i + 1 < len(layers) else math.inf
+        cuts = [layer.start]
+        if layer.ramp_end is not None:
+            rise = max(abs(b - h.beta) for h, b in zip(layer.heads, layer.beta_end))
+            ramp_pieces = max(1, math.ceil(rise / ramp_step))
+            width = (layer.ramp_end - layer.start) / ramp_pieces
+            cuts += [c for c in (layer.start + k * width for k in range(1, ramp_pieces))
+                     if c < end] + ([layer.ramp_end] if layer.ramp_end < end else [])
+        cuts.append(end)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            ramp = layer.ramp_end is not None and a < layer.ramp_end
+            t = 0.5 * (a + min(b, layer.ramp_end)) if ramp else a
+            out.append((a, b, schedule.heads_at(t, (a, b) if math.isfinite(b) else None)))
+    return tuple(out)
 
 
 def _plan(lmax: int, nlat: int, nphi: int):

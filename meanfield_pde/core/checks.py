@@ -19,9 +19,10 @@ import stat
 import numpy as np
 
 from .errors import ConfigError
+from .model_kinds import MODEL_KINDS, model_kind
 
 BETA_MAX = 700.0  # e^β must stay finite in float64 (overflow at β ≈ 709.8)
-KINDS = ("SA", "USA")  # the attention kinds: softmax (SA) and unnormalised (USA)
+KINDS = tuple(MODEL_KINDS)  # the attention kinds (the registry's names): SA, USA
 
 
 def machine_memory() -> float:
@@ -198,5 +199,6 @@ def check_choice(name: str, value, choices) -> str:
 
 
 def check_kind(kind, name: str = "kind") -> str:
-    """The attention kind, "SA" or "USA", else ConfigError."""
-    return check_choice(name, kind, KINDS)
+    """The attention kind, a name of :data:`~meanfield_pde.core.model_kinds.MODEL_KINDS` ("SA",
+    "USA"), else ConfigError naming ``name`` and the kinds."""
+    return model_kind(kind, name).name

@@ -30,41 +30,62 @@ from scipy.special import ive
 
 from .checks import BETA_MAX, check_beta, check_dimension  # noqa: F401  (BETA_MAX: public here before)
 
+# One definition for every run (PDE, large-β limit, particles): the interaction energy
+# less the run-constant M²/(2β), continuous in β and finite at β = 0 (energy_multipliers).
+ENERGY_DEFINITION = ("E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ: the interaction energy less "
+                     "the constant M²/(2β) (M = mass); continuous in β, |∫ x f dσ|²/2 at β = 0")
+"""What the ``energy`` of a zonal run is (the ``description`` of its run-file variable)."""
+
 
 @runtime_checkable
 class InteractionKernel(Protocol):
     """What the mean-field model needs of the interaction: the contract of every kernel.
 
-    The model ∂_t f + div(f v[f]) = ν Δf (:mod:`meanfield_pde.numerics.models`) asks its kernel
-    for the velocity v[f] on the geometry's grid and, where they exist, for the structure that
-    the zonal formulas give today (energy, linearisation about the uniform density). A kernel
-    that has no such structure returns None: it is never computed with zonal formulas
-    (ARCHITECTURE §3, "Kernel × model"). SA and USA are the kernel's ``normalisation`` (whether
-    the velocity is divided by the potential), not a string the model tests.
+    The model ∂_t f + div(f v[f]) = ν Δf (:class:`meanfield_pde.numerics.models.MeanFieldModel`,
+    one class for every kernel) asks its kernel for the flux −f v[f] on the geometry's grid,
+    whose divergence it takes, and, where they exist, for the structure that the zonal formulas
+    give (energy, linearisation about the uniform density). A kernel that has no such structure
+    returns None: it is never computed with zonal formulas (ARCHITECTURE §3, "Kernel × model").
+    SA and USA are the kernel's ``normalisation`` (whether the velocity is divided by the
+    potential: :data:`meanfield_pde.core.model_kinds.MODEL_KINDS`), not a string the model tests.
 
-    Implemented by :class:`meanfield_pde.core.attention_kernel.AttentionKernel` (general heads
-    β_h, Q_h, K_h, V_h on S²) and by :class:`meanfield_pde.numerics.models.FunkHeckeKernel` (the
-    Funk–Hecke kernels of this module on the sphere, the circle and S^{d−1}, a face of
-    :class:`~meanfield_pde.numerics.models.MeanFieldModel`, which still holds these methods
-    itself: the model would take a kernel and keep the flux, the divergence and the implicit part).
+    Implemented by :class:`meanfield_pde.numerics.models.FunkHeckeKernel` (the Funk–Hecke kernels
+    of this module on the sphere, the circle and S^{d−1}), by
+    :class:`meanfield_pde.core.attention_kernel.AttentionKernel` (general heads β_h, Q_h, K_h,
+    V_h on S²) and by :class:`meanfield_pde.core.attention_kernel.ScheduledKernel` (heads that
+    change with depth: it adds ``breaks`` and ``set_interval``, which the model passes on).
 
     Attributes
     ----------
     geometry : Geometry
         Coefficients (geometry.ncoef,) in, grid arrays out.
     normalisation : {"SA", "USA"}
+    density : grid array
+        f on the grid at the last :meth:`flux`.
+    energy_definition : str or None
+        What :meth:`energy` is (the ``description`` of a run file's ``energy``); None: no energy.
+    no_energy_reason : str or None
+        Why there is no energy; None where there is one.
     """
 
     geometry: object
     normalisation: str
+    density: np.ndarray
+    energy_definition: str | None
+    no_energy_reason: str | None
+
+    def flux(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The flux −f v[f] on the grid, components as ``geometry.gradient`` ((θ, φ) on S², one
+        on S¹), from the coefficients (ncoef,) of f; f on the grid in ``density``. The arrays may
+        be the kernel's own, valid until its next call. Raises NumericalFault where v is not
+        defined (SA: a potential that is not positive)."""
 
     def velocity(self, coef: np.ndarray, density: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-        """v[f] on the grid, components as ``geometry.gradient`` ((v_θ, v_φ) on S², one on S¹),
-        from the coefficients (ncoef,) of f (and f on the grid if the caller has it). Raises
-        NumericalFault where v is not defined (SA: a potential that is not positive)."""
+        """v[f] on the grid, components as ``geometry.gradient``, from the coefficients (ncoef,)
+        of f (and f on the grid if the caller has it); new arrays. Raises as :meth:`flux`."""
 
     def speed_bound(self) -> float:
-        """max |v| on the grid at the last :meth:`velocity` (0 before the first): the CFL bound."""
+        """max |v| on the grid at the last :meth:`flux` (0 before the first): the CFL bound."""
 
     def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float | None:
         """The energy E[f] the noise-free flow never decreases (a gradient flow), or None when
@@ -75,9 +96,11 @@ class InteractionKernel(Protocol):
         diagonal in the basis (zonal kernels), else None."""
 
     def growth_rates(self) -> np.ndarray | None:
-        """σ_l of degree l about the uniform density, l = 0..L (the Jacobian diagonal of the
-        Rosenbrock steppers), or None when the uniform density is not a stationary state with a
-        per-degree linearisation (general heads)."""
+        """σ_l of degree l about the uniform density without noise, l = 0..L, or None when the
+        uniform density is not a stationary state with a per-degree linearisation (general
+        heads). The model adds its implicit part; the Rosenbrock-W preconditioner's diagonal is
+        min(σ_l, 0), the implicit part alone without them
+        (:meth:`meanfield_pde.numerics.imex_model.IMEXModel.jacobian_diagonal`)."""
 
 
 def scaled_multipliers(beta: float, lmax: int, manifold: str = "sphere",

@@ -12,6 +12,7 @@ caught; the run file survives it by its format (:mod:`meanfield_pde.runs.runfile
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 
@@ -73,7 +74,32 @@ def stop_on_signals():
             _requested.clear()
 
 
+REDELIVERY_S = 0.2
+"""Seconds after which a SIGTERM whose :class:`Interrupted` has not left
+:func:`sigterm_as_interrupt` is sent again."""
+
+_terminated: list[str] = []  # the SIGTERM raised inside sigterm_as_interrupt, until it leaves it
+_terminated_lock = threading.Lock()
+
+
+def _redeliver() -> None:
+    """Send SIGTERM again if the Interrupted raised for it was lost: a handler's exception
+    raised while Python runs a ctypes callback (threadpoolctl's scan of the loaded libraries,
+    at every BLAS thread limit) is printed as "Exception ignored" and dropped, and the study
+    went on for minutes after `kill`. The lock keeps the signal from being sent after
+    :func:`sigterm_as_interrupt` has put the previous handler (the default: ending the
+    process) back."""
+    with _terminated_lock:
+        if _terminated:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _raise_terminated(signum, frame):
+    _terminated[:] = [signal.Signals(signum).name]  # (no lock: this runs in the main thread,
+    # which may hold it in sigterm_as_interrupt's exit)
+    timer = threading.Timer(REDELIVERY_S, _redeliver)
+    timer.daemon = True
+    timer.start()
     raise Interrupted(signal.Signals(signum).name)
 
 
@@ -82,7 +108,9 @@ def sigterm_as_interrupt():
     """SIGTERM raises :class:`Interrupted` ("SIGTERM") at once for the duration, as SIGINT raises
     KeyboardInterrupt (main thread only, else a no-op): for a wait that is not a time loop (a
     sweep gathering its points), so that `kill`, a batch system's time limit or a timeout stop it
-    the way Ctrl-C does instead of ending the process with nothing written."""
+    the way Ctrl-C does instead of ending the process with nothing written. A raise that a C
+    callback swallows is not lost: the signal comes again every REDELIVERY_S until it ends the
+    context."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -90,4 +118,6 @@ def sigterm_as_interrupt():
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        with _terminated_lock:
+            _terminated.clear()
+            signal.signal(signal.SIGTERM, previous)

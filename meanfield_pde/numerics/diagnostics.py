@@ -11,14 +11,14 @@ from typing import Callable
 import numpy as np
 
 from ..core.geometry import Geometry
+from ..core.attention import ATTENTION_ENERGY_DEFINITION
+from ..core.kernels import ENERGY_DEFINITION
 from .models import MeanFieldModel
 
 TAIL_FRACTION = 2.0 / 3.0  # degrees above 2L/3 are the first to fill when a solution outgrows L
 
-# One definition for every run (PDE, large-β limit, particles): the interaction energy
-# less the run-constant M²/(2β), continuous in β and finite at β = 0 (kernels.energy_multipliers).
-ENERGY_DEFINITION = ("E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ: the interaction energy less "
-                     "the constant M²/(2β) (M = mass); continuous in β, |∫ x f dσ|²/2 at β = 0")
+ATTENTION_ENERGY_ATTRS = dict(long_name="interaction energy E_A = (1/2β) ∬ (e^{β xᵀAy} − 1) f(x) f(y) dσ dσ",
+                              description=ATTENTION_ENERGY_DEFINITION)
 
 DIAGNOSTIC_ATTRS = {
     "mass": dict(long_name="total mass ∫ f dσ", units="1"),
@@ -45,20 +45,34 @@ def spectral_tail(geometry: Geometry, coef: np.ndarray, power: np.ndarray | None
 
 
 def snapshot_diagnostics(model: MeanFieldModel, coef: np.ndarray, density: np.ndarray) -> dict:
-    """All scalar diagnostics of one state (coef: (ncoef,), density: grid values of f)."""
+    """All scalar diagnostics of one state (coef: (ncoef,), density: grid values of f). A model
+    without an energy (``model.energy`` None: general attention heads) has neither ``energy``
+    nor ``free_energy`` (:func:`diagnostic_attrs` says why)."""
     g = model.geometry
+    energy = model.energy(coef, density)
     out = {
         "mass": g.mass(coef),
-        "energy": model.energy(coef),
+        **({"energy": energy} if energy is not None else {}),
         "order_parameter": float(np.linalg.norm(g.first_moment(density))),
         "min_density": g.grid_minimum(density),
         "spectral_tail": spectral_tail(g, coef),
     }
     if hasattr(model, "limit_energy"):
         out["limit_energy"] = model.limit_energy(coef)
-    if model.nu > 0:
+    if model.nu > 0 and energy is not None:
         out["free_energy"] = model.free_energy(coef, density)
     return out
+
+
+def diagnostic_attrs(model) -> dict[str, dict]:
+    """The attributes of each diagnostic variable of a run of ``model``: ``DIAGNOSTIC_ATTRS``,
+    with ``energy`` and ``free_energy`` those of E_A where the model's energy is E_A
+    (``model.energy_definition``: general heads, one head with V = A symmetric)."""
+    if getattr(model, "energy_definition", None) != ATTENTION_ENERGY_DEFINITION:
+        return DIAGNOSTIC_ATTRS
+    return {**DIAGNOSTIC_ATTRS, "energy": ATTENTION_ENERGY_ATTRS,
+            "free_energy": dict(long_name="free energy ν ∫ f log f dσ − E_A",
+                                description="E_A as in energy: " + ATTENTION_ENERGY_DEFINITION)}
 
 
 # an undershoot is rounding (ResolutionMonitor._rounding) if within RELATIVE_ROUNDING of max|f|

@@ -8,8 +8,8 @@ Ascher, Ruuth & Spiteri, Appl. Numer. Math. 25 (1997) 151, §2 (and the
 ``ImplicitExplicitODE`` contract of neuralgcm/dinosaur: explicit terms,
 implicit terms, implicit inverse).
 
-Implemented by :class:`meanfield_pde.numerics.models.MeanFieldModel` and the
-large-β limit models of :mod:`meanfield_pde.numerics.limits`; the stepper
+Implemented by :class:`meanfield_pde.numerics.models.MeanFieldModel` (with any interaction
+kernel) and the large-β limit models of :mod:`meanfield_pde.numerics.limits`; the stepper
 (:class:`~meanfield_pde.numerics.steppers.imex.IMEXRungeKutta`), the step rule
 (:class:`meanfield_pde.numerics.cfl.CFL`), the time loop and the diagnostics
 use nothing else.
@@ -52,13 +52,29 @@ class IMEXModel(ABC):
         max |V| and min f on the grid at the last evaluation of the explicit
         part (V the velocity of ∂_t f = −div(f V) + L f).
 
-    and call ``_set_energy_multipliers``; they implement :meth:`transport`
-    (N into an output array) and :meth:`growth_rates`.
+    and implement :meth:`transport` (N into an output array) and :meth:`growth_rates`; a model
+    with an energy overrides :meth:`energy` and sets ``energy_definition``. What a model does not
+    have (an energy, linear rates about the uniform density) is None, and every consumer
+    (diagnostics, run files, the Rosenbrock-W preconditioner) does without it.
+
+    Attributes
+    ----------
+    breaks : tuple of float
+        Times where N changes discontinuously (a new layer of attention heads): the time loop
+        lands on each and steps between them only (:meth:`set_interval`). () for an autonomous
+        model.
+    energy_definition : str or None
+        What :meth:`energy` is (the ``description`` of the run file's ``energy``); None: no energy.
+    no_energy_reason : str or None
+        Why there is no energy (the run file says it instead of storing one).
     """
 
     geometry = None
     nu = 0.0
     linear: np.ndarray
+    breaks: tuple[float, ...] = ()
+    energy_definition: str | None = None
+    no_energy_reason: str | None = None
 
     # -- the explicit part -----------------------------------------------------------------
     @abstractmethod
@@ -70,6 +86,10 @@ class IMEXModel(ABC):
     def explicit_terms(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """N(f): the same as :meth:`transport` (the name of the IMEX contract)."""
         return self.transport(coef, out)
+
+    def set_interval(self, start: float, stop: float) -> None:
+        """N on the time interval (start, stop), free of ``breaks`` (the time loop calls it
+        before the first step and on landing at each break). Nothing for an autonomous model."""
 
     # -- the implicit part -----------------------------------------------------------------
     def implicit_terms(self, coef: np.ndarray) -> np.ndarray:
@@ -93,36 +113,41 @@ class IMEXModel(ABC):
 
     # -- linear theory ---------------------------------------------------------------------
     @abstractmethod
-    def growth_rates(self) -> np.ndarray:
+    def growth_rates(self) -> np.ndarray | None:
         """Linear rates σ_l about the uniform density, per degree l = 0..L, shape (L+1,),
-        the implicit part included."""
+        the implicit part included; None where the uniform density has no per-degree
+        linearisation (general attention heads)."""
+
+    def jacobian_diagonal(self) -> np.ndarray:
+        """A diagonal d <= 0 (ncoef,) of the Jacobian of N + L for the preconditioner of the
+        Rosenbrock-W solves (:class:`~meanfield_pde.numerics.steppers.rosenbrock.RosenbrockW`):
+        min(σ_l, 0) at each coefficient's degree (the positive, unstable rates left out:
+        1/(hγ) − σ_l could vanish), or, where the model has no :meth:`growth_rates`, the implicit
+        part L itself (<= 0). A W-method keeps its order for any W, and W there is the
+        finite-difference Jacobian of the whole right-hand side: this diagonal only
+        preconditions its solves (it changes their cost, not the step)."""
+        rates = self.growth_rates()
+        if rates is None:
+            return np.minimum(np.asarray(self.linear, dtype=float), 0.0)
+        return np.minimum(np.asarray(rates, dtype=float)[self.geometry.degree], 0.0)
 
     # -- energies --------------------------------------------------------------------------
-    def _set_energy_multipliers(self, multipliers: np.ndarray) -> None:
-        """Per-coefficient weights of ``energy`` (shape (ncoef,)): the Funk–Hecke energy
-        multipliers (:func:`meanfield_pde.core.kernels.energy_multipliers`) at each
-        coefficient's degree times the geometry's Parseval weight."""
-        self._energy_mult = multipliers
-
-    def energy(self, coef: np.ndarray) -> float:
-        """E_β[f] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ = Σ_lm w_m (λ_l − |S|δ_l0)/(2β) |f_lm|².
-
-        The interaction energy less the constant M²/(2β) (see
-        :func:`meanfield_pde.core.kernels.energy_multipliers`): one smooth function of
-        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. Attention increases it (:ref:`energies`).
-        The same functional for every model, so a PDE run and a limit run with the
-        same density store the same ``energy``.
-        """
-        return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
+    def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float | None:
+        """The energy the noise-free flow never decreases (a gradient flow), or None where the
+        flow has none (this default). ``density``: f on the grid if the caller has it."""
+        return None
 
     def entropy(self, density: np.ndarray) -> float:
         """∫ f log f dσ on the grid; points with f <= 0 contribute 0 (min_density shows them)."""
         f = np.where(density > 0.0, density, 1.0)
         return self.geometry.integrate(np.where(density > 0.0, f * np.log(f), 0.0))
 
-    def free_energy(self, coef: np.ndarray, density: np.ndarray) -> float:
-        """F = ν ∫ f log f dσ − E_β: non-increasing for noisy USA (Wasserstein gradient flow;
-        Rigollet, arXiv:2512.01868 §5). −E_β for a noise-free model."""
+    def free_energy(self, coef: np.ndarray, density: np.ndarray) -> float | None:
+        """F = ν ∫ f log f dσ − E: non-increasing for noisy USA (Wasserstein gradient flow;
+        Rigollet, arXiv:2512.01868 §5). −E for a noise-free model; None without an energy."""
+        energy = self.energy(coef, density)
+        if energy is None:
+            return None
         if not self.nu:  # the entropy costs a grid pass and is weighted by 0
-            return -self.energy(coef)
-        return self.nu * self.entropy(density) - self.energy(coef)
+            return -energy
+        return self.nu * self.entropy(density) - energy

@@ -57,12 +57,11 @@ import numpy as np
 
 from ..core.errors import ConfigError, NumericalFault
 from ..core.geometry import Geometry
-from ..core.kernels import energy_multipliers, scaled_multipliers
+from ..core.kernels import ENERGY_DEFINITION, energy_multipliers, scaled_multipliers
+from ..core.model_kinds import model_kind
 from .imex_model import IMEXModel
 
 LIMIT_EQUATIONS = {"limit0": 0, "limit1": 1}
-LIMIT_NAMES = {"SA": "backward heat", "USA": "backward porous medium"}
-PDE_TIME_UNITS = {"SA": "backward_heat", "USA": "porous_medium"}
 
 # The smallest β of a large-β limit model (see check_limit_config).
 MIN_LIMIT_BETA = 1.0
@@ -139,8 +138,8 @@ class LimitModel(IMEXModel):
         # 1 − l(l+1)/2β), λ_0/(2β) exact, and the same constant −M²/(2β) removed.
         w = geometry.parseval_weight
         dim = geometry.dimension if geometry.manifold == "sphere_zonal" else None
-        self._set_energy_multipliers(energy_multipliers(self.beta, geometry.lmax, geometry.manifold,
-                                                        dimension=dim)[geometry.degree] * w)
+        self._energy_mult = energy_multipliers(self.beta, geometry.lmax, geometry.manifold,
+                                               dimension=dim)[geometry.degree] * w
         ratio = np.ones(geometry.ncoef) if order == 0 else 1.0 - self._eig / (2.0 * self.beta)
         l0 = np.exp(self.beta) * scaled_multipliers(self.beta, 0, geometry.manifold, dim)[0]
         with np.errstate(over="ignore"):  # λ_0/(2β) = inf only for subnormal β: a meaningless limit
@@ -150,7 +149,7 @@ class LimitModel(IMEXModel):
 
     @property
     def name(self) -> str:
-        return f"{LIMIT_NAMES[self.kind]}, order {self.order}"
+        return f"{model_kind(self.kind).limit_name}, order {self.order}"
 
     # -- the explicit part (subclasses) ----------------------------------------------------
     @abstractmethod
@@ -178,6 +177,14 @@ class LimitModel(IMEXModel):
                                  f"min f = {self.min_density:.3g}")
 
     # -- energies ----------------------------------------------------------------------------
+    energy_definition = ENERGY_DEFINITION
+
+    def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float:
+        """E_β[f] of the PDE (:meth:`meanfield_pde.numerics.models.FunkHeckeKernel.energy`, the
+        same multipliers): a PDE run and a limit run with the same density store the same
+        ``energy``. ``density`` is not needed."""
+        return float(np.sum(self._energy_mult * np.abs(coef) ** 2))
+
     def limit_energy(self, coef: np.ndarray) -> float:
         """E_β with the kernel expanded to this order (Laplace), stored as ``limit_energy``::
 
@@ -331,15 +338,15 @@ def check_limit_config(config) -> None:
         raise ConfigError(f"limit.order = {eq[len('limit'):]}: must be one of "
                           f"{', '.join(str(o) for o in LIMIT_EQUATIONS.values())}")
     which = (f"run.kind = 'limit', order {LIMIT_EQUATIONS[eq]} "
-             f"({LIMIT_NAMES[config.model.kind]} limit of {config.model.kind})")
+             f"({model_kind(config.model.kind).limit_name} limit of {config.model.kind})")
     if config.model.nu != 0.0:
         raise ConfigError(f"model.nu = {config.model.nu:g}: must be 0 for {which}; "
                           "the large-beta limits are noise-free")
-    tau_unit = "backward_heat" if config.model.kind == "SA" else "porous_medium"
-    if config.time.unit not in ("natural", tau_unit):
+    kind = model_kind(config.model.kind)
+    if config.time.unit not in ("natural", kind.large_beta_unit):
         raise ConfigError(
-            f"time.unit = {config.time.unit!r}: must be {tau_unit!r} (or 'natural') for {which}: "
-            f"a limit model's own time is tau ({'t/beta' if config.model.kind == 'SA' else 't lambda_0/(2 beta)'}), "
+            f"time.unit = {config.time.unit!r}: must be {kind.large_beta_unit!r} (or 'natural') for "
+            f"{which}: a limit model's own time is tau ({kind.tau}), "
             "so time.t_end, time.dt and output.every are given in tau")
     if not config.model.beta >= MIN_LIMIT_BETA:
         raise ConfigError(f"model.beta = {config.model.beta:g}: must be in [{MIN_LIMIT_BETA:g}, 700] for "

@@ -1,8 +1,12 @@
-"""Right-hand sides of the mean-field equation of self-attention (SA and USA).
+"""Right-hand sides of the mean-field equation of self-attention (SA and USA), and its zonal kernel.
 
     ∂_t f + div(f V[f]) = ν Δf − η (Δ/Δ_L)^p f                    (:ref:`model`)
     Φ(x) = ∫ e^{β⟨x,y⟩} f(y) dσ(y)
     USA: V = ∇Φ / β          SA: V = ∇Φ / (β Φ) = ∇ log Φ / β
+
+:class:`MeanFieldModel` is the equation for any kernel (the kernel contract
+:class:`meanfield_pde.core.kernels.InteractionKernel`); :class:`FunkHeckeKernel` is the zonal
+kernel e^{β⟨x,y⟩} above, diagonal in the spectral basis.
 
 (Geshkovski, Letrouit, Polyanskiy & Rigollet, "A mathematical perspective on
 Transformers", arXiv:2312.10794, eqs. (SA), (USA) and their continuity
@@ -23,11 +27,11 @@ import numpy as np
 from ..core.errors import ConfigError, NumericalFault
 from ..core.geometry import Geometry
 from ..core.geometry.base import scale_coefficients
-from ..core.kernels import energy_multipliers, gradient_multipliers, ratio_multipliers
+from ..core.kernels import ENERGY_DEFINITION, energy_multipliers, gradient_multipliers, ratio_multipliers
+from ..core.model_kinds import model_kind
 from ..theory.linear import growth_rates
 from .imex_model import IMEXModel
 
-MODEL_KINDS = ("SA", "USA")
 HUGE_PAGE_BLOCK = 1 << 22  # numpy's threshold for madvise(MADV_HUGEPAGE) (4 MiB)
 EPS = float(np.finfo(float).eps)  # one unit in the last place of 1 (float64)
 
@@ -147,77 +151,64 @@ def check_initial_potential(geometry, beta: float, coef: np.ndarray) -> None:
         f"β; must be <= {largest:.4g} for this initial density at domain.lmax = {geometry.lmax}")
 
 
-class MeanFieldModel(IMEXModel):
-    """Spectral right-hand side of the SA/USA mean-field PDE on a geometry (an
-    :class:`~meanfield_pde.numerics.imex_model.IMEXModel`).
+class FunkHeckeKernel:
+    """The zonal kernel e^{β⟨x,y⟩} (sphere, circle, zonal S^{d−1}) through the kernel contract
+    :class:`meanfield_pde.core.kernels.InteractionKernel`, the one the general attention kernel
+    (:class:`meanfield_pde.core.attention_kernel.AttentionKernel`) implements.
+
+    Funk–Hecke diagonalises the kernel: its potential, velocity and energy are multipliers of
+    the coefficients (:func:`meanfield_pde.core.kernels.gradient_multipliers`,
+    :func:`~meanfield_pde.core.kernels.ratio_multipliers`,
+    :func:`~meanfield_pde.core.kernels.energy_multipliers`), and the linearisation about the
+    uniform density is diagonal too (:func:`meanfield_pde.theory.linear.growth_rates`,
+    noise-free: ν belongs to the model).
 
     Parameters
     ----------
-    geometry : Geometry
-        Sphere, circle or zonal sphere S^{d−1}; coefficients have shape (geometry.ncoef,).
-    kind : {"SA", "USA"}
-    beta : float
-        Inverse temperature β in [0, 700].
-    nu : float
-        Noise ν in [0, 1e6] (diffusion coefficient; Brownian motion √(2ν) dB).
-    hyperviscosity : float
-        Damping rate η in [0, 1e6] (1/time) of the highest degree L; degree l is
-        damped at rate η (l(l+1)/(L(L+1)))^p. Zero (default) is the exact PDE.
-    hyperviscosity_order : int
-        The exponent p >= 1.
+    geometry : Geometry (Sphere, Circle or ZonalSphere)
+        Coefficients have shape (geometry.ncoef,).
+    normalisation : str
+        A kind of :data:`~meanfield_pde.core.model_kinds.MODEL_KINDS` ("SA", "USA"): whether the
+        velocity is divided by the potential.
+    beta : float in [0, 700]
 
     Attributes
     ----------
-    linear : ndarray, shape (ncoef,)
-        The diagonal implicit operator (ν Δ minus hyperviscosity).
-    max_speed : float
-        max |V| on the grid at the last transport evaluation (for the CFL bound).
-    min_density : float
-        min f on the grid at the last transport evaluation.
-    evaluated : ndarray or None
-        The coefficient array that evaluation was given (the object itself, not a copy:
-        its min_density is that array's only while the caller leaves it unchanged; the
-        time loop pairs it with the stepper's ``last_evaluated`` by identity).
+    density : grid array
+        f on the grid at the last :meth:`flux` (a work array, overwritten by the next).
+    energy_definition : str
+        What :meth:`energy` is (:data:`meanfield_pde.core.kernels.ENERGY_DEFINITION`).
+    no_energy_reason : None
+        A zonal kernel always has its energy.
 
     Raises
     ------
+    ConfigError (a ValueError)
+        An unknown normalisation (naming model.kind and the kinds).
     ValueError
-        For an unknown kind or out-of-range parameter.
+        β out of range (:func:`meanfield_pde.core.kernels.gradient_multipliers`).
     """
 
-    def __init__(self, geometry: Geometry, kind: str, beta: float, nu: float = 0.0,
-                 hyperviscosity: float = 0.0, hyperviscosity_order: int = 4):
-        if kind not in MODEL_KINDS:
-            raise ValueError(f"model.kind = {kind!r}: must be one of {MODEL_KINDS}")
-        if not 0.0 <= nu <= 1e6:  # the schema's range (config.ModelConfig.nu says why)
-            raise ValueError(f"model.nu = {nu}: must be in [0, 1e+06]")
-        if not 0.0 <= hyperviscosity <= 1e6:
-            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be in [0, 1e+06]")
-        self.geometry, self.kind, self.beta, self.nu = geometry, kind, float(beta), float(nu)
-        self._hyper = (float(hyperviscosity), int(hyperviscosity_order))
+    energy_definition = ENERGY_DEFINITION
+    no_energy_reason = None
+
+    def __init__(self, geometry: Geometry, normalisation: str, beta: float):
+        self.normalisation = model_kind(normalisation).name
+        self.normalised = model_kind(normalisation).normalised
+        self.geometry, self.beta = geometry, float(beta)
         g, lmax, man = geometry, geometry.lmax, geometry.manifold
         deg = g.degree
         # Multipliers broadcast to the coefficient layout once, so a right-hand
         # side is a few multiplies and transforms with no loop over l or m.
         dim = g.dimension
-        self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=(kind == "SA"),
+        self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=self.normalised,
                                                dimension=dim)[deg]
-        # transport() synthesises the gradient of minus the potential: the flux is then −f V
+        # flux() synthesises the gradient of minus the potential: the flux is then −f V
         # and its divergence is the right-hand side −div(f V) itself (a negation of the
         # coefficients cost as much as a quarter of a transform at L = 255)
         self._neg_grad_mult = -self._grad_mult
         self._ratio = ratio_multipliers(beta, lmax, man, dimension=dim)[deg]
-        self._set_energy_multipliers(energy_multipliers(beta, lmax, man, dimension=dim)[deg]
-                                     * g.parseval_weight)
-        lap = g.laplacian
-        self.linear = nu * lap
-        if hyperviscosity > 0.0:
-            lap_max = float(np.max(-lap))  # L(L+1) on S², L² on S¹, L(L+d−2) on S^{d−1}
-            self.linear = self.linear - hyperviscosity * (-lap / lap_max) ** hyperviscosity_order
-        self._fresh = False  # the work arrays hold an evaluation whose extrema are not taken yet
-        self.evaluated = None
-        self.max_speed = 0.0
-        self.min_density = np.nan
+        self._weights = energy_multipliers(beta, lmax, man, dimension=dim)[deg] * g.parseval_weight
         self._tmp = g.zeros_coef()
         # Work arrays of the right-hand side, allocated once (no allocation,
         # hence no page faults, in the hot loop): f, ∇ of the velocity potential,
@@ -229,49 +220,73 @@ class MeanFieldModel(IMEXModel):
         # one block, without huge pages, L = 127 measured a few % slower).
         grid = np.shape(g.synthesis(self._tmp))
         ncomp = len(g.gradient(self._tmp))
-        count = 1 + 2 * ncomp + (kind == "SA")
+        count = 1 + 2 * ncomp + self.normalised
         if count * int(np.prod(grid)) * 8 >= HUGE_PAGE_BLOCK:
             self._work = tuple(np.empty((count,) + grid))
         else:
             self._work = tuple(np.empty(grid) for _ in range(count))
-        self._f = self._work[0]
+        self._f = self.density = self._work[0]
         self._v = tuple(self._work[1:1 + ncomp])
         self._flux = tuple(self._work[1 + ncomp:1 + 2 * ncomp])
-        self._phi = self._work[-1] if kind == "SA" else None
+        self._phi = self._work[-1] if self.normalised else None
+        self._evaluated = False  # a flux has been computed (speed_bound is 0 before)
         # The pointwise passes run on the calling thread: split in latitude bands on a pool of
         # Python threads, they gained nothing measurable in whole runs at L = 255 on 2 threads
         # (within ±5 %, and 5-10 % slower in one comparison).
 
     def __reduce__(self):
         """Pickle by parameters (the geometry may hold a C handle; work arrays are rebuilt)."""
-        return (MeanFieldModel, (self.geometry, self.kind, self.beta, self.nu, *self._hyper))
+        return (FunkHeckeKernel, (self.geometry, self.normalisation, self.beta))
 
-    # -- the explicit part ---------------------------------------------------
-    # The work arrays after an evaluation: _f = f, _v = −∇ of the velocity potential
+    # The work arrays after a flux: _f = f, _v = −∇ of the velocity potential
     # (USA: −V itself; SA: −∇Φ/(βλ_0), V = −_v/_phi with _phi = Φ/λ_0), _flux = −f V.
     # SA's V is never formed on the grid: the flux is _v · (f/Φ), one division and
     # one multiplication per component (V = _v/_phi costs two more passes), f/Φ
     # written into the last flux array and multiplied there in place (one grid array
     # less to keep in cache); max|V| takes the quotient once per step, when asked
-    # (_update_extrema); the sign of _v does not enter it.
-    def velocity(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays.
+    # (speed_bound); the sign of _v does not enter it.
+    def flux(self, coef: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The flux −f V[f] on the grid (components as geometry.gradient), in the kernel's work
+        arrays (valid until the next call; :meth:`speed_bound` reuses them as scratch), and f in
+        ``density``.
 
-        Raises NumericalFault as :meth:`transport` (SA: Φ not positive)."""
-        if self._fresh:  # the work arrays are about to be reused
-            self._update_extrema()
-        scale_coefficients(self._grad_mult, coef, self._tmp)
-        v = self.geometry.gradient(self._tmp)
-        if self.kind == "SA":
-            phi = self._potential(coef)
+        USA: f and ∇(Φ/β) from one fused synthesis (geometry.synthesis_and_gradient), the
+        flux f V (one pass per component). SA adds the synthesis of Φ, its positivity check and
+        f/Φ (three passes). Nothing grid-sized is allocated.
+
+        Raises NumericalFault (SA) if Φ is not positive or not finite on the grid.
+        """
+        self._evaluated = False  # until this evaluation has succeeded
+        scale_coefficients(self._neg_grad_mult, coef, self._tmp)
+        self.geometry.synthesis_and_gradient(coef, self._tmp, (self._f, self._v))
+        if self.normalised:
+            self._potential(coef, self._phi, check=False)
+            self._check_potential(self._sa_flux(), coef)
+        else:
+            self._usa_flux()
+        self._evaluated = True
+        return self._flux
+
+    def velocity(self, coef: np.ndarray, density: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays, the
+        work arrays of :meth:`flux` untouched. ``density`` is not needed.
+
+        Raises NumericalFault as :meth:`flux` (SA: Φ not positive)."""
+        tmp = np.empty_like(self._tmp)
+        scale_coefficients(self._grad_mult, coef, tmp)
+        v = self.geometry.gradient(tmp)
+        if self.normalised:
+            phi = self._potential(coef, None)
             v = tuple(np.divide(c, phi) for c in v)
         return tuple(v)
 
-    def _potential(self, coef: np.ndarray, check: bool = True) -> np.ndarray:
-        """SA: Φ/λ_0 on the grid into ``_phi``, checked positive (Φ/λ_0 > 0 for any f >= 0)
-        unless ``check`` is False (the caller checks its minimum: :meth:`_check_potential`)."""
-        scale_coefficients(self._ratio, coef, self._tmp)
-        phi = self.geometry.synthesis(self._tmp, self._phi)
+    def _potential(self, coef: np.ndarray, out: np.ndarray | None, check: bool = True) -> np.ndarray:
+        """SA: Φ/λ_0 on the grid (into ``out``, or a new array), checked positive (Φ/λ_0 > 0
+        for any f >= 0) unless ``check`` is False (the caller checks its minimum:
+        :meth:`_check_potential`)."""
+        tmp = self._tmp if out is not None else np.empty_like(self._tmp)
+        scale_coefficients(self._ratio, coef, tmp)
+        phi = self.geometry.synthesis(tmp, out)
         if check:
             self._check_potential(np.minimum.reduce(phi.reshape(-1)), coef)
         return phi
@@ -310,45 +325,151 @@ class MeanFieldModel(IMEXModel):
         for comp, out in zip(self._v, self._flux):
             np.multiply(comp, self._f, out=out)
 
-    def _max_speed(self) -> float:
-        """max |V| on the grid of the last evaluation as sqrt(max(v_θ² + v_φ²)): a few cheap
-        passes (np.hypot costs as much as a transform at L = 63). USA speeds reach e^β/β,
-        whose square overflows for β ≳ 350: there (β > 300) hypot. The flux arrays, free
-        once the flux is analysed, hold the squares (no more grid arrays to keep in cache)."""
+    def speed_bound(self) -> float:
+        """max |V| on the grid at the last :meth:`flux` (0 before the first), as
+        sqrt(max(v_θ² + v_φ²)): a few cheap passes (np.hypot costs as much as a transform at
+        L = 63). USA speeds reach e^β/β, whose square overflows for β ≳ 350: there (β > 300)
+        hypot. The flux arrays, free once the flux is analysed, hold the squares (no more grid
+        arrays to keep in cache): call it after the flux has been used."""
+        if not self._evaluated:
+            return 0.0
         v, s, t = self._v, self._flux[0], self._flux[-1]
-        if self.kind == "SA":  # V = _v/_phi (see above)
+        if self.normalised:  # V = _v/_phi (see above)
             v = tuple(np.divide(c, self._phi, out=w) for c, w in zip(v, (s, t)))
         if len(v) == 1:
             return float(np.max(np.abs(v[0])))
-        if self.kind == "USA" and self.beta > 300.0:
+        if not self.normalised and self.beta > 300.0:
             return float(np.max(np.hypot(*v)))
         np.multiply(v[0], v[0], out=s)
         np.multiply(v[1], v[1], out=t)
         s += t
         return math.sqrt(float(np.maximum.reduce(s.reshape(-1))))  # np.max without its wrapper
 
-    def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Coefficients of −div(f V[f]), shape (ncoef,). Updates max_speed, min_density.
+    # -- structure -----------------------------------------------------------------------
+    def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float:
+        """E_β[f] = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f f dσ dσ = Σ_lm w_m (λ_l − |S|δ_l0)/(2β) |f_lm|².
 
-        USA: f and ∇(Φ/β) from one fused synthesis (geometry.synthesis_and_gradient),
-        the flux f V (one pass per component), the divergence by a vector analysis.
-        SA adds the synthesis of Φ, its positivity check and f/Φ (three passes). Nothing
-        grid-sized is allocated except ``out`` if not given.
+        The interaction energy less the constant M²/(2β) (see
+        :func:`meanfield_pde.core.kernels.energy_multipliers`): one smooth function of
+        β ∈ [0, 700], |∫ x f dσ|²/2 at β = 0. SA and USA are gradient flows of it: attention
+        increases it (:ref:`energies`). ``density`` is not needed."""
+        return float(np.sum(self._weights * np.abs(coef) ** 2))
 
-        Raises NumericalFault (SA) if Φ is not positive or not finite on the grid.
-        """
+    def energy_multipliers(self) -> np.ndarray:
+        """The weights w (ncoef,) of E_β[f] = Σ w |f_lm|² (a new array)."""
+        return self._weights.copy()
+
+    def growth_rates(self) -> np.ndarray:
+        """σ_l about the uniform density without noise, l = 0..L (shape (L+1,))."""
         g = self.geometry
+        return growth_rates(self.normalisation, self.beta, 0.0, g.lmax, g.manifold, g.dimension)
+
+
+class MeanFieldModel(IMEXModel):
+    """Spectral right-hand side of the mean-field PDE ∂_t f + div(f V[f]) = ν Δf − hyperviscosity
+    with the velocity of a kernel (an :class:`~meanfield_pde.numerics.imex_model.IMEXModel`).
+
+    One model for every kernel (:class:`meanfield_pde.core.kernels.InteractionKernel`): the
+    Funk–Hecke kernels of the sphere, the circle and S^{d−1} (:class:`FunkHeckeKernel`, also
+    through :meth:`funk_hecke`) and general attention heads on S²
+    (:class:`meanfield_pde.core.attention_kernel.AttentionKernel`, or a schedule of them:
+    :class:`meanfield_pde.core.attention_kernel.ScheduledKernel`). The kernel gives the flux
+    −f V[f] on the grid and, where they exist, the energy and the linear rates about the uniform
+    density; the model takes its divergence and holds the implicit part.
+
+    Parameters
+    ----------
+    kernel : InteractionKernel
+        Its ``geometry`` is the model's; coefficients have shape (geometry.ncoef,).
+    nu : float
+        Noise ν in [0, 1e6] (diffusion coefficient; Brownian motion √(2ν) dB).
+    hyperviscosity : float
+        Damping rate η in [0, 1e6] (1/time) of the highest degree L; degree l is
+        damped at rate η (l(l+1)/(L(L+1)))^p. Zero (default) is the exact PDE.
+    hyperviscosity_order : int
+        The exponent p >= 1.
+
+    Attributes
+    ----------
+    kernel : InteractionKernel
+    linear : ndarray, shape (ncoef,)
+        The diagonal implicit operator (ν Δ minus hyperviscosity).
+    max_speed : float
+        max |V| on the grid at the last transport evaluation (for the CFL bound).
+    min_density : float
+        min f on the grid at the last transport evaluation.
+    evaluated : ndarray or None
+        The coefficient array that evaluation was given (the object itself, not a copy:
+        its min_density is that array's only while the caller leaves it unchanged; the
+        time loop pairs it with the stepper's ``last_evaluated`` by identity).
+    breaks : tuple of float
+        The kernel's (a schedule of heads: where they change), else ().
+
+    Raises
+    ------
+    ValueError
+        For an out-of-range parameter.
+    """
+
+    def __init__(self, kernel, nu: float = 0.0, hyperviscosity: float = 0.0,
+                 hyperviscosity_order: int = 4):
+        if not 0.0 <= nu <= 1e6:  # the schema's range (config.ModelConfig.nu says why)
+            raise ValueError(f"model.nu = {nu}: must be in [0, 1e+06]")
+        if not 0.0 <= hyperviscosity <= 1e6:
+            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be in [0, 1e+06]")
+        self.kernel, self.geometry, self.nu = kernel, kernel.geometry, float(nu)
+        self._hyper = (float(hyperviscosity), int(hyperviscosity_order))
+        lap = self.geometry.laplacian
+        self.linear = nu * lap
+        if hyperviscosity > 0.0:
+            lap_max = float(np.max(-lap))  # L(L+1) on S², L² on S¹, L(L+d−2) on S^{d−1}
+            self.linear = self.linear - hyperviscosity * (-lap / lap_max) ** hyperviscosity_order
+        self.breaks = tuple(getattr(kernel, "breaks", ()))
+        self._fresh = False  # the kernel holds an evaluation whose extrema are not taken yet
+        self.evaluated = None
+        self.max_speed = 0.0
+        self.min_density = np.nan
+
+    @classmethod
+    def funk_hecke(cls, geometry: Geometry, kind: str, beta: float, nu: float = 0.0,
+                   hyperviscosity: float = 0.0, hyperviscosity_order: int = 4) -> "MeanFieldModel":
+        """The model with the zonal kernel e^{β⟨x,y⟩} of ``kind`` (:class:`FunkHeckeKernel`):
+        today's SA or USA on the sphere, the circle or S^{d−1}."""
+        return cls(FunkHeckeKernel(geometry, kind, beta), nu, hyperviscosity, hyperviscosity_order)
+
+    def __reduce__(self):
+        """Pickle by parameters (the kernel pickles by its own)."""
+        return (MeanFieldModel, (self.kernel, self.nu, *self._hyper))
+
+    @property
+    def normalisation(self) -> str:
+        """The kernel's kind ("SA", "USA")."""
+        return self.kernel.normalisation
+
+    # -- the explicit part ---------------------------------------------------
+    def velocity(self, coef: np.ndarray, density: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """Tangent velocity V[f] on the grid (components as geometry.gradient); new arrays
+        (the kernel's :meth:`~meanfield_pde.core.kernels.InteractionKernel.velocity`)."""
+        return self.kernel.velocity(coef, density)
+
+    def transport(self, coef: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Coefficients of −div(f V[f]), shape (ncoef,): the divergence (one vector analysis)
+        of the kernel's flux. Updates max_speed, min_density. Nothing grid-sized is allocated
+        (with the Funk–Hecke kernel) except ``out`` if not given.
+
+        Raises NumericalFault where the kernel does (SA: Φ not positive or not finite).
+        """
         self.evaluated = None  # until this evaluation has succeeded
-        scale_coefficients(self._neg_grad_mult, coef, self._tmp)
-        g.synthesis_and_gradient(coef, self._tmp, (self._f, self._v))
-        # v and f are kept for max_speed, min_density
-        if self.kind == "SA":
-            self._potential(coef, check=False)
-            self._check_potential(self._sa_flux(), coef)
-        else:
-            self._usa_flux()
+        flux = self.kernel.flux(coef)
         self._fresh, self.evaluated = True, coef
-        return g.divergence(self._flux, out)
+        return self.geometry.divergence(flux, out)
+
+    def set_interval(self, start: float, stop: float) -> None:
+        """The right-hand side on (start, stop), an interval free of ``breaks`` (the
+        kernel's, for a schedule of heads; nothing to do otherwise)."""
+        if self.breaks:
+            self.kernel.set_interval(start, stop)
+            self._fresh, self.evaluated = False, None
 
     # max|V| and min f of the last evaluation, computed when asked: the solver asks once
     # per step (the CFL bound), not once per stage, and they cost as much as 5 grid passes.
@@ -373,71 +494,34 @@ class MeanFieldModel(IMEXModel):
         self._min_density_value = value
 
     def _update_extrema(self) -> None:
-        self._max_speed_value = self._max_speed()
-        self._min_density_value = float(np.minimum.reduce(self._f.reshape(-1)))
+        self._max_speed_value = self.kernel.speed_bound()
+        self._min_density_value = float(np.minimum.reduce(self.kernel.density.reshape(-1)))
         self._fresh = False
 
-    # -- linear theory ---------------------------------------------------------
-    def growth_rates(self) -> np.ndarray:
+    # -- structure: what the kernel has --------------------------------------------------------
+    def growth_rates(self) -> np.ndarray | None:
         """σ_l about the uniform density, l = 0..L (:func:`meanfield_pde.theory.linear.growth_rates`),
-        with this model's implicit part (noise, hyperviscosity) included."""
+        with this model's implicit part (noise, hyperviscosity) included; None where the kernel
+        has no linearisation about the uniform density (general heads)."""
+        rates = self.kernel.growth_rates()
+        if rates is None:
+            return None
         g = self.geometry
         lin = np.zeros(g.lmax + 1)
         lin[g.degree] = self.linear
-        return growth_rates(self.kind, self.beta, 0.0, g.lmax, g.manifold, g.dimension) + lin
+        return rates + lin
 
+    def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float | None:
+        """The kernel's energy (:meth:`FunkHeckeKernel.energy`: E_β), or None where the flow has
+        none (``no_energy_reason`` says why)."""
+        return self.kernel.energy(coef, density)
 
-class FunkHeckeKernel:
-    """The zonal kernel e^{β⟨x,y⟩} (sphere, circle, zonal S^{d−1}) through the kernel contract
-    :class:`meanfield_pde.core.kernels.InteractionKernel`, the one the general attention kernel
-    (:class:`meanfield_pde.core.attention_kernel.AttentionKernel`) implements.
+    @property
+    def energy_definition(self) -> str | None:
+        """What :meth:`energy` is, for the run file's ``energy`` variable (None: no energy)."""
+        return self.kernel.energy_definition
 
-    A face of :class:`MeanFieldModel` (its multipliers, checks and velocity, the same numbers):
-    the step before the model takes a kernel instead of (kind, beta). Everything a zonal kernel
-    has exists here: the energy, diagonal in the basis (:func:`meanfield_pde.core.kernels.energy_multipliers`
-    times the Parseval weights), and the linearisation about the uniform density
-    (:func:`meanfield_pde.theory.linear.growth_rates`, noise-free: ν belongs to the model).
-
-    Parameters
-    ----------
-    geometry : Geometry (Sphere, Circle or ZonalSphere)
-    normalisation : {"SA", "USA"}
-    beta : float in [0, 700]
-
-    Raises
-    ------
-    ValueError
-        As :class:`MeanFieldModel` (an unknown kind, β out of range).
-    """
-
-    def __init__(self, geometry: Geometry, normalisation: str, beta: float):
-        self._model = MeanFieldModel(geometry, normalisation, beta)
-        self.geometry, self.normalisation, self.beta = geometry, normalisation, float(beta)
-        g = geometry
-        self._weights = (energy_multipliers(beta, g.lmax, g.manifold, dimension=g.dimension)[g.degree]
-                         * g.parseval_weight)
-        self._last: tuple[np.ndarray, ...] | None = None
-
-    def velocity(self, coef: np.ndarray, density: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-        """V[f] on the grid (:meth:`MeanFieldModel.velocity`); ``density`` is not needed."""
-        self._last = self._model.velocity(coef)
-        return self._last
-
-    def speed_bound(self) -> float:
-        """max |V| on the grid at the last :meth:`velocity` (0 before the first)."""
-        if self._last is None:
-            return 0.0
-        return math.sqrt(float(np.max(sum(c * c for c in self._last))))
-
-    def energy(self, coef: np.ndarray, density: np.ndarray | None = None) -> float:
-        """E_β[f] (:meth:`MeanFieldModel.energy`): SA and USA are gradient flows of it."""
-        return float(np.sum(self._weights * np.abs(coef) ** 2))
-
-    def energy_multipliers(self) -> np.ndarray:
-        """The weights w (ncoef,) of E_β[f] = Σ w |f_lm|² (a new array)."""
-        return self._weights.copy()
-
-    def growth_rates(self) -> np.ndarray:
-        """σ_l about the uniform density without noise, l = 0..L (shape (L+1,))."""
-        g = self.geometry
-        return growth_rates(self.normalisation, self.beta, 0.0, g.lmax, g.manifold, g.dimension)
+    @property
+    def no_energy_reason(self) -> str | None:
+        """Why the flow has no energy (None when it has one)."""
+        return self.kernel.no_energy_reason

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from ..core.errors import printable
 from ..core.stops import StopReason
-from .diagnostics import snapshot_diagnostics
+from .diagnostics import DIAGNOSTIC_ATTRS, diagnostic_attrs, snapshot_diagnostics
 from .models import MeanFieldModel
 
 
@@ -89,6 +89,9 @@ class SnapshotRecorder(Observer):
         self.to_values = to_values
         self.tau_unit = tau_unit
         self.last_time: float | None = None
+        # the model's own energy (E_A of general heads) where it is not the E_β of to_dataset
+        attrs = diagnostic_attrs(model)
+        self._attrs = {k: v for k, v in attrs.items() if v is not DIAGNOSTIC_ATTRS.get(k)}
 
     def snapshot(self, t: float, coef: np.ndarray) -> None:
         if self.last_time is not None and t <= self.last_time:
@@ -109,6 +112,9 @@ class SnapshotRecorder(Observer):
             self.last_time = float(t)
             return
         record = self.to_dataset(g, [time], [coef], [density], [diagnostics], {})
+        for name, meta in self._attrs.items():
+            if name in record:
+                record[name].attrs.update(meta)
         if tau is not None:
             record = record.assign_coords(tau=("time", [tau], dict(
                 long_name=f"time in the {name} unit (t = tau * {factor:.17g})")))

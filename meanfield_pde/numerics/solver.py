@@ -78,8 +78,12 @@ def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: flo
     t0 again and takes exactly the steps the uninterrupted run took after t0
     when dt is fixed, so its results agree bit for bit.
 
+    Every step lands exactly on each of the model's ``breaks`` (times where its right-hand
+    side changes: layers of attention heads), none crosses one, and the model is told the
+    interval it integrates on (``model.set_interval``) before the first step and on each break
+    (a Runge–Kutta step across a jump of its right-hand side loses its order).
     Fixed steps land exactly on output times. Adaptive steps do not (they land on
-    t_end only): a snapshot inside a step is the cubic Hermite interpolant of the
+    t_end and the breaks only): a snapshot inside a step is the cubic Hermite interpolant of the
     step's ends (:mod:`meanfield_pde.numerics.dense`), so the steps, and the state at
     t_end, do not depend on ``every``. With adaptive control a step is
     rejected (and retried smaller) if its error ratio exceeds 1, its result is
@@ -122,6 +126,11 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
     recent = deque(maxlen=REJECTION_WINDOW)  # True for each rejected attempt
     n_out, status, why_ = next_output_index(t0, every), "completed", StopReason.COMPLETED
     control.start(u0)  # the error floor is relative to the initial deviation from uniform
+    eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
+    # where the right-hand side changes (layers of attention heads): steps land on each
+    breaks = [b for b in model.breaks if t0 + eps < b < t_end - eps]
+    if model.breaks:
+        model.set_interval(t0, breaks[0] if breaks else t_end)
     try:
         model.transport(u)  # sets the speed bound for the first CFL bound
     except NumericalFault as exc:
@@ -131,7 +140,6 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
     finished = _notify_snapshot(observers, t, u) if t0 == 0.0 else None
     if finished is not None and why_ is StopReason.COMPLETED:
         status, why_ = finished.status, finished.reason
-    eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
     power = None  # the power spectrum of u once the monitor has taken it (the step control reuses it)
 
     def nearby():
@@ -156,6 +164,8 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                 break
             t_out = min(n_out * every, t_end)
             t_land = t_end if dense else t_out  # where a step ends exactly
+            if breaks:
+                t_land = min(t_land, breaks[0])  # no step across a change of the right-hand side
             h = min(dt, t_land - t)
             if control.adaptive and rule.active:
                 bound = rule.max_step(model.speed_bound() if speed is None else speed)
@@ -247,6 +257,19 @@ def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
             if finished is not None:
                 break
             t, u, power = t_new, new, new_power
+            if breaks and t >= breaks[0] - eps:  # landed on a break: the next interval's N
+                breaks.pop(0)
+                model.set_interval(t, breaks[0] if breaks else t_end)
+                # a new array: every cache keyed by the state's identity (the stepper's seed and
+                # first stage, the dense output's last F, the model's ``evaluated``) held the
+                # old N at u
+                u = u.copy()
+                try:
+                    model.transport(u)  # the speed bound of the new N for the next CFL bound
+                except NumericalFault as exc:
+                    status, why_ = f"stopped: {exc} at t = {t:.6g}", StopReason.NUMERICAL_FAULT
+                    break
+                speed = None
     except KeyboardInterrupt as exc:
         status, why_ = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
     if not why_.completed:

@@ -14,11 +14,11 @@ radius 1).
 
 Numerics
 --------
-* Memory and speed: the n×n Gram matrix is never formed. Blocks of its rows
-  (default :data:`BLOCK_BYTES` = 256 KiB, so they stay in cache) are formed
-  by one product, exponentiated in place and multiplied by [x_j, 1], which
-  gives the weighted sums and the row sums at once; the threads
-  (:mod:`meanfield_pde.core.threads`) share the blocks. Peak memory at
+* Memory and speed: the n×n Gram matrix is never formed. Tiles of it
+  (default :data:`BLOCK_BYTES` = 256 KiB, so they stay in cache, at least
+  :data:`TILE_ROWS` rows) are formed by one product, exponentiated in place
+  and multiplied by [x_j, 1], which gives the weighted sums and the row sums
+  at once; the threads (:mod:`meanfield_pde.core.threads`) share the rows. Peak memory at
   n = 20 000 is a few MiB.
 * Overflow: SA is a softmax, evaluated with the row maximum of β⟨x_i,x_j⟩
   subtracted before exponentiating. USA factors out e^β:
@@ -49,6 +49,7 @@ from ..core.errors import ConfigError
 from ..core.checks import KINDS, check_beta, check_int, check_kind  # noqa: F401  (public here before)
 from ..core.kernels import SMALL_BETA
 from ..core.threads import resolve_threads, single_threaded_blas
+from ..core.model_kinds import model_kind
 
 CHUNK_BYTES = 256 * 2**20
 """Default memory budget (bytes) of one chunk of Gram-matrix rows."""
@@ -126,8 +127,14 @@ def _as_points(x) -> np.ndarray:
 
 # -- SA / USA in the ambient space -------------------------------------------------
 BLOCK_BYTES = 256 * 2**10
-"""Default size of one block of Gram-matrix rows (bytes): it stays in the L2 cache while
-the exponentials and the second product read it (measured: exp costs 2x when it spills)."""
+"""Default size of one tile of the Gram matrix (bytes): it stays in the L2 cache while the
+exponentials and the second product read it (measured: exp costs 2x when it spills)."""
+
+TILE_ROWS = 32
+"""Fewest rows of a default tile. Rows of the whole width (BLOCK_BYTES / 8n of them) fell to one
+at n >= 16 384: a matrix-vector product and three Python calls per row, 2.6x the floor at
+n = 20 000 (time ~ n^2.29). Tiles of TILE_ROWS rows and BLOCK_BYTES / (8 · TILE_ROWS) = 1024
+columns keep the products matrix-matrix at every n (measured 1.2x the floor, n = 2000-20 000)."""
 
 MIN_ENTRIES_PER_THREAD = 2**22
 """Gram-matrix entries (~40 ms of exponentials) below which a second thread does not pay."""
@@ -142,9 +149,18 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 
 
 def _block_rows(n: int, chunk_rows: int | None) -> int:
+    """Rows of a block of whole Gram-matrix rows (``chunk_rows`` if given, else BLOCK_BYTES)."""
     if chunk_rows is not None:
         return min(chunk_rows, n)
     return int(min(n, max(1, BLOCK_BYTES // (8 * n))))
+
+
+def tile_shape(n: int, chunk_rows: int | None) -> tuple[int, int]:
+    """(rows, columns) of a tile of the n×n Gram matrix: ``chunk_rows`` rows if given, else at
+    least TILE_ROWS; as many columns as BLOCK_BYTES then holds, at most n (one column block,
+    whole rows, for n <= BLOCK_BYTES / (8 · TILE_ROWS) = 1024)."""
+    c = min(n, chunk_rows if chunk_rows is not None else max(TILE_ROWS, _block_rows(n, None)))
+    return c, int(min(n, max(1, BLOCK_BYTES // (8 * c))))
 
 
 def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
@@ -153,27 +169,39 @@ def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
 
     ``values`` defaults to ``right``; weighted measures pass [w_j x_j, w_j].
 
-    Rows are taken in blocks (cache sized by default, ``chunk_rows`` if given):
-    per block one product (c, k)·(k, n), the exponentials in place, one product
-    (c, n)·(n, k): one n×n product and n² exponentials plus a second skinny
-    product, the floor of the evaluation. With ``threads`` > 1 contiguous
-    ranges of rows go to that many threads (numpy releases the GIL; BLAS is
-    held to one thread meanwhile).
+    The Gram matrix is taken in tiles (:func:`tile_shape`: cache sized by default,
+    ``chunk_rows`` rows if given): per tile one product (c, m)·(m, b), the exponentials in
+    place, one product (c, b)·(b, k) added to the rows' sums: one n×n product and n²
+    exponentials plus a second skinny product, the floor of the evaluation. Up to n = 1024
+    a tile is whole rows and the sums are those of one product per row block. With
+    ``threads`` > 1 contiguous ranges of rows go to that many threads (numpy releases the
+    GIL; BLAS is held to one thread meanwhile).
     """
     n = left.shape[0]
     values = right if values is None else values
-    out = np.empty((n, values.shape[1]))
-    c = _block_rows(n, chunk_rows)
+    k = values.shape[1]
+    out = np.empty((n, k))
+    c, b = tile_shape(n, chunk_rows)
     rT = right.T
 
     def work(lo: int, hi: int) -> None:
-        g = np.empty((c, n))
-        for start in range(lo, hi, c):
-            stop = min(start + c, hi)
-            gb = g[: stop - start]
-            np.matmul(left[start:stop], rT, out=gb)
-            np.exp(gb, out=gb)
-            np.matmul(gb, values, out=out[start:stop])
+        tile = np.empty(c * b)
+        part = np.empty((c, k))
+        for cs in range(0, n, b):  # column blocks: their rows of right and values stay in cache
+            ce = min(cs + b, n)
+            for start in range(lo, hi, c):
+                stop = min(start + c, hi)
+                g = tile[: (stop - start) * (ce - cs)].reshape(stop - start, ce - cs)
+                np.matmul(left[start:stop], rT[:, cs:ce], out=g)
+                np.exp(g, out=g)
+                if b == n:  # whole rows: the sums themselves
+                    np.matmul(g, values, out=out[start:stop])
+                    continue
+                np.matmul(g, values[cs:ce], out=part[: stop - start])
+                if cs == 0:
+                    out[start:stop] = part[: stop - start]
+                else:
+                    out[start:stop] += part[: stop - start]
 
     threads = resolve_threads(threads)
     nblocks = -(-n // c)
@@ -260,7 +288,7 @@ def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None
     if factors is None:
         return _attention_rowmax(x, beta, chunk_rows)
     sums = _weighted_sums(*factors, chunk_rows, threads)
-    if kind == "SA":
+    if model_kind(kind).normalised:
         return sums[:, :d] / sums[:, d:]
     return sums[:, :d] * (math.exp(beta) / n)
 
@@ -273,7 +301,7 @@ def _shifted_factors(x: np.ndarray, kind: str, beta: float) -> tuple[np.ndarray,
     right[:, :d], right[:, d] = x, 1.0
     left = np.empty((n, d + 1))
     np.multiply(x, beta, out=left[:, :d])
-    if kind == "SA":
+    if model_kind(kind).normalised:
         sq = np.einsum("ij,ij->i", x, x)
         # Off the sphere (Runge–Kutta stages) ⟨x_i,x_j⟩ may exceed |x_i|² by up to
         # |x_i|(max|x| − |x_i|): fine for near-unit points, else shift by the row maximum.
@@ -298,7 +326,7 @@ def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
     n, d = x.shape
     if beta == 0.0:
         m = w @ x
-        return np.broadcast_to(m / w.sum() if kind == "SA" else m, x.shape).copy()
+        return np.broadcast_to(m / w.sum() if model_kind(kind).normalised else m, x.shape).copy()
     factors = _shifted_factors(x, kind, beta)
     if factors is None:
         return _attention_rowmax(x, beta, chunk_rows, w)
@@ -306,7 +334,7 @@ def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
     np.multiply(x, w[:, None], out=values[:, :d])
     values[:, d] = w
     sums = _weighted_sums(*factors, chunk_rows, threads, values)
-    if kind == "SA":
+    if model_kind(kind).normalised:
         with np.errstate(invalid="ignore", divide="ignore"):
             out = sums[:, :d] / sums[:, d:]
         bad = ~(sums[:, d] > 0.0)
@@ -377,9 +405,9 @@ def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None 
         Σ w_j = 1 for a probability measure; USA velocities scale with Σ w_j,
         SA ones do not.
     chunk_rows : int >= 1 or None, keyword-only
-        Gram-matrix rows per block; None chooses a block of ≈ 256 KiB
-        (:data:`BLOCK_BYTES`, cache sized). The result does not depend on it
-        beyond round-off.
+        Gram-matrix rows per tile; None chooses tiles of ≈ 256 KiB
+        (:data:`BLOCK_BYTES`, cache sized; :func:`tile_shape`). The result does
+        not depend on it beyond round-off.
     threads : int >= 1 or None, keyword-only
         Threads sharing the rows; None: $MEANFIELD_PDE_THREADS, else all
         cores (:func:`meanfield_pde.core.threads.resolve_threads`).
@@ -400,7 +428,7 @@ def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None 
     Notes
     -----
     Cost O(n² d) time (one n×n product, n² exponentials, one more skinny
-    product) and O(threads · chunk_rows · n) memory (O(n d) at β = 0).
+    product) and O(threads · BLOCK_BYTES + n d) memory (O(n d) at β = 0).
     Source: Geshkovski et al., arXiv:2312.10794 (SA eq. (1.2)-(1.3) family,
     USA the unnormalised variant); :ref:`model`.
     """
@@ -557,7 +585,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
     for rows in _chunks(n, chunk_rows, temporaries=5):
         diff = theta[rows, None] - theta[None, :]  # θ_i − θ_j, (c, n)
         expo = beta * np.cos(diff)
-        if kind == "SA":
+        if model_kind(kind).normalised:
             expo -= expo.max(axis=1, keepdims=True)
             w = np.exp(expo)
             out[rows] = -(w * np.sin(diff)).sum(axis=1) / w.sum(axis=1)

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.attention import Head, HeadSchedule, as_schedule, check_heads
+from ..core.attention import Head, HeadSchedule, as_schedule, check_heads, gradient_flow_head
 from ..core.checks import BETA_MAX, check_kind
 from ..core.errors import ConfigError
+from ..core.model_kinds import model_kind
 from .dynamics import check_chunk, energy as identity_energy, exponential_sums, tangent_project
 
 _TINY_SUM = 1e-280  # an SA row sum below this has lost digits to underflow: redone exactly
@@ -74,7 +75,7 @@ def head_attention(x: np.ndarray, head: Head, kind: str, *, chunk_rows: int | No
     np.negative(shift, out=left[:, d])
     right = np.empty((n, d + 1))
     right[:, :d], right[:, d] = kx, 1.0
-    if kind == "SA":
+    if model_kind(kind).normalised:
         values = np.empty((n, d + 1))
         values[:, :d], values[:, d] = vx, 1.0
         sums = exponential_sums(left, right, values, chunk_rows=chunk_rows, threads=threads)
@@ -176,20 +177,9 @@ class AttentionField:
         return lambda x, t: self(x, t, (a, b))
 
 
-def gradient_flow_head(heads) -> Head | None:
-    """The head if ``heads`` is one head with V = A = QᵀK symmetric (then SA and USA are gradient
-    flows of E_A: :func:`attention_energy`), else None. Exact comparisons: a V that differs
-    from A by rounding is not this case (say V = A in the input)."""
-    heads = check_heads(heads)
-    if len(heads) != 1:
-        return None
-    h = heads[0]
-    return h if np.array_equal(h.V, h.A) and np.array_equal(h.A, h.A.T) else None
-
-
 def attention_energy(x, head: Head) -> float:
     """E_A = (1/(2β n²)) Σ_ij (e^{β x_iᵀA x_j} − 1) of the tokens x (n, d) for one head with
-    V = A symmetric (:func:`gradient_flow_head`), the empirical form of
+    V = A symmetric (:func:`~meanfield_pde.core.attention.gradient_flow_head`), the empirical form of
     (1/2β) ∬ (e^{β xᵀAy} − 1) dμ dμ (the interaction energy of Geshkovski et al.,
     arXiv:2312.10794, §3, with A, less the constant 1/(2β) as
     :func:`meanfield_pde.particles.dynamics.energy`, which this equals for A = I).
@@ -216,5 +206,4 @@ def attention_energy(x, head: Head) -> float:
     return total / (2.0 * beta * n * n)
 
 
-__all__ = ["attention_velocity", "head_attention", "head_field", "AttentionField",
-           "gradient_flow_head", "attention_energy"]
+__all__ = ["attention_velocity", "head_attention", "head_field", "AttentionField", "attention_energy"]

@@ -51,7 +51,7 @@ def density_from_particles(geometry: Geometry, points: np.ndarray, smoothing: fl
     if degree_max is not None and not (isinstance(degree_max, (int, np.integer)) and 0 <= degree_max <= top):
         raise ConfigError(f"degree_max = {degree_max}: must be an integer in [0, {top}] (the geometry's lmax)")
     pts = np.asarray(points, dtype=float)
-    dim = 3 if geometry.manifold == "sphere" else 2
+    dim = geometry.dimension  # proposals uniform on S^{d−1} ⊂ R^d (zonal: f depends on x_d alone)
     if pts.ndim != 2 or pts.shape[1] != dim or not np.allclose(np.linalg.norm(pts, axis=1), 1, atol=1e-8):
         raise ConfigError(f"points: must be unit vectors of shape (n, {dim}) on the {geometry.manifold}")
     coef = geometry.heat(geometry.empirical_coefficients(pts), smoothing)
@@ -61,7 +61,8 @@ def density_from_particles(geometry: Geometry, points: np.ndarray, smoothing: fl
 
 
 def sample_density(geometry: Geometry, coef: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
-    """n points (n, dim) distributed with the density given by ``coef``.
+    """n points (n, d) distributed with the density given by ``coef``, d = ``geometry.dimension``
+    (on sphere_zonal: tokens in R^d whose t = ⟨x, e⟩ has the zonal density's law).
 
     Rejection sampling: propose uniform points, accept with probability
     f(x)/M where M bounds f (the grid maximum times 1.05, checked on every
@@ -79,7 +80,7 @@ def sample_density(geometry: Geometry, coef: np.ndarray, n: int, seed: int = 0) 
         raise ConfigError(f"the density is negative (min {np.min(grid):.3g}): cannot sample it")
     bound = 1.05 * np.max(grid)
     rng = np.random.default_rng(seed)
-    dim = 3 if geometry.manifold == "sphere" else 2
+    dim = geometry.dimension  # proposals uniform on S^{d−1} ⊂ R^d (zonal: f depends on x_d alone)
     accepted, count = [], 0
     while count < n:
         batch = max(1024, int(1.5 * (n - count) * bound * geometry.area))

@@ -59,6 +59,15 @@ def uniform_sphere(n: int, d: int, seed=0) -> np.ndarray:
     return normalise(make_rng(seed).standard_normal((n, d)))
 
 
+def axis_vectors(centres, dimension: int) -> np.ndarray:
+    """Zonal vMF centres [±1] (a sphere_zonal case's [initial] centres) → the unit vectors ±e in
+    R^d (e the last axis, the axis of :class:`~meanfield_pde.core.geometry.zonal.ZonalSphere`),
+    shape (K, d)."""
+    out = np.zeros((len(centres), dimension))
+    out[:, -1] = [1.0 if float(c[-1]) > 0 else -1.0 for c in centres]
+    return out
+
+
 def von_mises_fisher_mixture(n: int, centres, concentrations, weights=None, seed=0) -> np.ndarray:
     """n i.i.d. points from the mixture Σ_k w_k vMF(μ_k, κ_k) on S^{d−1}.
 

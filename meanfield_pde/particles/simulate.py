@@ -17,6 +17,7 @@ from functools import partial
 
 import numpy as np
 
+from ..core.attention import NO_ENERGY_NOTE, HeadSchedule, gradient_flow_head
 from ..core.errors import ConfigError
 from ..core.signals import check as check_stop_request, interruption
 from ..core.stops import StopReason, interrupt_reason
@@ -44,11 +45,14 @@ class ParticleRun:
         Token positions at the snapshots (unit rows); None if not stored.
     order_parameter : ndarray (nt,)
         |(1/n) Σ_i x_i| at the snapshots, in [0, 1].
-    energy : ndarray (nt,)
+    energy : ndarray (nt,) or None
         E = (1/(2β n²)) Σ_ij (e^{β⟨x_i,x_j⟩} − 1) at the snapshots (the empirical
-        E_β, the definition of MeanFieldModel.energy; |m|²/2 at β = 0).
+        E_β, the definition of MeanFieldModel.energy; |m|²/2 at β = 0); with ``heads``, E_A
+        of a gradient-flow head, and None for heads that have no energy
+        (:func:`~meanfield_pde.core.attention.gradient_flow_head`).
     kind, beta, nu, dt, scheme, seed :
-        The arguments of the run (dt is the largest step taken).
+        The arguments of the run (dt is the largest step taken); with ``heads`` beta is the β of
+        one head constant in depth, else None (the heads have their own: ``heads``).
     steps : int
         Number of steps taken.
     status : str
@@ -58,6 +62,8 @@ class ParticleRun:
         Why the run ended (COMPLETED, INTERRUPTED, IO_ERROR, NUMERICAL_FAULT).
     final : ndarray (n, d)
         Positions at t_end (kept also when ``positions`` is not stored).
+    heads : HeadSchedule or None
+        The attention heads of the run (None: today's model at ``beta``).
     attrs : dict
         Free-form metadata, copied to the Dataset attributes.
     """
@@ -65,9 +71,9 @@ class ParticleRun:
     times: np.ndarray
     positions: np.ndarray | None
     order_parameter: np.ndarray
-    energy: np.ndarray
+    energy: np.ndarray | None
     kind: str
-    beta: float
+    beta: float | None
     nu: float
     dt: float
     scheme: str
@@ -77,21 +83,31 @@ class ParticleRun:
     stop_reason: StopReason = StopReason.COMPLETED
     final: np.ndarray | None = None
     attrs: dict = dc_field(default_factory=dict)
+    heads: HeadSchedule | None = None
 
     def __getitem__(self, key):
         """Dict-style access, ``run["times"]`` equals ``run.times``."""
         return getattr(self, key)
 
     def to_dataset(self):
-        """The run as an xarray.Dataset (dims time and :data:`POSITION_DIMS`)."""
+        """The run as an xarray.Dataset (dims time and :data:`POSITION_DIMS`). With heads: their
+        text in attribute ``heads``, and without an energy the attribute ``energy_note``
+        (:data:`~meanfield_pde.core.attention.NO_ENERGY_NOTE`) in place of the variable."""
         import xarray as xr
 
-        data = {"order_parameter": ("time", self.order_parameter),
-                "energy": ("time", self.energy)}
+        data = {"order_parameter": ("time", self.order_parameter)}
+        if self.energy is not None:
+            data["energy"] = ("time", self.energy)
         if self.positions is not None:
             data["positions"] = (("time", *POSITION_DIMS), self.positions)
-        attrs = {"kind": self.kind, "beta": self.beta, "nu": self.nu, "dt": self.dt,
-                 "scheme": self.scheme, "seed": self.seed, "steps": self.steps, **self.attrs}
+        attrs = {"kind": self.kind, "nu": self.nu, "dt": self.dt, "scheme": self.scheme,
+                 "seed": self.seed, "steps": self.steps, **self.attrs}
+        if self.beta is not None:
+            attrs["beta"] = self.beta
+        if self.heads is not None:
+            attrs["heads"] = self.heads.describe()
+        if self.energy is None:
+            attrs["energy_note"] = NO_ENERGY_NOTE
         return xr.Dataset(data, coords={"time": self.times}, attrs=attrs)
 
 
@@ -156,21 +172,19 @@ def _pieces(a: float, b: float, breaks) -> list[tuple[float, float]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-def _schedule_beta(schedule) -> float:
-    """β of a constant one-head schedule (the run's ``beta``), else NaN."""
+def _schedule_beta(schedule) -> float | None:
+    """β of a constant one-head schedule (the run's ``beta``), else None (each head has its own)."""
     if schedule.constant and len(schedule.layers[0].heads) == 1:
         return schedule.layers[0].heads[0].beta
-    return math.nan
+    return None
 
 
 def _schedule_energy(schedule):
     """The energy diagnostic of a schedule: E_A for one constant head with V = A symmetric,
-    else a function returning NaN (no energy exists; a number would be a wrong one)."""
-    from .heads import attention_energy, gradient_flow_head
-    head = gradient_flow_head(schedule.layers[0].heads) if schedule.constant else None
-    if head is None:
-        return lambda state: math.nan
-    return lambda state: attention_energy(state, head)
+    else None (no energy exists: none is recorded, rather than a wrong number or a NaN)."""
+    from .heads import attention_energy
+    head = gradient_flow_head(schedule)
+    return None if head is None else partial(attention_energy, head=head)
 
 
 def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: float, every: float,
@@ -230,8 +244,9 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
         None. Steps never straddle the schedule's breaks (layer starts, ramp ends): an
         interval between snapshots is cut there and each piece takes equal steps <= dt, so
         Runge–Kutta keeps its order. ``energy`` is E_A (:func:`~meanfield_pde.particles.heads.attention_energy`)
-        for one constant head with V = A symmetric, NaN otherwise (no energy exists);
-        ``beta`` of the result is the head's β for one constant head, else NaN.
+        for one constant head with V = A symmetric, None otherwise (no energy exists:
+        ``on_snapshot`` then receives None); ``beta`` of the result is the head's β for one
+        constant head, else None.
 
     A KeyboardInterrupt (SIGINT, SIGTERM via
     :func:`meanfield_pde.core.signals.stop_on_signals`) or non-finite positions
@@ -295,7 +310,7 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
         if store_positions:
             positions.append(state.copy())
         op.append(order_parameter(state))
-        en.append(energy_of(state))
+        en.append(None if energy_of is None else energy_of(state))
         if on_snapshot is not None and notify:
             on_snapshot(t, state, op[-1], en[-1])
 
@@ -333,7 +348,8 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
         if not reason.completed and t > times[-1]:
             record(t, x)
     return ParticleRun(times=np.array(times), positions=np.array(positions) if store_positions else None,
-                       order_parameter=np.array(op), energy=np.array(en), kind=kind, beta=beta,
+                       order_parameter=np.array(op), energy=None if energy_of is None else np.array(en),
+                       kind=kind, beta=beta,
                        nu=nu, dt=dt, scheme=scheme, seed=int(seed), steps=steps, status=status,
                        stop_reason=reason, final=x,
-                       attrs={"heads": repr(attention.schedule)} if attention is not None else {})
+                       heads=attention.schedule if attention is not None else None)

@@ -90,8 +90,10 @@ def run_description(attrs, manifold: str | None = None) -> str:
     else:
         what = f"{model} mean-field PDE"
     where = manifold or attrs.get("manifold", "sphere")
-    return (f"{what} on the {where}, β = {attr_number(attrs, 'beta')}, ν = {attr_number(attrs, 'nu')}, "
-            f"lmax = {attr_number(attrs, 'lmax')}")
+    # general attention heads carry their own β (attribute heads_summary; the heads: heads)
+    beta = (f"attention: {printable(str(attrs['heads_summary'])).replace('beta', 'β')}"
+            if "heads_summary" in attrs else f"β = {attr_number(attrs, 'beta')}")
+    return f"{what} on the {where}, {beta}, ν = {attr_number(attrs, 'nu')}, lmax = {attr_number(attrs, 'lmax')}"
 
 
 def run_title(attrs, description: str) -> str:

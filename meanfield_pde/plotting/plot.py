@@ -390,7 +390,13 @@ def _draw_diagnostics(axes, ds, t, xlabel):
         ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
         ax.set(xlabel=xlabel, ylabel=label)
         _time_ticks(ax)
-    for ax in axes[len(names):]:
+    spare = axes[len(names):]
+    if spare and "energy_note" in ds.attrs and "energy" not in ds:  # said, not left blank
+        spare[0].text(0.5, 0.5, "no energy recorded:\nthe attention heads are\nnot a gradient flow",
+                      ha="center", va="center", transform=spare[0].transAxes, color="gray")
+        spare[0].set_axis_off()
+        spare = spare[1:]
+    for ax in spare:
         ax.set_visible(False)
 
 

@@ -47,6 +47,7 @@ SPHERE_RHS_PER_L3 = 6e-10   # s per (L+1)^3, one PDE right-hand side on S² (mea
 MIN_RHS_SECONDS = 3e-5      # Python overhead of one right-hand side (circle, small L)
 ZONAL_RHS_PER_L2 = 3e-9     # s per (L+1)^2, one right-hand side of zonal densities on S^{d-1} (measured 2.6e-9..2.7e-9 at L = 200, 400)
 STAGES_PER_STEP = 5         # right-hand sides per IMEX step (ARK stages + the error estimate)
+ATTENTION_RHS_FACTOR = 25   # one general head's right-hand side / the zonal one (benchmarks row A: 11-24 at L = 15-23, <= 30 at L = 63)
 PAIR_SECONDS = 4e-9         # s per token pair of one velocity (exponential, row sums)
 PAIR_DIM_SECONDS = 2e-10    # s per pair and dimension (the Gram matrix)
 PARTICLE_STAGES = {"rk4": 4, "heun": 2, "lie_midpoint": 2, "euler_maruyama": 1}
@@ -161,16 +162,21 @@ def pde_estimate(config) -> Estimate:
     n_snap = snapshots(config)
     dt, dt_text = typical_step(config)
     steps = min(t.max_steps, math.ceil(min(t.t_end / dt, 1e300))) if t.t_end > 0 else 0
-    seconds = steps * STAGES_PER_STEP * rhs_seconds(d.manifold, d.lmax)
-    memory = 40 * 8 * grid_points(d.manifold, d.lmax) + 20 * 8 * (d.lmax + 1) ** 2
+    rhs = rhs_seconds(d.manifold, d.lmax)
     where = f"domain.lmax = {d.lmax}"
+    if config.attention.present and config.kind != "limit":  # general heads: each a kernel of its own
+        heads = max(len(layer.heads) for layer in config.attention.layer_configs)
+        rhs *= ATTENTION_RHS_FACTOR * heads
+        where += f" with {heads} general head(s) of [attention]"
+    seconds = steps * STAGES_PER_STEP * rhs
+    memory = 40 * 8 * grid_points(d.manifold, d.lmax) + 20 * 8 * (d.lmax + 1) ** 2
     return Estimate(memory, n_snap * per, seconds, {
         "disk": f"output.every = {config.output.every:g} and time.t_end = {t.t_end:g} at {where}: "
                 f"{n_snap:.3g} snapshots of {size(per)}",
         "memory": f"{where}: the work arrays on {grid_points(d.manifold, d.lmax)} grid points",
         "seconds": f"time.t_end = {t.t_end:g} with {dt_text} at {where}: "
                    f"{steps:.3g} steps (at most time.max_steps = {t.max_steps}) of "
-                   f"{duration(STAGES_PER_STEP * rhs_seconds(d.manifold, d.lmax))}"})
+                   f"{duration(STAGES_PER_STEP * rhs)}"})
 
 
 def velocity_seconds(n: int, dim: int) -> float:

@@ -165,4 +165,4 @@ def read_case(case: str | os.PathLike, overrides=(), where: str = "--set") -> Co
     overrides = check_overrides(overrides)
     path = case_path(case)
     data = parse_toml(read_case_text(path), str(path))
-    return from_dict(apply_overrides(data, overrides, where), name=path.stem)
+    return from_dict(apply_overrides(data, overrides, where), name=path.stem, base=path.parent)

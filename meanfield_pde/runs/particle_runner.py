@@ -17,23 +17,36 @@ import numpy as np
 import xarray as xr
 
 from .config import Config, VonMisesFisher
+from ..core.attention import gradient_flow_head
 from ..core.geometry import make_geometry
+from ..numerics.diagnostics import ATTENTION_ENERGY_ATTRS
 from ..numerics.initial import initial_density
 from .io import snapshots_to_dataset, software_versions
 from ..particles.measures import sample_density
 from ..particles import simulate
 from ..particles.simulate import POSITION_DIMS, snapshot_times
 from .session import Outcome, RunKind, resume_file, start_run
-from ..particles.sampling import von_mises_fisher_mixture
+from .simulation import attention_attributes, model_title
+from ..particles.sampling import axis_vectors, von_mises_fisher_mixture
 
 
 def initial_particles(config: Config, geometry) -> np.ndarray:
-    """n tokens (n, dim) from the case's initial law: exact vMF sampling
-    (scipy.stats.vonmises_fisher) or rejection sampling of the PDE's initial density."""
+    """n tokens (n, d) from the case's initial law: exact vMF sampling
+    (scipy.stats.vonmises_fisher) or rejection sampling of the PDE's initial density; on
+    sphere_zonal (tokens with [attention] heads in R^d) the centres [±1] are ±e, e the last axis."""
     p, ini = config.particles, config.initial
     if isinstance(ini, VonMisesFisher):
-        return von_mises_fisher_mixture(p.n, ini.centres, ini.concentrations, ini.weights or None, p.seed)
+        centres = (axis_vectors(ini.centres, geometry.dimension) if geometry.manifold == "sphere_zonal"
+                   else ini.centres)
+        return von_mises_fisher_mixture(p.n, centres, ini.concentrations, ini.weights or None, p.seed)
     return sample_density(geometry, initial_density(geometry, ini), p.n, p.seed)
+
+
+def particle_geometry(config: Config):
+    """The geometry of a token run's records: the case's manifold (sphere_zonal: the law of
+    t = ⟨x, e⟩ of tokens in R^d, d = domain.dimension)."""
+    d = config.domain
+    return make_geometry(d.manifold, d.lmax, d.threads, d.dimension or None)
 
 
 def particle_scheme(config: Config) -> str:
@@ -50,22 +63,27 @@ def particle_attributes(config: Config) -> dict:
     return {
         "kind": "particles", "model": m.kind, "beta": m.beta, "nu": m.nu,
         "lmax": config.domain.lmax, "manifold": config.domain.manifold,
+        **({"dimension": config.domain.dimension} if config.domain.manifold == "sphere_zonal" else {}),
         "case": config.to_toml(), "case_name": config.name, "description": config.description,
         "n": p.n, "scheme": particle_scheme(config), "dt": p.dt or config.time.dt, "seed": p.seed,
         "smoothing": p.smoothing, "equation": "particles", "time_unit": "natural",
-        "title": f"{m.kind} particles (n = {p.n}) on the {config.domain.manifold}, "
-                 f"beta = {m.beta:g}, nu = {m.nu:g}",
-        **software_versions(), "steps": 0, "wall_time_s": 0.0,
+        "title": f"{m.kind} particles (n = {p.n}) on the {config.domain.manifold}, {model_title(config)}",
+        **attention_attributes(config), **software_versions(), "steps": 0, "wall_time_s": 0.0,
     }
 
 
 def particle_record(geometry, smoothing: float, t: float, x: np.ndarray, order: float,
-                    energy: float) -> xr.Dataset:
-    """One snapshot of a particle run as a one-time Dataset with the PDE's names (module doc)."""
+                    energy: float | None, energy_attrs: dict | None = None) -> xr.Dataset:
+    """One snapshot of a particle run as a one-time Dataset with the PDE's names (module doc);
+    ``energy`` None (heads without an energy) writes no energy, ``energy_attrs`` replace the
+    attributes of E_β (E_A of a gradient-flow head)."""
     coef = geometry.empirical_coefficients(x)
     density = geometry.synthesis(geometry.heat(coef, smoothing))
-    diagnostics = {"mass": geometry.mass(coef), "energy": float(energy), "order_parameter": float(order)}
+    diagnostics = {"mass": geometry.mass(coef), "order_parameter": float(order),
+                   **({} if energy is None else {"energy": float(energy)})}
     ds = snapshots_to_dataset(geometry, [t], [coef], [density], [diagnostics], {})
+    if energy_attrs is not None and "energy" in ds:
+        ds["energy"].attrs.update(energy_attrs)
     ds["density"].attrs["long_name"] = (f"empirical measure smoothed by the heat kernel e^(s Laplacian), "
                                         f"s = {smoothing:g}")
     ds["coef_real"].attrs["long_name"] = "Re of the empirical coefficients (1/n) sum_i conj(Y_lm(x_i))"
@@ -109,11 +127,13 @@ class ParticleRecorder:
     """Storage of a token run: each snapshot of :func:`meanfield_pde.particles.simulate`
     (its ``on_snapshot`` hook) becomes a record (:func:`particle_record`) appended to the sink."""
 
-    def __init__(self, geometry, smoothing: float, sink):
+    def __init__(self, geometry, smoothing: float, sink, energy_attrs: dict | None = None):
         self.geometry, self.smoothing, self.sink = geometry, smoothing, sink
+        self.energy_attrs = energy_attrs
 
-    def __call__(self, t: float, x: np.ndarray, order: float, energy: float) -> None:
-        self.sink.append(particle_record(self.geometry, self.smoothing, t, x, order, energy))
+    def __call__(self, t: float, x: np.ndarray, order: float, energy: float | None) -> None:
+        self.sink.append(particle_record(self.geometry, self.smoothing, t, x, order, energy,
+                                         self.energy_attrs))
 
 
 class ParticleRunKind(RunKind):
@@ -129,24 +149,26 @@ class ParticleRunKind(RunKind):
         return snapshot_times(config.time.t_end, config.snapshot_interval).size
 
     def start(self, config: Config, initial=None):
-        geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
+        geometry = particle_geometry(config)
         return geometry, initial_particles(config, geometry), 0
 
     def restart(self, config: Config, ds: xr.Dataset, index: int):
         x0 = ds.positions.values[index].copy()
         t0 = float(ds.time.values[index])
         start = int(np.argmin(np.abs(snapshot_times(config.time.t_end, config.snapshot_interval) - t0)))
-        geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads)
-        return geometry, x0, start
+        return particle_geometry(config), x0, start
 
     def advance(self, config: Config, state, sink, progress: bool | None) -> Outcome:
         geometry, x0, start = state
-        p, m = config.particles, config.model
-        res = simulate(x0, m.kind, m.beta, m.nu, config.time.t_end, p.dt or config.time.dt,
-                       config.snapshot_interval, scheme=particle_scheme(config), seed=p.seed,
-                       store_positions=False, start=start,
-                       on_snapshot=ParticleRecorder(geometry, p.smoothing, sink),
-                       threads=config.domain.threads or None)
+        p, m, heads = config.particles, config.model, config.heads
+        # with [attention] the heads carry β (E_A the energy of a gradient-flow head)
+        energy_attrs = (ATTENTION_ENERGY_ATTRS if heads is not None and gradient_flow_head(heads) is not None
+                        else None)
+        res = simulate(x0, m.kind, m.beta if heads is None else None, m.nu, config.time.t_end,
+                       p.dt or config.time.dt, config.snapshot_interval, scheme=particle_scheme(config),
+                       seed=p.seed, store_positions=False, start=start,
+                       on_snapshot=ParticleRecorder(geometry, p.smoothing, sink, energy_attrs),
+                       threads=config.domain.threads or None, heads=heads)
         return Outcome(res.status, res.stop_reason, {"steps": res.steps})
 
 

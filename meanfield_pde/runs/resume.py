@@ -19,6 +19,7 @@ import xarray as xr
 
 from .config import Config, from_dict, parse_toml, time_unit
 from ..core.errors import ConfigError, NotARunError
+from ..core.model_kinds import model_kind
 from ..core.stops import StopReason, stop_reason
 from .checksums import DamagedSnapshot
 from .runcheck import NOT_A_RUN_FILE, is_run_file, open_checked
@@ -199,7 +200,7 @@ def rerun_change(attrs) -> tuple[str, float | int, str] | None:
         config = from_dict(parse_toml(str(attrs["case"]), "case"))
     except (KeyError, ConfigError):
         return None
-    if (reason is StopReason.NUMERICAL_FAULT and config.model.kind == "SA"
+    if (reason is StopReason.NUMERICAL_FAULT and model_kind(config.model.kind).normalised
             and config.domain.manifold == "sphere_zonal"):
         return None
     if str(attrs.get("kind", config.kind)) == "particles":

@@ -11,14 +11,17 @@ import numpy as np
 
 from .config import Config, VonMisesFisher, time_unit
 from ..numerics.diagnostics import ResolutionMonitor
+from ..core.attention import NO_ENERGY_NOTE, gradient_flow_head
 from ..core.checks import short_repr
 from ..core.errors import ConfigError
+from ..core.model_kinds import model_kind
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
 from .io import software_versions
 from ..numerics.limits import (LimitModel, check_initial_density, check_limit_config,
                                make_limit_model)
-from ..numerics.models import MeanFieldModel, check_initial_potential
+from ..core.attention_kernel import AttentionKernel, ScheduledKernel
+from ..numerics.models import FunkHeckeKernel, MeanFieldModel, check_initial_potential
 from ..numerics.steppers import StepControl, make_stepper
 
 
@@ -54,7 +57,7 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     geometry = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
                              config.domain.dimension or None)
     if config.kind != "limit":
-        model = MeanFieldModel(geometry, m.kind, m.beta, m.nu, reg.hyperviscosity,
+        model = MeanFieldModel(make_kernel(config, geometry), m.nu, reg.hyperviscosity,
                                reg.hyperviscosity_order)
     else:
         model = make_limit_model(geometry, m.kind, m.beta, config.limit.order)
@@ -63,6 +66,26 @@ def build(config: Config, initial: np.ndarray | None = None) -> Simulation:
     stepper = make_stepper(config.time.scheme, model)
     control = StepControl(stepper, geometry, config.time.rtol, config.time.atol, config.time.adaptive)
     return Simulation(config, geometry, model, u0, control, monitor)
+
+
+def make_kernel(config: Config, geometry: Geometry):
+    """The interaction kernel of a PDE run of ``config`` on ``geometry``
+    (:class:`meanfield_pde.core.kernels.InteractionKernel`): the Funk–Hecke kernel of
+    model.kind at model.beta; with [attention] (``config.heads``) the general kernel of its
+    heads (:class:`~meanfield_pde.core.attention_kernel.AttentionKernel`), or of its layers
+    (:class:`~meanfield_pde.core.attention_kernel.ScheduledKernel`) where they change with depth.
+
+    Raises
+    ------
+    ConfigError
+        A head whose operator cannot be built (β‖A‖₂ > 700, more memory than
+        ``MAX_MATRIX_BYTES``), before any work."""
+    heads, kind = config.heads, config.model.kind
+    if heads is None:
+        return FunkHeckeKernel(geometry, kind, config.model.beta)
+    if heads.constant:
+        return AttentionKernel(geometry, heads.layers[0].heads, kind)
+    return ScheduledKernel(geometry, heads, kind)
 
 
 def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | LimitModel | None = None,
@@ -109,7 +132,8 @@ def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | Li
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    if config.kind == "pde" and config.model.kind == "SA" and config.domain.manifold == "sphere_zonal":
+    if (config.kind == "pde" and model_kind(config.model.kind).normalised
+            and config.domain.manifold == "sphere_zonal"):
         check_initial_potential(geometry, config.model.beta, u0)  # SA divides by Φ: float64 must hold it
     return u0
 
@@ -138,17 +162,38 @@ def run_attributes(config: Config) -> dict:
         # the time coordinate is natural time for every kind; τ of a large-β unit is `tau`
         "time_unit": "natural",
         "title": f"{m.kind} {EQUATION_TITLES[config.equation]} on the "
-                 f"{manifold_title(config)}, beta = {m.beta:g}, nu = {m.nu:g}",
+                 f"{manifold_title(config)}, {model_title(config)}",
         **({"tau_unit": tau_unit_name(config)} if time_unit(config) != 1.0 or config.kind == "limit" else {}),
-        **software_versions(),
+        **attention_attributes(config), **software_versions(),
         "steps": 0, "rejected_steps": 0, "wall_time_s": 0.0,
     }
+
+
+def attention_attributes(config: Config) -> dict:
+    """The attributes of a run of a case with [attention] (none without): ``heads`` (the layers
+    and heads as text, :meth:`~meanfield_pde.core.attention.HeadSchedule.describe`; the exact
+    matrices are in ``case``), ``heads_summary`` (in a few words, for titles), and ``energy_note``
+    (:data:`~meanfield_pde.core.attention.NO_ENERGY_NOTE`) when the heads have no energy: the
+    file then has no ``energy`` variable. Every run kind that reads [attention] writes these."""
+    heads = config.heads
+    if heads is None:
+        return {}
+    return {"heads": heads.describe(), "heads_summary": heads.summary(),
+            **({} if gradient_flow_head(heads) is not None else {"energy_note": NO_ENERGY_NOTE})}
+
+
+def model_title(config: Config) -> str:
+    """The model's parameters as titles give them: "beta = 5, nu = 0", or with [attention]
+    "attention: 2 heads, beta = 1, 4, nu = 0" (:meth:`~meanfield_pde.core.attention.HeadSchedule.summary`)."""
+    m, heads = config.model, config.heads
+    what = f"beta = {m.beta:g}" if heads is None else f"attention: {heads.summary()}"
+    return f"{what}, nu = {m.nu:g}"
 
 
 def tau_unit_name(config: Config) -> str:
     """The large-β unit of the run's ``tau`` (a limit run: its limit's, whatever time.unit says)."""
     if config.kind == "limit":
-        return {"SA": "backward_heat", "USA": "porous_medium"}[config.model.kind]
+        return model_kind(config.model.kind).large_beta_unit
     return config.time.unit
 
 

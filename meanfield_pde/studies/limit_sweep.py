@@ -39,7 +39,8 @@ import xarray as xr
 from ..runs.config import Config, from_dict
 from ..core.errors import ConfigError, RunStoppedWarning
 from ..core.stops import StopReason, stop_reason
-from ..numerics.limits import LIMIT_NAMES, PDE_TIME_UNITS, make_limit_model
+from ..core.model_kinds import model_kind
+from ..numerics.limits import make_limit_model
 from ..numerics.models import MeanFieldModel
 from ..runs.session import runs_stop_together
 
@@ -96,7 +97,7 @@ def sweep_configs(config: Config, beta: float) -> dict[str, Config]:
             d["limit"] = dict(base["limit"], order=int(eq[len("limit"):]))
         else:
             d["run"] = dict(base["run"], kind="pde")
-        d["time"] = dict(base["time"], unit=PDE_TIME_UNITS[config.model.kind] if eq == "mean_field"
+        d["time"] = dict(base["time"], unit=model_kind(config.model.kind).large_beta_unit if eq == "mean_field"
                          else "natural")
         out[eq] = from_dict(d, name=config.name)
     return out
@@ -131,7 +132,7 @@ def amplification_factors(config: Config, beta: float) -> dict[str, float]:
     cfg = sweep_configs(config, beta)["mean_field"]
     g = make_geometry(config.domain.manifold, config.domain.lmax, config.domain.threads,
                       config.domain.dimension or None)
-    rates = {"mean_field": MeanFieldModel(g, config.model.kind, beta).growth_rates() * time_unit(cfg)}
+    rates = {"mean_field": MeanFieldModel.funk_hecke(g, config.model.kind, beta).growth_rates() * time_unit(cfg)}
     for o in sorted(set(config.limit.orders)):
         rates[f"limit{o}"] = make_limit_model(g, config.model.kind, beta, o).growth_rates()
     return {k: float(np.exp(max(0.0, float(np.max(r))) * config.limit.tau)) for k, r in rates.items()}
@@ -244,7 +245,7 @@ def _limit_dataset(config: Config, some: Config, betas: list[float], orders: lis
     lim, kind = config.limit, config.model.kind
     slopes = np.array([fitted_slope(betas, tables["distance"][:, k]) for k in range(len(orders))])
     expected = np.array([EXPECTED_SLOPES[o] for o in orders])
-    unit = "tau = t/beta" if kind == "SA" else "tau = t lambda_0/(2 beta)"
+    unit = "tau = " + model_kind(kind).tau
     ds = xr.Dataset(
         {
             "distance": (("beta", "order"), tables["distance"], dict(
@@ -272,8 +273,8 @@ def _limit_dataset(config: Config, some: Config, betas: list[float], orders: lis
                 "run": ("run", np.array(runs, dtype=str))},
     )
     ds.attrs.update({
-        "title": f"{kind} mean-field PDE versus its large-beta limit ({LIMIT_NAMES[kind]})",
-        "model": kind, "limit": LIMIT_NAMES[kind], "time_unit": unit, "tau": lim.tau,
+        "title": f"{kind} mean-field PDE versus its large-beta limit ({model_kind(kind).limit_name})",
+        "model": kind, "limit": model_kind(kind).limit_name, "time_unit": unit, "tau": lim.tau,
         "degrees": lim.degrees, "lmax": config.domain.lmax, "manifold": config.domain.manifold,
         "scheme": some.time.scheme, "rtol": some.time.rtol, "atol": some.time.atol,
         "case": config.to_toml(), "case_name": config.name, "description": config.description,

@@ -87,6 +87,7 @@ from scipy.integrate import quad, solve_ivp
 from scipy.optimize import brentq
 
 from .linear import check_beta, check_kind
+from ..core.model_kinds import model_kind
 
 MERGE_ANGLE = 1e-2
 """Default merge angle θ (radians): two clusters count as merged once their centres are closer."""
@@ -172,7 +173,7 @@ def _gram_rate(g: np.ndarray, w: np.ndarray, kind: str, beta: float) -> np.ndarr
     k = g.shape[0]
     if k == 1:
         return np.zeros((1, 1))
-    if kind == "SA":  # a_il = w_l e^{βG_il} / Σ_m w_m e^{βG_im}: shifted by the diagonal G_ii = 1
+    if model_kind(kind).normalised:  # a_il = w_l e^{βG_il} / Σ_m w_m e^{βG_im}: shifted by the diagonal G_ii = 1
         a = w[None, :] * np.exp(beta * (g - 1.0))
         a /= a.sum(axis=1, keepdims=True)
         scale = np.ones((k, 1))
@@ -250,7 +251,7 @@ def pair_rate(rho, w1: float, w2: float, kind: str, beta: float) -> float:
     kind, beta = check_kind(kind), check_beta(beta)
     w1, w2 = check_masses([w1, w2])
     rho = _check_rho("rho", rho)
-    if kind == "USA":
+    if not model_kind(kind).normalised:
         return float((w1 + w2) * math.exp(beta * rho) * (1.0 - rho * rho))
     x = beta * (1.0 - rho)  # E = e^x reaches e^1400 near ρ = −1 at β = 700: use shares
     return float((1.0 - rho * rho) * (_share(w2, w1, x) + _share(w1, w2, x)))
@@ -360,9 +361,9 @@ def pair_time_gap(gap0: float, gap: float, w1: float, w2: float, kind: str, beta
     if gap == 2.0 or gap0 == 0.0:
         return -math.inf if gap > gap0 else math.inf
     if beta < _BETA_ZERO:  # SA and USA: ρ̇ = c (1 − ρ²), c = w1 + w2 (USA), 1 (SA)
-        speed = (w1 + w2) if kind == "USA" else 1.0
+        speed = (w1 + w2) if not model_kind(kind).normalised else 1.0
         return (_artanh(gap) - _artanh(gap0)) / speed
-    if kind == "USA":
+    if not model_kind(kind).normalised:
         return (_F(gap, beta, 0.0) - _F(gap0, beta, 0.0)) / (w1 + w2)
     w1, w2 = w1 / (w1 + w2), w2 / (w1 + w2)  # SA depends on w1/w2 only: p, q stay in float range
     p, q = w1 * w2, w1 * w1 + w2 * w2

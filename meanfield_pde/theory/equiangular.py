@@ -43,6 +43,7 @@ from scipy.integrate import solve_ivp
 
 from ..core.checks import check_beta, check_kind
 from ..core.checks import check_n as _check_n
+from ..core.model_kinds import model_kind
 
 
 def rho_rate(kind: str, rho, beta: float, n: int):
@@ -69,7 +70,7 @@ def rho_rate(kind: str, rho, beta: float, n: int):
     kind, beta, n = check_kind(kind), check_beta(beta), _check_n(n)
     rho = np.asarray(rho, dtype=float)
     core = (1.0 - rho) * (1.0 + (n - 1) * rho)
-    if kind == "SA":
+    if model_kind(kind).normalised:
         return 2.0 * core / (np.exp(beta * (1.0 - rho)) + n - 1)
     return (2.0 / n) * np.exp(beta * rho) * core
 
@@ -98,7 +99,7 @@ def _log_gap(s, rho0: float, n: int):
 
 def _log_speed(kind: str, beta: float, n: int, gap):
     """log h as a function of the gap g = 1−ρ, in a form that cannot overflow."""
-    if kind == "SA":  # log(2 / (e^{βg} + n − 1))
+    if model_kind(kind).normalised:  # log(2 / (e^{βg} + n − 1))
         return np.log(2.0) - beta * gap - np.log1p((n - 1) * np.exp(-beta * gap))
     return np.log(2.0 / n) + beta * (1.0 - gap)
 
@@ -208,7 +209,7 @@ def collapse_rate(kind: str, beta: float) -> float:
         kind or beta out of range.
     """
     kind, beta = check_kind(kind), check_beta(beta)
-    return 2.0 if kind == "SA" else 2.0 * float(np.exp(beta))
+    return 2.0 if model_kind(kind).normalised else 2.0 * float(np.exp(beta))
 
 
 def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.0,
@@ -239,7 +240,7 @@ def equiangular_transition_time(kind: str, beta: float, n: int, rho0: float = 0.
 
     def inv_h(s):
         gap = (n / (n - 1)) / (1 + r0 * np.exp(n * s))
-        if kind == "SA":
+        if model_kind(kind).normalised:
             return (np.exp(beta * gap) + n - 1) / 2.0
         return n * np.exp(-beta * (1 - gap)) / 2.0
     return float(quad(inv_h, 0.0, s_star, epsabs=0, epsrel=1e-10, limit=200)[0])

@@ -36,6 +36,7 @@ from ..core.checks import (KINDS, check_beta, check_choice, check_int, check_kin
                            check_nonnegative)  # (KINDS, check_beta, check_kind: public here before)
 from ..core.checks import check_dimension
 from ..core.kernels import gradient_multipliers, kernel_degree_cutoff
+from ..core.model_kinds import model_kind
 
 MANIFOLDS = ("sphere", "circle", "sphere_zonal")
 _AREA = {"sphere": 4.0 * np.pi, "circle": 2.0 * np.pi}
@@ -86,7 +87,7 @@ def _kernel_part(kind: str, beta: float, lmax: int, manifold: str,
     USA: λ_l/(|S| β) = i_l(β)/β (S²) or I_k(β)/β (S¹);  SA: λ_l/(β λ_0).
     ``manifold``, ``dimension`` as resolved by :func:`_resolve`.
     """
-    if kind == "SA":
+    if model_kind(kind).normalised:
         return gradient_multipliers(beta, lmax, manifold, normalise=True, dimension=dimension)
     if manifold == "sphere_zonal":  # multipliers of the normalised measure: |S| = 1
         return gradient_multipliers(beta, lmax, manifold, dimension=dimension)

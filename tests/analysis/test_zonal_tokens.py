@@ -126,7 +126,7 @@ def test_zonal_pde_first_moment_in_d8_grows_at_the_closed_form_sigma_1():
     from meanfield_pde.numerics.steppers import IMEXRungeKutta, StepControl, get_tableau
     g = ZonalSphere(12, 8)
     u0 = spherical_harmonic(g, 1, 0, 1e-6)
-    model = MeanFieldModel(g, "SA", 2.0)
+    model = MeanFieldModel.funk_hecke(g, "SA", 2.0)
     control = StepControl(IMEXRungeKutta.for_model(get_tableau("ARS443"), model), g, rtol=1e-10)
     res = integrate(model, control, u0, 1.0, every=1.0, dt=1e-3)
     assert math.log(res.coef[1].real / u0[1].real) == pytest.approx(_sigma1(2.0, 8), rel=1e-6)

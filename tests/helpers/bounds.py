@@ -21,19 +21,22 @@ def sum_rounding(n_terms: int, beta: float, d: int) -> float:
     return (n_terms + 2 * (d + 1) * beta + 4) * EPS
 
 
-def energy_rounding(x: np.ndarray, w, beta: float) -> float:
+def energy_rounding(x: np.ndarray, w, beta: float, a: np.ndarray | None = None) -> float:
     """Absolute bound on the difference of two evaluations of E = (1/2β) Σ_ij w_i w_j
-    (e^{β⟨x_i,x_j⟩} − 1) that add the same terms in other orders: a double sum (n rows of n
-    terms, 2n additions deep) whose terms' sizes sum to (1/2β) Σ_ij w_i w_j (e^{βg_ij} + 1) in
-    the e^β-factored branch (β >= 1), to (1/2β) Σ_ij w_i w_j |expm1(βg_ij)| below; at β = 0,
-    E = |m|²/2 with m an n-term sum of w_j x_j (|x_j| = 1). w = None: 1/n each."""
+    (e^{β g_ij} − 1), g_ij = ⟨x_i, x_j⟩ (or x_iᵀA x_j for an attention head's A: then the
+    exponent, 2d-term sums, errs by <= 2dε β‖A‖_F: sum_rounding's 2(d + 1)β at β‖A‖_F covers it),
+    that add the same terms in other orders: a double sum (n rows of n terms, 2n additions
+    deep) whose terms' sizes sum to (1/2β) Σ_ij w_i w_j (e^{βg_ij} + 1) in the e^β-factored
+    branch (β >= 1), to (1/2β) Σ_ij w_i w_j |expm1(βg_ij)| below; at β = 0, E = |m|²/2 with m an
+    n-term sum of w_j x_j (|x_j| = 1). w = None: 1/n each."""
     n, d = x.shape
     w = np.full(n, 1 / n) if w is None else w
     if beta == 0.0:
         return 2 * (n + 4) * EPS * float(w.sum()) ** 2
-    g = x @ x.T
+    g = x @ x.T if a is None else x @ a @ x.T
+    size = beta if a is None else beta * float(np.linalg.norm(a))
     terms = np.exp(beta * g) + 1 if beta >= 1 else np.abs(np.expm1(beta * g))
-    return 2 * sum_rounding(2 * n, beta, d) * float(w @ terms @ w) / (2 * beta)
+    return 2 * sum_rounding(2 * n, size, d) * float(w @ terms @ w) / (2 * beta)
 
 
 def unit_rounding(d: int) -> float:
@@ -63,9 +66,13 @@ def quadrature_rounding(g, coef) -> float:
     """Absolute bound on |Σ_j q_j f_j − √|S| f_00| for f synthesised from coef on g's grid of
     n points (the quadrature is exact for it): the synthesis errs by transform_rounding times
     synthesis_size at each point (Σ q_j = |S|), the products and the n-term sum by (n + 4)ε
-    times Σ q_j |f_j| <= |S| synthesis_size."""
+    times Σ q_j |f_j| <= |S| synthesis_size. On S^{d−1} (zonal, no sup factor) the synthesis is a
+    sum of L + 1 terms f_l p_l(t_j), each p_l from an l-step recurrence (3lε): (4L + 1)ε times
+    the terms' sizes at each node (ZonalSphere.synthesis_terms), which also bound |f_j|."""
     shape = g.points.shape[:-1]
     n = math.prod(shape)
+    if g.degree_sup_factor() is None:
+        return (4 * g.lmax + 1 + n + 4) * EPS * float(g.weights @ g.synthesis_terms(coef))
     return (transform_rounding(g.lmax, shape[-1]) + (n + 4) * EPS) * g.area * synthesis_size(g, coef)
 
 
@@ -83,6 +90,17 @@ def quadrature_coefficient_rounding(g, coef) -> np.ndarray:
 def fitted_slope(x, y):
     """Least-squares slope of log y against log x."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def linear_response_rounding(g, l: int, sigma: float, nu: float) -> float:
+    """Absolute bound on the rounding of a central difference (rhs(ū + δ) − rhs(ū − δ))/(2δ) of
+    the right-hand side about the uniform state ū in a degree-l direction (linear_response): each
+    rhs(ū ± δ) is made of terms of size λ_l(r + ν)|δ| (the transport at the rate r = σ_l/λ_l + ν,
+    the diffusion ν λ_l; λ_l = −laplacian, l(l+1) or k²), each from spectral transforms
+    (transform_rounding), and two of them are subtracted. Where σ_l = λ_l(r − ν) cancels, this
+    floor is what remains of a relative tolerance."""
+    lam = -float(g.laplacian[g.index(l, 0)])
+    return 2 * transform_rounding(g.lmax, g.points.shape[-2]) * (sigma + 2 * nu * lam)
 
 
 def linear_response(model, l, m=0, eps_rel=1e-5):
@@ -113,7 +131,8 @@ def ive_error(nu: float, z: float) -> float:
     AMOS's estimate 10^S (zbesi's prologue: "approximately"; measured up to 3.6·10^S, at z = 5,
     small ν), plus the logarithms of (z/2)^ν/Γ(ν + 1) and e^{−z} that its value is assembled
     from, each within ε of its size (measured: up to 0.8 of this at small z, large ν)."""
-    return 4 * max(10.0, z, nu) + nu * abs(math.log(z / 2)) + math.lgamma(nu + 1) + z
+    # log z − log 2, not log(z/2): z/2 underflows to 0 at the smallest subnormal z = 5e-324
+    return 4 * max(10.0, z, nu) + nu * abs(math.log(z) - math.log(2.0)) + math.lgamma(nu + 1) + z
 
 
 def multiplier_error(beta: float, lmax: int, d: int) -> np.ndarray:

@@ -15,7 +15,7 @@ from meanfield_pde.core.geometry import Circle
 from meanfield_pde.theory.linear import fastest_mode, predicted_cluster_positions
 from meanfield_pde.numerics.models import MeanFieldModel
 
-from helpers.bounds import EPS, synthesis_size, transform_rounding
+from helpers.bounds import EPS, synthesis_size, transform_rounding, linear_response_rounding
 from helpers.cases import make_config
 from helpers.commands import run_case
 
@@ -60,19 +60,19 @@ def sigma(kind, beta, nu, k):
 def test_circle_rhs_reproduces_sigma_k(kind, beta, nu):
     """Acceptance 1: to 1e-10 relative."""
     g = Circle(16)
-    model = MeanFieldModel(g, kind, beta, nu)
+    model = MeanFieldModel.funk_hecke(g, kind, beta, nu)
     base = g.zeros_coef()
     base[0] = 1 / np.sqrt(2 * np.pi)
     for k in range(1, 13):
         d = g.zeros_coef()
         d[k] = 1e-6 * base[0].real * (0.6 + 0.8j)
         response = (model.rhs(base + d) - model.rhs(base - d)) / (2 * d[k])
-        # 1e-10 relative is the acceptance; where σ_k = k²(rate − ν) cancels, rounding: each
-        # rhs(base ± d) is k²(rate + ν)|d| in size, from transforms (transform_rounding)
-        rate = sigma(kind, beta, nu, k) / k**2 + nu
-        floor = 2 * transform_rounding(g.lmax, g.npoints) * k**2 * (rate + nu)
-        assert response[k].real == pytest.approx(sigma(kind, beta, nu, k), rel=1e-10, abs=floor)
-        assert abs(response[k].imag) <= 1e-10 * abs(sigma(kind, beta, nu, k)) + floor
+        # 1e-10 relative: the acceptance (the central difference's O(d²) truncation is ~1e-12 of
+        # σ_k); where σ_k = k²(rate − ν) cancels, the rounding floor of the difference
+        exact = sigma(kind, beta, nu, k)
+        floor = linear_response_rounding(g, k, exact, nu)
+        assert response[k].real == pytest.approx(exact, rel=1e-10, abs=floor)  # acceptance 1
+        assert abs(response[k].imag) <= 1e-10 * abs(exact) + floor  # acceptance 1
 
 
 @pytest.mark.slow

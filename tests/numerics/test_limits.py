@@ -96,7 +96,7 @@ def test_limit_rates_agree_with_pde_to_the_expected_order(kind):
     cfg = make_config(model={"kind": kind, "beta": 50.0}, domain={"kernel_tol": 1.0},
                       time={"unit": "backward_heat" if kind == "SA" else "porous_medium"})
     from meanfield_pde.runs.config import time_unit
-    rates = MeanFieldModel(g, kind, 50.0).growth_rates()[1:7] * time_unit(cfg)
+    rates = MeanFieldModel.funk_hecke(g, kind, 50.0).growth_rates()[1:7] * time_unit(cfg)
     # each side a product of a few roundings and, in all, <= 6 Bessel functions of order <= 6.5
     # (ive, spherical_in: test_kernels.ive_error each), the unit's e^{−β} (βε)
     rel = (6 * ive_error(6.5, 50.0) + 50.0 + 10) * EPS
@@ -118,6 +118,8 @@ def test_backward_heat_order0_stepped_matches_exact():
     table = (ds.coef_real + 1j * ds.coef_imag).isel(time=-1).values
     stepped = table[g.degree, g.order]
     diff = np.abs(stepped - exact).max()
+    # the run's step control: rtol 1e-10 (limit_config) on each local error, over the steps to
+    # τ = 0.05: a time-stepping error, not rounding
     assert diff <= 1e-10 * np.abs(exact[1:]).max(), diff
     assert np.abs(exact[1:]).max() > 1.5 * np.abs(sim.initial[1:]).max()  # it grew
 
@@ -164,7 +166,7 @@ def test_limit_energy_approximates_pde_energy(kind):
     c[0] = 1 / np.sqrt(4 * np.pi)
     errs = {}
     for beta in (200.0, 400.0):
-        pde = MeanFieldModel(g, kind, beta)
+        pde = MeanFieldModel.funk_hecke(g, kind, beta)
         e_pde = pde.energy(c) - pde.energy(np.where(g.degree == 0, c, 0))
         for order in (0, 1):
             lim = make_limit_model(g, kind, beta, order)

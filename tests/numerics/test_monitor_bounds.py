@@ -19,6 +19,8 @@ from meanfield_pde.numerics.diagnostics import ResolutionMonitor
 from meanfield_pde.numerics.observers import Observer
 from meanfield_pde.numerics.solver import integrate
 
+from helpers.bounds import EPS
+
 GEOMETRIES = {"sphere": lambda L: Sphere(L, threads=1), "circle": Circle}
 
 
@@ -58,7 +60,13 @@ def test_nearby_bound_is_a_lower_bound_of_the_synthesised_minimum(manifold, L, s
     assert bound <= _grid_min(g, coef)
     # and it is close when the states are: the bound loses only the sup of the difference
     spread = float(np.dot(g.degree_sup_factor(), np.sqrt(g.power_spectrum(coef - reference))))
-    assert bound >= float(np.min(f)) - spread * (1 + 1e-9) - 1e-9 * (abs(mean) + 10)
+    # the bound is min f − spread − 1e-12·scale (the monitor's own rounding margin, of the scale
+    # |f̄| + Σ_{l>=1} s_l C_l^{1/2} of coef plus spread: ResolutionMonitor._nearby), the same dot
+    # for spread; its two subtractions round once each
+    power = g.power_spectrum(coef)
+    scale = abs(g.mass(coef) / g.area) + float(np.dot(g.degree_sup_factor()[1:], np.sqrt(power[1:]))) + spread
+    expected = float(np.min(f)) - spread - 1e-12 * scale
+    assert bound >= expected - 2 * EPS * (abs(float(np.min(f))) + spread + 1e-12 * scale)
 
 
 @settings(max_examples=60, deadline=None)

@@ -81,7 +81,7 @@ CASES = [("sphere", 31), ("sphere", 63), ("circle", 40)]
 def test_rhs_equals_the_straightforward_one(manifold, lmax, kind, beta):
     g = make_geometry(manifold, lmax, 1)
     u = perturbed_uniform(g, 0.3, 1, min(lmax, 20), seed=7)
-    got = MeanFieldModel(g, kind, beta).transport(u)
+    got = MeanFieldModel.funk_hecke(g, kind, beta).transport(u)
     flux = []
     want = reference_rhs(g, kind, beta, u, flux_out=flux)
     # Both paths: the multipliers λ_l (the package's own against scipy's Bessel functions: their
@@ -102,7 +102,7 @@ def test_speed_and_velocity_follow_the_last_evaluation(manifold, lmax, kind):
     """max|V| of the last evaluation (the CFL bound) and V itself, against the reference's V."""
     beta = 6.0
     g = make_geometry(manifold, lmax, 1)
-    model = MeanFieldModel(g, kind, beta)
+    model = MeanFieldModel.funk_hecke(g, kind, beta)
     for seed in (1, 2):  # the second evaluation must replace the first one's extrema
         u = perturbed_uniform(g, 0.4, 1, 8, seed=seed)
         model.transport(u)
@@ -174,7 +174,7 @@ def test_rhs_is_its_transforms_and_allocates_nothing(kind, transforms):
     the model's), with any numpy allowed: numpy's casting buffers of a complex-by-float
     product and numpy 1.24's copy in a reduction over axis=None were both caught here."""
     g = CountingSphere(63, threads=1)
-    model = MeanFieldModel(g, kind, 5.0)
+    model = MeanFieldModel.funk_hecke(g, kind, 5.0)
     u = perturbed_uniform(g, 0.3, 1, 10, seed=0)
     out = g.zeros_coef()
     model.transport(u, out)
@@ -194,7 +194,7 @@ def test_bad_potential_at_one_grid_point_is_a_fault(bad, monkeypatch):
     from meanfield_pde.core.errors import NumericalFault
 
     g = Sphere(31, threads=1)
-    model = MeanFieldModel(g, "SA", 4.0)
+    model = MeanFieldModel.funk_hecke(g, "SA", 4.0)
     synthesis = g.synthesis
 
     def spoiled(coef, out=None):

@@ -209,7 +209,7 @@ def test_energy_has_no_jump_at_small_beta(manifold):
     g = Sphere(6) if manifold == "sphere" else Circle(6)
     c = random_coef(g, np.random.default_rng(0)) * 0.01
     c[0] = 1 / math.sqrt(g.area)
-    below, above = (MeanFieldModel(g, "SA", SMALL_BETA * f).energy(c) for f in (1 - 1e-9, 1 + 1e-9))
+    below, above = (MeanFieldModel.funk_hecke(g, "SA", SMALL_BETA * f).energy(c) for f in (1 - 1e-9, 1 + 1e-9))
     assert above == pytest.approx(below, rel=1e-8)
     ds = run(make_config(domain={"manifold": manifold, "lmax": 8}, time={"t_end": 0.0}), progress=False)
     assert "− 1" in ds.energy.attrs["long_name"] and "M²/(2β)" in ds.energy.attrs["description"]
@@ -226,20 +226,20 @@ def test_energy_is_the_closed_form_at_every_beta(manifold, beta, seed):
     g = Sphere(6) if manifold == "sphere" else Circle(6)
     c = random_coef(g, np.random.default_rng(seed)) * 0.01
     c[0] = 1 / math.sqrt(g.area)
-    model = MeanFieldModel(g, "USA", beta)
+    model = MeanFieldModel.funk_hecke(g, "USA", beta)
     shift = 0.5 if manifold == "sphere" else 0.0
     # each multiplier ½e^β ive(ν, β)·const/β within ive_error + βε (e^β) + 4 roundings, the l = 0
     # one after the cancellation λ_0 − |S| (at most a factor 7: kernels._constant_part); the
     # energy is a sum of ncoef terms
     multipliers = 7 * (max(ive_error(l + shift, beta) for l in range(7)) + beta + 4) if beta > 0 else 0
     if beta > 0:
-        scale = abs(model.energy(np.abs(c))) + abs(model._energy_mult[0] * abs(c[0]) ** 2)
+        scale = abs(model.energy(np.abs(c))) + abs(model.kernel.energy_multipliers()[0] * abs(c[0]) ** 2)
         assert model.energy(c) == pytest.approx(exact_energy(g, c, beta),
                                                 abs=(g.ncoef + multipliers) * EPS * scale)
         for order in (0, 1) if beta >= 1.0 else ():  # limits exist for beta >= 1 only
             assert make_limit_model(g, "USA", beta, order).energy(c) == model.energy(c)
     for switch in (SMALL_BETA, 1.0):  # kernels' and the energy's own series switches
-        e = [MeanFieldModel(g, "SA", switch * f).energy(c) for f in (1 - 1e-12, 1 + 1e-12)]
+        e = [MeanFieldModel.funk_hecke(g, "SA", switch * f).energy(c) for f in (1 - 1e-12, 1 + 1e-12)]
         # β moves by 2e-12 (relative): the multipliers, ~β^{l−1} at small β, by <= 2e-12·L; each side's
         # round-off as above (a sum of positive terms)
         roundoff = g.ncoef + 7 * (max(ive_error(l + shift, switch) for l in range(7)) + switch + 4)

@@ -133,7 +133,10 @@ def test_reported_drop_cost_bounds_the_exact_wasserstein_distance(budget):
     cost = ot.dist(full.positions, light.positions, metric="euclidean")
     w1 = ot.emd2(full.weights, light.weights * (full.weights.sum() / light.weights.sum()), cost,
                  numItermax=10**7)
-    assert w1 <= light.moved_mass_distance * (1 + 1e-9)
+    # rounding: emd2 sums plan·cost over the n·m pairs, the reported cost <= 2n terms of a norm each
+    # ((2n + 6)ε, as above), the rescaled weights two more ε
+    n, m = len(full.weights), len(light.weights)
+    assert w1 <= light.moved_mass_distance * (1 + (n * m + 2 * n + 8) * EPS)
     assert light.moved_mass_distance <= 1.05 * w1
 
 
@@ -182,7 +185,7 @@ def handoff_energy_rounding(g, coef, nodes, beta):
 
 def spectral(g, kind, beta, u0, t_end):
     """The PDE at lmax = g.lmax with error control (ARK3(2)4, rtol 1e-7) to t_end."""
-    model = MeanFieldModel(g, kind, beta)
+    model = MeanFieldModel.funk_hecke(g, kind, beta)
     control = StepControl(IMEXRungeKutta.for_model(get_tableau("ARK324"), model), g, rtol=RTOL)
     result = integrate(model, control, u0, t_end, every=t_end, dt=1e-3)
     assert result.completed, result.status

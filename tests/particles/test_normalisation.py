@@ -64,6 +64,7 @@ def test_post_ln_is_sa():
     t = np.linspace(0.0, 8.0, 9)
     ode = solve_scheme_equiangular("post_ln", 0.1, 3.0, 12, t)
     ref = solve_equiangular("SA", 0.1, 3.0, 12, t, gap=True)
+    # two ODE solutions of the same law, each at rtol 1e-12 (solve_ivp), their errors grown over t
     assert np.allclose(ode.gap, ref, rtol=1e-9, atol=0)
 
 
@@ -124,6 +125,8 @@ def test_collapse_clock_closed_forms_and_gap_asymptotics(name):
     t_end = 15.0 if name in ("post_ln", "ngpt") else 1e4
     t = np.concatenate([[0.0], np.geomspace(0.01, t_end / 2, 60), [t_end]])
     tau = collapse_clock(scheme(name), t)
+    # collapse_clock integrates dτ/dt = 1/s_∞ by DOP853 at rtol 1e-12, atol 1e-12 (its docstring):
+    # the solver's tolerances grown over t up to 1e4, not rounding
     assert np.allclose(tau, clock(t), rtol=1e-9, atol=1e-11)
     run = solve_scheme_equiangular(scheme(name), 0.2, 1.0, 16, t)
     c = np.log(run.gap) + 2 * tau                   # -> log C (power laws: O(1/t) corrections)
@@ -159,6 +162,7 @@ def test_a_user_scheme_defined_in_one_place():
         t = np.linspace(0, 4, 5)
         slow = solve_scheme_equiangular("half_speed", 0.3, 1.0, 5, t)
         fast = solve_scheme_equiangular("post_ln", 0.3, 1.0, 5, t / 2)
+        # two ODE solutions (rtol 1e-12 each) of the same trajectory at rescaled times
         assert np.allclose(slow.gap, fast.gap, rtol=1e-9)
         x0 = uniform_sphere(4, 3, seed=0)
         ref = simulate(x0, "half_speed", 1.0, [0, 1.0]).positions[-1]

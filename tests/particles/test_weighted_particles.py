@@ -318,6 +318,7 @@ def test_one_node_and_beta_zero():
     x0 = np.array([[1.0, 0.0], [0.0, 1.0]])  # d = 2
     run = integrate_weighted(x0, [0.2, 0.8], "SA", 0.0, [0.0, 1.0], rtol=1e-12, atol=1e-14, merge_tol=0)
     rho = float(run.positions[-1][0] @ run.positions[-1][1])
+    # the integrator's tolerances (rtol 1e-12, atol 1e-14 above) over t = 1, not rounding
     assert rho == pytest.approx(math.tanh(1.0), abs=1e-10)
 
 

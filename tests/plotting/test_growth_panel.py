@@ -15,6 +15,8 @@ import numpy as np  # noqa: E402
 
 from meanfield_pde.plotting.growth import draw_growth, predicted_rates  # noqa: E402
 
+from helpers.bounds import EPS  # noqa: E402
+
 ATTRS = {"model": "SA", "beta": 10.0, "nu": 0.02, "manifold": "sphere"}
 
 
@@ -36,14 +38,20 @@ def test_long_run_prediction_has_no_overflow_and_stops_above_the_data():
         assert 3 in degrees
         dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
         assert len(dashed) == len(degrees)
+        # cut where log y <= log(10·top), top = the largest amplitude (0.05 up to its exponential's
+        # (|log 5e4| + 2)ε): y <= 10·top within the rounding of log(10·top), exp and 10·top
+        top = amp[:, 1:].max()
         for line in dashed:
             y = np.asarray(line.get_ydata())
-            assert np.all(np.isfinite(y)) and y.max() <= 10.0 * 0.05 * (1 + 1e-12)
+            assert np.all(np.isfinite(y)) and y.max() <= 10.0 * top * (1 + (abs(np.log(10 * top)) + 3) * EPS)
         # the fastest degree's prediction follows the data in the linear phase (to t ≈ 27)
         fastest = dashed[degrees.index(3)]
         x, y = (np.asarray(v) for v in fastest.get_data())
         early = x <= 20.0
         assert early.sum() >= 2
-        np.testing.assert_allclose(y[early], 1e-6 * np.exp(sigma[3] * x[early]), rtol=1e-12)
+        # the same σ_3 (predicted_rates) both sides: exp(log 1e-6 + σ(t − t_0)) against 1e-6 e^{σt},
+        # the exponents' roundings (ε of |log 1e-6|, |σt| twice, |log y|) and three more ε
+        exponents = abs(np.log(1e-6)) + 2 * sigma[3] * x[early].max() + np.abs(np.log(y[early])).max()
+        np.testing.assert_allclose(y[early], 1e-6 * np.exp(sigma[3] * x[early]), rtol=(exponents + 3) * EPS)
     finally:
         plt.close(fig)

@@ -73,6 +73,10 @@ CHECKED_ELSEWHERE = {
     "phase_clusters_circle": "studies/test_sweep.py::test_circle_cluster_count_is_k_star",
     "phase_clusters_sphere": "studies/test_sweep.py::test_sphere_cluster_count_beside_l_star",
     "phase_tokens_sa": "studies/test_sweep.py::test_token_transition_d128_on_equiangular_prediction",
+    # general attention: the case's own particle run, each claim of its comment
+    **{name: f"runs/test_attention_cases.py::test_{name}" for name in
+       ("attention_power_method", "attention_rotating_clusters", "attention_two_heads", "attention_beta_warmup")},
+    "attention_pde_power_method": "runs/test_attention_pde_runs.py::test_named_case_attention_pde_power_method",
     # hand-off cases: a full run takes minutes; their short versions and claims are in
     # test_handoff_run.py, the measured full runs in docs/user-guide/handoff.md (Past lost resolution)
     "sa_beta10_staircase": "runs/test_handoff_run.py::test_named_hand_off_cases_hand_off_in_a_short_version",

@@ -29,7 +29,7 @@ from meanfield_pde.runs.config import from_dict
 from meanfield_pde.runs.runner import run
 
 from helpers import REPO
-from helpers.bounds import EPS, sum_rounding, transform_rounding
+from helpers.bounds import EPS, sum_rounding, transform_rounding, unit_rounding
 from helpers.cases import ZONAL_HANDOFF
 from helpers.commands import refusal
 
@@ -145,7 +145,10 @@ def test_after_the_hand_off_the_variables_are_those_of_the_weighted_measure(sa_r
     c11 = after.coef_real.sel(l=1, m=1).values + 1j * after.coef_imag.sel(l=1, m=1).values
     # Y_10 = √(3/4π) z, Y_11 = −√(3/8π)(x + iy): |m|² = (4π/3)(c10² + 2|c11|²)
     r = np.sqrt(4 * np.pi / 3 * (c10 ** 2 + 2 * np.abs(c11) ** 2))
-    assert np.allclose(r, after.order_parameter.values, rtol=1e-10)
+    # both are |m|, m_k = Σ_j w_j x_jk over the n nodes (mass 1): nε each side, the degree-1 basis
+    # values and the factors √(4π/3) a few ε more; √3 for the norm of three components
+    n = int(ds.attrs["handoff_nodes"])
+    assert np.all(np.abs(r - after.order_parameter.values) <= 2 * np.sqrt(3) * (n + 6) * EPS)
     g = meanfield_pde.core.geometry.Sphere(31)
     for i in range(after.sizes["time"]):
         f = after.density.values[i]
@@ -511,12 +514,21 @@ def test_smallest_cap_centre_holds_every_point_as_near_the_centre_as_possible():
     lon = np.radians([0.0, 40.0, 160.0])
     p = np.stack([np.cos(lon), np.sin(lon), np.zeros(3)], axis=1)
     c, r = smallest_cap_centre(p)
-    assert r == pytest.approx(np.radians(80.0), abs=1e-12)
-    assert c == pytest.approx([np.cos(np.radians(80.0)), np.sin(np.radians(80.0)), 0.0], abs=1e-12)
-    # brute force over a fine sphere grid: no centre holds the three in a smaller cap
+    # c = (p_0 + p_2)/|p_0 + p_2|: the sum's components round by <= 3ε (cos/sin and the addition),
+    # over its length 2 cos 80° (cancellation in 1 + cos 160°), then normalised (unit_rounding);
+    # the reference's cos/sin and radians 2ε. r = arccos(c·p): a 3-term dot of unit vectors, 1/sin 80°
+    # from arccos, and its own and radians' ε·r
+    angle = np.radians(80.0)
+    centre_error = 3 * EPS / (2 * np.cos(angle)) + unit_rounding(3) + 2 * EPS
+    radius_error = (np.sqrt(3) * centre_error + 3 * EPS) / np.sin(angle) + 2 * EPS * angle
+    assert r == pytest.approx(angle, abs=radius_error)
+    assert c == pytest.approx([np.cos(angle), np.sin(angle), 0.0], abs=centre_error)
+    # brute force over a fine sphere grid: no centre holds the three in a smaller cap (each angle,
+    # >= ~80° at the best centres, from a normalised g and a 3-term dot: 1/sin 80° of their ε)
     g = np.random.default_rng(0).standard_normal((200_000, 3))
     g /= np.linalg.norm(g, axis=1, keepdims=True)
-    assert np.arccos(np.clip(g @ p.T, -1, 1)).max(axis=1).min() >= r - 1e-12
+    grid_error = (unit_rounding(3) + 3 * EPS) / np.sin(angle) + EPS * angle
+    assert np.arccos(np.clip(g @ p.T, -1, 1)).max(axis=1).min() >= r - radius_error - grid_error
     # one point is its own centre
     assert smallest_cap_centre(p[:1])[1] == pytest.approx(0.0, abs=1e-7)
 
@@ -624,7 +636,11 @@ def test_log_snapshots_after_a_hand_off_keep_every_decade_however_long_the_run(l
     assert absolute[0] == t_h and np.isclose(absolute[-1], t_end, rtol=2 * EPS, atol=0)
     ratios = absolute[1:] / absolute[:-1]
     assert np.all(ratios > 1.0)
-    assert np.all(ratios[:-1] <= 10.0 ** (1.0 / per_decade) * (1 + 1e-9)), ratios.max()
+    # geomspace's times are 10^y, y rounded to ~2ε|y| (ln 10 times that relative), ± t_h twice more;
+    # a ratio of two, and the reference 10^(1/per_decade) itself 2ε
+    y = np.abs(np.log10(absolute)).max()
+    bound = 10.0 ** (1.0 / per_decade) * (1 + (2 * (2 * np.log(10) * y + 4) + 2) * EPS)
+    assert np.all(ratios[:-1] <= bound), ratios.max()
     assert len(absolute) >= per_decade * decades
 
 
@@ -761,7 +777,18 @@ main(["run", sys.argv[1], "--output", sys.argv[2], "-q", "--no-plot"])
 
 @pytest.fixture(scope="module")
 def two_near_uninterrupted(tmp_path_factory):
-    return run(from_dict(TWO_NEAR, name="two"), tmp_path_factory.mktemp("two") / "two.nc", progress=False)
+    """The uninterrupted run, by the command line in a process of its own as the killed and the
+    resumed ones. Run in this test process instead, it differed from them in the last digits of
+    its particle steps in one full-suite run (numpy 1.24, OpenBLAS's Haswell kernels) and matched
+    bit for bit when the test ran alone: what the process did before is the difference (not
+    found which state; a user resumes in a new process)."""
+    folder = tmp_path_factory.mktemp("two")
+    toml, path = folder / "two.toml", folder / "two.nc"
+    toml.write_text(from_dict(TWO_NEAR, name="two").to_toml())
+    done = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", str(toml), "--output", str(path),
+                           "-q", "--no-plot"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return xr.load_dataset(path)
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from meanfield_pde.runs.runfile import RunFile
 @pytest.mark.parametrize("manifold", ["sphere", "circle"])
 def test_snapshot_values_are_the_datasets_values(manifold):
     g = make_geometry(manifold, 15, 1)
-    model = MeanFieldModel(g, "SA", 3.0, 0.1)
+    model = MeanFieldModel.funk_hecke(g, "SA", 3.0, 0.1)
     u = perturbed_uniform(g, 0.2, 1, 6, seed=1)
     density = g.synthesis(u)
     diagnostics = snapshot_diagnostics(model, u, density)
@@ -70,7 +70,7 @@ def _one_snapshot():
     g = make_geometry("sphere", 7, 1)
     u = perturbed_uniform(g, 0.2, 1, 4, seed=2)
     density = g.synthesis(u)
-    return g, u, density, snapshot_diagnostics(MeanFieldModel(g, "USA", 1.0), u, density)
+    return g, u, density, snapshot_diagnostics(MeanFieldModel.funk_hecke(g, "USA", 1.0), u, density)
 
 
 def test_a_record_naming_other_variables_writes_nothing(tmp_path):

@@ -76,3 +76,34 @@ def test_the_command_line_says_interrupted(tmp_path):
     assert proc.returncode == 130, (proc.returncode, stderr)
     assert stderr.strip().splitlines()[-1] == "meanfield-pde: interrupted"
     assert "Traceback" not in stderr and not (tmp_path / "s.nc").exists()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped raise
+def test_a_sigterm_swallowed_by_a_c_callback_comes_again():
+    """A handler's Interrupted raised while Python runs a ctypes callback is printed and
+    dropped ("Exception ignored on calling ctypes callback function"): found at the oldest
+    dependencies, where `kill` fell in threadpoolctl's library scan and the study ran on
+    for minutes. The signal is sent again until its Interrupted leaves the context."""
+    import ctypes
+
+    from meanfield_pde.core.signals import REDELIVERY_S, Interrupted, sigterm_as_interrupt
+
+    def inside_c():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the handler runs here, inside the callback
+
+    callback = ctypes.CFUNCTYPE(None)(inside_c)
+    strays = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: strays.append(signum))
+    try:
+        start = time.monotonic()
+        with pytest.raises(Interrupted, match="SIGTERM"):
+            with sigterm_as_interrupt():
+                callback()
+                while time.monotonic() - start < 30 * REDELIVERY_S:
+                    time.sleep(0.01)
+        assert time.monotonic() - start < 30 * REDELIVERY_S
+        time.sleep(3 * REDELIVERY_S)  # no signal sent after the context put the handler back
+        assert strays == []
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -95,6 +95,8 @@ def test_pair_time_matches_two_dirac_ode(kind, beta, w):
     rhos = np.array([-0.2, 0.0, 0.5, 0.9, 0.99])
     times = np.array([C.pair_time(rho0, r, *w, kind, beta) for r in rhos])
     assert np.all(np.diff(times) > 0)
+    # the reference is DOP853 at rtol 1e-13, atol 1e-15 (two_dirac_rho), its global error up to
+    # these times ~3e-12 (measured); pair_time's own error (pair_time_error) is ~1e-14 in ρ
     np.testing.assert_allclose(two_dirac_rho(kind, beta, w, rho0, times), rhos, rtol=0, atol=1e-10)
 
 
@@ -133,10 +135,11 @@ def test_equal_masses_sa_is_the_equiangular_pair():
     for beta in (1.0, 5.0, 10.0):
         rho0, rho = 0.1, 0.95
         t = C.pair_time(rho0, rho, 0.5, 0.5, "SA", beta)
+        # solve_equiangular integrates at rtol 1e-12, atol 1e-14 (its docstring): ~5e-12 reached
         assert float(solve_equiangular("SA", rho0, beta, 2, t)) == pytest.approx(rho, abs=1e-9)
         # USA with masses 1/2 + 1/2 is the equiangular n = 2 USA system too
         t = C.pair_time(rho0, rho, 0.5, 0.5, "USA", beta)
-        assert float(solve_equiangular("USA", rho0, beta, 2, t)) == pytest.approx(rho, abs=1e-9)
+        assert float(solve_equiangular("USA", rho0, beta, 2, t)) == pytest.approx(rho, abs=1e-9)  # (its solver)
 
 
 @pytest.mark.parametrize("kind, speed", [("SA", 1.0), ("USA", 0.9)])
@@ -176,7 +179,13 @@ def test_merge_time_collapse_rate(kind):
     rate = 1.0 if kind == "SA" else (w1 + w2) * math.exp(beta)
     t1 = C.merge_time(0.0, w1, w2, kind, beta, angle=1e-6)
     t2 = C.merge_time(0.0, w1, w2, kind, beta, angle=1e-7)
-    assert t2 - t1 == pytest.approx(math.log(10) / rate, rel=1e-9)
+    # with u = 1 − ρ, u̇ = −h(1 − u)u(2 − u) (ρ̇ = h(ρ)(1 − ρ²)), so T_2 − T_1 = ∫_{u2}^{u1} du/(u h (2 − u))
+    # = log(u1/u2)/(2h(1)) (= log 10/rate) + (h'(1)/h(1) + 1/2)(u1 − u2)/(2h(1)) + O(u1²), h'/h <= β
+    # (h(1) = rate), u1 = 2 sin²(θ1/2); and each time's round-off
+    u1 = 2 * math.sin(0.5e-6) ** 2
+    limit_error = (beta + 0.5) * u1 / (2 * rate)
+    rounding = sum(pair_time_error(0.0, math.cos(a), w1, w2, kind, beta) for a in (1e-6, 1e-7))
+    assert t2 - t1 == pytest.approx(math.log(10) / rate, rel=0, abs=limit_error + rounding)
     # the two gaps, 2 sin²(θ/2) and 1 − fl(cos θ), differ by <= ε: a time difference of ε/ρ̇;
     # and the round-off of each time
     gap_shift = EPS / C.pair_rate(math.cos(0.1), w1, w2, kind, beta)
@@ -218,6 +227,8 @@ def test_pair_gap_inverts_pair_time(kind):
     for t in (0.0, 0.3, 2.0, 40.0):
         gap = C.pair_gap(t, 1.3, 0.4, 0.6, kind, 2.0)
         if gap > 0:
+            # pair_gap is a brentq root in log(gap) (xtol = rtol = 1e-15), t moves by that over
+            # |d log(gap)/dt| (~1 here), plus pair_time's rounding: both ~1e-14 of t (measured 3e-15)
             assert C.pair_time_gap(1.3, gap, 0.4, 0.6, kind, 2.0) == pytest.approx(t, rel=1e-10, abs=1e-12)
 
 
@@ -254,6 +265,7 @@ def test_solve_gram_matches_three_points_in_r3(kind):
     sol = solve_ivp(rhs, (0, 2.0), x.ravel(), method="DOP853", rtol=1e-13, atol=1e-15, t_eval=times)
     pts = sol.y.T.reshape(-1, 3, 3)
     want = pts @ np.swapaxes(pts, 1, 2)
+    # solve_gram: Radau IIA at rtol 1e-12, atol 1e-14 (its defaults); the reference DOP853 at 1e-13
     np.testing.assert_allclose(C.solve_gram(x @ x.T, w, kind, beta, times), want, atol=1e-10)
 
 
@@ -295,6 +307,7 @@ def test_solve_gram_reaches_the_merged_state_at_long_times():
     g0 = np.array([[1.0, -0.2], [-0.2, 1.0]])
     for kind, beta in (("SA", 5.0), ("USA", 5.0)):
         out = solve_gram(g0, [0.3, 0.7], kind, beta, [0.0, 1e6, 1e300])
+        # the merged state to the solver's tolerance (atol 1e-14 on G_ij, rtol 1e-12), not round-off
         assert np.allclose(out[1:], 1.0, atol=1e-9), (kind, beta, out[:, 0, 1])
     # USA β = 700 from ρ = −0.2: the merge comes at t ≈ 9.4e57 (closed form, checked against
     # mpmath) within a window far below the float spacing of t there: a clear error, not the

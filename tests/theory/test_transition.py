@@ -20,6 +20,24 @@ from meanfield_pde.theory.transition import (degree_two_ratio, landau_coefficien
 from helpers.bounds import EPS, multiplier_error
 
 
+
+def root_rounding(d: int, beta: float, relative: float) -> float:
+    """Bound on how far the root of r(β) = 1/d (r = degree_two_ratio) moves when r is computed
+    within ``relative``: relative·r/|r'| at the root (r' by a central difference: a condition
+    factor, its O(h²) error immaterial)."""
+    h = 1e-6 * beta
+    slope = (degree_two_ratio(beta + h, d) - degree_two_ratio(beta - h, d)) / (2 * h)
+    return relative / d / slope
+
+
+def tricritical_error(d: int) -> float:
+    """Bound on |tricritical_beta(d) − β*|: brentq's xtol + rtol·β (1e-15 each) about the root of
+    the computed ratio, and that root's shift by the ratio's rounding, e^{log λ̄_2 − log λ̄_1}
+    within the two multipliers' errors (multiplier_error) and ε."""
+    beta = tricritical_beta(d)
+    errors = multiplier_error(beta, 2, d)
+    return 1e-15 * (1 + beta) + root_rounding(d, beta, errors[1] + errors[2] + EPS)
+
 def test_tricritical_beta_in_d3_is_the_root_of_the_spherical_bessel_closed_forms():
     """d = 3: I_{5/2}/I_{3/2} = i_2/i_1 with i_1 = (x cosh x − sinh x)/x²,
     i_2 = ((x² + 3) sinh x − 3x cosh x)/x³ (DLMF 10.49.12): the root of i_2/i_1 = 1/3."""
@@ -27,15 +45,24 @@ def test_tricritical_beta_in_d3_is_the_root_of_the_spherical_bessel_closed_forms
         i1 = (x * math.cosh(x) - math.sinh(x)) / x**2
         i2 = ((x * x + 3) * math.sinh(x) - 3 * x * math.cosh(x)) / x**3
         return i2 / i1 - 1 / 3
-    assert tricritical_beta(3) == pytest.approx(brentq(ratio, 1.0, 3.0, xtol=1e-15), rel=1e-12)
+    root = brentq(ratio, 1.0, 3.0, xtol=1e-15)  # rtol: brentq's default 4ε
+    # the closed forms cancel: ~3 roundings per term over each difference, 2 and 3 more for the
+    # powers of x, and the quotient
+    x = root
+    i1_terms, i2_terms = (x * math.cosh(x), math.sinh(x)), ((x * x + 3) * math.sinh(x), 3 * x * math.cosh(x))
+    closed_form = (3 * sum(i1_terms) / (i1_terms[0] - i1_terms[1]) + 2
+                   + 3 * sum(i2_terms) / (i2_terms[0] - i2_terms[1]) + 3 + 1) * EPS
+    reference_error = 1e-15 + 4 * EPS * root + root_rounding(3, root, closed_form)
+    assert tricritical_beta(3) == pytest.approx(root, rel=0, abs=tricritical_error(3) + reference_error)
     assert tricritical_beta(3) == pytest.approx(1.8162, abs=5e-5)
 
 
 @pytest.mark.parametrize("d,value", [(2, 2.4469), (8, 1.2666), (32, 1.0635), (128, 1.0157)])
 def test_tricritical_beta_against_mpmath_besseli(d, value):
-    root = mpmath.findroot(lambda b: mpmath.besseli(d / 2 + 1, b) / mpmath.besseli(d / 2, b)
-                           - mpmath.mpf(1) / d, value)
-    assert tricritical_beta(d) == pytest.approx(float(root), rel=1e-12)
+    with mpmath.workdps(30):  # the reference to ~1e-28: the error is the package's alone
+        root = mpmath.findroot(lambda b: mpmath.besseli(d / 2 + 1, b) / mpmath.besseli(d / 2, b)
+                               - mpmath.mpf(1) / d, value)
+    assert tricritical_beta(d) == pytest.approx(float(root), rel=0, abs=tricritical_error(d) + EPS * float(root))
     assert tricritical_beta(d) == pytest.approx(value, abs=5e-5)
 
 

@@ -27,9 +27,12 @@ approximate, it changes the cost of a solve, not its result):
 
 - degrees l > PRECONDITIONER_DEGREE: the inverse of the diagonal 1/(hγ) − d_l,
   d_l = min(σ_l, 0) with σ_l the linear rates about the uniform density
-  (:meth:`IMEXModel.growth_rates`: noise −ν l(l+1), hyperviscosity, the
-  transport's linearisation; the positive, unstable rates are left out: 1/(hγ) − σ_l
-  could vanish);
+  (:meth:`IMEXModel.jacobian_diagonal`, from :meth:`IMEXModel.growth_rates`: noise
+  −ν l(l+1), hyperviscosity, the transport's linearisation; the positive, unstable rates are
+  left out: 1/(hγ) − σ_l could vanish). A model without such rates (general attention heads:
+  the uniform density is not stationary) gives its implicit part alone, noise and
+  hyperviscosity: the preconditioner changes the cost of a solve, not its result, so the
+  step is the same W-method step;
 - degrees l <= PRECONDITIONER_DEGREE: the dense block of the finite-difference
   Jacobian among them, LU-factorised for each step size. Where the state is
   clustered the transport couples neighbouring degrees with rates ~ l max|V|,
@@ -210,8 +213,9 @@ class RosenbrockW:
     ----------
     tableau : RosenbrockTableau
     model : IMEXModel
-        ``transport`` (N), ``linear`` (diagonal of L, shape (ncoef,)), ``growth_rates``
-        (per degree, shape (L+1,)) and ``geometry.degree`` (degree of each coefficient).
+        ``transport`` (N), ``linear`` (diagonal of L, shape (ncoef,)), ``jacobian_diagonal``
+        (the preconditioner's diagonal, shape (ncoef,)) and ``geometry.degree`` (degree of
+        each coefficient).
     krylov_rtol : float, optional
         Relative (preconditioned) residual of the solves when no error tolerance is given
         (default KRYLOV_RTOL).
@@ -246,8 +250,7 @@ class RosenbrockW:
         self._err_w = self._m - self._m_hat
         # a stage whose argument is u_n itself reuses F(u_n)
         self._new_f = [bool(np.any(self._a[i, :i] != 0.0)) for i in range(tableau.stages)]
-        rates = np.asarray(model.growth_rates(), dtype=float)
-        diag = np.minimum(rates[model.geometry.degree], 0.0)
+        diag = model.jacobian_diagonal()  # min(σ_l, 0), or L where the model has no σ_l
         self._diag = np.concatenate([diag, diag])  # real view: (re, im) of each coefficient
         self._linear = np.asarray(model.linear, dtype=float)
         low = np.nonzero(np.asarray(model.geometry.degree) <= PRECONDITIONER_DEGREE)[0]

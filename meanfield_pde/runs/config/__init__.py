@@ -13,6 +13,7 @@ Modules, one job each (this package re-exports their public names):
     sections        the sections of a PDE run ([run], [model], [domain], [initial], [time], ...)
     study_sections  [limit], [particles], [transformer], [sweep]
     handoff         [handoff]: past lost resolution as weighted particles, and its cross-checks
+    attention       [attention]: general heads (β, Q, K, V), several heads, layers and β ramps
     case            Config: the whole case, its sections and derived values
     validation      from_dict: dict → Config, with the rules between sections
     overrides       TOML text, --set overrides, --grid items
@@ -32,11 +33,16 @@ from .sections import (CFL_MIN, INITIAL_TYPES, RTOL_MIN, DomainConfig, ModelConf
 from .study_sections import (STUDIES, SWEEP_MEASURES, LimitConfig, ParticlesConfig, SweepConfig,
                              TransformerConfig)
 from .handoff import HandoffConfig, check_handoff, handoff_time_limit
+from .attention import (ATTENTION_RUN_KINDS, MAX_HEADS, MAX_LAYERS, MAX_MATRIX_ENTRIES, PDE_KINDS,
+                        AttentionConfig, HeadConfig, LayerConfig, build_attention, check_attention,
+                        check_matrix_value, check_pde_heads, read_matrix_file)
 from .units import time_unit
 from .validation import MAX_DESCRIPTION, from_dict
 
 __all__ = [
-    "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_COUNT_DIGITS", "MAX_DESCRIPTION",
+    "ATTENTION_RUN_KINDS", "MAX_HEADS", "MAX_LAYERS", "MAX_MATRIX_ENTRIES", "PDE_KINDS", "AttentionConfig",
+    "HeadConfig", "LayerConfig", "build_attention", "check_attention", "check_matrix_value", "check_pde_heads",
+    "read_matrix_file", "BETA_MAX", "CFL_MIN", "GRID_RANGE", "INITIAL_TYPES", "MAX_COUNT_DIGITS", "MAX_DESCRIPTION",
     "MAX_NESTING", "MAX_SNAPSHOTS", "REQUIRED_SECTIONS", "RTOL_MIN", "RUN_FUNCTIONS",
     "RUN_KINDS", "SECTIONS", "STUDIES", "SWEEP_MEASURES", "Config", "ConfigError",
     "DomainConfig", "HandoffConfig", "LimitConfig", "ModelConfig", "MonitorConfig", "OutputConfig",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import tomli_w
 
@@ -12,13 +13,17 @@ from .sections import (DomainConfig, ModelConfig, MonitorConfig, OutputConfig, P
                        RegularisationConfig, RunConfig, SphericalHarmonic, TimeConfig, VonMisesFisher)
 from .study_sections import LimitConfig, ParticlesConfig, SweepConfig, TransformerConfig
 from .handoff import HandoffConfig
+from .attention import AttentionConfig
+
+if TYPE_CHECKING:
+    from ...core.attention import HeadSchedule
 
 
 SECTIONS = {"run": RunConfig, "model": ModelConfig, "domain": DomainConfig, "initial": None, "time": TimeConfig,
             "output": OutputConfig, "monitor": MonitorConfig,
             "regularisation": RegularisationConfig, "limit": LimitConfig,
             "particles": ParticlesConfig, "transformer": TransformerConfig, "sweep": SweepConfig,
-            "handoff": HandoffConfig}
+            "handoff": HandoffConfig, "attention": AttentionConfig}
 REQUIRED_SECTIONS = ("model", "domain", "initial", "time")
 MAX_SNAPSHOTS = 1e6  # a run file of more snapshots is a typo in output.every, not a plan
 
@@ -40,6 +45,7 @@ class Config:
     transformer: TransformerConfig = field(default_factory=TransformerConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     handoff: HandoffConfig = field(default_factory=HandoffConfig)
+    attention: AttentionConfig = field(default_factory=AttentionConfig)
     description: str = ""
     name: str = "case"
 
@@ -63,11 +69,23 @@ class Config:
         every = self.output.every if self.output.every > 0 else self.time.t_end / 50.0
         return min(every, self.time.t_end)
 
+    @property
+    def heads(self) -> HeadSchedule | None:
+        """The attention heads of [attention] as a function of depth
+        (:class:`~meanfield_pde.core.attention.HeadSchedule`, d = ``domain.ambient_dimension``,
+        heads without β at model.beta), or None for a case without [attention] (today's model:
+        one head, Q = K = V = I, β = model.beta)."""
+        return self.attention.schedule(self.domain.ambient_dimension, self.model.beta)
+
     def to_dict(self) -> dict:
-        """Plain nested dict (TOML-able); ``from_dict(c.to_dict())`` rebuilds c."""
+        """Plain nested dict (TOML-able); ``from_dict(c.to_dict())`` rebuilds c. [attention]
+        only when the case has it (its own :meth:`~meanfield_pde.runs.config.attention.AttentionConfig.to_dict`)."""
         d = {"description": self.description}
         for name in SECTIONS:
-            d[name] = dataclasses.asdict(getattr(self, name))
+            if name != "attention":
+                d[name] = dataclasses.asdict(getattr(self, name))
+        if self.attention.present:
+            d["attention"] = self.attention.to_dict()
         return d
 
     def to_toml(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.checks import BETA_MAX, DIMENSION_MAX, check_domain_dimension  # not core.kernels (scipy.special, ~0.2 s)
+from ...core.model_kinds import MODEL_KINDS
 from ...core.threads import MAX_THREADS
 from ...numerics.steppers.select import SCHEMES
 from ...numerics.steppers.tableaus import DEFAULT_SCHEME
@@ -30,7 +31,7 @@ class RunConfig:
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     """[model]: which mean-field equation (:ref:`model`); [run] kind = "limit" runs its large-β limit."""
-    kind: str = _f(choices=("SA", "USA"), doc="SA (softmax) or USA (unnormalised) attention")
+    kind: str = _f(choices=tuple(MODEL_KINDS), doc="SA (softmax) or USA (unnormalised) attention")
     beta: float = _f(lo=0.0, hi=BETA_MAX, doc="inverse temperature β")
     # ν <= 1e6: the stiffest implicit rate ν L(L+1) <= 1.05e12 (L <= 1023) keeps
     # 1/(1 + dt ν l(l+1)) and its squares finite floats for every dt; ν = 1e6 already
@@ -54,6 +55,12 @@ class DomainConfig:
     kernel_tol: float = _f(1e-2, lo=0.0, hi=1.0, lo_open=True,
                            doc="largest relative L² error of the kernel e^{β⟨x,y⟩} cut at lmax "
                                "(1 = no check: large-β limit studies)")
+
+    @property
+    def ambient_dimension(self) -> int:
+        """d of the tokens' sphere S^{d−1} ⊂ R^d: 3 on the sphere, 2 on the circle,
+        ``dimension`` on sphere_zonal."""
+        return {"sphere": 3, "circle": 2}.get(self.manifold, self.dimension)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.kernels import scaled_multipliers
+from ...core.model_kinds import model_kind
 from .case import Config
 
 
@@ -21,7 +22,7 @@ def time_unit(config: Config) -> float:
     beta = config.model.beta
     unit = config.time.unit
     if config.kind == "limit":
-        unit = "backward_heat" if config.model.kind == "SA" else "porous_medium"
+        unit = model_kind(config.model.kind).large_beta_unit
     if unit == "backward_heat":
         return beta
     if unit == "porous_medium":

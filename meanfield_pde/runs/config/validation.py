@@ -9,9 +9,11 @@ from typing import Any
 from ...core.checks import check_dimension, check_text, short_repr
 from ...core.errors import ConfigError
 from ...core.kernels import kernel_truncation_error, resolving_lmax
+from ...core.model_kinds import MODEL_KINDS, model_kind
 from ...numerics.limits import check_limit_config
 from ...numerics.models import check_sa_potential
 from .handoff import check_handoff
+from .attention import build_attention, check_attention
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
 from .schema import MAX_NESTING, build_section, nearest_hint
 from .sections import INITIAL_TYPES, PerturbedUniform, SphericalHarmonic, VonMisesFisher
@@ -28,8 +30,12 @@ def _depth(value, level: int = 0) -> int:
     return max((_depth(v, level + 1) for v in items), default=level + 1)
 
 
-def from_dict(data: dict, name: str = "case") -> Config:
+def from_dict(data: dict, name: str = "case", *, base=None) -> Config:
     """Validate a nested dict (as read from TOML) into a :class:`~meanfield_pde.runs.config.case.Config`.
+
+    ``base`` (str or path, keyword-only) is the folder the [attention] matrix files are read
+    from (:func:`~meanfield_pde.runs.cases.load_case`: the case file's; None: the working
+    directory); they are then part of the Config (:mod:`meanfield_pde.runs.config.attention`).
 
     Raises
     ------
@@ -65,7 +71,8 @@ def from_dict(data: dict, name: str = "case") -> Config:
     check_text("description", description)
     if len(description) > MAX_DESCRIPTION:  # it is stored in every output file
         raise ConfigError(f"description: {len(description)} characters; must be at most {MAX_DESCRIPTION}")
-    parts = {sec: (_build_initial(data[sec]) if sec == "initial" else build_section(cls, data[sec], sec))
+    builders = {"initial": _build_initial, "attention": lambda table: build_attention(table, base)}
+    parts = {sec: (builders[sec](data[sec]) if sec in builders else build_section(cls, data[sec], sec))
              for sec, cls in SECTIONS.items() if sec in data}
     config = Config(description=description, name=name, **parts)
     _cross_checks(config)
@@ -92,11 +99,12 @@ def _cross_checks(c: Config) -> None:
     if zonal:
         check_dimension(c.domain.dimension)  # ConfigError naming domain.dimension and [2, 4096]
         # their runner has no zonal geometry (it read d = None; "compare" ran its whole PDE first)
-        if c.kind in ("particles", "compare"):
+        # tokens in R^d with general heads: the file's density is the law of t = <x, e>
+        if c.kind in ("particles", "compare") and not (c.kind == "particles" and c.attention.present):
             raise ConfigError(f"run.kind = {c.kind!r}: token runs are on domain.manifold = 'sphere' or "
                               "'circle', not 'sphere_zonal' (a zonal case is a density of t = <x, e> "
-                              "alone); for tokens in R^d against the zonal PDE see "
-                              "meanfield_pde.analysis.zonal_tokens")
+                              "alone), except particles with [attention] heads in R^d; for tokens in "
+                              "R^d against the zonal PDE see meanfield_pde.analysis.zonal_tokens")
     elif c.domain.dimension != 0:
         raise ConfigError(f"domain.dimension = {c.domain.dimension}: only for domain.manifold = "
                           f"'sphere_zonal' (the {c.domain.manifold} has its own dimension); remove it "
@@ -154,10 +162,11 @@ def _cross_checks(c: Config) -> None:
                               f"steps to time.t_end = {t.t_end:g}, more than time.max_steps = {t.max_steps}")
     d = c.domain  # (limit equations have no kernel)
     dim = d.dimension if zonal else None
-    if zonal and c.kind == "pde" and c.model.kind == "SA":  # SA divides by Φ: float64 must hold it
+    if zonal and c.kind == "pde" and model_kind(c.model.kind).normalised:  # SA divides by Φ: float64 must hold it
         # before the kernel's check: no lmax resolves the kernel of a β that fails here
         check_sa_potential(c.model.beta, d.lmax, d.dimension, d.kernel_tol)
-    if c.kind != "limit" and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim) > d.kernel_tol:
+    # (general heads: checked with their own radius β‖A‖₂ by check_attention)
+    if c.kind != "limit" and not c.attention.present and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim) > d.kernel_tol:
         need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold, dim)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
                           f"needs lmax >= {need} for domain.kernel_tol = {d.kernel_tol:g} (relative error "
@@ -170,10 +179,11 @@ def _cross_checks(c: Config) -> None:
     if c.kind != "transformer" and tr.study != "off":
         raise ConfigError(f"transformer.study = {tr.study!r}: needs run.kind = 'transformer' "
                           f"(got {c.kind!r})")
-    unit_model = {"backward_heat": "SA", "porous_medium": "USA"}.get(c.time.unit)
+    unit_model = {k.large_beta_unit: k.name for k in MODEL_KINDS.values()}.get(c.time.unit)
     if unit_model and (c.model.kind != unit_model or c.model.beta == 0):
         raise ConfigError(f"time.unit = {c.time.unit!r}: only for model.kind = {unit_model!r} "
                           f"with model.beta > 0 (got {c.model.kind}, beta = {c.model.beta:g})")
     if c.kind == "limit":  # noise-free, unregularised, time in tau, beta >= 1
         check_limit_config(c)
     check_handoff(c)
+    check_attention(c)

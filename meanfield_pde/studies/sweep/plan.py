@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...core.errors import ConfigError
+from ...core.model_kinds import model_kind
 from ...runs.config import Config, apply_overrides, from_dict, grid_item_size, parse_grid_item
 from .points import FINALS, MEASURES
 
@@ -132,7 +133,7 @@ def _check_one_clock(points: list[Point]) -> None:
         return
     for p in points:
         c = p.config
-        unit = "backward_heat" if c["model"]["kind"] == "SA" else "porous_medium"
+        unit = model_kind(c["model"]["kind"]).large_beta_unit
         if c["run"]["kind"] == "pde" and c["time"].get("unit", "natural") != unit:
             raise ConfigError(f"sweep point {p.label}: run.kind = 'pde' beside 'limit' points needs "
                               f"time.unit = {unit!r} (now {c['time'].get('unit', 'natural')!r}): a limit "
