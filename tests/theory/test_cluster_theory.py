@@ -284,9 +284,11 @@ def test_bad_input_is_refused():
         C.pair_time(0.0, 0.5, 0.5, 0.5, "XSA", 1.0)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_usa_gram_rate_at_large_beta_is_the_pair_rate():
     """The self term cancels analytically; computed, a_ii ~ e^β swamped the rest (ρ̇ came out 0
-    at USA β = 700 and the Gram ODE never moved)."""
+    at USA β = 700 and the Gram ODE never moved). The self term is not computed at all: its
+    e^{β(1 − ρ)} overflowed (a RuntimeWarning users saw) before it was set to 0."""
     from meanfield_pde.theory.clusters import gram_rate, pair_rate
     for beta in (300.0, 500.0, 700.0):
         for rho in (-0.5, 0.0, 0.5, 0.9):
