@@ -16,7 +16,7 @@ transverse mean; "mirrored" runs n/2 draws and their mirror images (−x⊥, t),
 transverse degree-1 mode. Why (:ref:`any-dimension`): the sampled degree-1 errors, zonal
 (~1/√(dn)) and transverse (~√((d − 1)/(dn))), grow at σ_1 like the signal; the first
 shifts the law of t in proportion to it, the second tilts the cluster from e. Particles
-and PDE themselves agree with linear theory (tests/test_zonal_tokens.py, d = 8).
+and PDE themselves agree with linear theory (tests/analysis/test_zonal_tokens.py, d = 8).
 
     python benchmarks/zonal_tokens.py [n] [seeds] [degree1,vmf] [8,64,512] [mirrored]
 """

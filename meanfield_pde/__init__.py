@@ -1,7 +1,7 @@
 """meanfield_pde: the mean-field (McKean–Vlasov) dynamics of self-attention on the sphere.
 
 Layers, each importing only from itself and the layers above it in this list
-(siblings on one line do not import each other; tests/test_layers.py checks it):
+(siblings on one line do not import each other; tests/project/test_layers.py checks it):
 
 - core       errors, threads, interrupts, the manifolds (geometry/) and the Funk–Hecke kernels
 - theory     closed forms: linear growth rates, the equiangular reduction, long-context formulas

@@ -46,10 +46,12 @@ SKIPPED = {
     "bash .ci/setup && .venv/bin/python -m pytest -q && bash .ci/docs":
         "the whole test suite and this build (minutes; CI runs it)",
     "bash .ci/setup && bash .ci/docs": "this build itself",
-    "pip install /path/to/clone": "an install from a clone (tests/test_install.py builds and installs one)",
-    "pip install /path/to/clone[all]": "an install from a clone (tests/test_install.py)",
+    "pip install /path/to/clone":
+        "an install from a clone (tests/project/test_install.py builds and installs one)",
+    "pip install /path/to/clone[all]": "an install from a clone (tests/project/test_install.py)",
     "sudo apt-get install libfftw3-dev gcc python3-dev": "system packages (.ci/setup installs them)",
-    # A batch cluster (tests/test_sweep_jobqueue.py checks the job script and runs --jobqueue local).
+    # A batch cluster (tests/studies/test_sweep_jobqueue.py checks the job script and runs
+    # --jobqueue local).
     "meanfield-pde sweep phase_noise_beta3 --jobqueue slurm --jobs 4 --cores 32 --memory 64GB "
     "--walltime 04:00:00 --queue compute --output /shared/runs/beta3": "needs a SLURM cluster",
     # Sweeps of a whole phase diagram: minutes of runs (the gallery runs shortened ones).
@@ -64,10 +66,10 @@ SKIPPED = {
     "node.pem --tls-key node.key": "needs a cluster (compute nodes, TLS files)",
     "meanfield-pde sweep phase_noise_beta3 --scheduler tls://10.0.0.1:8786 --output /shared/runs/sweep":
         "needs that cluster",
-    # The benchmarks take minutes; their smoke mode is run by tests/test_benchmarks_smoke.py.
+    # The benchmarks take minutes; their smoke mode is run by tests/project/test_benchmarks_smoke.py.
     "python benchmarks/run.py": "the benchmarks (minutes)",
     "python benchmarks/run.py --rows 1,2": "benchmark rows (a minute)",
-    "python benchmarks/run.py --smoke": "run by tests/test_benchmarks_smoke.py",
+    "python benchmarks/run.py --smoke": "run by tests/project/test_benchmarks_smoke.py",
 }
 
 RUN = ("python", "console")

@@ -131,7 +131,7 @@ def proper_svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _euler(rot: np.ndarray) -> tuple[float, float, float]:
     """(ψ, θ, φ) for ducc0.sht.rotate_alm so that the rotated coefficients are those of
-    x ↦ g(rotᵀx) (the active rotation by ``rot``; checked in tests/test_attention_kernel.py)."""
+    x ↦ g(rotᵀx) (the active rotation by ``rot``; checked in tests/core/test_attention_kernel.py)."""
     import warnings
     from scipy.spatial.transform import Rotation
     with warnings.catch_warnings():  # θ = 0 or π ("gimbal lock"): the angles still compose to rot
@@ -200,7 +200,7 @@ def _real_harmonics(basis: _RealBasis, directions: np.ndarray) -> np.ndarray:
     """The real harmonics of ``basis`` at unit vectors (n, 3): (n, basis.size).
 
     Y_lm = P̄_lm(θ) e^{imφ} (orthonormal, Condon–Shortley: scipy.special.sph_harm_y's convention,
-    shtns's, tests/test_conventions.py), P̄_lm from scipy.special.sph_legendre_p_all (4x faster
+    shtns's, tests/runs/test_conventions.py), P̄_lm from scipy.special.sph_legendre_p_all (4x faster
     than sph_harm_y_all, which also forms the negative orders: 0.7 s against 2.6 s at L = 32,
     9000 points); b = P̄_l0, √2 P̄_lm cos mφ, √2 P̄_lm sin mφ."""
     from scipy.special import sph_legendre_p_all
@@ -426,7 +426,7 @@ class AttentionKernel:
     Source: the velocity of the continuity equation of multi-head attention (module docstring;
     Geshkovski, Letrouit, Polyanskiy & Rigollet, arXiv:2312.10794, §2.2–2.3). Accuracy: the
     Gaussian rescaling keeps the pointwise relative error of Ψ and ∇Ψ at ~ε·e^{loss}·(P+1)
-    or below (``HeadOperator.loss``; tests/test_attention_kernel.py: 1e-10 against quadrature
+    or below (``HeadOperator.loss``; tests/core/test_attention_kernel.py: 1e-10 against quadrature
     at β‖A‖ = 20).
     """
 
@@ -678,7 +678,7 @@ class ScheduledKernel:
     δ(T) = ∫ Φ(T, s) ∂_βF (β(s) − β̃(s)) ds (Φ the solution operator of the linearisation). On a
     piece [m − h/2, m + h/2], β − β̃ = β'(s − m) is odd about m, so the piece contributes
     (β' h³/12)·d/ds[Φ(T, s)∂_βF] at m + O(h⁵): summed over the ramp, δ = O(β' h² T_ramp), second
-    order in the piece width h (measured: ``RAMP_STEP``; tests/test_attention_pde.py: halving h
+    order in the piece width h (measured: ``RAMP_STEP``; tests/numerics/test_attention_pde.py: halving h
     divides δ by 4).
 
     Parameters

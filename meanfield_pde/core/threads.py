@@ -61,7 +61,7 @@ def transform_threads(threads: int, points: int) -> int:
     allowed: min(threads, points // POINTS_PER_THREAD), at least 1 (the default grid of
     degree L has 4.5 (L + 1)² points: one thread below L ≈ 170, two below L ≈ 208). The
     results do not depend on it: shtns's transforms agree bit for bit on 1 and 2 threads
-    (tests/test_geometry.py)."""
+    (tests/core/test_geometry.py)."""
     return max(1, min(int(threads), int(points) // POINTS_PER_THREAD))
 
 

@@ -34,7 +34,7 @@ plateaus to t = 10^6 and beyond:
   a merged USA pair contracts at rate 2 m e^β (4e4 at β = 10), which would hold the
   steps near 1e-4 up to the next snapshot, however far.
   After the merges the inter-cluster motion is all that is left and the
-  steps grow by orders of magnitude on a plateau (tests/test_weighted_particles.py
+  steps grow by orders of magnitude on a plateau (tests/particles/test_weighted_particles.py
   measures them).
 """
 

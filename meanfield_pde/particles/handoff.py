@@ -50,7 +50,7 @@ Two choices this module makes, and how large their effect is:
   (merging at a barycentre lowers Σ_j w_j e^{β⟨x,x_j⟩} felt elsewhere, by
   Jensen's inequality), so the energy is continuous across the hand-off only
   without it. Measured (SA, β = 10, two vMF at t = 1, L = 31, 2048 nodes,
-  tests/test_handoff.py): budget 1e-4 keeps 1633 nodes, lowers E by 1.5e-7
+  tests/particles/test_handoff.py): budget 1e-4 keeps 1633 nodes, lowers E by 1.5e-7
   (relative) and changes the order parameter, E and the coefficients l <= 6
   one time unit later by 2e-6, 6e-7 (relative), 5e-6; budget 1e-2 keeps 915
   nodes and changes them by 5e-5, 3e-4, 3e-4. The default is no drop.

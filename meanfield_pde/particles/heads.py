@@ -128,7 +128,7 @@ def attention_velocity(x, heads, kind: str, *, chunk_rows: int | None = None,
     Cost per head: three n×d·d×d products (none for identity matrices) and one pass of
     :func:`~meanfield_pde.particles.dynamics.exponential_sums` (O(n² d)), the cost of today's
     velocity. One head with Q = K = V = I is today's :func:`~meanfield_pde.particles.dynamics.velocity`
-    (to rounding: tests/test_attention_particles.py). Source: Geshkovski et al.,
+    (to rounding: tests/particles/test_attention_particles.py). Source: Geshkovski et al.,
     arXiv:2312.10794, §2.2 (multi-head attention, eq. (2.1)).
     """
     kind, chunk_rows = check_kind(kind), check_chunk(chunk_rows)

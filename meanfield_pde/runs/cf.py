@@ -7,7 +7,7 @@ only where the CF table has one (§3.3: latitude, longitude); ``axis`` on the
 coordinates (§4). :func:`cf_encode` adds them to a Dataset just before it is
 written (run files in :mod:`meanfield_pde.runs.runfile`, the others in
 :func:`meanfield_pde.runs.io.write_netcdf`), so one table serves every kind of
-file. tests/test_cf_files.py runs the ``cfchecker`` package on a file of every kind.
+file. tests/runs/test_cf_files.py runs the ``cfchecker`` package on a file of every kind.
 
 Units: this module owns them (``COORDINATES``, ``VARIABLES``,
 :func:`density_attrs`, :func:`weight_attrs`, :func:`grid_units`). The model is

@@ -33,7 +33,7 @@ def software_versions() -> dict[str, str]:
     """Versions of this package, of the libraries that shape its numbers and of the platform.
 
     With the case (its seeds included) these determine a run's numbers
-    bit for bit on one machine (tests/test_reliability.py checks reruns). Looked up once
+    bit for bit on one machine (tests/runs/test_reliability.py checks reruns). Looked up once
     per process (the installed metadata is parsed: ~15 ms, 50 right-hand sides at L = 63,
     paid by every run otherwise); a new dict each call.
     """
@@ -128,7 +128,7 @@ def snapshot_values(geometry: Geometry, coef: np.ndarray, density: np.ndarray,
     :func:`snapshots_to_dataset` (coef_real, coef_imag, density, the diagnostics), without
     building a Dataset: what a run file appends after its first record
     (:meth:`meanfield_pde.runs.runfile.RunFile.append_values`). Building a one-time Dataset
-    costs ~10 ms, 40 right-hand sides at L = 63 (tests/test_whole_run.py checks that both
+    costs ~10 ms, 40 right-hand sides at L = 63 (tests/runs/test_whole_run.py checks that both
     give the same values).
     """
     table = geometry.to_table(np.asarray(coef))

@@ -179,8 +179,10 @@ def _gram_rate(g: np.ndarray, w: np.ndarray, kind: str, beta: float) -> np.ndarr
         scale = np.ones((k, 1))
     else:  # a_il = w_l e^{βG_il}: shifted by each row's largest off-diagonal G_il, put back at
         # the end, so that e^{β(G_il − 1)} does not underflow when β(1 − G_il) > 745
-        m = np.where(np.eye(k, dtype=bool), -np.inf, g).max(axis=1, keepdims=True)
-        a = w[None, :] * np.exp(beta * (g - m))
+        # (the self terms, e^{β(1 − m)}, would overflow at large β: −inf makes them 0 at once)
+        self_term = np.eye(k, dtype=bool)
+        m = np.where(self_term, -np.inf, g).max(axis=1, keepdims=True)
+        a = w[None, :] * np.exp(np.where(self_term, -np.inf, beta * (g - m)))
         scale = np.exp(beta * m)
     # The self term l = i adds a_ii (g_ij − g_ii g_ij) = 0 exactly, but in floating point it is
     # a difference of a_ii ~ e^β terms that swamps the others (USA β = 700: ρ̇ came out 0).

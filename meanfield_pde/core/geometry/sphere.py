@@ -1,6 +1,6 @@
 """The sphere S² on shtns: orthonormal spherical harmonics on a dealiased Gauss grid.
 
-Conventions (shtns ≥ 3.6.5, checked in tests/test_geometry.py and tests/test_conventions.py;
+Conventions (shtns ≥ 3.6.5, checked in tests/core/test_geometry.py and tests/runs/test_conventions.py;
 stored with the coefficients as :attr:`Sphere.conventions`):
 
 - coefficients f_lm for 0 <= m <= l <= L of a real field, orthonormal
@@ -196,7 +196,7 @@ class Sphere(Geometry):
     area = 4.0 * np.pi
     table_dims = ("l", "m")
     # The module docstring's conventions as the attributes of the stored coefficients (docs/user-guide/outputs.md (Dataset contract)): shtns.sht_orthonormal without SHT_NO_CS_PHASE, checked numerically
-    # against closed forms and scipy.special.sph_harm_y in tests/test_conventions.py.
+    # against closed forms and scipy.special.sph_harm_y in tests/runs/test_conventions.py.
     conventions = {
         "coefficient_basis": "spherical_harmonics",
         "coefficient_normalization": "orthonormal",
@@ -365,7 +365,7 @@ class Sphere(Geometry):
         associated Legendre functions (N. Schaeffer, Geochem. Geophys. Geosyst. 14
         (2013) 751; the shtns manual, "vector transforms"); with Q = f, S = Φ, T = 0 its radial part is f and its tangent part ∇Φ:
         the same numbers as :meth:`synthesis` and :meth:`gradient` (to round-off,
-        tests/test_geometry.py), one Legendre pass cheaper.
+        tests/core/test_geometry.py), one Legendre pass cheaper.
 
         Raises
         ------

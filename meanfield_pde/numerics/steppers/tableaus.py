@@ -19,8 +19,8 @@ Sources:
   tol^(1/3): on sa_beta10_noisy's formation to t = 30 it takes half of ARK324's
   right-hand-side evaluations at the same tolerance.
 
-The order conditions of each tableau are checked in tests/test_steppers.py, and
-its order on a linear ODE in tests/test_registries.py (both parametrized over TABLEAUS).
+The order conditions of each tableau are checked in tests/numerics/test_steppers.py, and
+its order on a linear ODE in tests/core/test_registries.py (both parametrized over TABLEAUS).
 """
 
 from __future__ import annotations

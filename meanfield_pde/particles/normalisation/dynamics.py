@@ -11,7 +11,7 @@ the sphere g = 0 and |x_i| = 1 is preserved. It is integrated with
 
 Discrete layers: x ← layer(x, h, t) for t = 0, h, 2h, ... (the architectures
 of :mod:`.schemes`); their h → 0 limit is the continuous model, with a global
-error O(h) (tests/test_normalisation.py measures the order).
+error O(h) (tests/particles/test_normalisation.py measures the order).
 
 Arrays: positions (n, d), float64; times in units of depth (layer index × h).
 """

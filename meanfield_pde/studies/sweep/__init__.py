@@ -71,7 +71,7 @@ from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point
 
 from .worker_setup import dask_setup  # noqa: F401 - the workers' preload hook (dask calls it by this name)
 
-_fmt = fmt_value  # its name before the split (tests/test_input_safety.py imports it)
+_fmt = fmt_value  # its name before the split (tests/studies/test_sweep_plan.py imports it)
 
 
 def _check_folder(out: Path) -> None:
