@@ -190,3 +190,23 @@ def test_pde_against_particles_with_the_same_heads_falls_like_n_to_the_minus_hal
     slope = fitted_slope(sizes, rms)
     assert -0.6 <= slope <= -0.4, (slope, rms)
     assert np.all(np.abs(np.array(rms) / np.array(expected) - 1.0) <= 0.3), (rms, expected)
+
+
+@pytest.mark.slow  # a LocalCluster of two processes
+def test_a_sweep_of_a_pde_case_with_heads_moves_each_points_heads(tmp_path):
+    """`meanfield-pde sweep` of a PDE case with [attention]: a head whose β is left out follows the
+    swept model.beta, each point's file is a run of heads (no energy for this non-symmetric V),
+    and sweep.nc carries each point's final numbers."""
+    out = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "sweep", "attention_pde_power_method",
+                           "--grid", "model.beta=[2.0, 4.0]", "--continuation", "", "-n", "2", "-q",
+                           "--set", "domain.lmax=15", "--set", "time.t_end=0.2", "--set", "output.every=0.1",
+                           "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    sweep = xr.open_dataset(out / "sweep.nc")
+    assert (sweep.status.values == "completed").all() and sweep.beta.values.tolist() == [2.0, 4.0]
+    for beta in (2.0, 4.0):
+        point = xr.open_dataset(out / "points" / f"model.beta={beta}.nc")
+        assert f"head 0: beta = {beta:g}," in point.attrs["heads"]
+        assert point.attrs["energy_note"] == NO_ENERGY_NOTE and "energy" not in point
+        assert float(sweep.order_parameter.sel(beta=beta)) == float(point.order_parameter[-1])
