@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 
 _requested: list[str] = []  # names of the signals received inside stop_on_signals
@@ -103,6 +104,18 @@ def _raise_terminated(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
 
 
+def _quiet_lost_interrupt(unraisable) -> None:
+    """``sys.unraisablehook`` within :func:`sigterm_as_interrupt`: the Interrupted of a SIGTERM
+    that a C callback swallowed is not printed ("Exception ignored ... Traceback" on the
+    terminal of a run that then stops cleanly): it comes again (:func:`_redeliver`). Anything
+    else goes to the hook that was there."""
+    if not (isinstance(unraisable.exc_value, Interrupted) and _terminated):
+        _hooks[-1](unraisable)
+
+
+_hooks: list = []  # the unraisable hooks sigterm_as_interrupt replaced, innermost last
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """SIGTERM raises :class:`Interrupted` ("SIGTERM") at once for the duration, as SIGINT raises
@@ -110,14 +123,17 @@ def sigterm_as_interrupt():
     sweep gathering its points), so that `kill`, a batch system's time limit or a timeout stop it
     the way Ctrl-C does instead of ending the process with nothing written. A raise that a C
     callback swallows is not lost: the signal comes again every REDELIVERY_S until it ends the
-    context."""
+    context, and the swallowed one is not printed."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    _hooks.append(sys.unraisablehook)
+    sys.unraisablehook = _quiet_lost_interrupt
     try:
         yield
     finally:
         with _terminated_lock:
             _terminated.clear()
             signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = _hooks.pop()
