@@ -66,7 +66,7 @@ from .combine import TIME_TOLERANCE, combine, swept_case  # noqa: F401
 from .plan import (COUNT_VARIABLES, NOT_SWEPT, NUMBER_VARIABLES, SWEEP_KINDS, SWEEP_VARIABLES,  # noqa: F401
                    SWEPT_PER_POINT, TEXT_VARIABLES, Plan, Point, check_initial_states, check_sweepable,
                    dim_names, fmt_value, grid_of, plan_sweep)
-from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
+from .points import (MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
                      summarise)
 
 from .worker_setup import dask_setup  # noqa: F401 - the workers' preload hook (dask calls it by this name)
