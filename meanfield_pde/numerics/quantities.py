@@ -35,8 +35,9 @@ when a file is read back, and summarised in a sweep's combined file.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -237,6 +238,27 @@ def register(quantity: Quantity) -> Quantity:
     return quantity
 
 
+def added() -> list[Quantity]:
+    """The quantities registered since this module was imported (by a program using the
+    package), in order: what a process started apart, a sweep's worker, registers for the
+    points it runs (:func:`registered`)."""
+    return [q for name, q in QUANTITIES.items() if name not in BUILT_IN]
+
+
+@contextlib.contextmanager
+def registered(quantities: Iterable[Quantity]) -> Iterator[None]:
+    """Register those of ``quantities`` not registered yet for the duration of the block (a
+    sweep's point on a worker records the quantities of the program that planned the sweep)."""
+    new = [q for q in quantities if q.name not in QUANTITIES]
+    for q in new:
+        register(q)
+    try:
+        yield
+    finally:
+        for q in new:
+            QUANTITIES.remove(q.name)
+
+
 def evaluate(snapshot: Snapshot) -> dict[str, float]:
     """name -> value of every registered quantity the snapshot's kind of state has (in the
     registry's order; a quantity whose ``compute`` gives None is left out)."""
@@ -328,3 +350,6 @@ register(Quantity(
     # could not hold the measure)
     compute={"field": _spectral_tail, "weighted": _spectral_tail},
     valid=NON_NEGATIVE, panel=Panel("spectral tail", checks=True, rank=0)))
+
+BUILT_IN = frozenset(QUANTITIES)
+"""The names of the quantities above (the others are :func:`added`)."""

@@ -15,7 +15,7 @@ import xarray as xr
 
 from ...core.errors import RunStoppedWarning
 from ...core.stops import StopReason, stop_reason
-from ...numerics.quantities import QUANTITIES
+from ...numerics.quantities import QUANTITIES, registered
 from ...particles.simulate import POSITION_DIMS
 from ...runs.config import SWEEP_MEASURES, Config, from_dict, parse_toml
 
@@ -121,10 +121,20 @@ def _run_tokens(config: Config) -> xr.Dataset:
 def run_point(spec: dict, previous: dict | None = None) -> dict:
     """Run (or load, if its file is finished) one sweep point; never raises.
 
-    ``spec``: {"config": dict, "name", "path", "measures", "task", "continuation"};
+    ``spec``: {"config": dict, "name", "path", "measures", "task", "continuation",
+    "quantities"} (the last: :class:`~meanfield_pde.numerics.quantities.Quantity` entries to
+    record beside those registered here, :func:`~meanfield_pde.numerics.quantities.registered`);
     ``previous``: the previous point's record in a continuation chain (its
     final ``state`` is this run's initial state).
     """
+    with registered(spec["quantities"]):  # the planning program's own quantities
+        rec = _point_record(spec, previous)
+    rec["label"] = spec["label"]
+    return rec
+
+
+def _point_record(spec: dict, previous: dict | None) -> dict:
+    """:func:`run_point` with the spec's quantities registered."""
     start = _time.perf_counter()
     path = Path(spec["path"])
     cont = spec["continuation"]
@@ -166,6 +176,5 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
                "finals": {}, "series": {}, "skipped": 0}
         if previous and "state" in previous:  # a chain goes on from the last good state
             rec["state"] = previous["state"]
-    rec["label"] = spec["label"]
     rec["wall_time"] = _time.perf_counter() - start
     return rec
