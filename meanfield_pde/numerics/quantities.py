@@ -222,7 +222,7 @@ class Quantity:
         return attrs
 
 
-QUANTITIES: Registry[Quantity] = Registry("recorded quantity", "quantity")
+QUANTITIES = Registry("recorded quantity", "quantity")
 """name -> :class:`Quantity`, in the order the variables are written."""
 
 
