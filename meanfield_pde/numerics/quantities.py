@@ -39,7 +39,6 @@ import contextlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
@@ -108,10 +107,16 @@ class Range:
     upper: float = math.inf
 
     def bad(self, values: np.ndarray) -> np.ndarray:
-        """A boolean array: True where ``values`` is not finite or lies outside the range."""
+        """A boolean array: True where ``values`` is not finite or lies outside the range
+        (the bounds compared only where they are finite: one pass for ``FINITE``)."""
         values = np.asarray(values)
-        with np.errstate(invalid="ignore"):
-            return ~(np.isfinite(values) & (values >= self.lower) & (values <= self.upper))
+        out = ~np.isfinite(values)
+        with np.errstate(invalid="ignore"):  # NaN compares False: already flagged
+            if self.lower > -math.inf:
+                out |= values < self.lower
+            if self.upper < math.inf:
+                out |= values > self.upper
+        return out
 
     def __str__(self) -> str:
         return f"[{self.lower:g}, {self.upper:g}]"
@@ -197,8 +202,6 @@ class Quantity:
         if unknown or not self.compute:
             raise ValueError(f"quantity {self.name!r}: compute must be keyed by some of "
                              f"{', '.join(STATES)} (got {sorted(self.compute)})")
-        object.__setattr__(self, "compute", MappingProxyType(dict(self.compute)))
-        object.__setattr__(self, "by_energy", MappingProxyType(dict(self.by_energy)))
 
     @property
     def kinds(self) -> frozenset[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tomllib
 
+import cloudpickle
 import numpy as np
 import pytest
 import xarray as xr
@@ -110,6 +111,7 @@ def test_a_registered_quantity_is_in_a_sweeps_combined_file_and_its_points(mean_
     config = mf.from_dict(tomllib.loads(TINY), name="tiny")
     plan = plan_sweep(config)
     specs = point_specs(config, plan, tmp_path)
+    specs = cloudpickle.loads(cloudpickle.dumps(specs))  # as dask sends them to a worker
     QUANTITIES.remove(NAME)  # a worker: the program's registration is not there
     records = [run_point(s) for s in specs]
     assert NAME not in QUANTITIES  # registered for the points' runs only
