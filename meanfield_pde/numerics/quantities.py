@@ -30,7 +30,11 @@ output with one ``add_task``)::
                       compute={"field": mean, "tokens": mean, "weighted": mean_of_weights}))
 
 and is then written, with its attributes, by every run kind whose state it computes, checked
-when a file is read back, and summarised in a sweep's combined file.
+when a file is read back, and summarised in a sweep's combined file (its points, run by
+workers in other processes, register it from their specs: :func:`added`, :func:`registered`).
+Not through the registry: a sweep's ``task = "tokens"`` (tokens in R^d without a grid) and
+:meth:`meanfield_pde.particles.simulate.ParticleRun.to_dataset` store the integrator's order
+parameter and energy themselves.
 """
 
 from __future__ import annotations
