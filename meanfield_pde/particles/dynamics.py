@@ -15,7 +15,7 @@ radius 1).
 Numerics
 --------
 * Memory and speed: the n×n Gram matrix is never formed. Tiles of it
-  (default :data:`BLOCK_BYTES` = 256 KiB, so they stay in cache, at least
+  (default :data:`BLOCK_BYTES` = 1 MiB, so they stay in cache, at least
   :data:`TILE_ROWS` rows) are formed by one product, exponentiated in place
   and multiplied by [x_j, 1], which gives the weighted sums and the row sums
   at once; the threads (:mod:`meanfield_pde.core.threads`) share the rows. Peak memory at
@@ -126,14 +126,17 @@ def _as_points(x) -> np.ndarray:
 
 
 # -- SA / USA in the ambient space -------------------------------------------------
-BLOCK_BYTES = 256 * 2**10
-"""Default size of one tile of the Gram matrix (bytes): it stays in the L2 cache while the
-exponentials and the second product read it (measured: exp costs 2x when it spills)."""
+BLOCK_BYTES = 2**20
+"""Default size of one tile of the Gram matrix (bytes): it stays in the L2 cache (2 MiB a core on
+the benchmark machine) while the exponentials and the second product read it (measured: exp
+costs 2x when it spills). 1 MiB rather than 256 KiB: a quarter of the tiles, so a quarter of
+the Python calls, which hold the GIL: n = 8000, 2 threads against 1, 1.36x -> 1.73x; n = 20 000,
+1.49x -> 2.00x; one thread 4 % faster (medians of 5-7 interleaved repetitions)."""
 
 TILE_ROWS = 32
 """Fewest rows of a default tile. Rows of the whole width (BLOCK_BYTES / 8n of them) fell to one
 at n >= 16 384: a matrix-vector product and three Python calls per row, 2.6x the floor at
-n = 20 000 (time ~ n^2.29). Tiles of TILE_ROWS rows and BLOCK_BYTES / (8 · TILE_ROWS) = 1024
+n = 20 000 (time ~ n^2.29). Tiles of TILE_ROWS rows and BLOCK_BYTES / (8 · TILE_ROWS) = 4096
 columns keep the products matrix-matrix at every n (measured 1.2x the floor, n = 2000-20 000)."""
 
 MIN_ENTRIES_PER_THREAD = 2**22
@@ -158,7 +161,7 @@ def _block_rows(n: int, chunk_rows: int | None) -> int:
 def tile_shape(n: int, chunk_rows: int | None) -> tuple[int, int]:
     """(rows, columns) of a tile of the n×n Gram matrix: ``chunk_rows`` rows if given, else at
     least TILE_ROWS; as many columns as BLOCK_BYTES then holds, at most n (one column block,
-    whole rows, for n <= BLOCK_BYTES / (8 · TILE_ROWS) = 1024)."""
+    whole rows, for n <= BLOCK_BYTES / (8 · TILE_ROWS) = 4096)."""
     c = min(n, chunk_rows if chunk_rows is not None else max(TILE_ROWS, _block_rows(n, None)))
     return c, int(min(n, max(1, BLOCK_BYTES // (8 * c))))
 
@@ -172,7 +175,7 @@ def _weighted_sums(left: np.ndarray, right: np.ndarray, chunk_rows: int | None,
     The Gram matrix is taken in tiles (:func:`tile_shape`: cache sized by default,
     ``chunk_rows`` rows if given): per tile one product (c, m)·(m, b), the exponentials in
     place, one product (c, b)·(b, k) added to the rows' sums: one n×n product and n²
-    exponentials plus a second skinny product, the floor of the evaluation. Up to n = 1024
+    exponentials plus a second skinny product, the floor of the evaluation. Up to n = 4096
     a tile is whole rows and the sums are those of one product per row block. With
     ``threads`` > 1 contiguous ranges of rows go to that many threads (numpy releases the
     GIL; BLAS is held to one thread meanwhile).
@@ -405,7 +408,7 @@ def velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None 
         Σ w_j = 1 for a probability measure; USA velocities scale with Σ w_j,
         SA ones do not.
     chunk_rows : int >= 1 or None, keyword-only
-        Gram-matrix rows per tile; None chooses tiles of ≈ 256 KiB
+        Gram-matrix rows per tile; None chooses tiles of ≈ 1 MiB
         (:data:`BLOCK_BYTES`, cache sized; :func:`tile_shape`). The result does
         not depend on it beyond round-off.
     threads : int >= 1 or None, keyword-only

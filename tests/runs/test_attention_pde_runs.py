@@ -190,3 +190,42 @@ def test_pde_against_particles_with_the_same_heads_falls_like_n_to_the_minus_hal
     slope = fitted_slope(sizes, rms)
     assert -0.6 <= slope <= -0.4, (slope, rms)
     assert np.all(np.abs(np.array(rms) / np.array(expected) - 1.0) <= 0.3), (rms, expected)
+
+
+@pytest.mark.slow  # a LocalCluster of two processes
+def test_a_sweep_of_a_pde_case_with_heads_moves_each_points_heads(tmp_path):
+    """`meanfield-pde sweep` of a PDE case with [attention]: a head whose β is left out follows the
+    swept model.beta, each point's file is a run of heads (no energy for this non-symmetric V),
+    and sweep.nc carries each point's final numbers."""
+    out = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "sweep", "attention_pde_power_method",
+                           "--grid", "model.beta=[2.0, 4.0]", "--continuation", "", "-n", "2", "-q",
+                           "--set", "domain.lmax=15", "--set", "time.t_end=0.2", "--set", "output.every=0.1",
+                           "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    sweep = xr.open_dataset(out / "sweep.nc")
+    assert (sweep.status.values == "completed").all() and sweep.beta.values.tolist() == [2.0, 4.0]
+    for beta in (2.0, 4.0):
+        point = xr.open_dataset(out / "points" / f"model.beta={beta}.nc")
+        assert f"head 0: beta = {beta:g}," in point.attrs["heads"]
+        assert point.attrs["energy_note"] == NO_ENERGY_NOTE and "energy" not in point
+        assert float(sweep.order_parameter.sel(beta=beta)) == float(point.order_parameter[-1])
+
+
+@pytest.mark.slow  # two command-line runs (~8 s)
+def test_a_compare_run_of_a_pde_case_with_heads(tmp_path):
+    """run.kind = 'compare' of a PDE case with [attention]: the tokens move under the same heads
+    (their file says so), and the L² distance on degrees <= compare's is the sampling noise of
+    n tokens. Its square sums ~(L + 1)² roughly independent squares of one size, so its root
+    has a relative spread of about 1/(L + 1) (0.1 here; measured 2-5 % off the level): 1.5x the
+    expected level is five of them."""
+    out = tmp_path / "c.nc"
+    proc = subprocess.run([sys.executable, "-m", "meanfield_pde", "run", "attention_pde_power_method",
+                           "--set", "run.kind=compare", "--set", "particles.n=500", "--set", "domain.lmax=15",
+                           "--set", "time.t_end=0.2", "--set", "output.every=0.1", "-o", str(out), "-q"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    pde, tokens = xr.open_dataset(out), xr.open_dataset(tmp_path / "c_particles.nc")
+    assert tokens.attrs["heads"] == pde.attrs["heads"] and tokens.attrs["energy_note"] == NO_ENERGY_NOTE
+    c = xr.open_dataset(tmp_path / "c_compare.nc")
+    assert np.all(c.l2_distance.values <= 1.5 * c.expected_statistical_l2.values), c.l2_distance.values

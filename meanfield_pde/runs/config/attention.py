@@ -40,10 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from ...core.attention import Head, HeadSchedule, Layer, check_matrix
-from ...core.checks import BETA_MAX, file_problem, short_repr
+from ...core.checks import BETA_MAX, check_beta, file_problem, short_repr
 from ...core.errors import ConfigError
 from ...core.model_kinds import model_kind
-from .schema import build_section, check_scalar
+from .schema import build_section
 from .schema import field_spec as _f
 
 ATTENTION_RUN_KINDS = ("pde", "particles", "compare")
@@ -113,11 +113,9 @@ def _file_and_key(text: str) -> tuple[Path, str | None]:
     return Path(text), None
 
 
-def _check_beta(path: str, value):
-    """An optional β: None (model.beta) or a number in [0, BETA_MAX]."""
-    if value is None:
-        return None
-    return check_scalar(path, value, float, dict(lo=0.0, hi=BETA_MAX, lo_open=False, hi_open=False))
+def _optional_beta(path: str, value):
+    """An optional β: None (model.beta) or core.checks' β, a number in [0, BETA_MAX]."""
+    return None if value is None else check_beta(value, path)
 
 
 def _table_list(path: str, value):
@@ -130,7 +128,7 @@ def _table_list(path: str, value):
 @dataclass(frozen=True, kw_only=True)
 class HeadConfig:
     """A head of [attention] (a ``heads`` table): its β and its query, key and value matrices."""
-    beta: float | None = _f(None, check=_check_beta,
+    beta: float | None = _f(None, check=_optional_beta,
                             doc=f"inverse temperature β_h in [0, {BETA_MAX:g}] (default: model.beta)")
     Q: str | float | list = _f(_IDENTITY, check=check_matrix_value, doc="query matrix: " + _MATRIX_FORMS)
     K: str | float | list = _f(_IDENTITY, check=check_matrix_value, doc="key matrix (A = QᵀK): " + _MATRIX_FORMS)
