@@ -15,7 +15,9 @@ file differs.
 The cases: sa_beta10_noisy as the benchmark's row 7 (L = 63, t = 80, adaptive
 ARK324 with dense output, 1 and 2 threads), a fixed-step run, ARS443, "auto"
 (IMEX and Rosenbrock-W steps), the noise-free USA case to its resolution stop and
-the USA case on the circle.
+the USA case on the circle; and a state of every kind the recorded quantities are computed
+from: the zonal PDE (d = 32), a PDE with attention heads, a token run, and a hand-off run
+(weighted nodes after it).
 """
 
 from __future__ import annotations
@@ -42,6 +44,16 @@ CASES = {
                                           "domain.lmax": 31, "monitor.max_spectral_tail": 1e-3}),
     "usa_beta5": ("usa_beta5_uniform", {}),
     "circle_usa": ("circle_usa_beta5", {}),
+    # every kind of state the recorded quantities are computed from (numerics/quantities.py):
+    # the zonal PDE, a PDE with attention heads (no energy), tokens, and the weighted nodes
+    # after a hand-off
+    "zonal_usa_d32": ("zonal_usa_noisy_d32", {"time.t_end": 5.0}),
+    "heads_pde": ("attention_pde_power_method", {"time.t_end": 0.5, "domain.lmax": 23}),
+    "particles_sa": ("particles_sa_beta5_uniform", {"run.kind": "particles", "particles.n": 300,
+                                                    "time.t_end": 2.0, "domain.lmax": 15}),
+    "handoff_two_clusters": ("sa_two_clusters_handoff", {"domain.lmax": 31, "handoff.t_end": 10.0,
+                                                         "initial.concentrations": [20.0, 20.0],
+                                                         "handoff.per_decade": 4}),
 }
 
 # run in a child process with the checkout first on sys.path: write the cases' files
@@ -54,7 +66,12 @@ from pathlib import Path
 warnings.simplefilter("ignore")
 for name, case, sets in eval(sys.argv[3]):
     config = mf.load_case(case, {"domain.threads": 1, "output.plot": False, **sets})
-    ds = mf.run(config, Path(sys.argv[2]) / (name + ".nc"), progress=False)
+    path = Path(sys.argv[2]) / (name + ".nc")
+    if config.kind == "particles":
+        from meanfield_pde.runs.particle_runner import run_particles
+        ds = run_particles(config, path)
+    else:
+        ds = mf.run(config, path, progress=False)
     print(name, ds.attrs["status"][:60], flush=True)
 """
 

@@ -1,7 +1,7 @@
-"""Per-snapshot diagnostics and the resolution monitor (:ref:`numerics`).
+"""The spectral tail and the resolution monitor (:ref:`numerics`).
 
-Names match the Dataset contract (:ref:`dataset-contract`): mass, energy, free_energy,
-order_parameter, min_density, spectral_tail.
+The quantities recorded at each snapshot (mass, energy, ..., spectral_tail) are registered
+in :mod:`meanfield_pde.numerics.quantities`.
 """
 
 from __future__ import annotations
@@ -11,28 +11,8 @@ from typing import Callable
 import numpy as np
 
 from ..core.geometry import Geometry
-from ..core.attention import ATTENTION_ENERGY_DEFINITION
-from ..core.kernels import ENERGY_DEFINITION
-from .models import MeanFieldModel
 
 TAIL_FRACTION = 2.0 / 3.0  # degrees above 2L/3 are the first to fill when a solution outgrows L
-
-ATTENTION_ENERGY_ATTRS = dict(long_name="interaction energy E_A = (1/2β) ∬ (e^{β xᵀAy} − 1) f(x) f(y) dσ dσ",
-                              description=ATTENTION_ENERGY_DEFINITION)
-
-DIAGNOSTIC_ATTRS = {
-    "mass": dict(long_name="total mass ∫ f dσ", units="1"),
-    "energy": dict(long_name="interaction energy E_β = (1/2β) ∬ (e^{β⟨x,y⟩} − 1) f(x) f(y) dσ dσ",
-                   description=ENERGY_DEFINITION),
-    "free_energy": dict(long_name="free energy ν ∫ f log f dσ − E_β",
-                        description="E_β as in energy: " + ENERGY_DEFINITION),
-    "limit_energy": dict(long_name="E_β with the kernel expanded to the limit model's order "
-                                   "(λ_l/λ_0 ≈ 1, or 1 − l(l+1)/2β); the limit's Lyapunov function"),
-    "order_parameter": dict(long_name="order parameter |∫ x f(x) dσ|", units="1"),
-    "min_density": dict(long_name="minimum of f on the grid (uniform = 1/|S|; sphere_zonal: on the "
-                                  "nodes of weight >= 1e-16 of the largest)"),
-    "spectral_tail": dict(long_name="fraction of Σ|f_lm|² at degree l > 2L/3", units="1"),
-}
 
 
 def spectral_tail(geometry: Geometry, coef: np.ndarray, power: np.ndarray | None = None) -> float:
@@ -42,37 +22,6 @@ def spectral_tail(geometry: Geometry, coef: np.ndarray, power: np.ndarray | None
     cut = int(np.floor(TAIL_FRACTION * geometry.lmax))
     total = power.sum()
     return float(power[cut + 1:].sum() / total) if total > 0 else 0.0
-
-
-def snapshot_diagnostics(model: MeanFieldModel, coef: np.ndarray, density: np.ndarray) -> dict:
-    """All scalar diagnostics of one state (coef: (ncoef,), density: grid values of f). A model
-    without an energy (``model.energy`` None: general attention heads) has neither ``energy``
-    nor ``free_energy`` (:func:`diagnostic_attrs` says why)."""
-    g = model.geometry
-    energy = model.energy(coef, density)
-    out = {
-        "mass": g.mass(coef),
-        **({"energy": energy} if energy is not None else {}),
-        "order_parameter": float(np.linalg.norm(g.first_moment(density))),
-        "min_density": g.grid_minimum(density),
-        "spectral_tail": spectral_tail(g, coef),
-    }
-    if hasattr(model, "limit_energy"):
-        out["limit_energy"] = model.limit_energy(coef)
-    if model.nu > 0 and energy is not None:
-        out["free_energy"] = model.free_energy(coef, density)
-    return out
-
-
-def diagnostic_attrs(model) -> dict[str, dict]:
-    """The attributes of each diagnostic variable of a run of ``model``: ``DIAGNOSTIC_ATTRS``,
-    with ``energy`` and ``free_energy`` those of E_A where the model's energy is E_A
-    (``model.energy_definition``: general heads, one head with V = A symmetric)."""
-    if getattr(model, "energy_definition", None) != ATTENTION_ENERGY_DEFINITION:
-        return DIAGNOSTIC_ATTRS
-    return {**DIAGNOSTIC_ATTRS, "energy": ATTENTION_ENERGY_ATTRS,
-            "free_energy": dict(long_name="free energy ν ∫ f log f dσ − E_A",
-                                description="E_A as in energy: " + ATTENTION_ENERGY_DEFINITION)}
 
 
 # an undershoot is rounding (ResolutionMonitor._rounding) if within RELATIVE_ROUNDING of max|f|

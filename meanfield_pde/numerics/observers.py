@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from ..core.errors import printable
 from ..core.stops import StopReason
-from .diagnostics import DIAGNOSTIC_ATTRS, diagnostic_attrs, snapshot_diagnostics
+from .quantities import Snapshot, evaluate
 from .models import MeanFieldModel
 
 
@@ -64,8 +64,8 @@ class SnapshotRecorder(Observer):
     model : MeanFieldModel or LimitModel
     sink : RunFile or MemoryRun (anything with ``append(record)``)
     to_dataset : callable
-        ``(geometry, times, coefs, densities, diagnostics, attrs) -> xarray.Dataset``, the
-        Dataset layout of the runs layer (:func:`meanfield_pde.runs.io.snapshots_to_dataset`),
+        ``(geometry, times, coefs, densities, diagnostics, attrs, *, energy_definition) ->
+        xarray.Dataset``, the Dataset layout of the runs layer (:func:`meanfield_pde.runs.io.snapshots_to_dataset`),
         passed in because that layer sits above this one.
     tau_unit : (name, factor) or None
         Adds the coordinate tau = time/factor of a run in a large-β time unit.
@@ -89,16 +89,15 @@ class SnapshotRecorder(Observer):
         self.to_values = to_values
         self.tau_unit = tau_unit
         self.last_time: float | None = None
-        # the model's own energy (E_A of general heads) where it is not the E_β of to_dataset
-        attrs = diagnostic_attrs(model)
-        self._attrs = {k: v for k, v in attrs.items() if v is not DIAGNOSTIC_ATTRS.get(k)}
+        # what the model's energy is (E_A of attention heads): the attributes of energy
+        self.energy_definition = getattr(model, "energy_definition", None)
 
     def snapshot(self, t: float, coef: np.ndarray) -> None:
         if self.last_time is not None and t <= self.last_time:
             return  # the final state may coincide with the last output time
         g = self.model.geometry
         density = g.synthesis(coef)
-        diagnostics = snapshot_diagnostics(self.model, coef, density)
+        diagnostics = evaluate(Snapshot.of_model(self.model, coef, density))
         time = t * self.clock
         tau = None
         if self.tau_unit is not None:
@@ -111,10 +110,8 @@ class SnapshotRecorder(Observer):
             self.sink.append_values(time, values)
             self.last_time = float(t)
             return
-        record = self.to_dataset(g, [time], [coef], [density], [diagnostics], {})
-        for name, meta in self._attrs.items():
-            if name in record:
-                record[name].attrs.update(meta)
+        record = self.to_dataset(g, [time], [coef], [density], [diagnostics], {},
+                                 energy_definition=self.energy_definition)
         if tau is not None:
             record = record.assign_coords(tau=("time", [tau], dict(
                 long_name=f"time in the {name} unit (t = tau * {factor:.17g})")))

@@ -28,8 +28,9 @@ from matplotlib import animation  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 
 from ..core.errors import ConfigError, NotARunError  # noqa: E402
+from ..numerics.quantities import panels  # noqa: E402
 from .labels import equation_title, time_axis, time_symbol  # noqa: E402
-from .plot import token_directions, draw_orthographic, view_centre  # noqa: E402
+from .plot import panel_series, token_directions, draw_orthographic, view_centre  # noqa: E402
 
 __all__ = ["animate_run", "check_arguments", "movie_writer", "VIEWS", "FPS_RANGE", "ROTATION_LAT"]
 
@@ -148,15 +149,6 @@ def check_arguments(output, fps, view):
     return movie_writer(output, int(fps))
 
 
-def _series(ds, name):
-    y = np.asarray(ds[name].values, float)
-    if name == "energy":
-        finite = y[np.isfinite(y)]
-        e0 = finite[0] if finite.size else np.nan
-        y = (y - e0) / abs(e0) if e0 else y - e0
-    return y
-
-
 class _Frames:
     """The figure and the drawing of frame k (one per snapshot with a finite time).
 
@@ -195,13 +187,13 @@ class _Frames:
         gs = self.fig.add_gridspec(2, 2, width_ratios=[1.1, 1.0])
         self.map_ax = self.fig.add_subplot(gs[:, 0])
         self.series_axes, self.markers = [], []
-        names = [(n, lab) for n, lab in (("order_parameter", "order parameter"),
-                                         ("energy", "(E − E₀)/|E₀|")) if n in ds]
+        # the first two panels of the run figure (plot_run), those the run has
+        names = [(n, panel) for n, panel in panels()[:2] if n in ds]
         self.t_scale, xlabel = time_axis(t, ds.attrs)  # t / 10^k where matplotlib cannot draw t
-        for row, (name, label) in enumerate(names):
+        for row, (name, panel) in enumerate(names):
             ax = self.fig.add_subplot(gs[row, 1])
-            ax.plot(t / self.t_scale, _series(ds, name), "-", lw=1.2)
-            ax.set(ylabel=label, xlabel=xlabel if row == len(names) - 1 else "")
+            ax.plot(t / self.t_scale, panel_series(ds, name, panel.change), "-", lw=1.2)
+            ax.set(ylabel=panel.label, xlabel=xlabel if row == len(names) - 1 else "")
             self.markers.append(ax.axvline(t[self.index[0]] / self.t_scale, color="C3", lw=1.5))
             self.series_axes.append(ax)
         if self.circle:

@@ -24,29 +24,20 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ..analysis.growth import degree_power  # noqa: E402 (C_l of a run: one place, with the growth fits)
 from ..core.errors import NotARunError  # noqa: E402
+from ..numerics.quantities import panels  # noqa: E402 (what is drawn over time: the registry's panels)
 from ..runs.cf import ZONAL_GRID  # noqa: E402
 from .events import departure, event_indices  # noqa: E402
 from .growth import draw_growth  # noqa: E402
 from .labels import equation_title, time_axis, time_symbol  # noqa: E402
 
 __all__ = ["plot_run", "cell_edges", "orthographic", "select_times", "view_centre", "smoothed_snapshot",
-           "degree_power", "token_directions", "lat_lon", "draw_orthographic"]
+           "degree_power", "token_directions", "lat_lon", "draw_orthographic", "panel_series"]
 
 DENSITY_LABEL = "density f (uniform = 1/4π)"
 
 MAX_TOKENS = 3000  # tokens drawn per view of a particle run (a random subset beyond)
 CLUSTER_SMOOTHING = 0.02  # heat time s whose kernel (width ~ √(2s) ≈ 11°) finds the heaviest cluster
 
-# (variable, y label) of the linear-axis diagnostic panels; the energy is shown
-# relative to its first value, which is what a user checks.
-_DIAGNOSTICS = [
-    ("order_parameter", "order parameter"),
-    ("energy", "(E − E₀)/|E₀|"),
-    ("free_energy", "free energy F"),
-    ("min_density", "min density"),
-]
-# numerical checks drawn together on one log axis: (variable, legend)
-_CHECKS = [("spectral_tail", "spectral tail"), ("mass", "|mass − mass₀|")]
 
 
 # --------------------------------------------------------------------------
@@ -197,6 +188,20 @@ def positive_only(y):
 def _first_finite(y):
     finite = y[np.isfinite(y)]
     return finite[0] if finite.size else np.nan
+
+
+def panel_series(ds, name: str, change: str = "") -> np.ndarray:
+    """The values of the recorded quantity ``name`` of ``ds`` as ``plot`` draws them
+    (:class:`meanfield_pde.numerics.quantities.Panel`): as stored (``change`` ""), or their
+    change from the first finite value y₀, (y − y₀)/|y₀| ("relative"; y − y₀ where y₀ = 0: what
+    a user checks of an energy) or |y − y₀| ("absolute": the drift of a conserved quantity)."""
+    y = np.asarray(ds[name].values, float)
+    if change == "relative":
+        y0 = _first_finite(y)
+        return (y - y0) / abs(y0) if y0 else y - y0
+    if change == "absolute":
+        return np.abs(y - _first_finite(y))
+    return y
 
 
 # --------------------------------------------------------------------------
@@ -377,18 +382,15 @@ def _draw_zonal_lines(subfig, ds, idx, t):
 def _draw_diagnostics(axes, ds, t, xlabel):
     """The linear-axis time series (one per axis) against ``t`` (as drawn: :func:`time_axis`)
     labelled ``xlabel``; unused axes are hidden."""
-    names = [d for d in _DIAGNOSTICS if d[0] in ds]
-    for ax, (name, label) in zip(axes, names):
-        y = np.asarray(ds[name].values, float)
-        if name == "energy":
-            e0 = _first_finite(y)
-            y = (y - e0) / abs(e0) if e0 else y - e0
+    names = [(name, panel) for name, panel in panels() if name in ds]
+    for ax, (name, panel) in zip(axes, names):
+        y = panel_series(ds, name, panel.change)
         ax.plot(t, y, ".-", ms=3, lw=1)
         if not np.isfinite(y).any():
             ax.text(0.5, 0.5, "no finite data", ha="center",
                     va="center", transform=ax.transAxes, color="gray")
         ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
-        ax.set(xlabel=xlabel, ylabel=label)
+        ax.set(xlabel=xlabel, ylabel=panel.label)
         _time_ticks(ax)
     spare = axes[len(names):]
     if spare and "energy_note" in ds.attrs and "energy" not in ds:  # said, not left blank
@@ -411,18 +413,16 @@ def _draw_checks(ax, ds, t, xlabel):
     times; a series that is exactly 0 throughout is named in a note instead of drawn (a log
     axis cannot show it and a flat 0 line says nothing)."""
     notes, drawn = [], False
-    for name, label in _CHECKS:
+    for name, panel in panels(checks=True):
         if name not in ds:
             continue
-        y = np.asarray(ds[name].values, float)
-        if name == "mass":
-            y = np.abs(y - _first_finite(y))
+        y = panel_series(ds, name, panel.change)
         if np.isfinite(y).any() and np.nanmax(y) == 0:
-            notes.append(f"{label} = 0 at every snapshot")
+            notes.append(f"{panel.label} = 0 at every snapshot")
             continue
         y = positive_only(y)
         if np.isfinite(y).any():
-            ax.plot(t, y, ".-", ms=3, lw=1, label=label)
+            ax.plot(t, y, ".-", ms=3, lw=1, label=panel.label)
             drawn = True
     if not drawn:  # nothing to plot: say what was checked instead of an empty frame
         ax.set_axis_off()

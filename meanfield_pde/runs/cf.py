@@ -10,7 +10,8 @@ written (run files in :mod:`meanfield_pde.runs.runfile`, the others in
 file. tests/runs/test_cf_files.py runs the ``cfchecker`` package on a file of every kind.
 
 Units: this module owns them (``COORDINATES``, ``VARIABLES``,
-:func:`density_attrs`, :func:`weight_attrs`, :func:`grid_units`). The model is
+:func:`density_attrs`, :func:`weight_attrs`, :func:`grid_units`), and reads those of the
+recorded quantities from their registry (:mod:`meanfield_pde.numerics.quantities`). The model is
 non-dimensional: the sphere has radius 1 (no metre anywhere) and time is in the
 units of the equation. Times, energies, masses and coefficients are pure numbers,
 ``units = "1"`` (CF's dimensionless unit; the ``long_name`` of time says
@@ -38,6 +39,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ..numerics.quantities import DENSITY_UNITS, QUANTITIES
+
 CONVENTIONS = "CF-1.8"
 
 ZONAL_GRID = "cos_polar_angle"
@@ -64,12 +67,15 @@ COORDINATES = {
     "k": dict(units="1", long_name="Fourier wavenumber"),
     "xyz": dict(long_name="Cartesian component of a unit vector"),
 }
-VARIABLES = {
-    "coef_real": dict(units="1"), "coef_imag": dict(units="1"),
-    "mass": dict(units="1"), "energy": dict(units="1"), "free_energy": dict(units="1"),
-    "limit_energy": dict(units="1"), "order_parameter": dict(units="1"),
-    "spectral_tail": dict(units="1"), "positions": dict(units="1"),
-}
+VARIABLES = {"coef_real": dict(units="1"), "coef_imag": dict(units="1"), "positions": dict(units="1")}
+"""The variables' units beside those of the recorded quantities (:func:`quantity_units`)."""
+
+
+def quantity_units() -> dict[str, dict[str, str]]:
+    """name -> {"units": ...} of each recorded quantity whose units do not depend on the
+    manifold (``meanfield_pde.numerics.quantities.QUANTITIES``; ``min_density`` gets those
+    of the density where its record is made, :func:`meanfield_pde.runs.io.snapshots_to_dataset`)."""
+    return {name: dict(units=q.units) for name, q in QUANTITIES.items() if q.units != DENSITY_UNITS}
 
 
 def grid_units(manifold: str) -> tuple[str, str]:
@@ -184,7 +190,7 @@ def cf_encode(ds: xr.Dataset, title: str | None = None) -> xr.Dataset:
     """
     out = ds.copy()
     labels = [d for d in out.dims if d in out.coords and out[d].dtype.kind in "OUS"]
-    for name, attrs in {**COORDINATES, **VARIABLES}.items():
+    for name, attrs in {**COORDINATES, **VARIABLES, **quantity_units()}.items():
         if name in out.variables:
             out[name].attrs = {**attrs, **out[name].attrs}
     for name, var in out.variables.items():  # attributes first: assigning a variable copies them all

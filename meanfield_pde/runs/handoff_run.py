@@ -63,7 +63,8 @@ from ..core.errors import printable
 from ..core.geometry.sphere import SHTNS_MIN_NLAT
 from ..core.signals import check as check_stop_request, interruption
 from ..core.stops import StopReason, interrupt_reason
-from ..numerics.diagnostics import ResolutionMonitor, spectral_tail
+from ..numerics.diagnostics import ResolutionMonitor
+from ..numerics.quantities import Snapshot, evaluate
 from ..numerics.observers import ProgressBar, SnapshotRecorder
 from ..numerics.solver import integrate
 from ..particles.adaptive import integrate_weighted, log_snapshot_times
@@ -192,14 +193,13 @@ def with_handoff_variables(record: xr.Dataset, config: Config, d: int, phase: in
 
 def particle_record(config: Config, geometry, t: float, x: np.ndarray, w: np.ndarray, energy: float,
                     order: float, clusters, events=(), merges: bool = True) -> xr.Dataset:
-    """One snapshot after the hand-off, with the names of a PDE snapshot and the merges found at
+    """One snapshot after the hand-off, with the names of a PDE snapshot (the recorded quantities
+    of its "weighted" state, :mod:`meanfield_pde.numerics.quantities`) and the merges found at
     it (``events``; ``merges`` as :func:`with_handoff_variables`) (module doc)."""
     coef = geometry.empirical_coefficients(x, w)
     density = geometry.synthesis(geometry.heat(coef, config.handoff.smoothing))
-    # min_density, spectral_tail: those of the smoothed density and of the measure's coefficients
-    # (the tail of a sum of Diracs is large: it says the grid could not hold the measure)
-    diagnostics = {"mass": float(np.sum(w)), "energy": float(energy), "order_parameter": float(order),
-                   "min_density": float(np.min(density)), "spectral_tail": spectral_tail(geometry, coef)}
+    diagnostics = evaluate(Snapshot("weighted", geometry, coef, density, weights=w,
+                                    order_parameter=order, energy=energy))
     record = snapshots_to_dataset(geometry, [t], [coef], [density], [diagnostics], {})
     return with_handoff_variables(record, config, x.shape[1], PHASE_PARTICLES, x.shape[0], clusters,
                                   events, merges)
@@ -303,8 +303,8 @@ class HandoffRun(RunKind):
         """Phase 1: the PDE to the hand-off (state.coef, state.t become the hand-off state);
         an Outcome if the run stops for another reason (interrupted, numerical fault, ...)."""
         sim, d = state.sim, sim_dimension(state.sim)
-        to_dataset = (lambda *a: with_handoff_variables(snapshots_to_dataset(*a), config, d,
-                                                        PHASE_SPECTRAL, 0, merges=state.merges))
+        to_dataset = (lambda *a, **kw: with_handoff_variables(snapshots_to_dataset(*a, **kw), config, d,
+                                                              PHASE_SPECTRAL, 0, merges=state.merges))
         latest = handoff_time_limit(config)
         # the hand-off trigger: a monitor of the same kind with the lower tail threshold
         monitor = TriggerMonitor(sim.geometry, config.handoff.tail, config.monitor.negative_density)

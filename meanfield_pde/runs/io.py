@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..numerics.diagnostics import DIAGNOSTIC_ATTRS
+from ..numerics.quantities import QUANTITIES
 from ..core.errors import ConfigError
 from ..core.geometry import Geometry
 from .cf import COORDINATES, ZONAL_GRID, cf_encode, density_attrs, weight_attrs
@@ -95,7 +95,7 @@ def _layout(geometry: Geometry, coefs: np.ndarray) -> tuple:
 
 
 def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostics,
-                         attrs: dict) -> xr.Dataset:
+                         attrs: dict, *, energy_definition: str | None = None) -> xr.Dataset:
     """Build the Dataset of a run (:ref:`dataset-contract`).
 
     Parameters
@@ -105,19 +105,24 @@ def snapshots_to_dataset(geometry: Geometry, times, coefs, densities, diagnostic
     coefs : sequence of ndarray (ncoef,) complex
     densities : sequence of grid arrays ((nlat, nphi) on S², (N,) on S¹)
     diagnostics : sequence of dict name -> float
+        The recorded quantities (:func:`meanfield_pde.numerics.quantities.evaluate`); each
+        becomes a variable (time,) with its registered attributes
+        (:meth:`~meanfield_pde.numerics.quantities.Quantity.attributes`).
     attrs : dict
         Global attributes (model, beta, nu, status, case, ...).
+    energy_definition : str, optional
+        What the run's energy is (``model.energy_definition``), for the attributes of the
+        quantities defined through it.
     """
     variables, coords, grid_dims = _layout(geometry, coefs)
     density = density_attrs(geometry.manifold, getattr(geometry, "dimension", None))
     variables["density"] = (grid_dims, np.asarray(densities, dtype=np.float64), density)
     coords["time"] = ("time", np.asarray(times, dtype=np.float64), dict(COORDINATES["time"]))
     ds = xr.Dataset(variables, coords=coords)
-    for name, meta in DIAGNOSTIC_ATTRS.items():
+    for name, quantity in QUANTITIES.items():
         if diagnostics and name in diagnostics[0]:
-            ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64), meta)
-    if "min_density" in ds:
-        ds["min_density"].attrs["units"] = density["units"]
+            ds[name] = ("time", np.array([d[name] for d in diagnostics], dtype=np.float64),
+                        quantity.attributes(density["units"], energy_definition))
     ds.attrs.update({k: (int(v) if isinstance(v, bool) else v) for k, v in attrs.items()})
     return ds
 
@@ -134,7 +139,7 @@ def snapshot_values(geometry: Geometry, coef: np.ndarray, density: np.ndarray,
     table = geometry.to_table(np.asarray(coef))
     values = {"coef_real": table.real, "coef_imag": table.imag,
               "density": np.asarray(density, dtype=np.float64)}
-    values.update({name: np.float64(diagnostics[name]) for name in DIAGNOSTIC_ATTRS
+    values.update({name: np.float64(diagnostics[name]) for name in QUANTITIES
                    if name in diagnostics})
     return values
 

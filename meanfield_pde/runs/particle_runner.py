@@ -17,10 +17,10 @@ import numpy as np
 import xarray as xr
 
 from .config import Config, VonMisesFisher
-from ..core.attention import gradient_flow_head
+from ..core.attention import ATTENTION_ENERGY_DEFINITION, gradient_flow_head
 from ..core.geometry import make_geometry
-from ..numerics.diagnostics import ATTENTION_ENERGY_ATTRS
 from ..numerics.initial import initial_density
+from ..numerics.quantities import Snapshot, evaluate
 from .io import snapshots_to_dataset, software_versions
 from ..particles.measures import sample_density
 from ..particles import simulate
@@ -73,17 +73,18 @@ def particle_attributes(config: Config) -> dict:
 
 
 def particle_record(geometry, smoothing: float, t: float, x: np.ndarray, order: float,
-                    energy: float | None, energy_attrs: dict | None = None) -> xr.Dataset:
-    """One snapshot of a particle run as a one-time Dataset with the PDE's names (module doc);
-    ``energy`` None (heads without an energy) writes no energy, ``energy_attrs`` replace the
-    attributes of E_β (E_A of a gradient-flow head)."""
+                    energy: float | None, energy_definition: str | None = None) -> xr.Dataset:
+    """One snapshot of a particle run as a one-time Dataset with the PDE's names (module doc):
+    the recorded quantities of its "tokens" state (:mod:`meanfield_pde.numerics.quantities`;
+    ``order`` and ``energy`` as the integrator computed them, ``energy`` None for heads without
+    one); ``energy_definition``: what the energy is where it is not E_β (E_A of a gradient-flow
+    head)."""
     coef = geometry.empirical_coefficients(x)
     density = geometry.synthesis(geometry.heat(coef, smoothing))
-    diagnostics = {"mass": geometry.mass(coef), "order_parameter": float(order),
-                   **({} if energy is None else {"energy": float(energy)})}
-    ds = snapshots_to_dataset(geometry, [t], [coef], [density], [diagnostics], {})
-    if energy_attrs is not None and "energy" in ds:
-        ds["energy"].attrs.update(energy_attrs)
+    diagnostics = evaluate(Snapshot("tokens", geometry, coef, density, order_parameter=order,
+                                    energy=energy))
+    ds = snapshots_to_dataset(geometry, [t], [coef], [density], [diagnostics], {},
+                              energy_definition=energy_definition)
     ds["density"].attrs["long_name"] = (f"empirical measure smoothed by the heat kernel e^(s Laplacian), "
                                         f"s = {smoothing:g}")
     ds["coef_real"].attrs["long_name"] = "Re of the empirical coefficients (1/n) sum_i conj(Y_lm(x_i))"
@@ -127,13 +128,13 @@ class ParticleRecorder:
     """Storage of a token run: each snapshot of :func:`meanfield_pde.particles.simulate`
     (its ``on_snapshot`` hook) becomes a record (:func:`particle_record`) appended to the sink."""
 
-    def __init__(self, geometry, smoothing: float, sink, energy_attrs: dict | None = None):
+    def __init__(self, geometry, smoothing: float, sink, energy_definition: str | None = None):
         self.geometry, self.smoothing, self.sink = geometry, smoothing, sink
-        self.energy_attrs = energy_attrs
+        self.energy_definition = energy_definition
 
     def __call__(self, t: float, x: np.ndarray, order: float, energy: float | None) -> None:
         self.sink.append(particle_record(self.geometry, self.smoothing, t, x, order, energy,
-                                         self.energy_attrs))
+                                         self.energy_definition))
 
 
 class ParticleRunKind(RunKind):
@@ -162,12 +163,12 @@ class ParticleRunKind(RunKind):
         geometry, x0, start = state
         p, m, heads = config.particles, config.model, config.heads
         # with [attention] the heads carry β (E_A the energy of a gradient-flow head)
-        energy_attrs = (ATTENTION_ENERGY_ATTRS if heads is not None and gradient_flow_head(heads) is not None
-                        else None)
+        energy_definition = (ATTENTION_ENERGY_DEFINITION if heads is not None
+                             and gradient_flow_head(heads) is not None else None)
         res = simulate(x0, m.kind, m.beta if heads is None else None, m.nu, config.time.t_end,
                        p.dt or config.time.dt, config.snapshot_interval, scheme=particle_scheme(config),
                        seed=p.seed, store_positions=False, start=start,
-                       on_snapshot=ParticleRecorder(geometry, p.smoothing, sink, energy_attrs),
+                       on_snapshot=ParticleRecorder(geometry, p.smoothing, sink, energy_definition),
                        threads=config.domain.threads or None, heads=heads)
         return Outcome(res.status, res.stop_reason, {"steps": res.steps})
 

@@ -18,9 +18,10 @@ checks, in this order, and raises a ConfigError naming the first fault:
 * the coefficients' conventions (attributes ``coefficient_normalization``,
   ``coefficient_phase``, ... of coef_real/coef_imag, :ref:`dataset-contract`)
   are those the code reads (:func:`check_conventions`);
-* the data are finite (``density``, ``positions``, the bounded diagnostics,
-  the coefficients where they are defined: the S² table is NaN exactly where
-  m > l by convention);
+* the data are finite (``density``, ``positions``, the coefficients where they are
+  defined: the S² table is NaN exactly where m > l by convention) and each recorded
+  quantity within its ``valid`` range (:mod:`meanfield_pde.numerics.quantities`: e.g. the
+  order parameter, a norm, >= 0; the energies, which may overflow, are not checked);
 * a run file (one with a ``case`` attribute) has the variables of a run and
   its case agrees with the data: manifold, lmax (size of l/k), the model
   (kind, β, ν attributes), no time beyond t_end, numeric session counters,
@@ -37,11 +38,11 @@ import xarray as xr
 
 from ..core.checks import file_problem
 from ..core.errors import ConfigError, NotARunError
+from ..numerics.quantities import FINITE, QUANTITIES, Range
 from .outputs import HDF5_MAGIC  # defined with the claims, which need it too
 
 NETCDF3_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 RUN_VARIABLES = ("coef_real", "coef_imag")  # and density, unless written with output.density = false
-DIAGNOSTICS = ("mass", "order_parameter", "min_density", "spectral_tail")
 RUN_ATTRIBUTES = {"case", "status", "model"}  # a run file has all three; a Dataset made in code
 # and written (e.g. for plot) at least its model
 
@@ -78,7 +79,9 @@ def time_blocks(var: xr.DataArray, nbytes: int = BLOCK_BYTES):
         yield start, np.asarray(var.isel(time=slice(start, start + step)).values)
 
 
-def _finite(name: str, var: xr.DataArray, where: str) -> None:
+def _check_values(name: str, var: xr.DataArray, where: str, valid: Range = FINITE) -> None:
+    """Refuse a variable with a value a sound file cannot hold: not finite, or outside ``valid``
+    (a recorded quantity's range, :class:`meanfield_pde.numerics.quantities.Range`)."""
     if not np.issubdtype(var.dtype, np.number):
         return
     lower = None
@@ -87,12 +90,15 @@ def _finite(name: str, var: xr.DataArray, where: str) -> None:
         lower = np.arange(var.sizes["m"])[None, :] <= np.arange(var.sizes["l"])[:, None]
     axis = var.dims.index("time") if "time" in var.dims else None
     for start, values in time_blocks(var):
-        bad = ~np.isfinite(values if lower is None else values[..., lower])
+        values = values if lower is None else values[..., lower]
+        bad = valid.bad(values)
         if bad.any():
             where_t = np.argwhere(bad)[0]
+            what = ("non-finite values" if not np.isfinite(values[tuple(where_t)])
+                    else f"values outside {valid}")
             if axis is not None:
                 where_t[axis] += start
-            raise ConfigError(f"{where}: variable {name!r} holds non-finite values (first at index "
+            raise ConfigError(f"{where}: variable {name!r} holds {what} (first at index "
                               f"{tuple(int(i) for i in where_t)}); the file is damaged")
 
 
@@ -135,11 +141,14 @@ def check_dataset(ds: xr.Dataset, where: str, strict: bool = True) -> None:
     check_conventions(ds, where)
     if "case" in ds.attrs:
         _check_case(ds, where, strict)
-    # bounded diagnostics too (a NaN mass resumed and plotted silently); not the energies,
-    # which may overflow legitimately at β near 700
-    for name in (*RUN_VARIABLES, "density", "positions", *DIAGNOSTICS):
+    for name in (*RUN_VARIABLES, "density", "positions"):
         if name in ds.variables:
-            _finite(name, ds[name], where)
+            _check_values(name, ds[name], where)
+    # the recorded quantities within their ranges (a NaN mass resumed and plotted silently);
+    # not the energies (valid None), which may overflow legitimately at β near 700
+    for name, quantity in QUANTITIES.items():
+        if name in ds.variables and quantity.valid is not None:
+            _check_values(name, ds[name], where, quantity.valid)
 
 
 def check_conventions(ds: xr.Dataset, where: str) -> None:

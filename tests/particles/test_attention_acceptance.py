@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from meanfield_pde.numerics.diagnostics import ATTENTION_ENERGY_DEFINITION
+from meanfield_pde.core.attention import ATTENTION_ENERGY_DEFINITION
 from meanfield_pde.particles.integrators import INTEGRATORS
 from meanfield_pde.particles.simulate import interval_rng
 from meanfield_pde.runs.config import from_dict

@@ -12,9 +12,9 @@ import xarray as xr
 
 import meanfield_pde as mf
 from meanfield_pde.core.geometry import make_geometry
-from meanfield_pde.numerics.diagnostics import snapshot_diagnostics
 from meanfield_pde.numerics.initial import perturbed_uniform
 from meanfield_pde.numerics.models import MeanFieldModel
+from meanfield_pde.numerics.quantities import Snapshot, evaluate
 from meanfield_pde.runs import io, runner
 from meanfield_pde.runs.runfile import RunFile
 
@@ -25,7 +25,7 @@ def test_snapshot_values_are_the_datasets_values(manifold):
     model = MeanFieldModel.funk_hecke(g, "SA", 3.0, 0.1)
     u = perturbed_uniform(g, 0.2, 1, 6, seed=1)
     density = g.synthesis(u)
-    diagnostics = snapshot_diagnostics(model, u, density)
+    diagnostics = evaluate(Snapshot.of_model(model, u, density))
     ds = io.snapshots_to_dataset(g, [0.5], [u], [density], [diagnostics], {})
     values = io.snapshot_values(g, u, density, diagnostics)
     expected = {n for n, v in ds.variables.items() if "time" in v.dims and n != "time"}
@@ -70,7 +70,7 @@ def _one_snapshot():
     g = make_geometry("sphere", 7, 1)
     u = perturbed_uniform(g, 0.2, 1, 4, seed=2)
     density = g.synthesis(u)
-    return g, u, density, snapshot_diagnostics(MeanFieldModel.funk_hecke(g, "USA", 1.0), u, density)
+    return g, u, density, evaluate(Snapshot.of_model(MeanFieldModel.funk_hecke(g, "USA", 1.0), u, density))
 
 
 def test_a_record_naming_other_variables_writes_nothing(tmp_path):

@@ -16,7 +16,7 @@ from meanfield_pde.analysis.compare import FLOOR_DRAWS, compare, wasserstein_dis
 from meanfield_pde.analysis.sliced import sphere_projections
 from meanfield_pde.core.geometry import Circle, Sphere
 from meanfield_pde.particles.measures import sample_density
-from meanfield_pde.numerics.diagnostics import DIAGNOSTIC_ATTRS
+from meanfield_pde.numerics.quantities import QUANTITIES
 from meanfield_pde.particles.dynamics import energy, order_parameter
 from meanfield_pde.plotting.plot_compare import save_comparison_figure
 
@@ -55,7 +55,7 @@ def fake_particles(pde, geometry, n, seed=0, snapshots=None, rotation=None, with
     data = {"coef_real": (dims, table.real), "coef_imag": (dims, table.imag),
             "positions": (("time", "particle", "xyz"), np.array(positions))}
     # with the attributes a real run file has (compare checks the energy's definition)
-    data.update({k: ("time", np.array(v), DIAGNOSTIC_ATTRS.get(k, {})) for k, v in series.items()})
+    data.update({k: ("time", np.array(v), QUANTITIES[k].attributes("1")) for k, v in series.items()})
     return xr.Dataset(data, coords={"time": pde.time.values[list(idx)], **coords},
                       attrs={"kind": "particles", "n": n, "smoothing": 0.0, "model": pde.attrs["model"],
                              "manifold": geometry.manifold, "beta": beta, "nu": 0.0,

@@ -55,6 +55,7 @@ from pathlib import Path
 import xarray as xr
 
 from ...core.errors import ConfigError
+from ...numerics.quantities import added
 from ...runs.config import (SWEEP_MEASURES, Config, apply_overrides, from_dict,  # noqa: F401
                             parse_grid_item, parse_toml, parse_values)  # public here before
 from .cluster import (ALLOWED_FAILURES, JOBQUEUES, MAX_CORES, MAX_JOBS, MEMORY,  # noqa: F401
@@ -66,7 +67,7 @@ from .combine import TIME_TOLERANCE, combine, swept_case  # noqa: F401
 from .plan import (COUNT_VARIABLES, NOT_SWEPT, NUMBER_VARIABLES, SWEEP_KINDS, SWEEP_VARIABLES,  # noqa: F401
                    SWEPT_PER_POINT, TEXT_VARIABLES, Plan, Point, check_initial_states, check_sweepable,
                    dim_names, fmt_value, grid_of, plan_sweep)
-from .points import (FINALS, MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
+from .points import (MEASURES, UNFINISHED, final_coefficients, run_point,  # noqa: F401
                      summarise)
 
 from .worker_setup import dask_setup  # noqa: F401 - the workers' preload hook (dask calls it by this name)
@@ -158,11 +159,14 @@ def run_sweep(config: Config, output: str | Path, extra_grid=(), continuation: s
 def point_specs(config: Config, plan: Plan, out: Path) -> list[dict]:
     """The task of each point (:func:`~meanfield_pde.studies.sweep.points.run_point`'s ``spec``), its file in ``out``/points (an
     absolute path, for the workers: the folder's links resolved, not the file's; a link at a
-    point's name is replaced by the point's file, never followed to write over its target)."""
+    point's name is replaced by the point's file, never followed to write over its target), and
+    the recorded quantities this program registered (:func:`meanfield_pde.numerics.quantities.added`:
+    a worker, another process, records them too)."""
+    extra = added()
     return [{"config": p.config, "name": config.name, "label": p.label,
              "path": str((out / "points").resolve() / f"{p.label}.nc"),
              "measures": list(config.sweep.measure), "task": config.sweep.task, "force": True,
-             "continuation": bool(plan.continuation)} for p in plan.points]
+             "continuation": bool(plan.continuation), "quantities": extra} for p in plan.points]
 
 
 def _run_sweep(config, plan, out: Path, workers, scheduler, progress, log, jobqueue=None) -> xr.Dataset:

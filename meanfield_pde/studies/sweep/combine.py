@@ -10,6 +10,7 @@ import numpy as np
 import xarray as xr
 
 from ...core.stops import StopReason
+from ...numerics.quantities import QUANTITIES
 from ...runs.cf import COORDINATES, grid_units
 from .plan import COUNT_VARIABLES, NUMBER_VARIABLES, TEXT_VARIABLES, Plan, dim_names, fmt_value
 from .points import MEASURES
@@ -57,9 +58,9 @@ def swept_case(plan: Plan) -> str:
 def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
     """The combined Dataset: one entry per point, dims = the swept keys (+ direction).
 
-    Variables: the final value of every scalar diagnostic of the runs
-    (order_parameter, energy, ...; NaN where a point failed) and of each
-    measure; ``status``, ``stop_reason`` and ``error`` (the traceback of a failed point);
+    Variables: the final value of every recorded quantity of the runs
+    (order_parameter, energy, ...: :mod:`meanfield_pde.numerics.quantities`; NaN where a point
+    failed) and of each measure; ``status``, ``stop_reason`` and ``error`` (the traceback of a failed point);
     ``t_final``, ``stationary`` (1/0), ``stationary_time``, ``wall_time``,
     ``skipped`` (1: loaded from its finished file), ``path`` (its own file).
     A measured time series (e.g. clustered_pairs) becomes a variable with a
@@ -89,11 +90,13 @@ def combine(plan: Plan, records: list[dict], specs: list[dict]) -> xr.Dataset:
             num[k][p.index] = r.get(k, np.nan)
         for k in ints:
             ints[k][p.index] = r.get(k, 0)
-    # units (docs/user-guide/outputs.md, CF conventions: on every variable): pure numbers as in the run files, but min_density is a
-    # density (grid_units of the manifold) and wall_time seconds; text has none
-    units = {"min_density": grid_units(plan.config.domain.manifold)[0], "wall_time": "s"}
-    data = {n: (dims, a, {"long_name": f"final {n}", "units": units.get(n, "1")})
-            for n, a in finals.items()}
+    # units (docs/user-guide/outputs.md, CF conventions: on every variable): those of the run
+    # files' quantities (min_density: a density, grid_units of the manifold), a measure's "1",
+    # wall_time seconds; text has none
+    density_units = grid_units(plan.config.domain.manifold)[0]
+    units = {n: QUANTITIES[n].units_with(density_units) if n in QUANTITIES else "1" for n in finals}
+    units["wall_time"] = "s"
+    data = {n: (dims, a, {"long_name": f"final {n}", "units": units[n]}) for n, a in finals.items()}
     if "clusters" in data:
         data["clusters"][2]["long_name"] = MEASURES["clusters"]
     data.update({k: (dims, a.astype(str)) for k, a in text.items()})

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 from ...core.errors import ConfigError
 from ...core.model_kinds import model_kind
+from ...numerics.quantities import QUANTITIES
 from ...runs.config import Config, apply_overrides, from_dict, grid_item_size, parse_grid_item
-from .points import FINALS, MEASURES
+from .points import MEASURES
 
 
 SWEEP_KINDS = ("pde", "limit", "particles")
@@ -77,17 +78,19 @@ def grid_of(config: Config, extra=(), force: bool = False) -> list[tuple[str, li
 TEXT_VARIABLES = ("status", "stop_reason", "error", "path")  # per point, in sweep.nc
 NUMBER_VARIABLES = ("t_final", "stationary_time", "wall_time")
 COUNT_VARIABLES = ("stationary", "skipped")
-SWEEP_VARIABLES = frozenset((*FINALS, *MEASURES, *TEXT_VARIABLES, *NUMBER_VARIABLES, *COUNT_VARIABLES,
+SWEEP_VARIABLES = frozenset((*MEASURES, *TEXT_VARIABLES, *NUMBER_VARIABLES, *COUNT_VARIABLES,
                              "time", "direction"))
-"""The names of sweep.nc's own variables and coordinates (:func:`.combine.combine`)."""
+"""The names of sweep.nc's own variables and coordinates (:func:`.combine.combine`), beside the
+final values of the recorded quantities (``meanfield_pde.numerics.quantities.QUANTITIES``)."""
 
 
 def dim_names(keys) -> list[str]:
     """Dimension names: the key's last part ('model.beta' -> 'beta') unless two keys share it or
-    it names one of :data:`SWEEP_VARIABLES` ('handoff.time' -> 'handoff_time', not the time axis
+    it names one of :data:`SWEEP_VARIABLES` or a recorded quantity ('handoff.time' -> 'handoff_time', not the time axis
     of the measured series: sweep.nc could not be made after every point had run)."""
     last = [k.split(".")[-1] for k in keys]
-    return [l if last.count(l) == 1 and l not in SWEEP_VARIABLES else k.replace(".", "_")
+    taken = SWEEP_VARIABLES | set(QUANTITIES)
+    return [l if last.count(l) == 1 and l not in taken else k.replace(".", "_")
             for k, l in zip(keys, last)]
 
 

@@ -15,10 +15,10 @@ import xarray as xr
 
 from ...core.errors import RunStoppedWarning
 from ...core.stops import StopReason, stop_reason
+from ...numerics.quantities import QUANTITIES, registered
 from ...particles.simulate import POSITION_DIMS
 from ...runs.config import SWEEP_MEASURES, Config, from_dict, parse_toml
 
-FINALS = ("order_parameter", "energy", "free_energy", "mass", "min_density", "spectral_tail")
 MEASURES = SWEEP_MEASURES  # the names live with the [sweep] section (runs.config)
 
 
@@ -63,14 +63,16 @@ def final_coefficients(ds: xr.Dataset, geometry=None) -> np.ndarray:
 
 
 def summarise(ds: xr.Dataset, measures=(), with_state: bool = False) -> dict:
-    """The small record of one point that goes into the combined Dataset."""
+    """The small record of one point that goes into the combined Dataset: its status, the final
+    value of each recorded quantity of its file (:mod:`meanfield_pde.numerics.quantities`) and
+    the ``measures``."""
     out: dict[str, Any] = {"status": str(ds.attrs.get("status", "")), "error": "",
                            "stop_reason": stop_reason(ds.attrs).value,
                            "t_final": float(ds.time.values[-1]),
                            "stationary": int(ds.attrs.get("stationary", 0)),
                            "stationary_time": float(ds.attrs.get("stationary_time", math.nan)),
                            "finals": {}, "series": {}, "times": ds.time.values}
-    for name in FINALS:
+    for name in QUANTITIES:
         if name in ds and ds[name].dims == ("time",):
             out["finals"][name] = float(ds[name].values[-1])
     geometry = _geometry(ds) if ("density" in ds and (with_state or "clusters" in measures)) else None
@@ -119,10 +121,20 @@ def _run_tokens(config: Config) -> xr.Dataset:
 def run_point(spec: dict, previous: dict | None = None) -> dict:
     """Run (or load, if its file is finished) one sweep point; never raises.
 
-    ``spec``: {"config": dict, "name", "path", "measures", "task", "continuation"};
+    ``spec``: {"config": dict, "name", "path", "measures", "task", "continuation",
+    "quantities"} (the last: :class:`~meanfield_pde.numerics.quantities.Quantity` entries to
+    record beside those registered here, :func:`~meanfield_pde.numerics.quantities.registered`);
     ``previous``: the previous point's record in a continuation chain (its
     final ``state`` is this run's initial state).
     """
+    with registered(spec["quantities"]):  # the planning program's own quantities
+        rec = _point_record(spec, previous)
+    rec["label"] = spec["label"]
+    return rec
+
+
+def _point_record(spec: dict, previous: dict | None) -> dict:
+    """:func:`run_point` with the spec's quantities registered."""
     start = _time.perf_counter()
     path = Path(spec["path"])
     cont = spec["continuation"]
@@ -164,6 +176,5 @@ def run_point(spec: dict, previous: dict | None = None) -> dict:
                "finals": {}, "series": {}, "skipped": 0}
         if previous and "state" in previous:  # a chain goes on from the last good state
             rec["state"] = previous["state"]
-    rec["label"] = spec["label"]
     rec["wall_time"] = _time.perf_counter() - start
     return rec
