@@ -445,9 +445,8 @@ def test_resume_of_a_sweep_point_says_what_the_file_is(tmp_path, case, capsys):
 
 def _specs(plan, out):
     """The task specs of a plan, as run_sweep builds them (no dask needed: run_point is the task)."""
-    return [{"config": p.config, "name": plan.config.name, "label": p.label,
-             "path": str(out / "points" / f"{p.label}.nc"), "measures": [], "task": "run",
-             "force": True, "continuation": bool(plan.continuation)} for p in plan.points]
+    from meanfield_pde.studies.sweep import point_specs
+    return point_specs(plan.config, plan, out)
 
 
 def _noise_sweep(grid):
