@@ -74,6 +74,7 @@ def _handoff():
     return mf.from_dict(data, name="handoff")
 
 
+@pytest.mark.slow  # a run of every kind (~4 s)
 def test_a_registered_quantity_is_in_the_file_of_every_run_kind(mean_density, tmp_path):
     short = {"time.t_end": 0.2, "output.every": 0.1, "output.plot": False}
     runs = {
@@ -102,6 +103,7 @@ def test_a_registered_quantity_is_in_the_file_of_every_run_kind(mean_density, tm
     assert "mean density" in [ax.get_ylabel() for ax in fig.axes]  # a panel of its own (ν = 0: room)
 
 
+@pytest.mark.slow  # a sweep of two points (~2 s)
 def test_a_registered_quantity_is_in_a_sweeps_combined_file_and_its_points(mean_density, tmp_path):
     """Two points on the circle, run by the sweep's own functions (point_specs, run_point, combine,
     as run_sweep calls them); each point runs without the quantity registered, as a worker, a
