@@ -1,18 +1,10 @@
-"""Observers hooked into the time loop (py-pde's "trackers"): storage, progress, stop conditions.
+"""Observers of a PDE run (py-pde's "trackers"): storage and progress.
 
-:func:`meanfield_pde.numerics.solver.integrate` calls, on every observer in order,
-
-- ``start(t0, coef)`` once, with the state the loop starts from;
-- ``snapshot(t, coef)`` at each output time (t0 = 0 included: the initial state);
-- ``step(t, coef)`` after every accepted step;
-- ``stopped(t, coef)`` with the last good state of a run that stopped early
-  (not at an output time; storage keeps it, stop conditions ignore it);
-- ``finish(status)`` once at the end.
-
-A ``snapshot`` hook ends the run at that output time by raising :class:`Finished`
-(py-pde's ``FinishedSimulation``): every other observer still sees the snapshot,
-then the loop stops with the reason it carries (e.g.
-:class:`meanfield_pde.numerics.stationary.StationaryStop`).
+The protocol, :class:`~meanfield_pde.core.loop.Observer` (hooks ``start``, ``snapshot``,
+``step``, ``stopped``, ``finish``), and :class:`~meanfield_pde.core.loop.Finished`, which a
+``snapshot`` hook raises to end the run at that output time (e.g.
+:class:`meanfield_pde.numerics.stationary.StationaryStop`), belong to the one time loop of
+every run, :func:`meanfield_pde.core.loop.run_loop`; they are imported here too.
 """
 
 from __future__ import annotations
@@ -21,39 +13,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..core.errors import printable
-from ..core.stops import StopReason
+from ..core.loop import Finished, Observer
 from .quantities import Snapshot, evaluate
 from .models import MeanFieldModel
 
-
-class Finished(Exception):
-    """Raised by an observer's ``snapshot`` to end the run there (module docstring).
-
-    Parameters
-    ----------
-    reason : StopReason
-        Why the run ends (STATIONARY for a stationary state).
-    status : str
-        The status text for people ("completed" for a run that reached its goal).
-    """
-
-    def __init__(self, reason: StopReason, status: str = "completed"):
-        super().__init__(status)
-        self.reason, self.status = StopReason(reason), status
-
-
-class Observer:
-    """Base class: every hook is optional (module docstring)."""
-
-    def start(self, t: float, coef: np.ndarray) -> None: ...
-
-    def step(self, t: float, coef: np.ndarray) -> None: ...
-
-    def snapshot(self, t: float, coef: np.ndarray) -> None: ...
-
-    def stopped(self, t: float, coef: np.ndarray) -> None: ...
-
-    def finish(self, status: str) -> None: ...
+__all__ = ["Finished", "Observer", "ProgressBar", "SnapshotRecorder"]
 
 
 class SnapshotRecorder(Observer):

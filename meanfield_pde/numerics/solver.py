@@ -1,4 +1,5 @@
-"""The time loop: adaptive IMEX stepping with CFL bound, rejection, monitor and observers."""
+"""The PDE's time stepping: adaptive IMEX steps with CFL bound, rejection, monitor and dense output,
+in the one loop of every run (:func:`meanfield_pde.core.loop.run_loop`)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ from .cfl import CFL
 from .dense import hermite
 from .diagnostics import ResolutionMonitor
 from ..core.errors import NumericalFault
-from ..core.signals import check as check_stop_request, interruption
-from ..core.stops import StopReason, interrupt_reason
+from ..core.loop import LoopResult, Observer, Stepping, Stop, run_loop
+from ..core.stops import StopReason
 from .imex_model import IMEXModel
-from .observers import Finished, Observer
 from .steppers import StepControl
 from ..core.threads import single_threaded_blas
 
@@ -27,37 +27,27 @@ REJECTION_WINDOW, MAX_REJECTION_RATE = 50, 0.5
 
 
 @dataclass
-class RunResult:
-    """How an integration ended.
+class RunResult(LoopResult):
+    """How an integration ended: a :class:`~meanfield_pde.core.loop.LoopResult` (status,
+    reason, t, state, steps) with the PDE's counts.
 
     Attributes
     ----------
-    status : str
-        "completed" or "stopped: <reason>" (for people).
-    reason : StopReason
-        Why the run ended (for code: exit codes, resume).
-    t : float
-        Time of the last good state.
     coef : ndarray, shape (ncoef,)
-        The last good state.
-    steps, rejected : int
-        Accepted and rejected steps.
+        The last good state (``state``).
+    rejected : int
+        Rejected steps.
     dense_evaluations : int
         Right-hand-side evaluations of the dense output (:mod:`.dense`): not in the
         stepper's count.
     """
 
-    status: str
-    t: float
-    coef: np.ndarray
-    steps: int
-    rejected: int
-    reason: StopReason = StopReason.COMPLETED
+    rejected: int = 0
     dense_evaluations: int = 0
 
     @property
-    def completed(self) -> bool:
-        return self.reason.completed
+    def coef(self) -> np.ndarray:
+        return self.state
 
 
 def next_output_index(t0: float, every: float) -> int:
@@ -97,9 +87,9 @@ def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: flo
     discarded, so the result (and the final snapshot) is the last good state.
     A KeyboardInterrupt, or a SIGINT/SIGTERM stop request
     (:func:`meanfield_pde.core.signals.stop_on_signals`, honoured between steps),
-    stops the run the same way. The observers (:mod:`meanfield_pde.numerics.observers`)
-    store and show the run; one may end it at an output time by raising
-    :class:`~meanfield_pde.numerics.observers.Finished` (e.g.
+    stops the run the same way (:func:`meanfield_pde.core.loop.run_loop`). The observers
+    (:mod:`meanfield_pde.numerics.observers`) store and show the run; one may end it at an
+    output time by raising :class:`~meanfield_pde.core.loop.Finished` (e.g.
     :class:`meanfield_pde.numerics.stationary.StationaryStop`: reason "stationary",
     status still "completed").
     """
@@ -108,176 +98,163 @@ def integrate(model: IMEXModel, control: StepControl, u0: np.ndarray, t_end: flo
                           monitor=monitor, observers=observers, max_steps=max_steps, t0=t0)
 
 
-def _notify_snapshot(observers, t: float, u: np.ndarray) -> Finished | None:
-    """Every observer sees the snapshot; the first Finished raised is returned."""
-    finished = None
-    for obs in observers:
+class _SpectralStepping(Stepping):
+    """The PDE's step for :func:`run_loop` (the rules of :func:`integrate`): the step size
+    (adaptive with rejections and the CFL bound, or fixed), the resolution monitor, the model's
+    breaks and the snapshots inside a step (dense output)."""
+
+    def __init__(self, model, control, t_end, *, every, dt, cfl, monitor, t0):
+        self.model, self.control, self.monitor = model, control, monitor
+        self.t_end, self.every, self.dt = t_end, every, dt
+        self.rule = CFL(cfl, model.geometry, control.cfl_extent)
+        self.rejected, self.consecutive = 0, 0
+        self.recent = deque(maxlen=REJECTION_WINDOW)  # True for each rejected attempt
+        self.n_out = next_output_index(t0, every)
+        self.eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
+        # where the right-hand side changes (layers of attention heads): steps land on each
+        self.breaks = [b for b in model.breaks if t0 + self.eps < b < t_end - self.eps]
+        self.power = None  # the power spectrum of u once the monitor has taken it (the step control reuses it)
+        # adaptive steps run past the output times, whose snapshots interpolate (see .dense);
+        # fixed steps land on them
+        self.dense = control.adaptive
+        self.derivative = _Derivatives(model, control.stepper)
+        self.speed = None  # max|V| for the next CFL bound when read before the dense output's evaluations
+        self.ends = None  # (t, u, F(u)) at both ends of the last step, for the snapshots inside it
+
+    def begin(self, t0, u):
+        self.control.start(u)  # the error floor is relative to the initial deviation from uniform
+        if self.model.breaks:
+            self.model.set_interval(t0, self.breaks[0] if self.breaks else self.t_end)
         try:
-            obs.snapshot(t, u)
-        except Finished as exc:
-            finished = finished or exc
-    return finished
+            self.model.transport(u)  # sets the speed bound for the first CFL bound
+        except NumericalFault as exc:
+            raise Stop(StopReason.NUMERICAL_FAULT, f"stopped: {exc} at t = {t0:.6g}") from None
+
+    def remaining(self, t):
+        return t < self.t_end - self.eps
+
+    def _nearby(self):
+        """The last stage of the step and its grid minimum (the model's last evaluation), if
+        the model saw exactly that array: the monitor bounds min f of the new state from it."""
+        stage = self.control.last_evaluated
+        if stage is None or getattr(self.model, "evaluated", None) is not stage:
+            return None
+        return stage, self.model.min_density
+
+    def step(self, t, u):
+        model, control, rule, eps = self.model, self.control, self.rule, self.eps
+        t_out = min(self.n_out * self.every, self.t_end)
+        t_land = self.t_end if self.dense else t_out  # where a step ends exactly
+        if self.breaks:
+            t_land = min(t_land, self.breaks[0])  # no step across a change of the right-hand side
+        h = min(self.dt, t_land - t)
+        if control.adaptive and rule.active:
+            bound = rule.max_step(model.speed_bound() if self.speed is None else self.speed)
+        else:
+            bound = math.inf
+        self.speed = None
+        if control.explicit:
+            h = min(h, bound)
+        if not h > 0.0:
+            raise Stop(StopReason.STEP_UNDERFLOW, f"stopped: time step underflow (dt = {h:.3g}) at t = {t:.6g}")
+        fault = ""
+        try:
+            new, ratio = control.attempt(u, h, self.power)
+            if not np.isfinite(new).all():
+                ratio, fault = math.inf, "non-finite values in the density"
+        except NumericalFault as exc:
+            new, ratio, fault = None, math.inf, str(exc)
+        self.recent.append(ratio > 1.0)
+        if ratio > 1.0:
+            self._reject(t, h, ratio, fault)
+            return None
+        new_power = None
+        if self.monitor is not None:
+            new_power = model.geometry.power_spectrum(new)
+            reason = self.monitor.check(new, new_power, self._nearby, finite=True)  # checked above
+        else:
+            reason = None
+        if reason:
+            # `new` is finite here: the monitor saw resolution
+            raise Stop(StopReason.RESOLUTION_LOST,
+                       f"stopped: {reason} at t = {t + h:.6g}; the last good state (t = {t:.6g}) "
+                       "is kept (raise domain.lmax, add noise or hyperviscosity)")
+        self.consecutive = 0
+        proposal = control.propose(h, ratio)
+        control.observe(h, ratio, bound)  # "auto" decides IMEX or Rosenbrock-W here
+        # A step shortened to hit an output time or the CFL bound says
+        # nothing about the error-limited dt: keep the larger proposal.
+        self.dt = proposal if h == self.dt else max(self.dt, proposal)
+        # land exactly on t_land when a step ends there to round-off
+        # (fixed steps that divide `every` accumulate t + h errors otherwise)
+        t_new = t_land if h == t_land - t or t + h >= t_land - eps else t + h
+        self.ends = None
+        if t_new > t_out + eps:
+            if control.adaptive and rule.active:
+                # the next CFL bound from the step's own last evaluation, as in a step
+                # without snapshots: F at its end (below) must not change the steps
+                self.speed = model.speed_bound()
+            try:
+                self.ends = (t, u, self.derivative(u)), (t_new, new, self.derivative(new, ahead=True))
+            except NumericalFault as exc:
+                raise Stop(StopReason.NUMERICAL_FAULT, f"stopped: {exc} at t = {t_new:.6g}; the last "
+                                                       f"good state (t = {t:.6g}) is kept") from None
+        self.power = new_power
+        return t_new, new
+
+    def _reject(self, t, h, ratio, fault):
+        """A rejected attempt: the next, smaller step, or a Stop after too many."""
+        self.rejected += 1
+        self.consecutive += 1
+        recent = sum(self.recent)
+        if not self.control.adaptive or self.consecutive > MAX_CONSECUTIVE_REJECTIONS:
+            why = fault or f"error tolerance not met after {self.consecutive} retries"
+            raise Stop(StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE,
+                       f"stopped: {why} at t = {t:.6g} (dt = {h:.3g})")
+        if recent > MAX_REJECTION_RATE * REJECTION_WINDOW:
+            rate = f"{recent} of the last {REJECTION_WINDOW} attempted steps were rejected"
+            raise Stop(StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE,
+                       f"stopped: {fault} at t = {t:.6g} (dt = {h:.3g}; {rate})" if fault else
+                       f"stopped: error tolerance not met: {rate} at t = {t:.6g} (dt = {h:.3g}); "
+                       "the solution roughens faster than steps can follow: smoother data, "
+                       "a higher domain.lmax or a larger time.rtol")
+        self.dt = self.control.propose(h, ratio)
+
+    def outputs(self, t_new, new):
+        eps = self.eps
+        t_out = min(self.n_out * self.every, self.t_end)
+        while t_new >= t_out - eps:
+            yield (t_new, new) if t_out >= t_new - eps else (t_out, _between(self.ends, t_out))
+            self.n_out += 1
+            if t_out >= self.t_end - eps:
+                break  # t_end is the last output time
+            t_out = min(self.n_out * self.every, self.t_end)
+
+    def landed(self, t, u):
+        if not (self.breaks and t >= self.breaks[0] - self.eps):
+            return u
+        # landed on a break: the next interval's N
+        self.breaks.pop(0)
+        self.model.set_interval(t, self.breaks[0] if self.breaks else self.t_end)
+        # a new array: every cache keyed by the state's identity (the stepper's seed and
+        # first stage, the dense output's last F, the model's ``evaluated``) held the
+        # old N at u
+        u = u.copy()
+        try:
+            self.model.transport(u)  # the speed bound of the new N for the next CFL bound
+        except NumericalFault as exc:
+            raise Stop(StopReason.NUMERICAL_FAULT, f"stopped: {exc} at t = {t:.6g}") from None
+        self.speed = None
+        return u
 
 
 def _integrate(model, control, u0, t_end, *, every, dt, cfl, monitor, observers,
                max_steps, t0) -> RunResult:
-    rule = CFL(cfl, model.geometry, control.cfl_extent)
-    t, u, steps, rejected, consecutive = t0, u0.copy(), 0, 0, 0
-    recent = deque(maxlen=REJECTION_WINDOW)  # True for each rejected attempt
-    n_out, status, why_ = next_output_index(t0, every), "completed", StopReason.COMPLETED
-    control.start(u0)  # the error floor is relative to the initial deviation from uniform
-    eps = 1e-12 * t_end  # relative: USA at large β runs on time scales ~β²e^{−β}
-    # where the right-hand side changes (layers of attention heads): steps land on each
-    breaks = [b for b in model.breaks if t0 + eps < b < t_end - eps]
-    if model.breaks:
-        model.set_interval(t0, breaks[0] if breaks else t_end)
-    try:
-        model.transport(u)  # sets the speed bound for the first CFL bound
-    except NumericalFault as exc:
-        status, why_ = f"stopped: {exc} at t = {t:.6g}", StopReason.NUMERICAL_FAULT
-    for obs in observers:
-        obs.start(t0, u)
-    finished = _notify_snapshot(observers, t, u) if t0 == 0.0 else None
-    if finished is not None and why_ is StopReason.COMPLETED:
-        status, why_ = finished.status, finished.reason
-    power = None  # the power spectrum of u once the monitor has taken it (the step control reuses it)
-
-    def nearby():
-        """The last stage of the step and its grid minimum (the model's last evaluation), if
-        the model saw exactly that array: the monitor bounds min f of the new state from it."""
-        stage = control.last_evaluated
-        if stage is None or getattr(model, "evaluated", None) is not stage:
-            return None
-        return stage, model.min_density
-
-    # adaptive steps run past the output times, whose snapshots interpolate (see .dense);
-    # fixed steps land on them
-    dense = control.adaptive
-    derivative = _Derivatives(model, control.stepper)
-    speed = None  # max|V| for the next CFL bound when read before the dense output's evaluations
-    try:
-        while why_ is StopReason.COMPLETED and t < t_end - eps:
-            check_stop_request()
-            if steps >= max_steps:
-                status = f"stopped: reached time.max_steps = {max_steps} at t = {t:.6g}"
-                why_ = StopReason.MAX_STEPS
-                break
-            t_out = min(n_out * every, t_end)
-            t_land = t_end if dense else t_out  # where a step ends exactly
-            if breaks:
-                t_land = min(t_land, breaks[0])  # no step across a change of the right-hand side
-            h = min(dt, t_land - t)
-            if control.adaptive and rule.active:
-                bound = rule.max_step(model.speed_bound() if speed is None else speed)
-            else:
-                bound = math.inf
-            speed = None
-            if control.explicit:
-                h = min(h, bound)
-            if not h > 0.0:
-                status = f"stopped: time step underflow (dt = {h:.3g}) at t = {t:.6g}"
-                why_ = StopReason.STEP_UNDERFLOW
-                break
-            fault = ""
-            try:
-                new, ratio = control.attempt(u, h, power)
-                if not np.isfinite(new).all():
-                    ratio, fault = math.inf, "non-finite values in the density"
-            except NumericalFault as exc:
-                new, ratio, fault = None, math.inf, str(exc)
-            recent.append(ratio > 1.0)
-            if ratio > 1.0:
-                rejected += 1
-                consecutive += 1
-                if not control.adaptive or consecutive > MAX_CONSECUTIVE_REJECTIONS:
-                    why = fault or f"error tolerance not met after {consecutive} retries"
-                    status = f"stopped: {why} at t = {t:.6g} (dt = {h:.3g})"
-                    why_ = StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE
-                    break
-                if sum(recent) > MAX_REJECTION_RATE * REJECTION_WINDOW:
-                    rate = f"{sum(recent)} of the last {REJECTION_WINDOW} attempted steps were rejected"
-                    status = (f"stopped: {fault} at t = {t:.6g} (dt = {h:.3g}; {rate})" if fault else
-                              f"stopped: error tolerance not met: {rate} at t = {t:.6g} (dt = {h:.3g}); "
-                              "the solution roughens faster than steps can follow: smoother data, "
-                              "a higher domain.lmax or a larger time.rtol")
-                    why_ = StopReason.NUMERICAL_FAULT if fault else StopReason.TOLERANCE
-                    break
-                dt = control.propose(h, ratio)
-                continue
-            new_power = None
-            if monitor is not None:
-                new_power = model.geometry.power_spectrum(new)
-                reason = monitor.check(new, new_power, nearby, finite=True)  # checked above
-            else:
-                reason = None
-            if reason:
-                status = (f"stopped: {reason} at t = {t + h:.6g}; the last good state (t = {t:.6g}) "
-                          "is kept (raise domain.lmax, add noise or hyperviscosity)")
-                why_ = StopReason.RESOLUTION_LOST  # `new` is finite here: the monitor saw resolution
-                break
-            consecutive = 0
-            proposal = control.propose(h, ratio)
-            control.observe(h, ratio, bound)  # "auto" decides IMEX or Rosenbrock-W here
-            # A step shortened to hit an output time or the CFL bound says
-            # nothing about the error-limited dt: keep the larger proposal.
-            dt = proposal if h == dt else max(dt, proposal)
-            # land exactly on t_land when a step ends there to round-off
-            # (fixed steps that divide `every` accumulate t + h errors otherwise)
-            t_new = t_land if h == t_land - t or t + h >= t_land - eps else t + h
-            ends = None  # (t, u, F(u)) at both ends, for the snapshots inside the step
-            if t_new > t_out + eps:
-                if control.adaptive and rule.active:
-                    # the next CFL bound from the step's own last evaluation, as in a step
-                    # without snapshots: F at its end (below) must not change the steps
-                    speed = model.speed_bound()
-                try:
-                    ends = (t, u, derivative(u)), (t_new, new, derivative(new, ahead=True))
-                except NumericalFault as exc:
-                    status = (f"stopped: {exc} at t = {t_new:.6g}; the last good state "
-                              f"(t = {t:.6g}) is kept")
-                    why_ = StopReason.NUMERICAL_FAULT
-                    break
-            steps += 1
-            for obs in observers:
-                obs.step(t_new, new)
-            # (t, u) stays the last state the observers were shown until the step's snapshots
-            # are all out: an interrupt among them (a second Ctrl-C) keeps no state past an
-            # output time they never saw (a resumed run would find no room for it in its file)
-            while t_new >= t_out - eps:
-                at, state = (t_new, new) if t_out >= t_new - eps else (t_out, _between(ends, t_out))
-                finished = _notify_snapshot(observers, at, state)
-                t, u = at, state
-                n_out += 1
-                if finished is not None:
-                    status, why_ = finished.status, finished.reason
-                    break  # the run ends at the snapshot that ended it
-                if t_out >= t_end - eps:
-                    break  # t_end is the last output time
-                t_out = min(n_out * every, t_end)
-            if finished is not None:
-                break
-            t, u, power = t_new, new, new_power
-            if breaks and t >= breaks[0] - eps:  # landed on a break: the next interval's N
-                breaks.pop(0)
-                model.set_interval(t, breaks[0] if breaks else t_end)
-                # a new array: every cache keyed by the state's identity (the stepper's seed and
-                # first stage, the dense output's last F, the model's ``evaluated``) held the
-                # old N at u
-                u = u.copy()
-                try:
-                    model.transport(u)  # the speed bound of the new N for the next CFL bound
-                except NumericalFault as exc:
-                    status, why_ = f"stopped: {exc} at t = {t:.6g}", StopReason.NUMERICAL_FAULT
-                    break
-                speed = None
-    except KeyboardInterrupt as exc:
-        status, why_ = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
-    if not why_.completed:
-        for obs in observers:
-            obs.stopped(t, u)  # the last good state
-    for obs in observers:
-        obs.finish(status)
-    return RunResult(status, t, u, steps, rejected, why_, derivative.count)
+    stepping = _SpectralStepping(model, control, t_end, every=every, dt=dt, cfl=cfl, monitor=monitor,
+                                 t0=t0)
+    end = run_loop(stepping, t0, u0.copy(), observers, initial_snapshot=t0 == 0.0, max_steps=max_steps)
+    return RunResult(end.status, end.reason, end.t, end.state, end.steps, end.interrupted_by,
+                     rejected=stepping.rejected, dense_evaluations=stepping.derivative.count)
 
 
 def _between(ends, t_out: float) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.geometry import Geometry
 from ..core.stops import StopReason
-from .observers import Finished, Observer
+from ..core.loop import Finished, Observer
 
 UNIFORM_FLOOR = 1e-6
 """A deviation ‖f − f̄‖ below this fraction of ‖f̄‖ that still decays is 'uniform'."""
@@ -51,7 +51,7 @@ def reseed(geometry: Geometry, coef: np.ndarray, floor: float = UNIFORM_FLOOR) -
 
 class StationaryStop(Observer):
     """The stationary stop, an observer of :func:`meanfield_pde.numerics.solver.integrate`: at
-    each output time after the start it ends the run (:class:`~meanfield_pde.numerics.observers.Finished` with
+    each output time after the start it ends the run (:class:`~meanfield_pde.core.loop.Finished` with
     StopReason.STATIONARY, status "completed") once the state is stationary.
 
     The state a session starts from (t = 0, or a resumed run's last snapshot) is not

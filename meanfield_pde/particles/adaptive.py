@@ -50,8 +50,9 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from ..core.errors import ConfigError
-from ..core.signals import check as check_stop_request, interruption
-from ..core.stops import StopReason, interrupt_reason
+from ..core import signals
+from ..core.loop import Observer, Stepping, Stop, run_loop
+from ..core.stops import StopReason
 from .dynamics import (attention, check_beta, check_chunk, check_kind, check_weights, energy,
                        order_parameter)
 
@@ -223,53 +224,93 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
             or not np.all(np.isfinite(times)):
         raise ConfigError("times: must be finite, strictly increasing and start at 0")
 
-    positions, masses, en, op, drift, merges = [], [], [], [], [], []
-    step_times, step_sizes = [], []
-    nfev, h = 0, None
-
-    def record(state, mass, dev):
-        e, o = energy(state, beta, weights=mass, chunk_rows=chunk_rows), order_parameter(state, mass)
-        # the caller first: a snapshot it failed to store (KeyboardInterrupt) is not one of the
-        # result's either, whose last time is then that of the run file's last snapshot
-        if on_snapshot is not None:
-            on_snapshot(float(times[len(positions)]), state, mass, e, o)
-        positions.append(state.copy())
-        masses.append(mass.copy())
-        en.append(e)
-        op.append(o)
-        drift.append(dev)
-
-    status, reason, interrupted_by = "completed", StopReason.COMPLETED, ""
-    try:
-        record(x, w, 0.0)
-        for t0, t1 in zip(times[:-1], times[1:]):
-            x, w, h, nfev = _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
-                                     kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads)
-    except KeyboardInterrupt as exc:
-        interrupted_by, reason = interruption(exc), interrupt_reason(exc)
-        status = f"stopped: {interrupted_by} at t = {times[len(positions) - 1]:.6g}"
-    except FloatingPointError as exc:
-        status, reason = f"stopped: {exc}", StopReason.NUMERICAL_FAULT
-    nt = len(positions)
-    return WeightedRun(times=times[:nt], positions=positions, weights=masses, energy=np.array(en),
-                       order_parameter=np.array(op), drift=np.array(drift),
-                       step_times=np.array(step_times), step_sizes=np.array(step_sizes),
-                       nfev=int(nfev), kind=kind, beta=beta, method=method, rtol=rtol, atol=atol,
-                       merge_tol=merge_tol, merges=merges, status=status, stop_reason=reason,
-                       interrupted_by=interrupted_by)
+    stepping = _WeightedStepping(times, kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads)
+    record = _WeightedRecord(kind, beta, chunk_rows, on_snapshot)
+    end = run_loop(stepping, 0.0, Nodes(x, w, 0.0), [record])
+    s = stepping
+    return WeightedRun(times=times[:len(record.positions)], positions=record.positions,
+                       weights=record.weights, energy=np.array(record.energy),
+                       order_parameter=np.array(record.order_parameter), drift=np.array(record.drift),
+                       step_times=np.array(s.step_times), step_sizes=np.array(s.step_sizes),
+                       nfev=int(s.nfev), kind=kind, beta=beta, method=method, rtol=rtol, atol=atol,
+                       merge_tol=merge_tol, merges=s.merges, status=end.status, stop_reason=end.reason,
+                       interrupted_by=end.interrupted_by)
 
 
-def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
-             kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads):
-    """One snapshot interval of :func:`integrate_weighted`: integrate, project, merge, record."""
-    check_stop_request()
+@dataclass
+class Nodes:
+    """The state of a weighted run: nodes x (n, d), masses w (n,), and the drift max||x_i| − 1|
+    reached before the last projection (module doc)."""
+
+    x: np.ndarray
+    w: np.ndarray
+    drift: float
+
+
+class _WeightedRecord(Observer):
+    """The snapshots of :func:`integrate_weighted` in memory, each handed to ``on_snapshot``
+    first: a snapshot it failed to store (KeyboardInterrupt) is not one of the result's either,
+    whose last time is then that of the run file's last snapshot."""
+
+    def __init__(self, kind, beta, chunk_rows, on_snapshot):
+        self.beta, self.chunk_rows, self.on_snapshot = beta, chunk_rows, on_snapshot
+        self.positions, self.weights, self.energy, self.order_parameter, self.drift = [], [], [], [], []
+
+    def snapshot(self, t, nodes):
+        x, w = nodes.x, nodes.w
+        e = energy(x, self.beta, weights=w, chunk_rows=self.chunk_rows)
+        o = order_parameter(x, w)
+        if self.on_snapshot is not None:
+            self.on_snapshot(float(t), x, w, e, o)
+        self.positions.append(x.copy())
+        self.weights.append(w.copy())
+        self.energy.append(e)
+        self.order_parameter.append(o)
+        self.drift.append(nodes.drift)
+
+
+class _WeightedStepping(Stepping):
+    """The weighted nodes' step for :func:`~meanfield_pde.core.loop.run_loop`: one step is one
+    snapshot interval, integrated with error control (``solve_ivp``, its own steps), projected
+    and merged (module doc)."""
+
+    def __init__(self, times, kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads):
+        self.times, self.kind, self.beta, self.method = times, kind, beta, method
+        self.rtol, self.atol, self.merge_tol = rtol, atol, merge_tol
+        self.chunk_rows, self.threads = chunk_rows, threads
+        self.i = 0  # the snapshot interval (times[i], times[i + 1]) the next step integrates
+        self.h = None  # the last step of solve_ivp's controller: the next interval's first
+        self.nfev, self.step_times, self.step_sizes, self.merges = 0, [], [], []
+
+    def remaining(self, t):
+        return self.i < self.times.size - 1
+
+    def step(self, t, nodes):
+        t0, t1 = self.times[self.i], self.times[self.i + 1]
+        try:
+            x, w, drift = _segment(self, nodes.x, nodes.w, t0, t1)
+        except FloatingPointError as exc:
+            raise Stop(StopReason.NUMERICAL_FAULT, f"stopped: {exc}") from None
+        self.i += 1
+        return float(t1), Nodes(x, w, drift)
+
+    def outputs(self, t_new, new):
+        yield self.times[self.i], new  # every interval ends at a snapshot
+
+
+def _segment(run: _WeightedStepping, x, w, t0, t1):
+    """One snapshot interval of :func:`integrate_weighted`: integrate, project, merge. Returns
+    the nodes, masses and drift at t1; counts the evaluations, steps and merges in ``run``."""
+    kind, beta, chunk_rows, threads = run.kind, run.beta, run.chunk_rows, run.threads
+    merge_tol, h = run.merge_tol, run.h
     shape = x.shape
 
     def field(shape, w):
         def rhs(_t, y):
             # a stop request ends the run here, not at the next snapshot: log-spaced snapshots
-            # are decades of steps apart (the snapshots so far are kept, as between intervals)
-            check_stop_request()
+            # are decades of steps apart (the snapshots so far are kept, as between intervals:
+            # the one loop, run_loop, ends the run)
+            signals.check()
             y = y.reshape(shape)
             square = np.einsum("ij,ij->i", y, y)
             if not np.all(np.abs(square - 1.0) < STAGE_OFF_SPHERE):
@@ -293,18 +334,18 @@ def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
         event = (_closest_pair_event(shape, merge_tol)
                  if 1 < shape[0] <= EVENT_NODES and merge_tol > 0 else None)
         with np.errstate(invalid="ignore", over="ignore"):  # the inf slopes of rejected stages
-            sol = solve_ivp(rhs, (t, t1), x.ravel(), method=method, rtol=rtol, atol=atol,
+            sol = solve_ivp(rhs, (t, t1), x.ravel(), method=run.method, rtol=run.rtol, atol=run.atol,
                             first_step=first, events=event)
         if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
             raise FloatingPointError(f"the integrator failed on [{t:.6g}, {t1:.6g}]: "
                                      f"{sol.message}; the last good state (t = {t0:.6g}) is kept")
-        nfev += sol.nfev
+        run.nfev += sol.nfev
         steps = np.diff(sol.t)
-        step_times.extend(sol.t[1:])
-        step_sizes.extend(steps)
+        run.step_times.extend(sol.t[1:])
+        run.step_sizes.extend(steps)
         if steps.size:
             # the last step is cut by the snapshot (or event); the one before is the controller's
-            h = float(steps[-2]) if steps.size > 1 else float(steps[-1])
+            h = run.h = float(steps[-2]) if steps.size > 1 else float(steps[-1])
         y = sol.y[:, -1].reshape(shape)
         norms = np.linalg.norm(y, axis=1)
         drift = max(drift, float(np.max(np.abs(norms - 1.0))))
@@ -318,13 +359,12 @@ def _segment(x, w, t0, t1, h, nfev, step_times, step_sizes, merges, record,
             tol = max(merge_tol, float(np.min(d[:, 1]))) * (1.0 + 1e-9)
         x, w = merge_coincident(x, w, tol)
         if x.shape[0] < before:
-            merges.append((t_stop if stopped else float(t1), before, x.shape[0]))
+            run.merges.append((t_stop if stopped else float(t1), before, x.shape[0]))
         if not stopped:
             break
         t, shape = t_stop, x.shape
         rhs = field(shape, w)
-    record(x, w, drift)
-    return x, w, h, nfev
+    return x, w, drift
 
 
 EVENT_NODES = 256

@@ -19,8 +19,8 @@ import numpy as np
 
 from ..core.attention import NO_ENERGY_NOTE, HeadSchedule, gradient_flow_head
 from ..core.errors import ConfigError
-from ..core.signals import check as check_stop_request, interruption
-from ..core.stops import StopReason, interrupt_reason
+from ..core.loop import Observer, Stepping, Stop, run_loop
+from ..core.stops import StopReason
 from ..core.threads import resolve_threads, single_threaded_blas
 from .dynamics import check_beta, check_chunk, check_kind, energy, field_velocity, order_parameter
 from .integrators import INTEGRATORS
@@ -187,6 +187,92 @@ def _schedule_energy(schedule):
     return None if head is None else partial(attention_energy, head=head)
 
 
+class _TokenStepping(Stepping):
+    """The tokens' step for :func:`~meanfield_pde.core.loop.run_loop` (the rules of
+    :func:`simulate`): between snapshots t_{k−1} < t_k, cut at the breaks, each piece in
+    m = ⌈span/dt⌉ equal steps, the noise of interval k from :func:`interval_rng`."""
+
+    def __init__(self, grid, start, dt, spec, field, attention, breaks, nu, seed, shape):
+        self.grid, self.dt, self.spec, self.field, self.attention = grid, dt, spec, field, attention
+        self.breaks, self.nu, self.seed, self.shape = breaks, nu, seed, shape
+        self.k = start  # the interval being stepped is (grid[k − 1], grid[k]) once started
+        self.pieces: list[tuple[float, float]] = []  # the pieces of interval k left, the current first
+        self.j = self.m = 0  # steps taken in the current piece, of m
+        self.h, self.rng, self.output = 0.0, None, False
+
+    def remaining(self, t):
+        return self.k < self.grid.size - 1 or bool(self.pieces)
+
+    def _next_piece(self):
+        if not self.pieces:  # a new snapshot interval: its own noise stream
+            self.k += 1
+            self.rng = interval_rng(self.seed, self.k)
+            self.pieces = _pieces(self.grid[self.k - 1], self.grid[self.k], self.breaks)
+        a, b = self.pieces[0]
+        if self.attention is not None:  # heads that change with depth: this piece's field
+            self.field = self.attention.piece(a, b)
+        self.m = max(1, math.ceil((b - a) / self.dt - 1e-9))
+        self.h, self.j = (b - a) / self.m, 0
+
+    def step(self, t, x):
+        if self.j == self.m:
+            self._next_piece()
+        a, h, spec = self.pieces[0][0], self.h, self.spec
+        when = {"t": float(a + self.j * h)} if self.attention is not None else {}
+        if spec.stochastic:
+            xi = self.rng.standard_normal(self.shape) if self.nu > 0.0 else None
+            new = spec.step(x, h, self.field, self.nu, xi, **when)
+        else:
+            new = spec.step(x, h, self.field, **when)
+        if not np.all(np.isfinite(new)):
+            raise Stop(StopReason.NUMERICAL_FAULT,
+                       f"stopped: non-finite positions at t = {a + (self.j + 1) * h:.6g} (reduce dt); "
+                       f"the last good state (t = {t:.6g}) is kept")
+        self.j += 1
+        t_new = float(a + self.j * h)
+        self.output = False
+        if self.j == self.m:
+            self.pieces.pop(0)
+            if not self.pieces:  # the interval's end: a snapshot, at its time exactly
+                t_new, self.output = float(self.grid[self.k]), True
+        return t_new, new
+
+    def outputs(self, t_new, new):
+        if self.output:
+            yield t_new, new
+
+
+class _TokenRecord(Observer):
+    """The snapshots of :func:`simulate` in memory (the result's arrays), each handed to
+    ``on_snapshot``; a resumed run's start is recorded but not handed on (it is on file
+    already); the last good state of a run that stopped between snapshots is recorded."""
+
+    def __init__(self, store_positions, energy_of, on_snapshot, resumed):
+        self.store_positions, self.energy_of, self.on_snapshot = store_positions, energy_of, on_snapshot
+        self.resumed = resumed
+        self.times, self.positions, self.order_parameter, self.energy = [], [], [], []
+
+    def start(self, t, x):
+        if self.resumed:
+            self._record(t, x, notify=False)
+
+    def snapshot(self, t, x):
+        self._record(t, x)
+
+    def stopped(self, t, x):
+        if t > self.times[-1]:
+            self._record(t, x)
+
+    def _record(self, t, x, notify=True):
+        self.times.append(t)
+        if self.store_positions:
+            self.positions.append(x.copy())
+        self.order_parameter.append(order_parameter(x))
+        self.energy.append(None if self.energy_of is None else self.energy_of(x))
+        if self.on_snapshot is not None and notify:
+            self.on_snapshot(t, x, self.order_parameter[-1], self.energy[-1])
+
+
 def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: float, every: float,
              scheme: str = "rk4", seed: int = 0, *, chunk_rows: int | None = None,
              store_positions: bool = True, start: int = 0,
@@ -302,51 +388,13 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
     grid = snapshot_times(t_end, every)
     if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or not 0 <= start < grid.size:
         raise ConfigError(f"start = {start!r}: must be a snapshot index in [0, {grid.size - 1}]")
-    n, d = x.shape
-    times, positions, op, en = [], [], [], []
-
-    def record(t, state, notify=True):
-        times.append(t)
-        if store_positions:
-            positions.append(state.copy())
-        op.append(order_parameter(state))
-        en.append(None if energy_of is None else energy_of(state))
-        if on_snapshot is not None and notify:
-            on_snapshot(t, state, op[-1], en[-1])
-
+    stepping = _TokenStepping(grid, start, dt, spec, field, attention if timed else None, breaks,
+                              nu, seed, x.shape)
+    record = _TokenRecord(store_positions, energy_of, on_snapshot, resumed=start > 0)
     with single_threaded_blas():  # entered once; the velocity's own entries are then free
-        record(float(grid[start]), x, notify=start == 0)  # a resumed run's start is on file already
-        steps, status, t, reason = 0, "completed", float(grid[start]), StopReason.COMPLETED
-        try:
-            for k in range(start + 1, grid.size):
-                rng = interval_rng(seed, k)
-                for a, b in _pieces(grid[k - 1], grid[k], breaks):
-                    if timed:
-                        field = attention.piece(a, b)
-                    span = b - a
-                    m = max(1, math.ceil(span / dt - 1e-9))
-                    h = span / m
-                    for j in range(m):
-                        check_stop_request()
-                        when = {"t": float(a + j * h)} if timed else {}
-                        if spec.stochastic:
-                            xi = rng.standard_normal((n, d)) if nu > 0.0 else None
-                            new = spec.step(x, h, field, nu, xi, **when)
-                        else:
-                            new = spec.step(x, h, field, **when)
-                        if not np.all(np.isfinite(new)):
-                            raise FloatingPointError(f"non-finite positions at t = {a + (j + 1) * h:.6g}")
-                        x, t = new, float(a + (j + 1) * h)
-                        steps += 1
-                t = float(grid[k])
-                record(t, x)
-        except KeyboardInterrupt as exc:
-            status, reason = f"stopped: {interruption(exc)} at t = {t:.6g}", interrupt_reason(exc)
-        except FloatingPointError as exc:
-            status = f"stopped: {exc} (reduce dt); the last good state (t = {t:.6g}) is kept"
-            reason = StopReason.NUMERICAL_FAULT
-        if not reason.completed and t > times[-1]:
-            record(t, x)
+        end = run_loop(stepping, float(grid[start]), x, [record], initial_snapshot=start == 0)
+    times, positions, op, en = record.times, record.positions, record.order_parameter, record.energy
+    x, steps, status, reason = end.state, end.steps, end.status, end.reason
     return ParticleRun(times=np.array(times), positions=np.array(positions) if store_positions else None,
                        order_parameter=np.array(op), energy=None if energy_of is None else np.array(en),
                        kind=kind, beta=beta,

@@ -61,8 +61,7 @@ from ..particles.clusters import ClusterTracker
 from ..core.geometry import Sphere
 from ..core.errors import printable
 from ..core.geometry.sphere import SHTNS_MIN_NLAT
-from ..core.signals import check as check_stop_request, interruption
-from ..core.stops import StopReason, interrupt_reason
+from ..core.stops import StopReason
 from ..numerics.diagnostics import ResolutionMonitor
 from ..numerics.quantities import Snapshot, evaluate
 from ..numerics.observers import ProgressBar, SnapshotRecorder
@@ -326,11 +325,6 @@ class HandoffRun(RunKind):
 
     def _particles(self, config, state, sink, counters, progress: bool | None = None) -> Outcome:
         """Phase 2: nodes from the hand-off density, followed to handoff.t_end (module doc)."""
-        try:  # a Ctrl-C during the PDE's last step is still pending here: stop as in a time loop
-            check_stop_request()
-        except KeyboardInterrupt as exc:
-            return Outcome(f"stopped: {interruption(exc)} at t = {state.t:.6g}, just before the hand-off",
-                           interrupt_reason(exc), counters)
         h, m, geometry = config.handoff, config.model, state.sim.geometry
         grid = node_geometry(geometry)
         nodes = nodes_from_density(grid, state.coef, drop_mass=h.drop_mass)
@@ -362,6 +356,11 @@ class HandoffRun(RunKind):
                                      threads=config.domain.threads or None, on_snapshot=store)
         finally:
             bar.close()
+        if run.interrupted_by and run.nfev == 0:
+            # a Ctrl-C during the PDE's last step, still pending: the particles never moved, and
+            # the file stays that of a run stopped before its hand-off (resumed as a PDE run)
+            return Outcome(f"stopped: {run.interrupted_by} at t = {t_h:.6g}, just before the hand-off",
+                           run.stop_reason, counters)
         t_last = t_h + float(run.times[-1])
         status = run.status
         if not run.stop_reason.completed:

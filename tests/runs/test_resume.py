@@ -258,7 +258,7 @@ def test_a_stop_that_does_not_recur_is_still_sent_to_resume(tmp_path, capsys, mo
         calls.append(1)
         if len(calls) == 3:
             raise KeyboardInterrupt
-    monkeypatch.setattr("meanfield_pde.numerics.solver.check_stop_request", stop_at_the_third_step)
+    monkeypatch.setattr("meanfield_pde.core.loop.check_stop_request", stop_at_the_third_step)
     capsys.readouterr()
     assert main(["run", str(case), "-o", str(out), "-q", "--overwrite"]) == 3
     partial = tmp_path / "X.partial.nc"

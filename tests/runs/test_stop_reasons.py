@@ -9,7 +9,6 @@ test_file_safety.py, which assert the same attribute).
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 from pathlib import Path
 
@@ -74,15 +73,14 @@ STOPS = {
     "tolerance": ([], _never_accurate, False),
     "step_underflow": (["time.adaptive=true"], _infinite_speed, False),
     "numerical_fault": ([], _poison, False),
-    "interrupted": ([], lambda mp: mp.setattr("meanfield_pde.numerics.solver.check_stop_request",
+    "interrupted": ([], lambda mp: mp.setattr("meanfield_pde.core.loop.check_stop_request",
                                               _raise_after(5, Interrupted("SIGTERM"))), False),
-    "io_error": ([], lambda mp: mp.setattr("meanfield_pde.numerics.solver.check_stop_request",
+    "io_error": ([], lambda mp: mp.setattr("meanfield_pde.core.loop.check_stop_request",
                                            _raise_after(5, WriteFailed("No space left on device"))),
                  False),
     "particles_completed": ([], None, True),
-    "particles_interrupted": ([], lambda mp: mp.setattr(  # the module (its name is also a function's)
-        importlib.import_module("meanfield_pde.particles.simulate"), "check_stop_request",
-        _raise_after(5, Interrupted("SIGINT"))), True),
+    "particles_interrupted": ([], lambda mp: mp.setattr("meanfield_pde.core.loop.check_stop_request",
+                                                        _raise_after(5, Interrupted("SIGINT"))), True),
 }
 
 

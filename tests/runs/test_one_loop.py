@@ -1,0 +1,164 @@
+"""Every kind of run stops through the one time loop (meanfield_pde/core/loop.py, issue 34).
+
+A Ctrl-C is injected where the loop checks for stop requests (``core.loop.check_stop_request``,
+the one place they are honoured between steps) into a run of each kind — the PDE, the tokens,
+a hand-off run in its PDE phase and in its weighted particle phase — started from the command
+line. Each must end the same way: exit status 3, ``stop_reason`` "interrupted", the status
+"stopped: interrupted (SIGINT) at t = <its last time>" (with the hand-off's own wording), and a
+file whose snapshots are those of the uninterrupted run up to the stop, bit for bit, and which
+``--resume`` completes to the uninterrupted run's numbers, bit for bit (the same steps are
+taken: the noise of an interval is a function of the seed and the interval, the adaptive
+steps restart from the same snapshot).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from meanfield_pde.core.signals import Interrupted
+
+from helpers import REPO
+from helpers.commands import run_cli, set_args
+
+QUICK = ["output.plot=false"]
+KINDS = {
+    # kind: (case, --set, the check call the Ctrl-C falls on: an int, or "last" for the
+    # last-but-one call of the uninterrupted run)
+    "pde": ("sa_beta10_noisy", ["domain.lmax=12", "time.adaptive=false", "time.dt=0.01",
+                                "output.every=0.05", "time.t_end=0.3"], 12),
+    "tokens": ("particles_sa_noisy", ["particles.n=50", "time.dt=0.01", "output.every=0.05",
+                                      "time.t_end=0.3", "run.kind=particles"], 12),
+    "handoff_pde_phase": ("sa_two_clusters_handoff", ["domain.lmax=31", "handoff.t_end=10.0",
+                                                      "initial.concentrations=[20.0, 20.0]",
+                                                      "handoff.per_decade=4"], 5),
+    "handoff_particle_phase": ("sa_two_clusters_handoff", ["domain.lmax=31", "handoff.t_end=10.0",
+                                                           "initial.concentrations=[20.0, 20.0]",
+                                                           "handoff.per_decade=4"], "last"),
+}
+
+
+class _Checks:
+    """A stand-in for the loop's check of stop requests: counts its calls and raises a Ctrl-C
+    (what the check raises for a SIGINT) on call ``at``."""
+
+    def __init__(self, at=None):
+        self.at, self.calls = at, 0
+
+    def __call__(self):
+        self.calls += 1
+        if self.calls == self.at:
+            raise Interrupted("SIGINT")
+
+
+def _run(tmp_path, name, kind, monkeypatch, at=None):
+    case, sets, _ = KINDS[kind]
+    checks = _Checks(at)
+    monkeypatch.setattr("meanfield_pde.core.loop.check_stop_request", checks)
+    path = tmp_path / f"{name}.nc"
+    code, _, err = run_cli("run", case, "-o", path, "-q", "--no-plot", *set_args(QUICK + sets))
+    monkeypatch.undo()
+    return path, code, err, checks.calls
+
+
+def _time_variables(ds):
+    return [n for n in ds.variables if "time" in ds[n].dims]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_an_interrupt_ends_every_kind_of_run_the_same_way(kind, tmp_path, monkeypatch):
+    reference, code, err, calls = _run(tmp_path, "reference", kind, monkeypatch)
+    assert code == 0, err
+    at = KINDS[kind][2] if KINDS[kind][2] != "last" else calls - 1
+    assert at < calls  # the Ctrl-C falls inside the run
+    path, code, err, _ = _run(tmp_path, "stopped", kind, monkeypatch, at)
+    assert code == 3, err  # stopped early
+    with xr.load_dataset(reference) as ref, xr.load_dataset(path) as got:
+        t_last = float(got.time.values[-1])
+        assert got.attrs["stop_reason"] == "interrupted"
+        status = got.attrs["status"]
+        if kind == "handoff_particle_phase":
+            t_h = got.attrs["handoff_time"]
+            assert status == (f"stopped: interrupted (SIGINT) at t = {t_last:.6g} (after the hand-off "
+                              f"at t = {t_h:.6g}); the last good state is kept")
+            assert np.any(got.phase.values == 1)
+        else:
+            assert status == f"stopped: interrupted (SIGINT) at t = {t_last:.6g}" + (
+                " (before the hand-off)" if kind == "handoff_pde_phase" else "")
+        # the snapshots up to the stop are the uninterrupted run's (the last good state may be
+        # one between output times: not among the reference's)
+        k = int(np.searchsorted(ref.time.values, t_last, side="right"))
+        assert 0 < k < ref.sizes["time"]
+        regular = got.sizes["time"] if ref.time.values[k - 1] == t_last else got.sizes["time"] - 1
+        assert regular == k
+        for name in _time_variables(ref):
+            np.testing.assert_array_equal(got[name].values[:k], ref[name].values[:k], err_msg=name)
+    code, _, err = run_cli("run", "--resume", path, "--no-plot", "-q")
+    assert code == 0, err
+    with xr.load_dataset(reference) as ref, xr.load_dataset(path) as got:
+        assert got.attrs["status"] == "completed"
+        # every output time of the uninterrupted run, with its numbers; the file also keeps the
+        # last good state of the interrupted session where that fell between output times
+        keep = np.isin(got.time.values, ref.time.values)
+        assert keep.sum() == ref.sizes["time"]
+        assert got.time.values[~keep].tolist() in ([], [t_last])
+        for name in _time_variables(ref):
+            np.testing.assert_array_equal(got[name].values[keep], ref[name].values, err_msg=name)
+
+
+# where stop requests, interrupts and stop reasons are handled: the one loop only
+LOOP = "meanfield_pde/core/loop.py"
+
+
+def _calls(tree: ast.AST, names: set[str]) -> list[int]:
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and (getattr(n.func, "id", None) in names or getattr(n.func, "attr", None) in names)]
+
+
+def _requests(tree: ast.AST) -> list[int]:
+    """Calls of check_stop_request (the loops' name for signals.check) or of signals.check."""
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and (getattr(n.func, "id", None) == "check_stop_request"
+                 or (isinstance(n.func, ast.Attribute) and n.func.attr == "check"
+                     and getattr(n.func.value, "id", None) == "signals"))]
+
+
+def _catches_interrupt(tree: ast.AST) -> list[int]:
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler) and n.type is not None
+            and "KeyboardInterrupt" in ast.unparse(n.type)]
+
+
+def test_stop_and_interrupt_handling_exist_once():
+    """Only the loop turns an interrupt into a stop reason and a status; only it (and, within
+    one long step, the weighted particles' right-hand side) asks for stop requests; no module
+    of the layers with time loops catches a KeyboardInterrupt."""
+    found = {}
+    for path in sorted((REPO / "meanfield_pde").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        tree = ast.parse(path.read_text())
+        interrupts = _calls(tree, {"interruption", "interrupt_reason"})
+        requests = _requests(tree)
+        if rel != LOOP and interrupts:
+            found[rel] = f"turns an interrupt into a stop at lines {interrupts}"
+        if rel not in (LOOP, "meanfield_pde/particles/adaptive.py") and requests:
+            found[rel] = f"asks for stop requests at lines {requests}"
+        layer = rel.split("/")[1]
+        if layer in ("numerics", "particles", "runs") and _catches_interrupt(tree):
+            found[rel] = f"catches KeyboardInterrupt at lines {_catches_interrupt(tree)}"
+    assert found == {}
+
+
+def test_the_check_finds_a_second_loop():
+    """The check above is not vacuous: a module with its own interrupt handling is found."""
+    source = ("from ..core.signals import check as check_stop_request, interruption\n"
+              "def loop():\n    try:\n        check_stop_request()\n"
+              "    except KeyboardInterrupt as exc:\n        return interruption(exc)\n")
+    tree = ast.parse(source)
+    assert _calls(tree, {"interruption", "interrupt_reason"}) == [6]
+    assert _requests(tree) == [4]
+    assert _requests(ast.parse("signals.check()\nmonitor.check(u)\n")) == [1]
+    assert _catches_interrupt(tree) == [5]
