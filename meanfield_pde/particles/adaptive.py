@@ -36,6 +36,9 @@ plateaus to t = 10^6 and beyond:
   After the merges the inter-cluster motion is all that is left and the
   steps grow by orders of magnitude on a plateau (tests/particles/test_weighted_particles.py
   measures them).
+
+One snapshot interval is one step of the one time loop of every run
+(:func:`meanfield_pde.core.loop.run_loop`), which handles interrupts and stops.
 """
 
 from __future__ import annotations
@@ -189,8 +192,9 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
     on_snapshot : callable, optional, keyword-only
         ``on_snapshot(t, x, w, energy, order_parameter)`` after each snapshot is recorded
         (t = 0 included; x (n_k, d), w (n_k,) the nodes then): a run file stores it as it
-        comes (:mod:`meanfield_pde.runs.handoff_run`). A KeyboardInterrupt it raises (a
-        failed write) stops the run like an interruption.
+        comes (:mod:`meanfield_pde.runs.handoff_run`). A KeyboardInterrupt it raises after
+        t = 0 (a failed write) stops the run like an interruption; at t = 0 it propagates, as
+        the first write of every run's file does (nothing was computed).
 
     Returns
     -------

@@ -5,7 +5,8 @@
 (:ref:`model`; Geshkovski, Letrouit, Polyanskiy & Rigollet, arXiv:2312.10794)
 with a one-step method from :mod:`.integrators`, recording snapshots of the
 positions, the order parameter |m| = |(1/n) Σ x_i| and the empirical
-interaction energy E = (1/(2β n²)) Σ_ij (e^{β⟨x_i,x_j⟩} − 1).
+interaction energy E = (1/(2β n²)) Σ_ij (e^{β⟨x_i,x_j⟩} − 1). The steps run in the one time
+loop of every run (:func:`meanfield_pde.core.loop.run_loop`), which handles interrupts and stops.
 """
 
 from __future__ import annotations
