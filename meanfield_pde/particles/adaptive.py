@@ -230,7 +230,7 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
 
     stepping = _WeightedStepping(times, kind, beta, method, rtol, atol, merge_tol, chunk_rows, threads)
     record = _WeightedRecord(kind, beta, chunk_rows, on_snapshot)
-    end = run_loop(stepping, 0.0, Nodes(x, w, 0.0), [record])
+    end = run_loop(stepping, 0.0, _NodeState(x, w, 0.0), [record])
     s = stepping
     return WeightedRun(times=times[:len(record.positions)], positions=record.positions,
                        weights=record.weights, energy=np.array(record.energy),
@@ -242,7 +242,7 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
 
 
 @dataclass
-class Nodes:
+class _NodeState:
     """The state of a weighted run: nodes x (n, d), masses w (n,), and the drift max||x_i| − 1|
     reached before the last projection (module doc)."""
 
@@ -296,7 +296,7 @@ class _WeightedStepping(Stepping):
         except FloatingPointError as exc:
             raise Stop(StopReason.NUMERICAL_FAULT, f"stopped: {exc}") from None
         self.i += 1
-        return float(t1), Nodes(x, w, drift)
+        return float(t1), _NodeState(x, w, drift)
 
     def outputs(self, t_new, new):
         yield self.times[self.i], new  # every interval ends at a snapshot
