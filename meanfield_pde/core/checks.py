@@ -96,6 +96,12 @@ def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int
     return int(value)
 
 
+RATE_MAX = 1e6
+"""The largest noise ν (model.nu) and hyperviscosity η (regularisation.hyperviscosity): the
+stiffest implicit rate ν L(L+1) <= 1.05e12 (L <= 1023) keeps 1/(1 + dt ν l(l+1)) and its
+squares finite floats for every dt (:class:`meanfield_pde.runs.config.sections.ModelConfig`)."""
+
+
 DIMENSION_MAX = 4096  # the largest ambient dimension d of S^{d−1} (zonal densities, tokens)
 
 
@@ -106,6 +112,30 @@ def check_dimension(dimension, name: str = "domain.dimension") -> int:
     kernels, the zonal geometry, the theory): "NAME = VALUE: must be an integer in [2, 4096]".
     """
     return check_int(name, dimension, 2, DIMENSION_MAX)
+
+
+def check_lmax(lmax, maximum: int | None = None, where: str = "", name: str = "domain.lmax") -> int:
+    """The degree (wavenumber) cut-off of a geometry, an integer in [2, ``maximum``] (no upper
+    bound if None), as an int; else ConfigError naming ``name``, the range and the manifold
+    ``where`` ("sphere", "circle"; "" for none). A float, even 3.0, or a bool is refused: a
+    mistake upstream, not a degree to round."""
+    rng = f"in [2, {maximum}]" if maximum is not None else ">= 2"
+    on = f" on the {where}" if where else ""
+    if not is_integer(lmax):
+        raise ConfigError(f"{name} = {lmax!r}: must be an integer {rng}{on} (a float, even 3.0, or a "
+                          "bool is refused)")
+    if lmax < 2 or (maximum is not None and lmax > maximum):
+        raise ConfigError(f"{name} = {lmax}: must be {rng}{on}")
+    return int(lmax)
+
+
+def check_degree(lmax, name: str = "lmax") -> int:
+    """A degree cut-off lmax >= 0 as an int, else ConfigError naming ``name``. An integral float
+    (3.0) is taken: the multiplier functions of :mod:`meanfield_pde.core.kernels` always took it
+    (a case's domain.lmax is an integer by its schema)."""
+    if int(lmax) != lmax or lmax < 0:
+        raise ConfigError(f"{name} = {lmax!r}: must be an integer >= 0")
+    return int(lmax)
 
 
 def check_domain_dimension(name: str, dimension) -> int:

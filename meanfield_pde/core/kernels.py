@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from scipy.special import ive
 
-from .checks import BETA_MAX, check_beta, check_dimension  # noqa: F401  (BETA_MAX: public here before)
+from .checks import BETA_MAX, check_beta, check_degree, check_dimension  # noqa: F401  (BETA_MAX: public here before)
 
 # One definition for every run (PDE, large-β limit, particles): the interaction energy
 # less the run-constant M²/(2β), continuous in β and finite at β = 0 (energy_multipliers).
@@ -117,11 +117,90 @@ def scaled_multipliers(beta: float, lmax: int, manifold: str = "sphere",
     Raises
     ------
     ValueError
-        If β is outside [0, 700] or the manifold is unknown.
+        If β is outside [0, 700] or the manifold is unknown; for "sphere_zonal" d outside
+        [2, 4096] or lmax < 0.
     """
-    beta = check_beta(beta)
+    return KernelMultipliers(beta, lmax, manifold, dimension).scaled()
+
+
+class KernelMultipliers:
+    """The Funk–Hecke multipliers λ_l, l = 0..lmax, of the kernel e^{β⟨x,y⟩} on a manifold
+    ("sphere", "circle", or "sphere_zonal" with ``dimension`` d): a validated object. Its
+    constructor checks β (in [0, 700]) and, on "sphere_zonal", d (in [2, 4096]) and lmax (an
+    integer >= 0), once; its methods compute without checking them again. What the public
+    functions (:func:`scaled_multipliers`, :func:`ratio_multipliers`, ...) compute, and what
+    the kernels hand inward (:class:`meanfield_pde.numerics.models.FunkHeckeKernel`).
+
+    Attributes
+    ----------
+    beta : float
+    lmax : int
+    manifold : str
+    dimension : int or None (d on "sphere_zonal")
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        β, d or lmax out of range, naming it (:mod:`meanfield_pde.core.checks`).
+    """
+
+    __slots__ = ("beta", "lmax", "manifold", "dimension")
+
+    def __init__(self, beta: float, lmax: int, manifold: str = "sphere", dimension: int | None = None):
+        self.beta, self.lmax, self.manifold, self.dimension = _checked(beta, lmax, manifold, dimension)
+
+    @classmethod
+    def of_geometry(cls, geometry, beta: float) -> "KernelMultipliers":
+        """The multipliers of e^{β⟨x,y⟩} on ``geometry`` (Sphere, Circle or ZonalSphere: a
+        validated object, whose lmax and d its constructor checked): β is checked, once."""
+        return cls._trusted(check_beta(beta), geometry.lmax, geometry.manifold, geometry.dimension)
+
+    @classmethod
+    def _trusted(cls, beta: float, lmax: int, manifold: str, dimension: int | None) -> "KernelMultipliers":
+        """The multipliers of arguments the caller checked (β a float in [0, 700]; on
+        "sphere_zonal" d an int in [2, 4096] and lmax an int >= 0), not checked again: the
+        probes of a bisection and the case's validated fields."""
+        self = cls.__new__(cls)
+        self.beta, self.lmax, self.manifold, self.dimension = beta, lmax, manifold, dimension
+        return self
+
+    def __repr__(self) -> str:
+        return (f"KernelMultipliers(beta={self.beta!r}, lmax={self.lmax!r}, manifold={self.manifold!r}, "
+                f"dimension={self.dimension!r})")
+
+    def scaled(self) -> np.ndarray:
+        """e^{−β} λ_l, shape (lmax+1,) (:func:`scaled_multipliers`)."""
+        return _scaled_multipliers(self.beta, self.lmax, self.manifold, self.dimension)
+
+    def ratio(self) -> np.ndarray:
+        """λ_l/λ_0, shape (lmax+1,) (:func:`ratio_multipliers`)."""
+        return _ratio_multipliers(self.beta, self.lmax, self.manifold, self.dimension)
+
+    def gradient(self, normalise: bool = False) -> np.ndarray:
+        """λ_l/β (λ_l/(β λ_0) if ``normalise``), shape (lmax+1,) (:func:`gradient_multipliers`)."""
+        return _gradient_multipliers(self.beta, self.lmax, self.manifold, normalise, self.dimension)
+
+    def energy(self) -> np.ndarray:
+        """(λ_l − |S| δ_l0)/(2β), shape (lmax+1,) (:func:`energy_multipliers`)."""
+        return _energy_multipliers(self.beta, self.lmax, self.manifold, self.dimension)
+
+    def truncation_error(self) -> float:
+        """The relative L² error of the kernel cut at lmax (:func:`kernel_truncation_error`)."""
+        return _truncation_error(self.beta, self.lmax, self.manifold, self.dimension)
+
+    def resolving_lmax(self, tol: float) -> int:
+        """The smallest lmax whose truncation error is <= tol, for this β, manifold and d
+        (:func:`resolving_lmax`; this object's own lmax plays no part)."""
+        return _resolving_lmax(self.beta, tol, self.manifold, self.dimension)
+
+
+# The trusted functions below (a leading underscore) take arguments their public callers have
+# checked: β a float in [0, 700], d an int in [2, 4096] (for "sphere_zonal"), lmax an int >= 0
+# (issue 34: each argument is checked once, at the public entry).
+def _scaled_multipliers(beta: float, lmax: int, manifold: str, dimension: int | None) -> np.ndarray:
+    """:func:`scaled_multipliers` of checked arguments."""
     if manifold == ZONAL:
-        return np.exp(log_zonal_multipliers(beta, lmax, dimension) - beta)
+        return np.exp(_log_zonal(beta, lmax, dimension) - beta)
     l = np.arange(lmax + 1, dtype=float)
     if 0.0 < beta < SMALL_BETA:  # √(π/2β) overflows for subnormal β: the power series instead
         lam = beta * _small_beta_gradient_multipliers(beta, l.astype(int), manifold)
@@ -141,11 +220,31 @@ def ratio_multipliers(beta: float, lmax: int, manifold: str = "sphere",
     """λ_l / λ_0, shape (lmax+1,): the kernel normalised to act as identity on constants.
 
     This is all the SA model needs; it is free of the e^β factor.
+
+    Raises
+    ------
+    ValueError
+        As :func:`scaled_multipliers`.
     """
+    return KernelMultipliers(beta, lmax, manifold, dimension).ratio()
+
+
+def _checked(beta, lmax, manifold: str, dimension) -> tuple[float, int, str, int | None]:
+    """(β, lmax, manifold, d) checked as :class:`KernelMultipliers` checks them: β in
+    [0, 700]; for "sphere_zonal" also d in [2, 4096] and lmax an integer >= 0."""
+    beta = check_beta(beta)
     if manifold == ZONAL:
-        log = log_zonal_multipliers(beta, lmax, dimension)
+        d = check_dimension(dimension)
+        return beta, check_degree(lmax), manifold, d
+    return beta, lmax, manifold, dimension
+
+
+def _ratio_multipliers(beta: float, lmax: int, manifold: str, dimension: int | None) -> np.ndarray:
+    """:func:`ratio_multipliers` of checked arguments."""
+    if manifold == ZONAL:
+        log = _log_zonal(beta, lmax, dimension)
         return np.exp(log - log[0])
-    s = scaled_multipliers(beta, lmax, manifold)
+    s = _scaled_multipliers(beta, lmax, manifold, dimension)
     return s / s[0]
 
 
@@ -160,11 +259,21 @@ def gradient_multipliers(beta: float, lmax: int, manifold: str = "sphere",
 
     For β > 0 the unscaled value is e^β · (e^{−β} λ_l / β), a product of two
     finite floats (β <= 700), so it never overflows.
+
+    Raises
+    ------
+    ValueError
+        As :func:`scaled_multipliers`.
     """
-    beta = check_beta(beta)
+    return KernelMultipliers(beta, lmax, manifold, dimension).gradient(normalise)
+
+
+def _gradient_multipliers(beta: float, lmax: int, manifold: str, normalise: bool,
+                          dimension: int | None) -> np.ndarray:
+    """:func:`gradient_multipliers` of checked arguments."""
     if manifold == ZONAL:  # λ_l/(β|S^{d−1}|) → 1/d (l = 1), 0 (l >= 2) as β → 0
-        log = log_zonal_multipliers(beta, lmax, dimension, per_beta=True)
-        out = np.exp(log - log_zonal_multipliers(beta, 0, dimension)[0] if normalise else log)
+        log = _log_zonal(beta, lmax, dimension, per_beta=True)
+        out = np.exp(log - _log_zonal(beta, 0, dimension)[0] if normalise else log)
         out[0] = 0.0
         return out
     l = np.arange(lmax + 1)
@@ -173,7 +282,7 @@ def gradient_multipliers(beta: float, lmax: int, manifold: str = "sphere",
         if normalise:
             out /= _lambda0_small_beta(beta, manifold)
         return out
-    s = scaled_multipliers(beta, lmax, manifold)
+    s = _scaled_multipliers(beta, lmax, manifold, dimension)
     out = (s / s[0] if normalise else np.exp(beta) * s) / beta
     out[0] = 0.0
     return out
@@ -233,15 +342,25 @@ def kernel_truncation_error(beta: float, lmax: int, manifold: str = "sphere",
     need that resolution. On S^{d−1} (``"sphere_zonal"``, ``dimension`` d) the power of
     degree l is dim H_l · λ_l² (addition theorem; :func:`log_harmonic_dimension`), in
     logarithms relative to its largest term.
+
+    Raises
+    ------
+    ValueError
+        β outside [0, 700]; for "sphere_zonal" d outside [2, 4096].
     """
+    beta = check_beta(beta)
+    return _truncation_error(beta, lmax, manifold, check_dimension(dimension) if manifold == ZONAL else dimension)
+
+
+def _truncation_error(beta: float, lmax: int, manifold: str, dimension: int | None) -> float:
+    """:func:`kernel_truncation_error` of checked arguments."""
     tail = int(lmax + 40 + 12 * math.sqrt(max(beta, 1.0)))  # λ_l decays like e^{−l²/2β} past √β
     l = np.arange(tail + 1)
     if manifold == ZONAL:
-        log_power = 2.0 * log_zonal_multipliers(beta, tail, dimension) + log_harmonic_dimension(
-            tail, dimension)
+        log_power = 2.0 * _log_zonal(beta, tail, dimension) + _log_harmonic_dimension(tail, dimension)
         power = np.exp(log_power - np.max(log_power))
     else:
-        lam = scaled_multipliers(beta, tail, manifold)
+        lam = _scaled_multipliers(beta, tail, manifold, dimension)
         power = (2 * l + 1) * lam**2 if manifold == "sphere" else np.where(l == 0, 1.0, 2.0) * lam**2
     total = power.sum()
     return float(math.sqrt(power[lmax + 1:].sum() / total)) if total > 0 else 0.0
@@ -249,9 +368,21 @@ def kernel_truncation_error(beta: float, lmax: int, manifold: str = "sphere",
 
 def resolving_lmax(beta: float, tol: float, manifold: str = "sphere",
                    dimension: int | None = None) -> int:
-    """The smallest lmax with :func:`kernel_truncation_error` <= tol (tol in (0, 1])."""
+    """The smallest lmax with :func:`kernel_truncation_error` <= tol (tol in (0, 1]).
+
+    Raises
+    ------
+    ValueError
+        As :func:`kernel_truncation_error`.
+    """
+    beta = check_beta(beta)
+    return _resolving_lmax(beta, tol, manifold, check_dimension(dimension) if manifold == ZONAL else dimension)
+
+
+def _resolving_lmax(beta: float, tol: float, manifold: str, dimension: int | None) -> int:
+    """:func:`resolving_lmax` of checked arguments."""
     L = 1
-    while kernel_truncation_error(beta, L, manifold, dimension) > tol:
+    while _truncation_error(beta, L, manifold, dimension) > tol:
         L += 1
     return L
 
@@ -275,7 +406,7 @@ def _constant_part(beta: float, manifold: str) -> float:
         terms = np.exp((2 * k - 1) * np.log(beta) - k * np.log(4.0) - 2 * gammaln(k + 1)) if beta > 0 else 0.0 * k
         return float(np.pi * np.sum(terms))
     area = 4.0 * np.pi if manifold == "sphere" else 2.0 * np.pi
-    lam0 = math.exp(beta) * scaled_multipliers(beta, 0, manifold)[0]
+    lam0 = math.exp(beta) * _scaled_multipliers(beta, 0, manifold, None)[0]
     return float((lam0 - area) / (2.0 * beta))
 
 
@@ -292,12 +423,22 @@ def energy_multipliers(beta: float, lmax: int, manifold: str = "sphere",
     time derivative. Finite for β <= 700. For ``"sphere_zonal"`` (normalised measure,
     |S| = 1) the l = 0 entry is (λ̄_0 − 1)/(2β) = Σ_{k>=1} (β²/4)^k/(k! (d/2)_k)/(2β)
     (the series of ₀F₁, no cancellation).
+
+    Raises
+    ------
+    ValueError
+        As :func:`scaled_multipliers`.
     """
-    out = 0.5 * gradient_multipliers(beta, lmax, manifold, dimension=dimension)  # entry 0 = 0
+    return KernelMultipliers(beta, lmax, manifold, dimension).energy()
+
+
+def _energy_multipliers(beta: float, lmax: int, manifold: str, dimension: int | None) -> np.ndarray:
+    """:func:`energy_multipliers` of checked arguments."""
+    out = 0.5 * _gradient_multipliers(beta, lmax, manifold, False, dimension)  # entry 0 = 0
     if manifold == ZONAL:
-        out[0] = _zonal_constant_part(check_beta(beta), check_dimension(dimension))
+        out[0] = _zonal_constant_part(beta, dimension)
         return out
-    out[0] = _constant_part(check_beta(beta), manifold)
+    out[0] = _constant_part(beta, manifold)
     return out
 
 
@@ -349,9 +490,7 @@ def log_zonal_multipliers(beta: float, lmax: int, dimension: int,
         β outside [0, 700], d outside [2, 4096], lmax < 0.
     """
     beta, d = check_beta(beta), check_dimension(dimension)
-    if int(lmax) != lmax or lmax < 0:
-        raise ValueError(f"lmax = {lmax!r}: must be an integer >= 0")
-    return _log_zonal(beta, int(lmax), d, per_beta)
+    return _log_zonal(beta, check_degree(lmax), d, per_beta)
 
 
 def _log_zonal(beta: float, lmax: int, d: int, per_beta: bool = False,
@@ -410,21 +549,35 @@ def vmf_zonal_coefficients(kappa: float, lmax: int, dimension: int) -> np.ndarra
         κ not in (0, 1e6], d outside [2, 4096], lmax < 0.
     """
     d = check_dimension(dimension)
+    return _vmf_zonal_coefficients(kappa, check_degree(lmax), d)
+
+
+def vmf_coefficients_on(geometry, kappa: float) -> np.ndarray:
+    """:func:`vmf_zonal_coefficients` at the lmax and d of a zonal ``geometry`` (a
+    :class:`~meanfield_pde.core.geometry.zonal.ZonalSphere`: a validated object, whose lmax and
+    d its constructor checked); κ is checked, once. ValueError for κ not in (0, 1e6]."""
+    return _vmf_zonal_coefficients(kappa, geometry.lmax, geometry.dimension)
+
+
+def _vmf_zonal_coefficients(kappa: float, lmax: int, d: int) -> np.ndarray:
+    """:func:`vmf_zonal_coefficients` of a checked lmax and d; κ is checked here, its one check."""
     kappa = float(kappa)
     if not 0.0 < kappa <= 1e6:
         raise ValueError(f"concentration = {kappa!r}: must be in (0, 1e+06]")
-    if int(lmax) != lmax or lmax < 0:
-        raise ValueError(f"lmax = {lmax!r}: must be an integer >= 0")
-    log = _log_zonal(kappa, int(lmax), d, scaled=True)
-    return np.exp(log - log[0] + 0.5 * log_harmonic_dimension(int(lmax), d))
+    log = _log_zonal(kappa, lmax, d, scaled=True)
+    return np.exp(log - log[0] + 0.5 * _log_harmonic_dimension(lmax, d))
 
 
 def log_harmonic_dimension(lmax: int, dimension: int) -> np.ndarray:
     """log dim H_l, l = 0..lmax: the dimension of the degree-l spherical harmonics on S^{d−1},
     dim H_l = (2l + d − 2)/(l + d − 2) · C(l + d − 2, l) (dim H_0 = 1; d = 2: 2 for l >= 1;
-    Atkinson & Han eq. (2.10)); shape (lmax+1,)."""
+    Atkinson & Han eq. (2.10)); shape (lmax+1,). ConfigError for d outside [2, 4096]."""
+    return _log_harmonic_dimension(lmax, check_dimension(dimension))
+
+
+def _log_harmonic_dimension(lmax: int, d: int) -> np.ndarray:
+    """:func:`log_harmonic_dimension` of a checked d."""
     from scipy.special import gammaln
-    d = check_dimension(dimension)
     l = np.arange(lmax + 1, dtype=float)
     out = np.zeros(lmax + 1)
     k = l[1:]
@@ -452,8 +605,9 @@ def funk_hecke_multipliers(beta: float, lmax: int, dimension: int) -> np.ndarray
     d = check_dimension(dimension)
     if d in (2, 3):  # today's closed forms, bit for bit
         return scaled_multipliers(beta, lmax, "circle" if d == 2 else "sphere")
+    beta, lmax = check_beta(beta), check_degree(lmax)
     log_area = math.log(2.0) + 0.5 * d * math.log(math.pi) - gammaln(0.5 * d)
-    return np.exp(log_zonal_multipliers(beta, lmax, d) + log_area - check_beta(beta))
+    return np.exp(_log_zonal(beta, lmax, d) + log_area - beta)
 
 
 def _zonal_constant_part(beta: float, d: int) -> float:
@@ -475,5 +629,5 @@ def _zonal_constant_part(beta: float, d: int) -> float:
                 break
             k += 1
         return beta / (4.0 * d) * total
-    lam0 = math.exp(log_zonal_multipliers(beta, 0, d)[0])
+    lam0 = math.exp(_log_zonal(beta, 0, d)[0])
     return (lam0 - 1.0) / (2.0 * beta)

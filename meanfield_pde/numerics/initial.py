@@ -75,13 +75,13 @@ def zonal_von_mises_fisher(geometry: Geometry, centres, concentrations, weights=
     large d, the ratio does not). Same law as scipy.stats.vonmises_fisher in R^d with
     μ = ±e (Mardia & Jupp, *Directional Statistics*, §9.3.2). Shape (ncoef,).
     """
-    from ..core.kernels import vmf_zonal_coefficients
+    from ..core.kernels import vmf_coefficients_on  # the geometry's lmax and d: its own, checked
     k = len(concentrations)
     weights = np.full(k, 1.0 / k) if weights is None or len(weights) == 0 else np.asarray(weights, float)
     sign = (-1.0) ** geometry.degree
     coef = geometry.zeros_coef()
     for w, mu, kappa in zip(weights, centres, concentrations):
-        c = vmf_zonal_coefficients(kappa, geometry.lmax, geometry.dimension)
+        c = vmf_coefficients_on(geometry, kappa)
         coef += w * (c if float(mu[-1]) > 0 else sign * c)
     return coef
 

@@ -337,12 +337,12 @@ def check_limit_config(config) -> None:
     if eq not in LIMIT_EQUATIONS:
         raise ConfigError(f"limit.order = {eq[len('limit'):]}: must be one of "
                           f"{', '.join(str(o) for o in LIMIT_EQUATIONS.values())}")
+    kind = model_kind(config.model.kind)
     which = (f"run.kind = 'limit', order {LIMIT_EQUATIONS[eq]} "
-             f"({model_kind(config.model.kind).limit_name} limit of {config.model.kind})")
+             f"({kind.limit_name} limit of {config.model.kind})")
     if config.model.nu != 0.0:
         raise ConfigError(f"model.nu = {config.model.nu:g}: must be 0 for {which}; "
                           "the large-beta limits are noise-free")
-    kind = model_kind(config.model.kind)
     if config.time.unit not in ("natural", kind.large_beta_unit):
         raise ConfigError(
             f"time.unit = {config.time.unit!r}: must be {kind.large_beta_unit!r} (or 'natural') for "

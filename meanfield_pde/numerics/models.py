@@ -27,7 +27,8 @@ import numpy as np
 from ..core.errors import ConfigError, NumericalFault
 from ..core.geometry import Geometry
 from ..core.geometry.base import scale_coefficients
-from ..core.kernels import ENERGY_DEFINITION, energy_multipliers, gradient_multipliers, ratio_multipliers
+from ..core.checks import RATE_MAX, check_beta, check_dimension, check_lmax, check_number
+from ..core.kernels import ENERGY_DEFINITION, ZONAL, KernelMultipliers
 from ..core.model_kinds import model_kind
 from ..theory.linear import growth_rates
 from .imex_model import IMEXModel
@@ -43,22 +44,45 @@ def potential_gain(geometry, beta: float) -> float:
     M, which Φ/λ_0 of the uniform density is. The coefficients of any state carry round-off of
     ~ε M, so where ε times this is 1 or more Φ/λ_0 has no correct digit, not even its sign, at
     the outer nodes: |p_l| there reaches 1e97 (d = 512, L = 300) and λ_l/λ_0 falls too slowly
-    at large β to make up for it (4e-72 at β = 700 against 0 at β = 2)."""
-    ratio = ratio_multipliers(beta, geometry.lmax, geometry.manifold, dimension=geometry.dimension)
-    return float(np.max(geometry.synthesis_terms(ratio)))
+    at large β to make up for it (4e-72 at β = 700 against 0 at β = 2). ConfigError for β
+    outside [0, 700]."""
+    return _potential_gain(geometry, check_beta(beta))
+
+
+def _ratio(geometry, beta: float) -> np.ndarray:
+    """λ_l/λ_0 on ``geometry`` (its lmax and d its own) at a checked β (the case's, or a probe
+    of a bisection): no check again."""
+    return KernelMultipliers._trusted(beta, geometry.lmax, geometry.manifold, geometry.dimension).ratio()
+
+
+def _potential_gain(geometry, beta: float) -> float:
+    """:func:`potential_gain` of a checked β (``geometry`` a ZonalSphere: its lmax and d are its own)."""
+    return float(np.max(geometry.synthesis_terms(_ratio(geometry, beta))))
 
 
 def holds_sa_potential(beta: float, lmax: int, dimension: int) -> bool:
     """float64 holds SA's potential on the zonal grid of ``lmax`` in ``dimension`` d at ``beta``:
     ε · :func:`potential_gain` < 1. |p_l(t_j)| <= p_l(1) = (dim H_l)^{1/2}
-    (:func:`meanfield_pde.core.kernels.log_harmonic_dimension`) settles small β without a grid."""
+    (:func:`meanfield_pde.core.kernels.log_harmonic_dimension`) settles small β without a grid.
+    ConfigError for β outside [0, 700], d outside [2, 4096], lmax not an integer >= 2."""
+    return _holds_sa_potential(*_checked_zonal(beta, lmax, dimension))
+
+
+def _checked_zonal(beta, lmax, dimension) -> tuple[float, int, int]:
+    """(β, lmax, d) of the SA potential's checks: β in [0, 700], lmax an integer >= 2 (that of
+    a :class:`~meanfield_pde.core.geometry.zonal.ZonalSphere`), d in [2, 4096]."""
+    return check_beta(beta), check_lmax(lmax), check_dimension(dimension)
+
+
+def _holds_sa_potential(beta: float, lmax: int, d: int) -> bool:
+    """:func:`holds_sa_potential` of checked arguments."""
     from ..core.geometry import ZonalSphere
     from ..core.kernels import log_harmonic_dimension
-    ratio = ratio_multipliers(beta, lmax, "sphere_zonal", dimension=dimension)
+    ratio = KernelMultipliers._trusted(beta, lmax, ZONAL, d).ratio()
     with np.errstate(over="ignore"):
-        if EPS * np.sum(ratio * np.exp(0.5 * log_harmonic_dimension(lmax, dimension))) < 1.0:
+        if EPS * np.sum(ratio * np.exp(0.5 * log_harmonic_dimension(lmax, d))) < 1.0:
             return True
-    return EPS * potential_gain(ZonalSphere(lmax, dimension), beta) < 1.0
+    return EPS * _potential_gain(ZonalSphere._trusted(lmax, d), beta) < 1.0
 
 
 def _largest(holds, beta: float) -> float:
@@ -82,20 +106,22 @@ def check_sa_potential(beta: float, lmax: int, dimension: int, kernel_tol: float
     SA divides by Φ: a run past this bound stopped at its first steps with "Φ is not positive"
     (β = 700, d = 512, L = 300 at t = 0, even from a uniform density perturbed by 1e-3), and
     neither a smaller step nor a larger lmax helps; e^β is not the cause (SA's multipliers are
-    λ_l/λ_0, free of it)."""
+    λ_l/λ_0, free of it).
+
+    Also ConfigError for β outside [0, 700], d outside [2, 4096], lmax not an integer >= 2."""
     from ..core.geometry import ZonalSphere
-    from ..core.kernels import resolving_lmax
-    if holds_sa_potential(beta, lmax, dimension):
+    beta, lmax, dimension = _checked_zonal(beta, lmax, dimension)
+    if _holds_sa_potential(beta, lmax, dimension):
         return
-    g = ZonalSphere(lmax, dimension)
-    here = _largest(lambda b: EPS * potential_gain(g, b) < 1.0, beta)
+    g = ZonalSphere._trusted(lmax, dimension)
+    here = _largest(lambda b: EPS * _potential_gain(g, b) < 1.0, beta)
     joint = ""
     if kernel_tol < 1.0:
-        def resolved(b: float) -> bool:
-            return holds_sa_potential(b, max(2, resolving_lmax(b, kernel_tol, g.manifold, dimension)),
-                                      dimension)
-        best = _largest(resolved, beta)
-        need = max(2, resolving_lmax(best, kernel_tol, g.manifold, dimension))
+        def resolving(b: float) -> int:  # the smallest lmax >= 2 that resolves the kernel at b
+            return max(2, KernelMultipliers._trusted(b, lmax, ZONAL, dimension).resolving_lmax(kernel_tol))
+
+        best = _largest(lambda b: _holds_sa_potential(b, resolving(b), dimension), beta)
+        need = resolving(best)
         joint = (f"; with its kernel resolved (domain.kernel_tol = {kernel_tol:g}) SA takes "
                  f"beta <= {best:.4g} in d = {dimension}, at domain.lmax = {need}")
     raise ConfigError(
@@ -103,7 +129,7 @@ def check_sa_potential(beta: float, lmax: int, dimension: int, kernel_tol: float
         f"divides by the potential Φ = ∫ e^(β<x,y>) f dσ, summed from the density's coefficients "
         f"times λ_l/λ_0, which fall too slowly at this β for the Gegenbauer basis at the outer grid "
         f"nodes (|p_l| up to {np.max(np.abs(g.basis(g.points))):.0e}): a round-off of 1e-16 of the "
-        f"mass in them moves Φ by up to {EPS * potential_gain(g, beta):.1e} times its uniform value, "
+        f"mass in them moves Φ by up to {EPS * _potential_gain(g, beta):.1e} times its uniform value, "
         f"so no state keeps it positive; must be <= {here:.4g} at this lmax and d{joint}")
 
 
@@ -116,8 +142,14 @@ def potential_round_off(geometry, beta: float, coef: np.ndarray) -> tuple[np.nda
     the rounding of the sum itself and that of the coefficients, which carry ~ε max_l |f_l|
     (:func:`potential_gain` for the second factor). Where Φ/λ_0 is not above it, float64 does
     not know even its sign: far from a cluster Φ ~ e^{−β(1 − t)} falls below the round-off
-    of its larger values, summed by a basis that reaches 1e52 there (d = 512, L = 128)."""
-    ratio = ratio_multipliers(beta, geometry.lmax, geometry.manifold, dimension=geometry.dimension)
+    of its larger values, summed by a basis that reaches 1e52 there (d = 512, L = 128).
+    ConfigError for β outside [0, 700]."""
+    return _potential_round_off(geometry, check_beta(beta), coef)
+
+
+def _potential_round_off(geometry, beta: float, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`potential_round_off` of a checked β."""
+    ratio = _ratio(geometry, beta)
     coef = np.asarray(coef).real
     phi = geometry.synthesis(ratio * coef)
     bound = EPS * (geometry.synthesis_terms(ratio * coef)
@@ -139,11 +171,17 @@ def check_initial_potential(geometry, beta: float, coef: np.ndarray) -> None:
     the largest β at which it is, for this density, lmax and d. (:func:`check_sa_potential`
     bounds the round-off against Φ of the uniform density; a density whose Φ is far smaller
     somewhere, e^{−β} times less across a cluster, needs this: a vMF of κ = 45 in d = 512 at
-    β = 330 stopped at t = 0.001 with "Φ is not positive".)"""
-    phi, bound = potential_round_off(geometry, beta, coef)
+    β = 330 stopped at t = 0.001 with "Φ is not positive".) Also ConfigError for β outside [0, 700]."""
+    _check_initial_potential(geometry, check_beta(beta), coef)
+
+
+def _check_initial_potential(geometry, beta: float, coef: np.ndarray) -> None:
+    """:func:`check_initial_potential` of a checked β (also
+    :meth:`FunkHeckeKernel.check_initial_potential`, at the kernel's own)."""
+    phi, bound = _potential_round_off(geometry, beta, coef)
     if np.all(phi > bound):
         return
-    largest = _largest(lambda b: bool(np.all(np.greater(*potential_round_off(geometry, b, coef)))), beta)
+    largest = _largest(lambda b: bool(np.all(np.greater(*_potential_round_off(geometry, b, coef)))), beta)
     raise ConfigError(
         f"model.beta = {beta:g}: too large for SA with this initial density in d = "
         f"{geometry.dimension}: SA divides by the potential Φ = ∫ e^(β<x,y>) f dσ, and "
@@ -184,31 +222,31 @@ class FunkHeckeKernel:
     Raises
     ------
     ConfigError (a ValueError)
-        An unknown normalisation (naming model.kind and the kinds).
-    ValueError
-        β out of range (:func:`meanfield_pde.core.kernels.gradient_multipliers`).
+        An unknown normalisation (naming model.kind and the kinds); β outside [0, 700]
+        (:func:`meanfield_pde.core.checks.check_beta`).
     """
 
     energy_definition = ENERGY_DEFINITION
     no_energy_reason = None
 
     def __init__(self, geometry: Geometry, normalisation: str, beta: float):
-        self.normalisation = model_kind(normalisation).name
-        self.normalised = model_kind(normalisation).normalised
-        self.geometry, self.beta = geometry, float(beta)
-        g, lmax, man = geometry, geometry.lmax, geometry.manifold
+        # The one check of the kind and of β (KernelMultipliers.of_geometry); the geometry's lmax
+        # and d are its own, checked by its constructor.
+        kind = model_kind(normalisation)
+        self.normalisation, self.normalised = kind.name, kind.normalised
+        multipliers = KernelMultipliers.of_geometry(geometry, beta)
+        self.geometry, self.beta = geometry, multipliers.beta
+        g = geometry
         deg = g.degree
         # Multipliers broadcast to the coefficient layout once, so a right-hand
         # side is a few multiplies and transforms with no loop over l or m.
-        dim = g.dimension
-        self._grad_mult = gradient_multipliers(beta, lmax, man, normalise=self.normalised,
-                                               dimension=dim)[deg]
+        self._grad_mult = multipliers.gradient(self.normalised)[deg]
         # flux() synthesises the gradient of minus the potential: the flux is then −f V
         # and its divergence is the right-hand side −div(f V) itself (a negation of the
         # coefficients cost as much as a quarter of a transform at L = 255)
         self._neg_grad_mult = -self._grad_mult
-        self._ratio = ratio_multipliers(beta, lmax, man, dimension=dim)[deg]
-        self._weights = energy_multipliers(beta, lmax, man, dimension=dim)[deg] * g.parseval_weight
+        self._ratio = multipliers.ratio()[deg]
+        self._weights = multipliers.energy()[deg] * g.parseval_weight
         self._tmp = g.zeros_coef()
         # Work arrays of the right-hand side, allocated once (no allocation,
         # hence no page faults, in the hot loop): f, ∇ of the velocity potential,
@@ -237,6 +275,12 @@ class FunkHeckeKernel:
     def __reduce__(self):
         """Pickle by parameters (the geometry may hold a C handle; work arrays are rebuilt)."""
         return (FunkHeckeKernel, (self.geometry, self.normalisation, self.beta))
+
+    def check_initial_potential(self, coef: np.ndarray) -> None:
+        """:func:`check_initial_potential` of the initial density ``coef`` at this kernel's β on
+        its zonal geometry (SA): both its own, checked when it was made, so not again (what
+        :func:`meanfield_pde.runs.simulation.build` calls)."""
+        _check_initial_potential(self.geometry, self.beta, coef)
 
     # The work arrays after a flux: _f = f, _v = −∇ of the velocity potential
     # (USA: −V itself; SA: −∇Φ/(βλ_0), V = −_v/_phi with _phi = Φ/λ_0), _flux = −f V.
@@ -301,7 +345,7 @@ class FunkHeckeKernel:
                 raise NumericalFault("non-finite values in the density")
             g = self.geometry
             if hasattr(g, "synthesis_terms"):
-                phi, bound = potential_round_off(g, self.beta, coef)
+                phi, bound = _potential_round_off(g, self.beta, coef)
                 if np.any(phi <= bound):
                     raise NumericalFault(f"kernel potential Φ is not positive: "
                                          f"{_unresolved_potential(g, phi, bound)}: it spans more "
@@ -407,16 +451,16 @@ class MeanFieldModel(IMEXModel):
 
     Raises
     ------
-    ValueError
-        For an out-of-range parameter.
+    ConfigError (a ValueError)
+        ``nu`` or ``hyperviscosity`` not a number in [0, 1e6]
+        (:data:`~meanfield_pde.core.checks.RATE_MAX`).
     """
 
     def __init__(self, kernel, nu: float = 0.0, hyperviscosity: float = 0.0,
                  hyperviscosity_order: int = 4):
-        if not 0.0 <= nu <= 1e6:  # the schema's range (config.ModelConfig.nu says why)
-            raise ValueError(f"model.nu = {nu}: must be in [0, 1e+06]")
-        if not 0.0 <= hyperviscosity <= 1e6:
-            raise ValueError(f"hyperviscosity = {hyperviscosity}: must be in [0, 1e+06]")
+        # the schema's range (RATE_MAX says why)
+        nu = check_number("model.nu", nu, 0.0, RATE_MAX)
+        hyperviscosity = check_number("hyperviscosity", hyperviscosity, 0.0, RATE_MAX)
         self.kernel, self.geometry, self.nu = kernel, kernel.geometry, float(nu)
         self._hyper = (float(hyperviscosity), int(hyperviscosity_order))
         lap = self.geometry.laplacian

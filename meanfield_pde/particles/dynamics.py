@@ -49,7 +49,7 @@ from ..core.errors import ConfigError
 from ..core.checks import KINDS, check_beta, check_int, check_kind  # noqa: F401  (public here before)
 from ..core.kernels import SMALL_BETA
 from ..core.threads import resolve_threads, single_threaded_blas
-from ..core.model_kinds import model_kind
+from ..core.model_kinds import MODEL_KINDS
 
 CHUNK_BYTES = 256 * 2**20
 """Default memory budget (bytes) of one chunk of Gram-matrix rows."""
@@ -281,8 +281,14 @@ def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None
     """
     kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
+    return _attention(x, kind, beta, check_weights(weights, x.shape[0]), chunk_rows, threads)
+
+
+def _attention(x: np.ndarray, kind: str, beta: float, w: np.ndarray | None, chunk_rows: int | None,
+               threads: int | None) -> np.ndarray:
+    """:func:`attention` of checked arguments (x a float array (n, d), kind a name of
+    MODEL_KINDS, β a float in [0, 700], w checked weights or None)."""
     n, d = x.shape
-    w = check_weights(weights, n)
     if w is not None:
         return _weighted_attention(x, w, kind, beta, chunk_rows, threads)
     if beta == 0.0:  # every weight is 1: A_i = m for both kinds
@@ -291,7 +297,7 @@ def attention(x, kind: str, beta: float, *, weights=None, chunk_rows: int | None
     if factors is None:
         return _attention_rowmax(x, beta, chunk_rows)
     sums = _weighted_sums(*factors, chunk_rows, threads)
-    if model_kind(kind).normalised:
+    if MODEL_KINDS[kind].normalised:
         return sums[:, :d] / sums[:, d:]
     return sums[:, :d] * (math.exp(beta) / n)
 
@@ -304,7 +310,7 @@ def _shifted_factors(x: np.ndarray, kind: str, beta: float) -> tuple[np.ndarray,
     right[:, :d], right[:, d] = x, 1.0
     left = np.empty((n, d + 1))
     np.multiply(x, beta, out=left[:, :d])
-    if model_kind(kind).normalised:
+    if MODEL_KINDS[kind].normalised:  # a checked kind (its callers')
         sq = np.einsum("ij,ij->i", x, x)
         # Off the sphere (Runge–Kutta stages) ⟨x_i,x_j⟩ may exceed |x_i|² by up to
         # |x_i|(max|x| − |x_i|): fine for near-unit points, else shift by the row maximum.
@@ -329,7 +335,7 @@ def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
     n, d = x.shape
     if beta == 0.0:
         m = w @ x
-        return np.broadcast_to(m / w.sum() if model_kind(kind).normalised else m, x.shape).copy()
+        return np.broadcast_to(m / w.sum() if MODEL_KINDS[kind].normalised else m, x.shape).copy()
     factors = _shifted_factors(x, kind, beta)
     if factors is None:
         return _attention_rowmax(x, beta, chunk_rows, w)
@@ -337,7 +343,7 @@ def _weighted_attention(x: np.ndarray, w: np.ndarray, kind: str, beta: float,
     np.multiply(x, w[:, None], out=values[:, :d])
     values[:, d] = w
     sums = _weighted_sums(*factors, chunk_rows, threads, values)
-    if model_kind(kind).normalised:
+    if MODEL_KINDS[kind].normalised:
         with np.errstate(invalid="ignore", divide="ignore"):
             out = sums[:, :d] / sums[:, d:]
         bad = ~(sums[:, d] > 0.0)
@@ -451,8 +457,8 @@ def field_velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int |
     if beta == 0.0 and weights is None:  # fast path, all weights 1: v_i = m − ⟨x_i, m⟩ x_i
         m = _mean(x)
         return m - (x @ m)[:, None] * x
-    return tangent_project(x, attention(x, kind, beta, weights=weights, chunk_rows=chunk_rows,
-                                        threads=threads))
+    return tangent_project(x, _attention(x, kind, beta, check_weights(weights, x.shape[0]), chunk_rows,
+                                         threads))
 
 
 def energy(x, beta: float, *, weights=None, chunk_rows: int | None = None) -> float:
@@ -588,7 +594,7 @@ def kuramoto_velocity(theta, kind: str, beta: float, *,
     for rows in _chunks(n, chunk_rows, temporaries=5):
         diff = theta[rows, None] - theta[None, :]  # θ_i − θ_j, (c, n)
         expo = beta * np.cos(diff)
-        if model_kind(kind).normalised:
+        if MODEL_KINDS[kind].normalised:
             expo -= expo.max(axis=1, keepdims=True)
             w = np.exp(expo)
             out[rows] = -(w * np.sin(diff)).sum(axis=1) / w.sum(axis=1)

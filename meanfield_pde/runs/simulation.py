@@ -14,7 +14,7 @@ from ..numerics.diagnostics import ResolutionMonitor
 from ..core.attention import NO_ENERGY_NOTE, gradient_flow_head
 from ..core.checks import short_repr
 from ..core.errors import ConfigError
-from ..core.model_kinds import model_kind
+from ..core.model_kinds import MODEL_KINDS, model_kind
 from ..core.geometry import Geometry, make_geometry
 from ..numerics.initial import initial_density, von_mises_fisher_hint
 from .io import software_versions
@@ -132,9 +132,15 @@ def initial_state(config: Config, geometry: Geometry, model: MeanFieldModel | Li
                 if isinstance(ini, VonMisesFisher) and initial is None
                 else "raise domain.lmax or make the initial density smoother")
         raise ConfigError(f"initial: the initial density is not resolved: {reason}; {hint}")
-    if (config.kind == "pde" and model_kind(config.model.kind).normalised
+    # config is validated (its schema checked model.kind and model.beta): looked up and handed on
+    if (config.kind == "pde" and MODEL_KINDS[config.model.kind].normalised
             and config.domain.manifold == "sphere_zonal"):
-        check_initial_potential(geometry, config.model.beta, u0)  # SA divides by Φ: float64 must hold it
+        # SA divides by Φ: float64 must hold it (the kernel's check: at its β, checked when it was made)
+        kernel = getattr(model, "kernel", None)
+        if isinstance(kernel, FunkHeckeKernel) and kernel.geometry is geometry:
+            kernel.check_initial_potential(u0)
+        else:
+            check_initial_potential(geometry, config.model.beta, u0)
     return u0
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import is_integer
+from ..checks import check_lmax, is_integer
 from ..errors import ConfigError
 from .base import Geometry
 
@@ -56,14 +56,10 @@ class Circle(Geometry):
     dimension = 2
 
     def __init__(self, lmax: int, npoints: int = 0, threads: int = 0):
-        if not is_integer(lmax):  # 2.0 or True is a mistake upstream, not a wavenumber to round
-            raise ConfigError(f"domain.lmax = {lmax!r}: must be an integer >= 2 on the circle "
-                              "(a float, even 3.0, or a bool is refused)")
-        if lmax < 2:
-            raise ConfigError(f"domain.lmax = {lmax}: must be >= 2 on the circle")
+        lmax = check_lmax(lmax, where="circle")
         if not is_integer(npoints):
             raise ConfigError(f"npoints = {npoints!r}: must be an integer (0: automatic)")
-        self.lmax = int(lmax)
+        self.lmax = lmax
         n = npoints or 2 * ((3 * self.lmax) // 2 + 1)
         if n <= 3 * self.lmax:
             raise ValueError(f"npoints = {n}: must exceed 3*lmax = {3 * self.lmax} (dealiasing)")

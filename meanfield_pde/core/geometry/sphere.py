@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from ..checks import is_integer
+from ..checks import check_lmax, is_integer
 from ..errors import ConfigError
 from ..threads import resolve_threads, transform_threads
 from .base import Geometry, scale_coefficients
@@ -215,12 +215,7 @@ class Sphere(Geometry):
         return (Sphere, (self.lmax, *self._grid_args, self.threads))
 
     def __init__(self, lmax: int, nlat: int = 0, nphi: int = 0, threads: int = 0):
-        if not is_integer(lmax):  # 2.0 or True is a mistake upstream, not a degree to round
-            raise ConfigError(f"domain.lmax = {lmax!r}: must be an integer in [2, {SHTNS_MAX_LMAX}] "
-                              "on the sphere (a float, even 3.0, or a bool is refused)")
-        if not 2 <= lmax <= SHTNS_MAX_LMAX:
-            raise ConfigError(f"domain.lmax = {lmax}: must be in [2, {SHTNS_MAX_LMAX}] on the sphere")
-        self.lmax = int(lmax)
+        self.lmax = check_lmax(lmax, SHTNS_MAX_LMAX, "sphere")
         for name, value in (("nlat", nlat), ("nphi", nphi)):
             if not is_integer(value):
                 raise ConfigError(f"{name} = {value!r}: must be an integer (0: automatic)")

@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from ..checks import check_dimension, is_integer
+from ..checks import check_dimension, check_lmax, is_integer
 from ..errors import ConfigError
 from .base import Geometry
 
@@ -155,13 +155,24 @@ class ZonalSphere(Geometry):
     }
 
     def __init__(self, lmax: int, dimension: int, npoints: int = 0):
-        if not is_integer(lmax) or lmax < 2:  # 2.0 or True: a mistake upstream, not a degree to round
-            raise ConfigError(f"domain.lmax = {lmax!r}: must be an integer >= 2 "
-                              "(a float, even 3.0, or a bool is refused)")
-        self.lmax, self.dimension = int(lmax), check_dimension(dimension)
+        lmax, dimension = check_lmax(lmax), check_dimension(dimension)
         if not is_integer(npoints):
             raise ConfigError(f"npoints = {npoints!r}: must be an integer (0: automatic)")
-        n = int(npoints) or (3 * self.lmax) // 2 + 1
+        self._make(lmax, dimension, int(npoints))
+
+    @classmethod
+    def _trusted(cls, lmax: int, dimension: int, npoints: int = 0) -> "ZonalSphere":
+        """The grid of an lmax, d and npoints checked by the caller (ints: lmax >= 2, d in
+        [2, 4096]), without checking them again (the SA potential's bisections build one per
+        probe); the grid's own refusals (a basis that overflows) stay."""
+        self = cls.__new__(cls)
+        self._make(lmax, dimension, npoints)
+        return self
+
+    def _make(self, lmax: int, dimension: int, npoints: int) -> None:
+        """The grid and its tables (the constructor's work after its checks)."""
+        self.lmax, self.dimension = lmax, dimension
+        n = npoints or (3 * self.lmax) // 2 + 1
         if n <= self.lmax:
             raise ValueError(f"npoints = {n}: must exceed lmax = {self.lmax}")
         self.npoints = n
@@ -185,11 +196,11 @@ class ZonalSphere(Geometry):
         if not default and not _holds(w, p, dp):  # a grid of its own (analysis helpers oversample)
             raise ConfigError(f"npoints = {n}: the Gegenbauer basis of degree {self.lmax} overflows "
                               f"in float64 at the outer nodes of {n} in d = {d}")
-        if default and not (np.all(np.isfinite(dp)) and (_safe(w, p) or self.lmax <= largest_lmax(d))):
+        if default and not (np.all(np.isfinite(dp)) and (_safe(w, p) or self.lmax <= _largest_lmax(d))):
             # a ConfigError (exit 2, one line), naming the one bound it enforces
             raise ConfigError(f"domain.lmax = {lmax}: too large for domain.dimension = {d} (the "
                               "Gegenbauer basis overflows in float64 at the outer nodes); must "
-                              f"be <= {largest_lmax(d)} in d = {d}")
+                              f"be <= {_largest_lmax(d)} in d = {d}")
         self._p = p                                        # (N, L+1): synthesis
         self._wp = (w[:, None] * p).T.copy()               # (L+1, N): analysis
         self._dtheta = -self.sin_theta[:, None] * dp       # (N, L+1): ∂_θ p_l
@@ -299,7 +310,6 @@ def _safe(w: np.ndarray, p: np.ndarray) -> bool:
     return bool(np.min(w) >= SAFE_WEIGHT and np.max(np.abs(p)) <= SAFE_VALUE)
 
 
-@functools.lru_cache(maxsize=None)
 def largest_lmax(dimension: int) -> int:
     """The largest lmax a :class:`ZonalSphere` takes in dimension d (default grid): the one
     bound its refusal names and enforces, the same for every lmax asked (deterministic).
@@ -310,9 +320,14 @@ def largest_lmax(dimension: int) -> int:
     named 342 for 343 and 345 for 1023 and let 344 through. This one is fixed by d alone;
     an lmax below it whose norm test flips is taken (its norms are off by ~1e-10, as its
     neighbours' are). A few seconds in high d, once per process and d; the usual lmax never
-    asks (``_safe``).
+    asks (``_safe``). ConfigError for d outside [2, 4096].
     """
-    d = check_dimension(dimension)
+    return _largest_lmax(check_dimension(dimension))
+
+
+@functools.lru_cache(maxsize=None)
+def _largest_lmax(d: int) -> int:
+    """:func:`largest_lmax` of a checked d (cached: once per process and d)."""
 
     def holds(lmax: int) -> bool:
         t, w = gauss_jacobi((3 * lmax) // 2 + 1, d)

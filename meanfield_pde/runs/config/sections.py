@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.checks import BETA_MAX, DIMENSION_MAX, check_domain_dimension  # not core.kernels (scipy.special, ~0.2 s)
+from ...core.checks import BETA_MAX, DIMENSION_MAX, RATE_MAX, check_domain_dimension  # not core.kernels (scipy.special, ~0.2 s)
 from ...core.model_kinds import MODEL_KINDS
 from ...core.threads import MAX_THREADS
 from ...numerics.steppers.select import SCHEMES
@@ -37,7 +37,7 @@ class ModelConfig:
     # 1/(1 + dt ν l(l+1)) and its squares finite floats for every dt; ν = 1e6 already
     # relaxes f to uniform within ~1e-6 time units (rate 2ν of degree 1), so a larger ν
     # has nothing left to compute (1e300 overflowed and stopped at t = 0).
-    nu: float = _f(0.0, lo=0.0, hi=1e6, doc="noise ν (diffusion coefficient)")
+    nu: float = _f(0.0, lo=0.0, hi=RATE_MAX, doc="noise ν (diffusion coefficient)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,5 +167,5 @@ class MonitorConfig:
 class RegularisationConfig:
     """[regularisation]: optional hyperviscosity (changes the PDE; off by default)."""
     # η <= 1e6: as model.nu, the implicit rate stays a finite float with its squares
-    hyperviscosity: float = _f(0.0, lo=0.0, hi=1e6, doc="damping rate η of degree L (1/time)")
+    hyperviscosity: float = _f(0.0, lo=0.0, hi=RATE_MAX, doc="damping rate η of degree L (1/time)")
     hyperviscosity_order: int = _f(4, lo=1, hi=16, doc="exponent p of (l(l+1)/L(L+1))^p")

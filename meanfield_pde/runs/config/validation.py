@@ -8,8 +8,8 @@ from typing import Any
 
 from ...core.checks import check_dimension, check_text, short_repr
 from ...core.errors import ConfigError
-from ...core.kernels import kernel_truncation_error, resolving_lmax
-from ...core.model_kinds import MODEL_KINDS, model_kind
+from ...core.kernels import KernelMultipliers
+from ...core.model_kinds import MODEL_KINDS
 from ...numerics.limits import check_limit_config
 from ...numerics.models import check_sa_potential
 from .handoff import check_handoff
@@ -97,7 +97,8 @@ def _cross_checks(c: Config) -> None:
     L, ini = c.domain.lmax, c.initial
     zonal = c.domain.manifold == "sphere_zonal"
     if zonal:
-        check_dimension(c.domain.dimension)  # ConfigError naming domain.dimension and [2, 4096]
+        if not c.domain.dimension:  # unset (0): its field checked the rest (check_domain_dimension)
+            check_dimension(c.domain.dimension)  # ConfigError naming domain.dimension and [2, 4096]
         # their runner has no zonal geometry (it read d = None; "compare" ran its whole PDE first)
         # tokens in R^d with general heads: the file's density is the law of t = <x, e>
         if c.kind in ("particles", "compare") and not (c.kind == "particles" and c.attention.present):
@@ -162,15 +163,17 @@ def _cross_checks(c: Config) -> None:
                               f"steps to time.t_end = {t.t_end:g}, more than time.max_steps = {t.max_steps}")
     d = c.domain  # (limit equations have no kernel)
     dim = d.dimension if zonal else None
-    if zonal and c.kind == "pde" and model_kind(c.model.kind).normalised:  # SA divides by Φ: float64 must hold it
+    # The fields are checked (their schema): the kernel's functions below take them as they are.
+    if zonal and c.kind == "pde" and MODEL_KINDS[c.model.kind].normalised:  # SA divides by Φ: float64 must hold it
         # before the kernel's check: no lmax resolves the kernel of a β that fails here
         check_sa_potential(c.model.beta, d.lmax, d.dimension, d.kernel_tol)
     # (general heads: checked with their own radius β‖A‖₂ by check_attention)
-    if c.kind != "limit" and not c.attention.present and d.kernel_tol < 1.0 and kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim) > d.kernel_tol:
-        need = resolving_lmax(c.model.beta, d.kernel_tol, d.manifold, dim)
+    kernel = KernelMultipliers._trusted(c.model.beta, d.lmax, d.manifold, dim)
+    if c.kind != "limit" and not c.attention.present and d.kernel_tol < 1.0 and kernel.truncation_error() > d.kernel_tol:
+        need = kernel.resolving_lmax(d.kernel_tol)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
                           f"needs lmax >= {need} for domain.kernel_tol = {d.kernel_tol:g} (relative error "
-                          f"{kernel_truncation_error(c.model.beta, d.lmax, d.manifold, dim):.2g} at {d.lmax}); "
+                          f"{kernel.truncation_error():.2g} at {d.lmax}); "
                           "raise lmax, or set domain.kernel_tol = 1 for large-beta limit studies")
     tr = c.transformer
     if c.kind == "transformer" and tr.study == "off":
