@@ -153,13 +153,14 @@ class KernelMultipliers:
     def of_geometry(cls, geometry, beta: float) -> "KernelMultipliers":
         """The multipliers of e^{β⟨x,y⟩} on ``geometry`` (Sphere, Circle or ZonalSphere: a
         validated object, whose lmax and d its constructor checked): β is checked, once."""
-        return cls._trusted(check_beta(beta), geometry.lmax, geometry.manifold, geometry.dimension)
+        return cls.from_checked(check_beta(beta), geometry.lmax, geometry.manifold, geometry.dimension)
 
     @classmethod
-    def _trusted(cls, beta: float, lmax: int, manifold: str, dimension: int | None) -> "KernelMultipliers":
+    def from_checked(cls, beta: float, lmax: int, manifold: str, dimension: int | None) -> "KernelMultipliers":
         """The multipliers of arguments the caller checked (β a float in [0, 700]; on
         "sphere_zonal" d an int in [2, 4096] and lmax an int >= 0), not checked again: the
-        probes of a bisection and the case's validated fields."""
+        probes of a bisection and the case's validated fields. Arguments out of that range give wrong
+        numbers, not an error: unchecked input goes to the constructor."""
         self = cls.__new__(cls)
         self.beta, self.lmax, self.manifold, self.dimension = beta, lmax, manifold, dimension
         return self

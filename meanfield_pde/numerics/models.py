@@ -52,7 +52,7 @@ def potential_gain(geometry, beta: float) -> float:
 def _ratio(geometry, beta: float) -> np.ndarray:
     """λ_l/λ_0 on ``geometry`` (its lmax and d its own) at a checked β (the case's, or a probe
     of a bisection): no check again."""
-    return KernelMultipliers._trusted(beta, geometry.lmax, geometry.manifold, geometry.dimension).ratio()
+    return KernelMultipliers.from_checked(beta, geometry.lmax, geometry.manifold, geometry.dimension).ratio()
 
 
 def _potential_gain(geometry, beta: float) -> float:
@@ -78,11 +78,11 @@ def _holds_sa_potential(beta: float, lmax: int, d: int) -> bool:
     """:func:`holds_sa_potential` of checked arguments."""
     from ..core.geometry import ZonalSphere
     from ..core.kernels import log_harmonic_dimension
-    ratio = KernelMultipliers._trusted(beta, lmax, ZONAL, d).ratio()
+    ratio = KernelMultipliers.from_checked(beta, lmax, ZONAL, d).ratio()
     with np.errstate(over="ignore"):
         if EPS * np.sum(ratio * np.exp(0.5 * log_harmonic_dimension(lmax, d))) < 1.0:
             return True
-    return EPS * _potential_gain(ZonalSphere._trusted(lmax, d), beta) < 1.0
+    return EPS * _potential_gain(ZonalSphere.from_checked(lmax, d), beta) < 1.0
 
 
 def _largest(holds, beta: float) -> float:
@@ -113,12 +113,12 @@ def check_sa_potential(beta: float, lmax: int, dimension: int, kernel_tol: float
     beta, lmax, dimension = _checked_zonal(beta, lmax, dimension)
     if _holds_sa_potential(beta, lmax, dimension):
         return
-    g = ZonalSphere._trusted(lmax, dimension)
+    g = ZonalSphere.from_checked(lmax, dimension)
     here = _largest(lambda b: EPS * _potential_gain(g, b) < 1.0, beta)
     joint = ""
     if kernel_tol < 1.0:
         def resolving(b: float) -> int:  # the smallest lmax >= 2 that resolves the kernel at b
-            return max(2, KernelMultipliers._trusted(b, lmax, ZONAL, dimension).resolving_lmax(kernel_tol))
+            return max(2, KernelMultipliers.from_checked(b, lmax, ZONAL, dimension).resolving_lmax(kernel_tol))
 
         best = _largest(lambda b: _holds_sa_potential(b, resolving(b), dimension), beta)
         need = resolving(best)

@@ -451,14 +451,53 @@ def field_velocity(x, kind: str, beta: float, *, weights=None, chunk_rows: int |
                    threads: int | None = None) -> np.ndarray:
     """:func:`velocity` without its check of finite positions: the field an integrator evaluates
     at its stages, where a non-finite stage must reach the integrator's own check (a stopped
-    run, "non-finite positions ... reduce dt"), not raise."""
-    kind, beta, chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
+    run, "non-finite positions ... reduce dt"), not raise. Raises as :func:`velocity` for the
+    other arguments."""
+    tokens = TokenField(kind, beta, chunk_rows=chunk_rows, threads=threads)
     x = _as_points(x)
-    if beta == 0.0 and weights is None:  # fast path, all weights 1: v_i = m − ⟨x_i, m⟩ x_i
-        m = _mean(x)
-        return m - (x @ m)[:, None] * x
-    return tangent_project(x, _attention(x, kind, beta, check_weights(weights, x.shape[0]), chunk_rows,
-                                         threads))
+    return tokens._velocity(x, check_weights(weights, x.shape[0]))
+
+
+class TokenField:
+    """The SA/USA velocity field of n tokens and their interaction energy, at one kind and β: a
+    validated object. Its constructor checks kind, β and chunk_rows, once; its calls, which an
+    integrator makes at every stage of every step, check nothing again (what
+    :func:`meanfield_pde.particles.simulate.simulate` builds after its own checks).
+
+    Parameters
+    ----------
+    kind : {"SA", "USA"};  beta : float in [0, 700];  chunk_rows, threads : as :func:`velocity`
+    (``threads`` may be set later, as an attribute).
+
+    Calls
+    -----
+    ``field(x)`` : ndarray (n, d)
+        :func:`field_velocity` of the tokens x, a float array (n, d) (no check: a stage).
+    ``field.energy(x)`` : float
+        :func:`energy` of x (n, d) with equal weights.
+
+    Raises
+    ------
+    ConfigError (a ValueError)
+        kind not SA/USA, β outside [0, 700], bad chunk_rows (:mod:`meanfield_pde.core.checks`).
+    """
+
+    def __init__(self, kind: str, beta: float, *, chunk_rows: int | None = None,
+                 threads: int | None = None):
+        self.kind, self.beta, self.chunk_rows = check_kind(kind), check_beta(beta), check_chunk(chunk_rows)
+        self.threads = threads
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self._velocity(x, None)
+
+    def _velocity(self, x: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+        if self.beta == 0.0 and w is None:  # fast path, all weights 1: v_i = m − ⟨x_i, m⟩ x_i
+            m = _mean(x)
+            return m - (x @ m)[:, None] * x
+        return tangent_project(x, _attention(x, self.kind, self.beta, w, self.chunk_rows, self.threads))
+
+    def energy(self, x: np.ndarray) -> float:
+        return _unweighted_energy(x, self.beta, self.chunk_rows)
 
 
 def energy(x, beta: float, *, weights=None, chunk_rows: int | None = None) -> float:
@@ -496,10 +535,15 @@ def energy(x, beta: float, *, weights=None, chunk_rows: int | None = None) -> fl
     """
     beta, chunk_rows = check_beta(beta), check_chunk(chunk_rows)
     x = _as_points(x)
-    n = x.shape[0]
-    w = check_weights(weights, n)
+    w = check_weights(weights, x.shape[0])
     if w is not None:
         return _weighted_energy(x, w, beta, chunk_rows)
+    return _unweighted_energy(x, beta, chunk_rows)
+
+
+def _unweighted_energy(x: np.ndarray, beta: float, chunk_rows: int | None) -> float:
+    """:func:`energy` of (1/n) Σ_j δ_{x_j}, checked arguments."""
+    n = x.shape[0]
     if beta < SMALL_BETA:
         m = _mean(x)
         second = x.T @ x

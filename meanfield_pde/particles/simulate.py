@@ -23,7 +23,7 @@ from ..core.errors import ConfigError
 from ..core.loop import Observer, Stepping, Stop, run_loop
 from ..core.stops import StopReason
 from ..core.threads import resolve_threads, single_threaded_blas
-from .dynamics import check_beta, check_chunk, check_kind, energy, field_velocity, order_parameter
+from .dynamics import TokenField, order_parameter
 from .integrators import INTEGRATORS
 
 UNIT_TOL = 1e-10
@@ -365,8 +365,11 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
             raise ConfigError(f"heads: dimension d = {attention.schedule.dimension}, but x0 is "
                               f"{x.shape}: the tokens must live in the heads' R^d")
         beta = _schedule_beta(attention.schedule)
-    kind, chunk_rows = check_kind(kind), check_chunk(chunk_rows)
-    beta = beta if attention is not None else check_beta(beta)
+    if attention is None:  # kind, β and chunk_rows checked once, here (a validated object)
+        tokens = TokenField(kind, beta, chunk_rows=chunk_rows)
+        kind, beta, chunk_rows = tokens.kind, tokens.beta, tokens.chunk_rows
+    else:  # checked by the heads' field
+        kind, chunk_rows = attention.kind, attention.chunk_rows
     nu = _check_positive("nu", nu, allow_zero=True)
     t_end = _check_positive("t_end", t_end, allow_zero=True)
     dt = _check_positive("dt", dt, allow_zero=False)
@@ -380,8 +383,8 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
 
     threads = resolve_threads(threads)
     if attention is None:
-        field = partial(field_velocity, kind=kind, beta=beta, chunk_rows=chunk_rows, threads=threads)
-        timed, breaks, energy_of = False, (), partial(energy, beta=beta, chunk_rows=chunk_rows)
+        tokens.threads = threads
+        field, timed, breaks, energy_of = tokens, False, (), tokens.energy
     else:
         attention.threads = threads
         field, timed, breaks = attention, not attention.autonomous, attention.schedule.breaks

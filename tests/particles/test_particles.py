@@ -384,8 +384,9 @@ def test_simulate_rejects_bad_input_before_any_work(monkeypatch, change, match):
     def no_work(*args, **kwargs):
         raise AssertionError("work started before validation")
 
-    for name in ("field_velocity", "energy", "order_parameter"):
-        monkeypatch.setattr(simulate_module, name, no_work)
+    monkeypatch.setattr(simulate_module, "order_parameter", no_work)
+    for name in ("__call__", "energy"):  # the velocity and energy of the checked tokens' field
+        monkeypatch.setattr(simulate_module.TokenField, name, no_work)
     args = {**GOOD, **change}
     with pytest.raises(ValueError, match=match) as info:
         simulate(**args)

@@ -140,3 +140,15 @@ def test_the_public_entries_still_check(count_checks):
     ]:
         with pytest.raises(meanfield_pde.ConfigError, match=text.replace("(", r"\(").replace("[", r"\[")):
             call()
+
+
+def test_a_token_run_checks_kind_and_beta_once(count_checks):
+    """One :func:`~meanfield_pde.particles.simulate.simulate` call (10 steps, 3 snapshots) checks
+    the model kind and β once, and nothing twice: its field (a TokenField, checked when made) is evaluated
+    at every stage and its energy at every snapshot without checking them again. Before, β was
+    checked 24 times and the kind 41."""
+    from meanfield_pde.particles import simulate, uniform_sphere
+    x0 = uniform_sphere(16, 3, seed=0)
+    counts = count_checks(lambda: simulate(x0, "SA", 2.0, 0.0, 1.0, 0.1, 0.5))
+    assert {a: counts.get(a, 0) for a in ("kind", "beta")} == {"kind": 1, "beta": 1}, counts
+    assert {a: n for a, n in counts.items() if n != 1} == {}, counts

@@ -161,10 +161,11 @@ class ZonalSphere(Geometry):
         self._make(lmax, dimension, int(npoints))
 
     @classmethod
-    def _trusted(cls, lmax: int, dimension: int, npoints: int = 0) -> "ZonalSphere":
+    def from_checked(cls, lmax: int, dimension: int, npoints: int = 0) -> "ZonalSphere":
         """The grid of an lmax, d and npoints checked by the caller (ints: lmax >= 2, d in
         [2, 4096]), without checking them again (the SA potential's bisections build one per
-        probe); the grid's own refusals (a basis that overflows) stay."""
+        probe); the grid's own refusals (a basis that overflows) stay. Arguments out of that range give wrong
+        numbers, not an error: unchecked input goes to the constructor."""
         self = cls.__new__(cls)
         self._make(lmax, dimension, npoints)
         return self

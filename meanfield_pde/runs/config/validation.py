@@ -168,7 +168,7 @@ def _cross_checks(c: Config) -> None:
         # before the kernel's check: no lmax resolves the kernel of a β that fails here
         check_sa_potential(c.model.beta, d.lmax, d.dimension, d.kernel_tol)
     # (general heads: checked with their own radius β‖A‖₂ by check_attention)
-    kernel = KernelMultipliers._trusted(c.model.beta, d.lmax, d.manifold, dim)
+    kernel = KernelMultipliers.from_checked(c.model.beta, d.lmax, d.manifold, dim)
     if c.kind != "limit" and not c.attention.present and d.kernel_tol < 1.0 and kernel.truncation_error() > d.kernel_tol:
         need = kernel.resolving_lmax(d.kernel_tol)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
