@@ -464,17 +464,15 @@ class TokenField:
     integrator makes at every stage of every step, check nothing again (what
     :func:`meanfield_pde.particles.simulate.simulate` builds after its own checks).
 
+    Calling it, ``field(x)`` gives :func:`field_velocity` of the tokens x, a float array (n, d)
+    (no check: a stage), an ndarray (n, d); ``field.energy(x)`` gives :func:`energy` of x with
+    equal weights, a float.
+
     Parameters
     ----------
-    kind : {"SA", "USA"};  beta : float in [0, 700];  chunk_rows, threads : as :func:`velocity`
-    (``threads`` may be set later, as an attribute).
-
-    Calls
-    -----
-    ``field(x)`` : ndarray (n, d)
-        :func:`field_velocity` of the tokens x, a float array (n, d) (no check: a stage).
-    ``field.energy(x)`` : float
-        :func:`energy` of x (n, d) with equal weights.
+    kind : {"SA", "USA"}
+    beta : float in [0, 700]
+    chunk_rows, threads : as :func:`velocity` (``threads`` may also be set later, as an attribute)
 
     Raises
     ------
