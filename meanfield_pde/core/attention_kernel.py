@@ -438,8 +438,8 @@ class AttentionKernel:
         self.heads = check_heads(heads)
         if self.heads[0].d != 3:
             raise ConfigError(f"heads: dimension d = {self.heads[0].d}: on S² the matrices are 3×3")
-        self.normalisation = check_kind(normalisation)
-        self.normalised = model_kind(self.normalisation).normalised
+        kind = model_kind(normalisation, "kind")  # the one check of the kind (its name and range)
+        self.normalisation, self.normalised = kind.name, kind.normalised
         self.tol = tol
         if not (isinstance(tol, float) and 16 * np.finfo(float).eps <= tol <= 1e-8):
             raise ConfigError(f"tol = {tol!r}: must be a float in [3.6e-15, 1e-08] (above the "

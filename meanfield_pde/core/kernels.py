@@ -189,6 +189,10 @@ class KernelMultipliers:
         """The relative L² error of the kernel cut at lmax (:func:`kernel_truncation_error`)."""
         return _truncation_error(self.beta, self.lmax, self.manifold, self.dimension)
 
+    def log_harmonic_dimension(self) -> np.ndarray:
+        """log dim H_l, l = 0..lmax, on S^{d−1} of this object's d (:func:`log_harmonic_dimension`)."""
+        return _log_harmonic_dimension(self.lmax, self.dimension)
+
     def resolving_lmax(self, tol: float) -> int:
         """The smallest lmax whose truncation error is <= tol, for this β, manifold and d
         (:func:`resolving_lmax`; this object's own lmax plays no part)."""

@@ -77,10 +77,9 @@ def _checked_zonal(beta, lmax, dimension) -> tuple[float, int, int]:
 def _holds_sa_potential(beta: float, lmax: int, d: int) -> bool:
     """:func:`holds_sa_potential` of checked arguments."""
     from ..core.geometry import ZonalSphere
-    from ..core.kernels import log_harmonic_dimension
-    ratio = KernelMultipliers.from_checked(beta, lmax, ZONAL, d).ratio()
+    multipliers = KernelMultipliers.from_checked(beta, lmax, ZONAL, d)
     with np.errstate(over="ignore"):
-        if EPS * np.sum(ratio * np.exp(0.5 * log_harmonic_dimension(lmax, d))) < 1.0:
+        if EPS * np.sum(multipliers.ratio() * np.exp(0.5 * multipliers.log_harmonic_dimension())) < 1.0:
             return True
     return EPS * _potential_gain(ZonalSphere.from_checked(lmax, d), beta) < 1.0
 
@@ -109,8 +108,19 @@ def check_sa_potential(beta: float, lmax: int, dimension: int, kernel_tol: float
     λ_l/λ_0, free of it).
 
     Also ConfigError for β outside [0, 700], d outside [2, 4096], lmax not an integer >= 2."""
+    _check_sa_potential(*_checked_zonal(beta, lmax, dimension), kernel_tol)
+
+
+def check_sa_potential_of(multipliers: KernelMultipliers, kernel_tol: float = 1.0) -> None:
+    """:func:`check_sa_potential` of the β, lmax and d of ``multipliers`` (a validated
+    :class:`~meanfield_pde.core.kernels.KernelMultipliers` on "sphere_zonal", lmax >= 2),
+    which are not checked again: what a case's validation calls with its checked fields."""
+    _check_sa_potential(multipliers.beta, multipliers.lmax, multipliers.dimension, kernel_tol)
+
+
+def _check_sa_potential(beta: float, lmax: int, dimension: int, kernel_tol: float) -> None:
+    """:func:`check_sa_potential` of checked arguments."""
     from ..core.geometry import ZonalSphere
-    beta, lmax, dimension = _checked_zonal(beta, lmax, dimension)
     if _holds_sa_potential(beta, lmax, dimension):
         return
     g = ZonalSphere.from_checked(lmax, dimension)

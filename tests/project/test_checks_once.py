@@ -152,3 +152,21 @@ def test_a_token_run_checks_kind_and_beta_once(count_checks):
     counts = count_checks(lambda: simulate(x0, "SA", 2.0, 0.0, 1.0, 0.1, 0.5))
     assert {a: counts.get(a, 0) for a in ("kind", "beta")} == {"kind": 1, "beta": 1}, counts
     assert {a: n for a, n in counts.items() if n != 1} == {}, counts
+
+
+def test_loading_a_zonal_sa_case_checks_its_dimension_once(count_checks):
+    """The case's validation hands its checked β, lmax and d to the SA potential's check as a
+    validated KernelMultipliers: d is checked once, by the schema (before: three times, by the
+    schema, check_sa_potential and log_harmonic_dimension), and β, lmax and the kinds are not
+    checked twice either."""
+    counts = count_checks(lambda: load_case("zonal_vmf_collapse_d16", ["domain.lmax=64"]))
+    assert counts.get("dimension") == 1, counts
+    assert counts.get("beta", 0) <= 1 and counts.get("lmax", 0) <= 1, counts
+
+
+def test_an_attention_kernel_checks_its_kind_once(count_checks):
+    """One build of a PDE case with heads checks the model kind once (before: twice, in
+    AttentionKernel, by check_kind and by the kinds' lookup)."""
+    config = load_case("attention_pde_power_method")
+    counts = count_checks(lambda: build(config))
+    assert counts.get("kind") == 1, counts

@@ -11,7 +11,7 @@ from ...core.errors import ConfigError
 from ...core.kernels import KernelMultipliers
 from ...core.model_kinds import MODEL_KINDS
 from ...numerics.limits import check_limit_config
-from ...numerics.models import check_sa_potential
+from ...numerics.models import check_sa_potential_of
 from .handoff import check_handoff
 from .attention import build_attention, check_attention
 from .case import MAX_SNAPSHOTS, REQUIRED_SECTIONS, SECTIONS, Config
@@ -164,11 +164,11 @@ def _cross_checks(c: Config) -> None:
     d = c.domain  # (limit equations have no kernel)
     dim = d.dimension if zonal else None
     # The fields are checked (their schema): the kernel's functions below take them as they are.
+    kernel = KernelMultipliers.from_checked(c.model.beta, d.lmax, d.manifold, dim)
     if zonal and c.kind == "pde" and MODEL_KINDS[c.model.kind].normalised:  # SA divides by Φ: float64 must hold it
         # before the kernel's check: no lmax resolves the kernel of a β that fails here
-        check_sa_potential(c.model.beta, d.lmax, d.dimension, d.kernel_tol)
+        check_sa_potential_of(kernel, d.kernel_tol)
     # (general heads: checked with their own radius β‖A‖₂ by check_attention)
-    kernel = KernelMultipliers.from_checked(c.model.beta, d.lmax, d.manifold, dim)
     if c.kind != "limit" and not c.attention.present and d.kernel_tol < 1.0 and kernel.truncation_error() > d.kernel_tol:
         need = kernel.resolving_lmax(d.kernel_tol)
         raise ConfigError(f"domain.lmax = {d.lmax}: too small for model.beta = {c.model.beta:g}; the kernel "
