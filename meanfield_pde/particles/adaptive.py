@@ -54,7 +54,7 @@ from scipy.spatial import cKDTree
 
 from ..core.errors import ConfigError
 from ..core import signals
-from ..core.loop import Observer, Stepping, Stop, run_loop
+from ..core.loop import LoopResult, Observer, Stepping, Stop, run_loop
 from ..core.stops import StopReason
 from .dynamics import (attention, check_beta, check_chunk, check_kind, check_weights, energy,
                        order_parameter)
@@ -64,9 +64,11 @@ MERGE_TOL = 1e-8
 """Default chord distance below which two nodes are merged (module doc)."""
 
 
-@dataclass
-class WeightedRun:
-    """Result of :func:`integrate_weighted`.
+@dataclass(kw_only=True)
+class WeightedRun(LoopResult):
+    """Result of :func:`integrate_weighted`: how the run ended (a
+    :class:`~meanfield_pde.core.loop.LoopResult`: ``status``, ``reason``, ``t``, ``state``,
+    ``steps``, ``interrupted_by``) and its snapshots.
 
     Attributes
     ----------
@@ -81,7 +83,9 @@ class WeightedRun:
     merges : list of (t, number of nodes before, after) at the snapshots where nodes merged.
     kind, beta, method, rtol, atol, merge_tol : the arguments.
     status : str, "completed" or "stopped: <why> at t = ..." (the snapshots end with the
-        last good state);  stop_reason : StopReason (COMPLETED, NUMERICAL_FAULT, INTERRUPTED);
+        last good state);  reason : StopReason (COMPLETED, NUMERICAL_FAULT, INTERRUPTED);
+    t : float, the last snapshot's time;  state : (ndarray (n, d), ndarray (n,)), its nodes and
+        masses;  steps : int, the snapshot intervals integrated;
     interrupted_by : str, what interrupted the run, e.g. "interrupted (SIGTERM)" or a failed
         write ("" if nothing did): for callers that report it at their own times.
     """
@@ -102,9 +106,6 @@ class WeightedRun:
     atol: float
     merge_tol: float
     merges: list = dc_field(default_factory=list)
-    status: str = "completed"
-    stop_reason: StopReason = StopReason.COMPLETED
-    interrupted_by: str = ""
 
 
 def log_snapshot_times(t_first: float, t_end: float, per_decade: int = 10) -> np.ndarray:
@@ -202,7 +203,7 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
 
     A failing integrator (non-finite values, step size underflow) or an interruption
     (SIGINT/SIGTERM through :mod:`meanfield_pde.core.signals`) stops the run: the result
-    holds the snapshots up to the last good one and ``status``/``stop_reason`` say why.
+    holds the snapshots up to the last good one and ``status``/``reason`` say why.
 
     Raises
     ------
@@ -237,7 +238,8 @@ def integrate_weighted(x0, weights, kind: str, beta: float, times, *, method: st
                        order_parameter=np.array(record.order_parameter), drift=np.array(record.drift),
                        step_times=np.array(s.step_times), step_sizes=np.array(s.step_sizes),
                        nfev=int(s.nfev), kind=kind, beta=beta, method=method, rtol=rtol, atol=atol,
-                       merge_tol=merge_tol, merges=s.merges, status=end.status, stop_reason=end.reason,
+                       merge_tol=merge_tol, merges=s.merges, status=end.status, reason=end.reason,
+                       t=end.t, state=(end.state.x, end.state.w), steps=end.steps,
                        interrupted_by=end.interrupted_by)
 
 

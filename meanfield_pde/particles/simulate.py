@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.attention import NO_ENERGY_NOTE, HeadSchedule, gradient_flow_head
 from ..core.errors import ConfigError
-from ..core.loop import Observer, Stepping, Stop, run_loop
+from ..core.loop import LoopResult, Observer, Stepping, Stop, run_loop
 from ..core.stops import StopReason
 from ..core.threads import resolve_threads, single_threaded_blas
 from .dynamics import TokenField, order_parameter
@@ -34,9 +34,10 @@ POSITION_DIMS = ("particle", "xyz")
 sweep's final positions): the particle index and the d Cartesian components."""
 
 
-@dataclass
-class ParticleRun:
-    """Result of :func:`simulate`.
+@dataclass(kw_only=True)
+class ParticleRun(LoopResult):
+    """Result of :func:`simulate`: how the run ended (a :class:`~meanfield_pde.core.loop.LoopResult`:
+    ``status``, ``reason``, ``t``, ``state``, ``steps``, ``interrupted_by``) and its snapshots.
 
     Attributes
     ----------
@@ -59,10 +60,12 @@ class ParticleRun:
     status : str
         "completed", or "stopped: <reason>" (interruption, non-finite
         positions); the snapshots then end with the last good state.
-    stop_reason : StopReason
+    reason : StopReason
         Why the run ended (COMPLETED, INTERRUPTED, IO_ERROR, NUMERICAL_FAULT).
-    final : ndarray (n, d)
-        Positions at t_end (kept also when ``positions`` is not stored).
+    t : float
+        Time of the last good state.
+    state, final : ndarray (n, d)
+        Positions at t_end, or the last good ones (kept also when ``positions`` is not stored).
     heads : HeadSchedule or None
         The attention heads of the run (None: today's model at ``beta``).
     attrs : dict
@@ -79,12 +82,12 @@ class ParticleRun:
     dt: float
     scheme: str
     seed: int
-    steps: int = 0
-    status: str = "completed"
-    stop_reason: StopReason = StopReason.COMPLETED
-    final: np.ndarray | None = None
     attrs: dict = dc_field(default_factory=dict)
     heads: HeadSchedule | None = None
+
+    @property
+    def final(self) -> np.ndarray:
+        return self.state
 
     def __getitem__(self, key):
         """Dict-style access, ``run["times"]`` equals ``run.times``."""
@@ -398,10 +401,8 @@ def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: flo
     with single_threaded_blas():  # entered once; the velocity's own entries are then free
         end = run_loop(stepping, float(grid[start]), x, [record], initial_snapshot=start == 0)
     times, positions, op, en = record.times, record.positions, record.order_parameter, record.energy
-    x, steps, status, reason = end.state, end.steps, end.status, end.reason
-    return ParticleRun(times=np.array(times), positions=np.array(positions) if store_positions else None,
+    return ParticleRun(**vars(end), times=np.array(times),
+                       positions=np.array(positions) if store_positions else None,
                        order_parameter=np.array(op), energy=None if energy_of is None else np.array(en),
-                       kind=kind, beta=beta,
-                       nu=nu, dt=dt, scheme=scheme, seed=int(seed), steps=steps, status=status,
-                       stop_reason=reason, final=x,
+                       kind=kind, beta=beta, nu=nu, dt=dt, scheme=scheme, seed=int(seed),
                        heads=attention.schedule if attention is not None else None)

@@ -360,13 +360,13 @@ class HandoffRun(RunKind):
             # a Ctrl-C during the PDE's last step, still pending: the particles never moved, and
             # the file stays that of a run stopped before its hand-off (resumed as a PDE run)
             return Outcome(f"stopped: {run.interrupted_by} at t = {t_h:.6g}, just before the hand-off",
-                           run.stop_reason, counters)
+                           run.reason, counters)
         t_last = t_h + float(run.times[-1])
         status = run.status
-        if not run.stop_reason.completed:
+        if not run.reason.completed:
             # an interruption names its signal or the write failure, e.g. "interrupted (SIGTERM)"
             # (the integrator's own status gives times relative to t_h: not used)
-            why = run.interrupted_by or run.stop_reason.value.replace("_", " ")
+            why = run.interrupted_by or run.reason.value.replace("_", " ")
             status = (f"stopped: {why} at t = {t_last:.6g} (after the hand-off at t = {t_h:.6g}); "
                       "the last good state is kept")
         attrs = {"handoff_time": t_h, "handoff_trigger": state.trigger, "handoff_method": METHOD,
@@ -382,7 +382,7 @@ class HandoffRun(RunKind):
                  "final_nodes": int(run.weights[-1].size)}
         if not state.merges:  # a file begun before the per-snapshot merges: at the end, as it was
             attrs.update(merge_attributes(events))
-        return Outcome(status, run.stop_reason, counters, attrs)
+        return Outcome(status, run.reason, counters, attrs)
 
 
 def sim_dimension(sim: Simulation) -> int:

@@ -170,7 +170,7 @@ class ParticleRunKind(RunKind):
                        seed=p.seed, store_positions=False, start=start,
                        on_snapshot=ParticleRecorder(geometry, p.smoothing, sink, energy_definition),
                        threads=config.domain.threads or None, heads=heads)
-        return Outcome(res.status, res.stop_reason, {"steps": res.steps})
+        return Outcome(res.status, res.reason, {"steps": res.steps})
 
 
 PARTICLES = ParticleRunKind()

@@ -261,7 +261,7 @@ def test_failure_part_way_keeps_the_good_snapshots(monkeypatch):
     x0 = uniform_sphere(10, 3, seed=1)
     run = integrate_weighted(x0, np.full(10, 0.1), "SA", 2.0, [0.0, 1.0, 2.0, 3.0])
     assert run.times.tolist() == [0.0, 1.0] and len(run.positions) == 2
-    assert run.stop_reason.value == "numerical_fault"
+    assert run.reason.value == "numerical_fault"
     assert "[1, 2]" in run.status and "step size" in run.status
 
 
@@ -288,7 +288,7 @@ def test_a_stop_request_ends_a_long_snapshot_interval_at_once(monkeypatch):
         run = integrate_weighted(x0, np.full(10, 0.1), "SA", 2.0, [0.0, 1.0, 1e4], rtol=1e-10)
     finally:
         signals._requested.clear()
-    assert run.stop_reason.value == "interrupted" and "interrupted (SIGINT)" in run.status
+    assert run.reason.value == "interrupted" and "interrupted (SIGINT)" in run.status
     assert run.times.tolist() == [0.0, 1.0] and len(run.positions) == 2
     assert len(calls) <= 61  # the evaluation that saw the request is the last one
 
@@ -308,7 +308,7 @@ def test_a_snapshot_the_caller_fails_to_store_is_not_in_the_result():
     x0 = uniform_sphere(10, 3, seed=1)
     run = integrate_weighted(x0, np.full(10, 0.1), "SA", 2.0, [0.0, 1.0, 2.0, 3.0], on_snapshot=store)
     assert stored == [0.0, 1.0] and run.times.tolist() == [0.0, 1.0] and len(run.weights) == 2
-    assert run.stop_reason.value == "interrupted" and run.status.endswith("at t = 1")
+    assert run.reason.value == "interrupted" and run.status.endswith("at t = 1")
 
 
 def test_one_node_and_beta_zero():
@@ -350,7 +350,7 @@ def test_usa_tokens_at_large_beta_survive_a_first_step_that_is_far_too_long():
     w0 = np.full(1000, 1.0 / 1000)
     run = integrate_weighted(x0, w0, "USA", 10.0, np.array([0.0, 1e-2, 0.1]), rtol=1e-8, atol=1e-10,
                              merge_tol=1e-5)
-    assert run.status == "completed", run.stop_reason
+    assert run.status == "completed", run.reason
     e = run.energy
     n = np.array([p.shape[0] for p in run.positions])  # the rounding bound of the test above
     assert np.all(np.diff(e) >= -2 * (2 * n[:-1] + 4) * EPS * np.abs(e[1:])) and e[-1] > e[0]

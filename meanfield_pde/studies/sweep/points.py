@@ -110,7 +110,7 @@ def _run_tokens(config: Config) -> xr.Dataset:
                              {"long_name": MEASURES["clustered_pairs"]}),
          "final_positions": (POSITION_DIMS, run.final, {"long_name": "positions at t_end"})},
         coords={"time": ("time", run.times)})
-    ds.attrs.update({"status": run.status, "stop_reason": run.stop_reason.value,
+    ds.attrs.update({"status": run.status, "stop_reason": run.reason.value,
                      "model": config.model.kind, "beta": config.model.beta,
                      "nu": config.model.nu, "dimension": d, "n": p.n, "seed": exact_attr(p.seed),
                      "scheme": scheme, "dt": run.dt, "case": config.to_toml(),
