@@ -313,6 +313,7 @@ def _segment(run: _WeightedStepping, x, w, t0, t1):
 
     def field(shape, w):
         def rhs(_t, y):
+            run.nfev += 1  # counted as called: an interrupt in the first one is past the start
             # a stop request ends the run here, not at the next snapshot: log-spaced snapshots
             # are decades of steps apart (the snapshots so far are kept, as between intervals:
             # the one loop, run_loop, ends the run)
@@ -345,7 +346,6 @@ def _segment(run: _WeightedStepping, x, w, t0, t1):
         if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
             raise FloatingPointError(f"the integrator failed on [{t:.6g}, {t1:.6g}]: "
                                      f"{sol.message}; the last good state (t = {t0:.6g}) is kept")
-        run.nfev += sol.nfev
         steps = np.diff(sol.t)
         run.step_times.extend(sol.t[1:])
         run.step_sizes.extend(steps)

@@ -223,15 +223,17 @@ class _TokenStepping(Stepping):
             self._next_piece()
         a, h, spec = self.pieces[0][0], self.h, self.spec
         when = {"t": float(a + self.j * h)} if self.attention is not None else {}
-        if spec.stochastic:
-            xi = self.rng.standard_normal(self.shape) if self.nu > 0.0 else None
-            new = spec.step(x, h, self.field, self.nu, xi, **when)
-        else:
-            new = spec.step(x, h, self.field, **when)
-        if not np.all(np.isfinite(new)):
+        try:
+            if spec.stochastic:
+                xi = self.rng.standard_normal(self.shape) if self.nu > 0.0 else None
+                new = spec.step(x, h, self.field, self.nu, xi, **when)
+            else:
+                new = spec.step(x, h, self.field, **when)
+            if not np.all(np.isfinite(new)):
+                raise FloatingPointError(f"non-finite positions at t = {a + (self.j + 1) * h:.6g}")
+        except FloatingPointError as exc:  # or numpy's own, under a caller's np.errstate(all="raise")
             raise Stop(StopReason.NUMERICAL_FAULT,
-                       f"stopped: non-finite positions at t = {a + (self.j + 1) * h:.6g} (reduce dt); "
-                       f"the last good state (t = {t:.6g}) is kept")
+                       f"stopped: {exc} (reduce dt); the last good state (t = {t:.6g}) is kept") from None
         self.j += 1
         t_new = float(a + self.j * h)
         self.output = False
@@ -268,13 +270,17 @@ class _TokenRecord(Observer):
             self._record(t, x)
 
     def _record(self, t, x, notify=True):
+        op, en = order_parameter(x), None if self.energy_of is None else self.energy_of(x)
+        # the caller first: a snapshot it failed to store (KeyboardInterrupt: a failed write) is
+        # not one of the result's either, which then ends, as the file, with the last stored one
+        # (and the last good state, t of the status, from ``stopped``)
+        if self.on_snapshot is not None and notify:
+            self.on_snapshot(t, x, op, en)
         self.times.append(t)
         if self.store_positions:
             self.positions.append(x.copy())
-        self.order_parameter.append(order_parameter(x))
-        self.energy.append(None if self.energy_of is None else self.energy_of(x))
-        if self.on_snapshot is not None and notify:
-            self.on_snapshot(t, x, self.order_parameter[-1], self.energy[-1])
+        self.order_parameter.append(op)
+        self.energy.append(en)
 
 
 def simulate(x0, kind: str, beta: float | None, nu: float, t_end: float, dt: float, every: float,

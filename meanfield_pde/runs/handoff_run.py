@@ -357,8 +357,9 @@ class HandoffRun(RunKind):
         finally:
             bar.close()
         if run.interrupted_by and run.nfev == 0:
-            # a Ctrl-C during the PDE's last step, still pending: the particles never moved, and
-            # the file stays that of a run stopped before its hand-off (resumed as a PDE run)
+            # a Ctrl-C during the PDE's last step, still pending (the particles' loop saw it before
+            # their first evaluation): the particles never moved, and the file stays that of a
+            # run stopped before its hand-off (resumed as a PDE run)
             return Outcome(f"stopped: {run.interrupted_by} at t = {t_h:.6g}, just before the hand-off",
                            run.reason, counters)
         t_last = t_h + float(run.times[-1])

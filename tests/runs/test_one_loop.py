@@ -162,3 +162,73 @@ def test_the_check_finds_a_second_loop():
     assert _requests(tree) == [4]
     assert _requests(ast.parse("signals.check()\nmonitor.check(u)\n")) == [1]
     assert _catches_interrupt(tree) == [5]
+
+
+# Found by a review of the one loop against the loops it replaced: a snapshot the caller fails to
+# store, a floating-point trap of the caller's, a Ctrl-C inside the particles' first evaluation.
+
+def test_a_token_snapshot_the_caller_fails_to_store_is_not_in_the_result():
+    """on_snapshot raising KeyboardInterrupt (a failed write) at t = 0.5: the result ends with the
+    last good state, t = 0.4, the step before (the loop's t, as the PDE's), and holds no t = 0.5
+    snapshot (it held one, which the file did not)."""
+    from meanfield_pde.particles import simulate, uniform_sphere
+    calls = []
+
+    def store(t, x, op, en):
+        calls.append(t)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+    run = simulate(uniform_sphere(5, 3, seed=0), "SA", 1.0, 0.0, 1.0, 0.1, 0.5, on_snapshot=store)
+    assert calls == [0.0, 0.5, run.t]  # the last good state is handed on too (a failed file ignores it)
+    assert run.reason.value == "interrupted" and run.status == f"stopped: interrupted (SIGINT) at t = {run.t:.6g}"
+    assert run.times.tolist() == [0.0, run.t] and run.t < 0.5
+    np.testing.assert_array_equal(run.positions[-1], run.final)
+
+
+def test_a_floating_point_trap_of_the_callers_stops_a_token_run():
+    """Under np.errstate(under="raise") a USA head at β = 700 underflows in exp at its first
+    step: the run stops (numerical_fault, the last good state kept), as with non-finite positions."""
+    from meanfield_pde.core.attention import Head
+    from meanfield_pde.particles import simulate
+    x0 = np.array([[0, 0, 1.0], [0, 0, -1.0], [1.0, 0, 0]])
+    V = np.array([[1.0, 2.0, 0], [0, 1.0, 0], [0, 0, 1.0]])
+    with np.errstate(under="raise"):
+        run = simulate(x0, "USA", None, 0.0, 0.2, 0.1, 0.1, heads=Head(700.0, V=V))
+    assert run.reason.value == "numerical_fault" and run.times.tolist() == [0.0]
+    assert run.status == "stopped: underflow encountered in exp (reduce dt); the last good state (t = 0) is kept"
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_inside_the_first_particle_evaluations_is_after_the_hand_off(tmp_path, monkeypatch):
+    """A stop request during the particles' first interval (their third evaluation of the
+    attention) stops the run after its hand-off: the hand-off's attributes are written; only a
+    request already pending when the particles start is "just before the hand-off"."""
+    import signal
+    import meanfield_pde.particles.adaptive as adaptive
+    from meanfield_pde.core import signals
+    from meanfield_pde.runs.config import from_dict
+    from meanfield_pde.runs.runner import run
+    real, calls = adaptive.attention, []
+
+    def attention(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            signals._request(signal.SIGINT, None)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(adaptive, "attention", attention)
+    config = from_dict({"model": {"kind": "SA", "beta": 10.0}, "domain": {"lmax": 15},
+                        "initial": {"type": "perturbed_uniform", "amplitude": 0.3, "degree_max": 6, "seed": 1},
+                        "time": {"t_end": 0.2, "dt": 1e-3}, "output": {"every": 0.1, "plot": False},
+                        "handoff": {"enabled": True, "t_end": 0.6, "per_decade": 4, "drop_mass": 0.05,
+                                    "merge_tol": 0.0}}, name="handoff_test")
+    from meanfield_pde.core.errors import RunStoppedWarning
+    try:
+        with pytest.warns(RunStoppedWarning):
+            ds = run(config, tmp_path / "h.nc", progress=False)
+    finally:
+        signals._requested.clear()
+    t_h = ds.attrs["handoff_time"]
+    assert ds.attrs["stop_reason"] == "interrupted"
+    assert ds.attrs["status"] == (f"stopped: interrupted (SIGINT) at t = {t_h:.6g} (after the hand-off "
+                                  f"at t = {t_h:.6g}); the last good state is kept")
+    assert ds.attrs["particle_nfev"] >= 3
