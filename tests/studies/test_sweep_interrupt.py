@@ -37,6 +37,13 @@ grid = ["time.dt=[0.05, 1e-7]"]
 """
 
 
+def _sigint_as_on_a_terminal():
+    """The command's SIGINT disposition as a terminal gives it (the default). A test session
+    started in the background of a non-interactive shell (`pytest &`, a CI job) ignores SIGINT,
+    every child inherits that, and the sweep ran on after its Ctrl-C until the timeout killed it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted_sweep(tmp_path, send):
     """Run the two-point sweep of CASE with 2 workers in its own process group and call
     ``send(pid)`` once the quick point is reported (the slow one, 2e6 fixed steps, still runs).
@@ -46,7 +53,8 @@ def _interrupted_sweep(tmp_path, send):
     cmd = [sys.executable, "-m", "meanfield_pde", "sweep", str(tmp_path / "case.toml"),
            "-o", str(out), "--workers", "2"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group: a signal reaches only it
+                            start_new_session=True,  # its own group: a signal reaches only it
+                            preexec_fn=_sigint_as_on_a_terminal)
     timer = threading.Timer(120, os.killpg, (proc.pid, signal.SIGKILL))  # a hang fails, not blocks
     timer.start()
     try:
